@@ -1,0 +1,252 @@
+"""PyTorch's function forms (`cp.exp(x)`, `cp.sum(x, 1)`, ...) of Tensor methods,
+plus the few Tensor methods that are compositions of others (`isnan`, `allclose`).
+
+Each function forwards to the Tensor method of the same name, so the behaviour
+is defined once, in the core.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional, Union
+
+from ._core import Tensor, tensor
+
+Number = Union[int, float, bool]
+
+__all__ = [
+    # unary
+    "abs", "neg", "negative", "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt",
+    "sin", "cos", "tan", "tanh", "sigmoid", "relu", "floor", "ceil", "round", "trunc", "frac",
+    "sign", "square", "reciprocal", "erf", "logical_not",
+    # binary
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide",
+    "remainder", "fmod", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+    "greater", "less", "logical_and", "logical_or", "logical_xor", "matmul", "mm", "bmm", "dot",
+    # reductions
+    "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "cumsum",
+    "softmax", "log_softmax", "all", "any", "norm",
+    # shapes and selection
+    "reshape", "transpose", "swapaxes", "permute", "squeeze", "unsqueeze", "flatten", "narrow",
+    "chunk", "split", "unbind", "index_select", "gather", "scatter", "scatter_add", "masked_fill",
+    "clamp", "clip", "flip", "tril", "triu", "t", "broadcast_to",
+    # predicates
+    "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "numel_of",
+]
+
+
+def _t(x: Any) -> Tensor:
+    return x if isinstance(x, Tensor) else tensor(x)
+
+
+def _unary(name: str) -> Callable[..., Tensor]:
+    def f(input: Tensor) -> Tensor:
+        return getattr(_t(input), name)()  # type: ignore[no-any-return]
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"`{name}(input)`: elementwise, as `torch.{name}`."
+    return f
+
+
+abs = _unary("abs")
+neg = negative = _unary("neg")
+exp = _unary("exp")
+log = _unary("log")
+log2 = _unary("log2")
+log10 = _unary("log10")
+log1p = _unary("log1p")
+expm1 = _unary("expm1")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+relu = _unary("relu")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")
+trunc = _unary("trunc")
+frac = _unary("frac")
+sign = _unary("sign")
+square = _unary("square")
+reciprocal = _unary("reciprocal")
+erf = _unary("erf")
+logical_not = _unary("logical_not")
+
+
+def _binary(name: str) -> Callable[..., Tensor]:
+    def f(input: Any, other: Any) -> Tensor:
+        if not isinstance(input, Tensor):
+            input = tensor(input)
+        return getattr(input, name)(other)  # type: ignore[no-any-return]
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"`{name}(input, other)`: elementwise with broadcasting, as `torch.{name}`."
+    return f
+
+
+def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
+    """`input + alpha * other`."""
+    return _t(input).add(other if alpha == 1 else other * alpha)
+
+
+def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
+    """`input - alpha * other`."""
+    return _t(input).sub(other if alpha == 1 else other * alpha)
+
+
+subtract = sub
+mul = multiply = _binary("mul")
+true_divide = _binary("div")
+
+
+def div(input: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Tensor:
+    """Division; `rounding_mode` is None (true division), "floor" or "trunc"."""
+    a = _t(input)
+    if rounding_mode is None:
+        return a.div(other)
+    if rounding_mode == "floor":
+        return a.floor_divide(other)
+    if rounding_mode == "trunc":
+        q = a.div(other)
+        return q.trunc().to(a.dtype) if not a.dtype.is_floating_point else q.trunc()
+    raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+
+
+divide = div
+floor_divide = _binary("floor_divide")
+remainder = _binary("remainder")
+
+
+def fmod(input: Any, other: Any) -> Tensor:
+    """Remainder with the sign of the dividend (C's fmod)."""
+    a = _t(input)
+    q = div(a, other, rounding_mode="trunc")
+    return a - q * other
+
+
+pow = _binary("pow")
+maximum = _binary("maximum")
+minimum = _binary("minimum")
+eq = _binary("eq")
+ne = _binary("ne")
+lt = less = _binary("lt")
+le = _binary("le")
+gt = greater = _binary("gt")
+ge = _binary("ge")
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+logical_xor = _binary("logical_xor")
+matmul = _binary("matmul")
+mm = _binary("mm")
+bmm = _binary("bmm")
+dot = _binary("dot")
+
+
+def _method(name: str) -> Callable[..., Any]:
+    def f(input: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return getattr(_t(input), name)(*args, **kwargs)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"`{name}(input, ...)`: same as `Tensor.{name}`."
+    return f
+
+
+sum = _method("sum")
+mean = _method("mean")
+max = _method("max")
+min = _method("min")
+amax = _method("amax")
+amin = _method("amin")
+argmax = _method("argmax")
+argmin = _method("argmin")
+var = _method("var")
+std = _method("std")
+cumsum = _method("cumsum")
+softmax = _method("softmax")
+log_softmax = _method("log_softmax")
+all = _method("all")
+any = _method("any")
+norm = _method("norm")
+reshape = _method("reshape")
+transpose = _method("transpose")
+swapaxes = _method("swapaxes")
+permute = _method("permute")
+squeeze = _method("squeeze")
+unsqueeze = _method("unsqueeze")
+flatten = _method("flatten")
+narrow = _method("narrow")
+chunk = _method("chunk")
+split = _method("split")
+unbind = _method("unbind")
+index_select = _method("index_select")
+gather = _method("gather")
+scatter = _method("scatter")
+scatter_add = _method("scatter_add")
+masked_fill = _method("masked_fill")
+clamp = _method("clamp")
+clip = _method("clip")
+flip = _method("flip")
+tril = _method("tril")
+triu = _method("triu")
+t = _method("t")
+broadcast_to = _method("broadcast_to")
+
+
+def isnan(input: Tensor) -> Tensor:
+    """True where the value is NaN."""
+    return input != input
+
+
+def isinf(input: Tensor) -> Tensor:
+    """True where the value is +inf or -inf."""
+    if not input.dtype.is_floating_point:
+        return input != input
+    return input.abs() == math.inf
+
+
+def isfinite(input: Tensor) -> Tensor:
+    """True where the value is neither NaN nor infinite."""
+    if not input.dtype.is_floating_point:
+        return input == input
+    return (input == input).logical_and(input.abs() != math.inf)
+
+
+def isclose(input: Tensor, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """`|input - other| <= atol + rtol * |other|`, elementwise."""
+    other = other if isinstance(other, Tensor) else tensor(other, dtype=input.dtype)
+    a, b = input.double(), other.double()
+    close = (a - b).abs() <= atol + rtol * b.abs()
+    close = close.logical_or(a == b)  # equal infinities
+    if equal_nan:
+        close = close.logical_or(isnan(a).logical_and(isnan(b)))
+    return close
+
+
+def allclose(input: Tensor, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """True when every element is `isclose`."""
+    return bool(isclose(input, other, rtol, atol, equal_nan).all())
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True when shapes and all values are equal."""
+    return input.equal(other)
+
+
+def numel_of(input: Tensor) -> int:
+    return input.numel()
+
+
+def _attach() -> None:
+    """Give Tensor the methods that are defined here as compositions."""
+    for name in ("isnan", "isinf", "isfinite", "isclose", "allclose"):
+        setattr(Tensor, name, globals()[name])
+    setattr(Tensor, "fmod", fmod)
+    setattr(Tensor, "negative", Tensor.neg)
+    setattr(Tensor, "divide", lambda self, other, *, rounding_mode=None: div(self, other, rounding_mode=rounding_mode))
+    setattr(Tensor, "absolute", Tensor.abs)
+
+
+_attach()
+del _attach

@@ -1,0 +1,352 @@
+//! Multi-threaded CPU kernels where Candle's are single-threaded or lack a
+//! backward: sums over any dims, and softmax / log_softmax over any dim.
+//!
+//! Each is a Candle `CustomOp1` with its backward written out, so it takes part
+//! in autograd. Other devices and dtypes fall back to Candle's own ops.
+use candle_core::{CpuStorage, CustomOp1, DType, Layout, Result, Shape, Tensor};
+use rayon::prelude::*;
+
+/// Rows of at least this many elements each make a parallel task worthwhile.
+const GRAIN: usize = 1 << 14;
+
+fn fast_path(t: &Tensor) -> bool {
+    t.device().is_cpu() && matches!(t.dtype(), DType::F32 | DType::F64)
+}
+
+/// `(outer, r, inner)` of a contiguous tensor reduced over dims `lo..=hi`.
+fn split(dims: &[usize], lo: usize, hi: usize) -> (usize, usize, usize) {
+    let outer = dims[..lo].iter().product();
+    let r = dims[lo..=hi].iter().product();
+    let inner = dims[hi + 1..].iter().product();
+    (outer, r, inner)
+}
+
+trait Float: Copy + Send + Sync + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self> + PartialOrd + 'static {
+    const ZERO: Self;
+    const NEG_INF: Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn max(self, o: Self) -> Self;
+}
+impl Float for f32 {
+    const ZERO: f32 = 0.0;
+    const NEG_INF: f32 = f32::NEG_INFINITY;
+    #[inline(always)]
+    fn exp(self) -> f32 {
+        fast_exp(self)
+    }
+    fn ln(self) -> f32 {
+        f32::ln(self)
+    }
+    #[inline(always)]
+    fn max(self, o: f32) -> f32 {
+        if self > o { self } else { o }
+    }
+}
+impl Float for f64 {
+    const ZERO: f64 = 0.0;
+    const NEG_INF: f64 = f64::NEG_INFINITY;
+    #[inline(always)]
+    fn exp(self) -> f64 {
+        f64::exp(self)
+    }
+    fn ln(self) -> f64 {
+        f64::ln(self)
+    }
+    #[inline(always)]
+    fn max(self, o: f64) -> f64 {
+        if self > o { self } else { o }
+    }
+}
+
+/// exp for f32 without branches, so loops over it vectorize: 2^n * p(r) with
+/// |r| <= ln2/2 and a degree-6 polynomial (error about 1 ulp, as Cephes' expf).
+#[inline(always)]
+pub fn fast_exp(x: f32) -> f32 {
+    let x = x.clamp(-88.0, 88.0);
+    let n = (x * std::f32::consts::LOG2_E).round();
+    let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6;
+    let p = 1.987_569_1e-4_f32;
+    let p = p.mul_add(r, 1.398_199_9e-3);
+    let p = p.mul_add(r, 8.333_452e-3);
+    let p = p.mul_add(r, 4.166_579_6e-2);
+    let p = p.mul_add(r, 1.666_666_5e-1);
+    let p = p.mul_add(r, 0.5);
+    let p = (p * r).mul_add(r, r) + 1.0;
+    let bits = ((n as i32 + 127) as u32) << 23;
+    p * f32::from_bits(bits)
+}
+
+fn has_avx2_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+#[inline(always)]
+fn sum_slice<T: Float>(x: &[T]) -> T {
+    // Eight partial sums so the loop vectorizes despite float non-associativity.
+    let mut acc = [T::ZERO; 8];
+    let chunks = x.chunks_exact(8);
+    let rem = chunks.remainder();
+    for c in chunks {
+        for k in 0..8 {
+            acc[k] = acc[k] + c[k];
+        }
+    }
+    let mut s = T::ZERO;
+    for a in acc {
+        s = s + a;
+    }
+    for &v in rem {
+        s = s + v;
+    }
+    s
+}
+
+#[inline(always)]
+fn add_into<T: Float>(acc: &mut [T], row: &[T]) {
+    for (a, &v) in acc.iter_mut().zip(row) {
+        *a = *a + v;
+    }
+}
+
+fn reduce_block<T: Float>(src: &[T], outer: usize, r: usize, inner: usize) -> Vec<T> {
+    let mut out = vec![T::ZERO; outer * inner];
+    if inner == 1 {
+        if outer == 1 {
+            // One long sum: partial sums per chunk, then combine.
+            let parts: Vec<T> = src.par_chunks(GRAIN * 4).map(sum_slice).collect();
+            out[0] = sum_slice(&parts);
+        } else {
+            let per = (GRAIN / r.max(1)).max(1);
+            out.par_chunks_mut(per).enumerate().for_each(|(ci, o)| {
+                for (k, v) in o.iter_mut().enumerate() {
+                    let row = ci * per + k;
+                    *v = sum_slice(&src[row * r..(row + 1) * r]);
+                }
+            });
+        }
+    } else {
+        let col_chunk = (GRAIN / r.max(1)).clamp(64, inner.max(64));
+        out.par_chunks_mut(inner).enumerate().for_each(|(o, dst)| {
+            let block = &src[o * r * inner..(o + 1) * r * inner];
+            dst.par_chunks_mut(col_chunk).enumerate().for_each(|(cj, d)| {
+                let j0 = cj * col_chunk;
+                for i in 0..r {
+                    add_into(d, &block[i * inner + j0..i * inner + j0 + d.len()]);
+                }
+            });
+        });
+    }
+    out
+}
+
+struct SumBlock {
+    lo: usize,
+    hi: usize,
+}
+
+impl CustomOp1 for SumBlock {
+    fn name(&self) -> &'static str {
+        "sum"
+    }
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let dims = l.dims();
+        let (outer, r, inner) = split(dims, self.lo, self.hi);
+        let mut out_dims = dims.to_vec();
+        for d in &mut out_dims[self.lo..=self.hi] {
+            *d = 1;
+        }
+        let Some((a, b)) = l.contiguous_offsets() else { candle_core::bail!("sum: expected a contiguous input") };
+        let st = match s {
+            CpuStorage::F32(v) => CpuStorage::F32(reduce_block(&v[a..b], outer, r, inner)),
+            CpuStorage::F64(v) => CpuStorage::F64(reduce_block(&v[a..b], outer, r, inner)),
+            _ => candle_core::bail!("sum: fast path supports f32 and f64"),
+        };
+        Ok((st, Shape::from(out_dims)))
+    }
+    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad_res: &Tensor) -> Result<Option<Tensor>> {
+        Ok(Some(grad_res.broadcast_as(arg.shape())?))
+    }
+}
+
+/// Sum over `dims` (sorted, non-empty), keeping them as size-1 dims.
+pub fn sum_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    if !fast_path(t) {
+        return t.sum_keepdim(dims.to_vec());
+    }
+    let mut cur = t.contiguous()?;
+    // Reduce runs of consecutive dims in one pass each, last run first.
+    let mut i = dims.len();
+    while i > 0 {
+        let hi = dims[i - 1];
+        let mut lo = hi;
+        i -= 1;
+        while i > 0 && dims[i - 1] + 1 == lo {
+            lo -= 1;
+            i -= 1;
+        }
+        cur = cur.apply_op1(SumBlock { lo, hi })?;
+    }
+    Ok(cur)
+}
+
+#[inline(always)]
+fn softmax_row<T: Float>(src: &[T], dst: &mut [T], log: bool) {
+    let mut m = T::NEG_INF;
+    for &v in src {
+        m = m.max(v);
+    }
+    let mut s = T::ZERO;
+    for (d, &v) in dst.iter_mut().zip(src) {
+        let e = (v - m).exp();
+        *d = e;
+        s = s + e;
+    }
+    if log {
+        let ls = s.ln();
+        for (d, &v) in dst.iter_mut().zip(src) {
+            *d = v - m - ls;
+        }
+    } else {
+        for d in dst.iter_mut() {
+            *d = *d / s;
+        }
+    }
+}
+
+fn rows_chunk<T: Float>(s: &[T], d: &mut [T], n: usize, log: bool) {
+    for (dr, sr) in d.chunks_mut(n).zip(s.chunks(n)) {
+        softmax_row(sr, dr, log);
+    }
+}
+
+/// The same loop compiled for AVX2+FMA, picked at run time so the wheel stays portable.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rows_chunk_avx2<T: Float>(s: &[T], d: &mut [T], n: usize, log: bool) {
+    rows_chunk(s, d, n, log)
+}
+
+fn softmax_rows<T: Float>(src: &[T], dst: &mut [T], n: usize, log: bool) {
+    let per = (GRAIN / n.max(1)).max(1);
+    let simd = has_avx2_fma();
+    dst.par_chunks_mut(per * n).zip(src.par_chunks(per * n)).for_each(|(d, s)| {
+        #[cfg(target_arch = "x86_64")]
+        if simd {
+            // SAFETY: the CPU features were detected above.
+            unsafe { rows_chunk_avx2(s, d, n, log) };
+            return;
+        }
+        let _ = simd;
+        rows_chunk(s, d, n, log);
+    });
+}
+
+/// Softmax over a middle dim: each (outer) block is an r x inner matrix, reduced over r.
+fn softmax_strided<T: Float>(src: &[T], dst: &mut [T], r: usize, inner: usize, log: bool) {
+    dst.par_chunks_mut(r * inner).zip(src.par_chunks(r * inner)).for_each(|(d, s)| {
+        let mut m = vec![T::NEG_INF; inner];
+        for i in 0..r {
+            for (mj, &v) in m.iter_mut().zip(&s[i * inner..(i + 1) * inner]) {
+                *mj = mj.max(v);
+            }
+        }
+        let mut sum = vec![T::ZERO; inner];
+        for i in 0..r {
+            let row = &s[i * inner..(i + 1) * inner];
+            let out = &mut d[i * inner..(i + 1) * inner];
+            for j in 0..inner {
+                let e = (row[j] - m[j]).exp();
+                out[j] = e;
+                sum[j] = sum[j] + e;
+            }
+        }
+        for i in 0..r {
+            let row = &s[i * inner..(i + 1) * inner];
+            let out = &mut d[i * inner..(i + 1) * inner];
+            for j in 0..inner {
+                out[j] = if log { row[j] - m[j] - sum[j].ln() } else { out[j] / sum[j] };
+            }
+        }
+    });
+}
+
+struct Softmax {
+    dim: usize,
+    log: bool,
+}
+
+impl CustomOp1 for Softmax {
+    fn name(&self) -> &'static str {
+        if self.log { "log_softmax" } else { "softmax" }
+    }
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let dims = l.dims();
+        let (_, r, inner) = split(dims, self.dim, self.dim);
+        let Some((a, b)) = l.contiguous_offsets() else { candle_core::bail!("softmax: expected a contiguous input") };
+        fn run<T: Float>(v: &[T], r: usize, inner: usize, log: bool) -> Vec<T> {
+            let mut out = vec![T::ZERO; v.len()];
+            if r == 0 || v.is_empty() {
+                return out;
+            }
+            if inner == 1 {
+                softmax_rows(v, &mut out, r, log);
+            } else {
+                softmax_strided(v, &mut out, r, inner, log);
+            }
+            out
+        }
+        let st = match s {
+            CpuStorage::F32(v) => CpuStorage::F32(run(&v[a..b], r, inner, self.log)),
+            CpuStorage::F64(v) => CpuStorage::F64(run(&v[a..b], r, inner, self.log)),
+            _ => candle_core::bail!("softmax: fast path supports f32 and f64"),
+        };
+        Ok((st, l.shape().clone()))
+    }
+    fn bwd(&self, _arg: &Tensor, res: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
+        let d = self.dim;
+        let gx = if self.log {
+            // d log_softmax: g - softmax * sum(g)
+            let s = g.sum_keepdim(d)?;
+            g.sub(&res.exp()?.broadcast_mul(&s)?)?
+        } else {
+            // d softmax: y * (g - sum(g * y))
+            let s = g.mul(res)?.sum_keepdim(d)?;
+            res.mul(&g.broadcast_sub(&s)?)?
+        };
+        Ok(Some(gx))
+    }
+}
+
+/// Differentiable softmax (or log_softmax) over `dim`.
+pub fn softmax(t: &Tensor, dim: usize, log: bool) -> Result<Tensor> {
+    if fast_path(t) {
+        return t.contiguous()?.apply_op1(Softmax { dim, log });
+    }
+    let max = t.max_keepdim(dim)?.detach();
+    let diff = t.broadcast_sub(&max)?;
+    let e = diff.exp()?;
+    let s = e.sum_keepdim(dim)?;
+    if log { diff.broadcast_sub(&s.log()?) } else { e.broadcast_div(&s) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn fast_exp_is_accurate() {
+        let mut x = -80.0f32;
+        while x < 80.0 {
+            let (a, b) = (fast_exp(x), x.exp());
+            assert!(((a - b) / b).abs() < 3e-7, "x={x} {a} {b}");
+            x += 0.0137;
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! candle_py's compiled core: module wiring only. Each area registers itself.
+use pyo3::prelude::*;
+
+mod autograd;
+mod creation;
+mod device;
+mod dtype;
+mod errors;
+mod indexing;
+mod kernels;
+mod math;
+mod numpy_interop;
+mod random;
+mod shape_ops;
+mod tensor;
+
+#[pymodule(gil_used = false)]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::register(m)?;
+    dtype::register(m)?;
+    device::register(m)?;
+    tensor::register(m)?;
+    creation::register(m)?;
+    numpy_interop::register(m)?;
+    math::register(m)?;
+    shape_ops::register(m)?;
+    indexing::register(m)?;
+    autograd::register(m)?;
+    random::register(m)?;
+    Ok(())
+}
