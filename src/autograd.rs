@@ -123,7 +123,8 @@ fn run_backward(py: Python<'_>, root: Tensor, op: &str) -> PyResult<candle_core:
 impl PyTensor {
     #[getter]
     fn requires_grad(&self) -> bool {
-        self.t().track_op()
+        // Only floating point tensors take part in autograd (comparisons, argmax, ... do not).
+        self.t().track_op() && self.dt().is_float()
     }
     #[setter(requires_grad)]
     fn set_requires_grad_attr(&self, value: bool) -> PyResult<()> {
@@ -137,7 +138,7 @@ impl PyTensor {
     #[getter]
     fn is_leaf(&self) -> bool {
         let t = self.t();
-        t.is_variable() || !t.track_op()
+        t.is_variable() || !t.track_op() || !self.dt().is_float()
     }
     #[getter]
     fn grad(&self) -> Option<PyTensor> {
@@ -203,8 +204,8 @@ impl PyTensor {
             let mut cur = slot.lock().unwrap_or_else(|p| p.into_inner());
             // Own storage: a gradient may share memory with another leaf's.
             let new = match cur.take() {
-                None => py.detach(|| g.copy()).op("backward")?,
-                Some(old) => py.detach(|| old.add(g)).op("backward")?,
+                None => py.detach(|| g.detach().copy()).op("backward")?,
+                Some(old) => py.detach(|| old.add(&g.detach())).op("backward")?,
             };
             *cur = Some(new);
         }
@@ -222,6 +223,12 @@ impl PyTensor {
 impl PyTensor {
     pub fn set_requires_grad(&self, value: bool) -> PyResult<()> {
         let t = self.t();
+        if t.track_op() && !t.is_variable() && self.dt().is_float() {
+            return Err(runtime_err(
+                "requires_grad_",
+                "you can only change requires_grad flags of leaf variables; use detach() for a non-leaf",
+            ));
+        }
         if value == t.is_variable() {
             return Ok(());
         }
@@ -309,7 +316,8 @@ fn grad<'py>(
     for i in &ins {
         let it = i.get().t();
         match grads.get(&it) {
-            Some(g) => res.push(Some(PyTensor::wrap(g.copy().op("autograd.grad")?, false))),
+            // Detached: without create_graph the gradients are plain values, as in PyTorch.
+            Some(g) => res.push(Some(PyTensor::wrap(g.detach().copy().op("autograd.grad")?, false))),
             None => {
                 if it.track_op() && !it.is_variable() {
                     return Err(runtime_err(

@@ -4,7 +4,7 @@ use crate::dtype::DT;
 use crate::errors::{type_err, value_err, OpResult};
 use crate::numpy_interop::from_numpy_array;
 use crate::random;
-use crate::tensor::{cast, extract_scalar, nonneg_shape, opt_dtype, shape_args, PyTensor, Scalar};
+use crate::tensor::{cast, check_alloc, extract_scalar, nonneg_shape, opt_dtype, shape_args, PyTensor, Scalar};
 use candle_core::{DType, Device, Tensor};
 use numpy::PyUntypedArray;
 use pyo3::prelude::*;
@@ -41,6 +41,12 @@ pub fn tensor_from_data(
     if let Ok(a) = data.cast::<PyUntypedArray>() {
         return finish(from_numpy_array(a)?, dtype, device);
     }
+    // NumPy scalars keep their dtype (torch.tensor(np.float64(1)) is float64).
+    let np = py.import("numpy")?;
+    if data.is_instance(&np.getattr("generic")?)? {
+        let a = np.call_method1("asarray", (data,))?;
+        return finish(from_numpy_array(a.cast::<PyUntypedArray>()?)?, dtype, device);
+    }
     if let Some(s) = extract_scalar(data) {
         let dt = s.dt();
         let t = s.tensor(dt, &Device::Cpu)?;
@@ -49,7 +55,6 @@ pub fn tensor_from_data(
     if data.is_none() || data.is_instance_of::<PyString>() {
         return Err(type_err("tensor", format!("cannot make a tensor from {}", data.get_type().name()?)));
     }
-    let np = py.import("numpy")?;
     if data.hasattr("__dlpack__")? && !data.is_instance_of::<PyList>() {
         let a = np.call_method1("from_dlpack", (data,))?;
         return finish(from_numpy_array(a.cast::<PyUntypedArray>()?)?, dtype, device);
@@ -138,6 +143,7 @@ fn make_full(
     let shape = nonneg_shape(&shape_args(args, op)?, op)?;
     let dt = opt_dtype(dtype)?.unwrap_or(DT::F32);
     let dev = device_arg(device)?;
+    check_alloc(shape.iter().product(), dt.itemsize(), op)?;
     let t = match value {
         Scalar::Int(0) => Tensor::zeros(shape.as_slice(), dt.candle(), &dev).op(op)?,
         Scalar::Int(1) => Tensor::ones(shape.as_slice(), dt.candle(), &dev).op(op)?,
@@ -186,6 +192,7 @@ fn full(size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&B
     let v = scalar_arg(fill_value, "full")?;
     let dt = opt_dtype(dtype)?.unwrap_or(v.dt());
     let shape = nonneg_shape(&shape_args(&PyTuple::new(size.py(), [size])?, "full")?, "full")?;
+    check_alloc(shape.iter().product(), dt.itemsize(), "full")?;
     let t = filled(&shape, v, dt, &device_arg(device)?)?;
     with_grad(PyTensor::wrap_dt(t, dt), requires_grad)
 }
@@ -244,6 +251,7 @@ fn rand_fn(size: &Bound<'_, PyTuple>, generator: Option<&Bound<'_, PyAny>>, dtyp
     let _ = generator;
     let shape = nonneg_shape(&shape_args(size, "rand")?, "rand")?;
     let dt = float_dt(dtype, "rand")?;
+    check_alloc(shape.iter().product(), 8, "rand")?;
     let t = random::uniform_tensor(&shape, dt.candle(), &device_arg(device)?)?;
     with_grad(PyTensor::wrap_dt(t, dt), requires_grad)
 }
@@ -254,6 +262,7 @@ fn randn(size: &Bound<'_, PyTuple>, generator: Option<&Bound<'_, PyAny>>, dtype:
     let _ = generator;
     let shape = nonneg_shape(&shape_args(size, "randn")?, "randn")?;
     let dt = float_dt(dtype, "randn")?;
+    check_alloc(shape.iter().product(), 8, "randn")?;
     let t = random::normal_tensor(&shape, dt.candle(), &device_arg(device)?)?;
     with_grad(PyTensor::wrap_dt(t, dt), requires_grad)
 }
@@ -293,13 +302,16 @@ fn randint(args: &Bound<'_, PyTuple>, generator: Option<&Bound<'_, PyAny>>, dtyp
     }
     let shape = nonneg_shape(&shape_args(&PyTuple::new(args.py(), [size])?, "randint")?, "randint")?;
     let dt = opt_dtype(dtype)?.unwrap_or(DT::I64);
+    check_alloc(shape.iter().product(), 16, "randint")?;
     let t = random::randint_tensor(low, high, &shape, dt.candle(), &device_arg(device)?)?;
     with_grad(PyTensor::wrap_dt(t, dt), requires_grad)
 }
 
 #[pyfunction]
 #[pyo3(signature = (n, *, dtype=None, device=None))]
-fn randperm(n: usize, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+fn randperm(n: i64, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    let n = nonneg_shape(&[n], "randperm")?[0];
+    check_alloc(n, 24, "randperm")?;
     let v: Vec<i64> = random::_randperm_list(n).into_iter().map(|x| x as i64).collect();
     let dt = opt_dtype(dtype)?.unwrap_or(DT::I64);
     let t = Tensor::from_vec(v, n, &Device::Cpu).and_then(|t| t.to_dtype(dt.candle())).op("randperm")?;
@@ -333,6 +345,7 @@ fn arange(start: &Bound<'_, PyAny>, end: Option<&Bound<'_, PyAny>>, step: Option
         return Err(value_err("arange", "too many elements"));
     }
     let n = n as usize;
+    check_alloc(n, 16, "arange")?;
     let t = if all_int && !dt.is_float() {
         let (a, c) = (match s { Scalar::Int(i) => i, x => x.f64() as i64 }, match st { Scalar::Int(i) => i, x => x.f64() as i64 });
         Tensor::from_vec((0..n as i64).map(|i| a + i * c).collect::<Vec<i64>>(), n, &Device::Cpu)
@@ -354,11 +367,12 @@ fn linspace(start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, steps: i64, dtype:
         return Err(value_err("linspace", format!("number of steps must be non-negative, got {steps}")));
     }
     let (a, b) = (scalar_arg(start, "linspace")?.f64(), scalar_arg(end, "linspace")?.f64());
-    let n = steps as usize;
+    let n = nonneg_shape(&[steps], "linspace")?[0];
+    check_alloc(n, 16, "linspace")?;
     let step = if n > 1 { (b - a) / (n - 1) as f64 } else { 0.0 };
     let half = n / 2;
     let v: Vec<f64> = (0..n)
-        .map(|i| if i < half { a + step * i as f64 } else { b - step * (n - 1 - i) as f64 })
+        .map(|i| if i < half || n == 1 { a + step * i as f64 } else { b - step * (n - 1 - i) as f64 })
         .collect();
     let dt = opt_dtype(dtype)?.unwrap_or(DT::F32);
     let t = Tensor::from_vec(v, n, &Device::Cpu).op("linspace")?;
@@ -372,6 +386,7 @@ fn linspace(start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, steps: i64, dtype:
 fn eye(n: i64, m: Option<i64>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
     let m = m.unwrap_or(n);
     let shape = nonneg_shape(&[n, m], "eye")?;
+    check_alloc(shape[0] * shape[1], 4 + opt_dtype(dtype)?.unwrap_or(DT::F32).itemsize(), "eye")?;
     let dt = opt_dtype(dtype)?.unwrap_or(DT::F32);
     let mut v = vec![0f32; shape[0] * shape[1]];
     for i in 0..shape[0].min(shape[1]) {

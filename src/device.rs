@@ -78,7 +78,12 @@ impl PyDevice {
 impl PyDevice {
     #[new]
     #[pyo3(signature = (spec, index=None))]
-    fn new(spec: &Bound<'_, PyAny>, index: Option<usize>) -> PyResult<Self> {
+    fn new(spec: &Bound<'_, PyAny>, index: Option<i64>) -> PyResult<Self> {
+        let index = match index {
+            Some(i) if i < 0 => return Err(device_err("device", format!("device index must not be negative, got {i}"))),
+            Some(i) => Some(i as usize),
+            None => None,
+        };
         extract_device(spec, index)
     }
     #[getter]
@@ -122,8 +127,11 @@ pub fn extract_device(obj: &Bound<'_, PyAny>, index: Option<usize>) -> PyResult<
     if let Ok(s) = obj.cast::<PyString>() {
         return Ok(PyDevice { kind: parse(&s.to_cow()?, index)? });
     }
-    if let Ok(i) = obj.extract::<usize>() {
-        return Ok(PyDevice { kind: DevKind::Cuda(i) });
+    if obj.is_instance_of::<pyo3::types::PyInt>() && !obj.is_instance_of::<pyo3::types::PyBool>() {
+        return match obj.extract::<i64>() {
+            Ok(i) if i >= 0 => Ok(PyDevice { kind: DevKind::Cuda(i as usize) }),
+            _ => Err(device_err("device", format!("device index must be a non-negative int, got {obj}"))),
+        };
     }
     Err(pyo3::exceptions::PyTypeError::new_err(format!(
         "device: expected a device or a string like 'cpu' or 'cuda:0', got {}",

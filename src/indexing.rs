@@ -131,6 +131,10 @@ fn read_basic(t: &Tensor, plan: &[Dim]) -> candle_core::Result<Tensor> {
                 } else {
                     let idx: Vec<u32> = (0..len).map(|i| (start + i * step) as u32).collect();
                     let idx = Tensor::from_vec(idx, len, x.device())?;
+                    // Candle's index_select wants a contiguous (possibly offset) source.
+                    if !x.is_contiguous() {
+                        x = x.contiguous()?;
+                    }
                     x = x.index_select(&idx, d)?;
                 }
                 d += 1;
@@ -332,6 +336,11 @@ impl PyTensor {
             })
             .collect();
         write(me, src, storage, || logical, "setitem")
+    }
+
+    /// `del x[key]` is not a tensor operation (PyTorch raises TypeError too).
+    fn __delitem__(&self, _key: &Bound<'_, PyAny>) -> PyResult<()> {
+        Err(type_err("delitem", "Tensor does not support item deletion"))
     }
 
     /// Candle's `slice_assign`: a new tensor with `ranges` replaced by `src`; `self` unchanged.

@@ -63,18 +63,33 @@ impl Float for f64 {
 /// |r| <= ln2/2 and a degree-6 polynomial (error about 1 ulp, as Cephes' expf).
 #[inline(always)]
 pub fn fast_exp(x: f32) -> f32 {
-    let x = x.clamp(-88.0, 88.0);
-    let n = (x * std::f32::consts::LOG2_E).round();
+    // Round x*log2(e) to the nearest integer n by adding 1.5*2^23 (the float's
+    // low mantissa bits then hold n), so no libm call or cast breaks vectorization.
+    const SHIFT: f32 = 12_582_912.0;
+    let x = x.max(-87.3).min(88.7);
+    let t = x * std::f32::consts::LOG2_E + SHIFT;
+    let n = t - SHIFT;
+    let ni = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
     let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6;
     let p = 1.987_569_1e-4_f32;
-    let p = p.mul_add(r, 1.398_199_9e-3);
-    let p = p.mul_add(r, 8.333_452e-3);
-    let p = p.mul_add(r, 4.166_579_6e-2);
-    let p = p.mul_add(r, 1.666_666_5e-1);
-    let p = p.mul_add(r, 0.5);
-    let p = (p * r).mul_add(r, r) + 1.0;
-    let bits = ((n as i32 + 127) as u32) << 23;
-    p * f32::from_bits(bits)
+    let p = p * r + 1.398_199_9e-3;
+    let p = p * r + 8.333_452e-3;
+    let p = p * r + 4.166_579_6e-2;
+    let p = p * r + 1.666_666_5e-1;
+    let p = p * r + 0.5;
+    let p = p * r * r + r + 1.0;
+    p * f32::from_bits((ni.wrapping_add(127) as u32) << 23)
+}
+
+fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512f") && has_avx2_fma()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 fn has_avx2_fma() -> bool {
@@ -88,25 +103,40 @@ fn has_avx2_fma() -> bool {
     }
 }
 
+/// Reductions with 16 independent lanes, so the loops vectorize despite float
+/// non-associativity (a single running accumulator would serialize them).
 #[inline(always)]
 fn sum_slice<T: Float>(x: &[T]) -> T {
-    // Eight partial sums so the loop vectorizes despite float non-associativity.
-    let mut acc = [T::ZERO; 8];
-    let chunks = x.chunks_exact(8);
+    let mut acc = [T::ZERO; 16];
+    let chunks = x.chunks_exact(16);
     let rem = chunks.remainder();
     for c in chunks {
-        for k in 0..8 {
+        for k in 0..16 {
             acc[k] = acc[k] + c[k];
         }
     }
     let mut s = T::ZERO;
-    for a in acc {
+    for &a in acc.iter().chain(rem) {
         s = s + a;
     }
-    for &v in rem {
-        s = s + v;
-    }
     s
+}
+
+#[inline(always)]
+fn max_slice<T: Float>(x: &[T]) -> T {
+    let mut acc = [T::NEG_INF; 16];
+    let chunks = x.chunks_exact(16);
+    let rem = chunks.remainder();
+    for c in chunks {
+        for k in 0..16 {
+            acc[k] = acc[k].max(c[k]);
+        }
+    }
+    let mut m = T::NEG_INF;
+    for &a in acc.iter().chain(rem) {
+        m = m.max(a);
+    }
+    m
 }
 
 #[inline(always)]
@@ -114,6 +144,19 @@ fn add_into<T: Float>(acc: &mut [T], row: &[T]) {
     for (a, &v) in acc.iter_mut().zip(row) {
         *a = *a + v;
     }
+}
+
+#[inline(always)]
+fn row_sums<T: Float>(rows: &[T], out: &mut [T], r: usize) {
+    for (v, row) in out.iter_mut().zip(rows.chunks(r)) {
+        *v = sum_slice(row);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn row_sums_avx512<T: Float>(rows: &[T], out: &mut [T], r: usize) {
+    row_sums(rows, out, r)
 }
 
 fn reduce_block<T: Float>(src: &[T], outer: usize, r: usize, inner: usize) -> Vec<T> {
@@ -125,11 +168,17 @@ fn reduce_block<T: Float>(src: &[T], outer: usize, r: usize, inner: usize) -> Ve
             out[0] = sum_slice(&parts);
         } else {
             let per = (GRAIN / r.max(1)).max(1);
+            let wide = has_avx512();
             out.par_chunks_mut(per).enumerate().for_each(|(ci, o)| {
-                for (k, v) in o.iter_mut().enumerate() {
-                    let row = ci * per + k;
-                    *v = sum_slice(&src[row * r..(row + 1) * r]);
+                let rows = &src[ci * per * r..(ci * per + o.len()) * r];
+                #[cfg(target_arch = "x86_64")]
+                if wide {
+                    // SAFETY: the CPU features were detected above.
+                    unsafe { row_sums_avx512(rows, o, r) };
+                    return;
                 }
+                let _ = wide;
+                row_sums(rows, o, r);
             });
         }
     } else {
@@ -178,7 +227,8 @@ impl CustomOp1 for SumBlock {
 
 /// Sum over `dims` (sorted, non-empty), keeping them as size-1 dims.
 pub fn sum_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
-    if !fast_path(t) {
+    // Empty inputs go to Candle too: the blocked kernel splits rows by their (zero) length.
+    if !fast_path(t) || t.elem_count() == 0 {
         return t.sum_keepdim(dims.to_vec());
     }
     let mut cur = t.contiguous()?;
@@ -199,16 +249,11 @@ pub fn sum_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
 
 #[inline(always)]
 fn softmax_row<T: Float>(src: &[T], dst: &mut [T], log: bool) {
-    let mut m = T::NEG_INF;
-    for &v in src {
-        m = m.max(v);
-    }
-    let mut s = T::ZERO;
+    let m = max_slice(src);
     for (d, &v) in dst.iter_mut().zip(src) {
-        let e = (v - m).exp();
-        *d = e;
-        s = s + e;
+        *d = (v - m).exp();
     }
+    let s = sum_slice(dst);
     if log {
         let ls = s.ln();
         for (d, &v) in dst.iter_mut().zip(src) {
@@ -221,6 +266,7 @@ fn softmax_row<T: Float>(src: &[T], dst: &mut [T], log: bool) {
     }
 }
 
+#[inline(always)]
 fn rows_chunk<T: Float>(s: &[T], d: &mut [T], n: usize, log: bool) {
     for (dr, sr) in d.chunks_mut(n).zip(s.chunks(n)) {
         softmax_row(sr, dr, log);
@@ -234,17 +280,30 @@ unsafe fn rows_chunk_avx2<T: Float>(s: &[T], d: &mut [T], n: usize, log: bool) {
     rows_chunk(s, d, n, log)
 }
 
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn rows_chunk_avx512<T: Float>(s: &[T], d: &mut [T], n: usize, log: bool) {
+    rows_chunk(s, d, n, log)
+}
+
 fn softmax_rows<T: Float>(src: &[T], dst: &mut [T], n: usize, log: bool) {
     let per = (GRAIN / n.max(1)).max(1);
     let simd = has_avx2_fma();
+    let wide = has_avx512();
     dst.par_chunks_mut(per * n).zip(src.par_chunks(per * n)).for_each(|(d, s)| {
+        #[cfg(target_arch = "x86_64")]
+        if wide {
+            // SAFETY: the CPU features were detected above.
+            unsafe { rows_chunk_avx512(s, d, n, log) };
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if simd {
             // SAFETY: the CPU features were detected above.
             unsafe { rows_chunk_avx2(s, d, n, log) };
             return;
         }
-        let _ = simd;
+        let _ = (simd, wide);
         rows_chunk(s, d, n, log);
     });
 }

@@ -11,6 +11,7 @@ mod kernels;
 mod math;
 mod numpy_interop;
 mod random;
+mod safetensors_io;
 mod shape_ops;
 mod tensor;
 
@@ -28,5 +29,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     indexing::register(m)?;
     autograd::register(m)?;
     random::register(m)?;
+    safetensors_io::register(m)?;
     Ok(())
 }

@@ -146,6 +146,25 @@ fn pow_int(x: &Tensor, n: i64) -> candle_core::Result<Tensor> {
     Ok(result.unwrap())
 }
 
+/// Elementwise `x ** y` (same shapes, float dtype) with PyTorch's values: negative
+/// bases with integral exponents keep their sign, `x ** 0 == 1`, negative bases with
+/// fractional exponents give NaN. Built from differentiable ops: |x|^y = exp(y ln|x|).
+fn pow_tensor(x: &Tensor, y: &Tensor) -> candle_core::Result<Tensor> {
+    let mag = y.mul(&x.abs()?.log()?)?.exp()?;
+    let neg = x.lt(&x.zeros_like()?)?;
+    let fractional = y.floor()?.ne(y)?;
+    let half = y.affine(0.5, 0.0)?;
+    let odd = half.floor()?.ne(&half)?;
+    // sign = 1 - 2 * (negative base and odd exponent)
+    let flip = neg.mul(&odd)?.to_dtype(x.dtype())?;
+    let signed = mag.mul(&flip.affine(-2.0, 1.0)?)?;
+    let nan = Tensor::full(f64::NAN, (), x.device())?.to_dtype(x.dtype())?.broadcast_as(x.shape())?;
+    let one = x.ones_like()?;
+    let bad = neg.mul(&fractional)?;
+    let out = bad.where_cond(&nan, &signed)?;
+    y.eq(&y.zeros_like()?)?.where_cond(&one, &out)
+}
+
 /// `a (op) b` with `a` a tensor and `b` any operand; `reflected` swaps the sides.
 pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<PyTensor> {
     let name = op.name();
@@ -233,9 +252,9 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
         }
         Bin::Pow => {
             if dt.is_float() {
-                l.pow(&r)
+                pow_tensor(&l, &r)
             } else {
-                l.to_dtype(DType::F64).and_then(|l| l.pow(&r.to_dtype(DType::F64)?)).and_then(|x| x.round()).and_then(|x| x.to_dtype(dt.candle()))
+                l.to_dtype(DType::F64).and_then(|l| pow_tensor(&l, &r.to_dtype(DType::F64)?)).and_then(|x| x.round()).and_then(|x| x.to_dtype(dt.candle()))
             }
         }
         Bin::Max => l.maximum(&r),
@@ -252,6 +271,8 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
     }
     .op(name)?;
     let out_dt = if op.is_cmp() { DT::Bool } else { dt };
+    // Non-float results have no gradient: keep them out of the graph.
+    let out = if out_dt.is_float() { out } else { out.detach() };
     Ok(PyTensor::wrap_dt(out, out_dt))
 }
 
@@ -406,7 +427,8 @@ impl PyTensor {
             return Err(type_err("neg", "negation, the `-` operator, on a bool tensor is not supported; use `~` or logical_not()"));
         }
         let t = self.t();
-        let out = if matches!(self.dt(), DT::U8 | DT::U32) { t.zeros_like().and_then(|z| z.sub(&t)) } else { t.neg() }.op("neg")?;
+        // Candle has no integer neg kernel: 0 - x (wrapping for unsigned types, as PyTorch).
+        let out = if !self.dt().is_float() { t.zeros_like().and_then(|z| z.sub(&t)) } else { t.neg() }.op("neg")?;
         Ok(PyTensor::wrap(out, false))
     }
     fn neg(&self) -> PyResult<PyTensor> {
@@ -562,11 +584,33 @@ unary_float! {
     sigmoid => |t| candle_nn::ops::sigmoid(t),
     erf => |t| t.erf(),
     reciprocal => |t| t.recip(),
+    frac => |t| t.sub(&t.sign()?.mul(&t.abs()?.floor()?)?),
+}
+
+macro_rules! unary_round {
+    ($($name:ident => $f:expr),* $(,)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(
+            /// Integer inputs are already whole: returned unchanged, keeping their dtype (as PyTorch).
+            fn $name(&self) -> PyResult<PyTensor> {
+                let dt = self.dt();
+                if !dt.is_float() {
+                    return Ok(PyTensor::wrap_dt(self.t().copy().op(stringify!($name))?, dt));
+                }
+                let f: fn(&Tensor) -> candle_core::Result<Tensor> = $f;
+                Ok(PyTensor::wrap_dt(f(&self.t()).op(stringify!($name))?, dt))
+            }
+            )*
+        }
+    };
+}
+
+unary_round! {
     floor => |t| t.floor(),
     ceil => |t| t.ceil(),
     round => round_half_even,
     trunc => |t| t.sign().and_then(|s| s.mul(&t.abs()?.floor()?)),
-    frac => |t| t.sub(&t.sign()?.mul(&t.abs()?.floor()?)?),
 }
 
 #[pymethods]
@@ -577,7 +621,9 @@ impl PyTensor {
     }
     fn square(&self) -> PyResult<PyTensor> {
         let t = self.t();
-        Ok(PyTensor::wrap_dt(t.sqr().op("square")?, self.dt()))
+        // Candle has no integer sqr kernel.
+        let out = if self.dt().is_float() { t.sqr() } else { t.mul(&t) }.op("square")?;
+        Ok(PyTensor::wrap_dt(out, self.dt()))
     }
     fn sign(&self) -> PyResult<PyTensor> {
         let t = self.t();
@@ -633,7 +679,7 @@ impl PyTensor {
                 cast(&t, d, self.dt())?
             }
         };
-        let out = where_(&m.t(), &self.t(), &v, "masked_fill")?;
+        let out = where_(&m.t(), &v, &self.t(), "masked_fill")?;
         if out.dims() != self.t().dims() {
             return Err(shape_err("masked_fill", format!("mask of shape {:?} cannot broadcast to the tensor's shape {:?}", m.t().dims(), self.t().dims())));
         }
@@ -669,8 +715,8 @@ fn where_fn(condition: &Bound<'_, PyTensor>, input: &Bound<'_, PyAny>, other: &B
     let a = operand(input)?.ok_or_else(|| type_err("where", "input must be a Tensor or a number"))?;
     let b = operand(other)?.ok_or_else(|| type_err("where", "other must be a Tensor or a number"))?;
     let dt = match (&a, &b) {
-        (Operand::T(_, ad), bo) => result_dt(*ad, false, bo),
-        (Operand::S(s), Operand::T(_, bd)) => result_dt(*bd, false, &Operand::S(*s)),
+        (Operand::T(t, ad), bo) => result_dt(*ad, t.rank() == 0, bo),
+        (Operand::S(s), Operand::T(t, bd)) => result_dt(*bd, t.rank() == 0, &Operand::S(*s)),
         (Operand::S(x), Operand::S(y)) => {
             let (x, y) = (x.dt(), y.dt());
             let p = DT::promote(x, y);
@@ -762,8 +808,15 @@ impl PyTensor {
                 if t.dims()[d] == 0 {
                     return Err(value_err(name, format!("cannot compute {name} over an empty dimension {d} of shape {:?}", t.dims())));
                 }
-                let v = if is_max { t.max_keepdim(d) } else { t.min_keepdim(d) }.op(name)?;
-                let i = if is_max { t.argmax_keepdim(d) } else { t.argmin_keepdim(d) }.and_then(|i| i.to_dtype(DType::I64)).op(name)?;
+                let (v, i) = if t.elem_count() == 0 {
+                    let mut shape = t.dims().to_vec();
+                    shape[d] = 1;
+                    (Tensor::zeros(shape.clone(), t.dtype(), t.device()).op(name)?, Tensor::zeros(shape, DType::I64, t.device()).op(name)?)
+                } else {
+                    let v = if is_max { t.max_keepdim(d) } else { t.min_keepdim(d) }.op(name)?;
+                    let i = if is_max { t.argmax_keepdim(d) } else { t.argmin_keepdim(d) }.and_then(|i| i.to_dtype(DType::I64)).op(name)?;
+                    (v, i)
+                };
                 let (v, i) = if keepdim { (v, i) } else { (v.squeeze(d).op(name)?, i.squeeze(d).op(name)?) };
                 minmax_tuple(py, PyTensor::wrap_dt(v, dt), PyTensor::wrap_dt(i, DT::I64), name)
             }
@@ -943,6 +996,13 @@ impl PyTensor {
         for &d in dims.iter() {
             if out.dims()[d] == 0 {
                 return Err(value_err(name, format!("cannot reduce over the empty dimension {d} of shape {:?}", t.dims())));
+            }
+            if out.elem_count() == 0 {
+                // Another dim is empty: the result is empty too (Candle refuses empty reductions).
+                let mut shape = out.dims().to_vec();
+                shape[d] = 1;
+                out = Tensor::zeros(shape, out.dtype(), out.device()).op(name)?;
+                continue;
             }
             out = py.detach(|| if is_max { out.max_keepdim(d) } else { out.min_keepdim(d) }).op(name)?;
         }

@@ -93,6 +93,7 @@ pub fn to_numpy<'py>(slf: &Bound<'py, PyTensor>, writeable: bool) -> PyResult<Bo
         t = py.detach(|| t.to_device(&Device::Cpu)).op("numpy")?;
     }
     if t.layout().contiguous_offsets().is_none() {
+        crate::tensor::check_alloc(t.elem_count(), dt.itemsize(), "numpy")?;
         t = py.detach(|| t.contiguous()).op("numpy")?;
     }
     let (start, _) = t.layout().contiguous_offsets().expect("contiguous after contiguous()");

@@ -69,6 +69,35 @@ fn checked_index(idx: &Tensor, size: usize, op: &str) -> PyResult<Tensor> {
     fixed.to_dtype(DType::U32).op(op)
 }
 
+/// Row-major offsets into a contiguous tensor of shape `dims` written by `scatter`
+/// along `d`: element `p` of the index (shape `idims`) goes to `p` with its
+/// `d`-coordinate replaced by the index value.
+fn scatter_offsets(iv: &[u32], idims: &[usize], dims: &[usize], d: usize) -> Vec<u32> {
+    let rank = dims.len();
+    let mut stride = vec![1usize; rank];
+    for k in (0..rank.saturating_sub(1)).rev() {
+        stride[k] = stride[k + 1] * dims[k + 1];
+    }
+    let mut pos = vec![0usize; rank];
+    let mut out = Vec::with_capacity(iv.len());
+    for &v in iv {
+        let mut off = 0;
+        for k in 0..rank {
+            off += if k == d { v as usize } else { pos[k] } * stride[k];
+        }
+        out.push(off as u32);
+        // next row-major position in the index's shape
+        for k in (0..rank).rev() {
+            pos[k] += 1;
+            if pos[k] < idims[k] {
+                break;
+            }
+            pos[k] = 0;
+        }
+    }
+    out
+}
+
 #[pymethods]
 impl PyTensor {
     #[pyo3(signature = (*shape))]
@@ -348,14 +377,50 @@ impl PyTensor {
             }
             s.contiguous().op("scatter")?
         };
-        let u = checked_index(&idx, t.dims()[d], "scatter")?.contiguous().op("scatter")?;
         let base = t.contiguous().op("scatter")?;
-        let out = match reduce {
-            None => py.detach(|| base.scatter(&u, &s, d)),
-            Some("add") => py.detach(|| base.scatter_add(&u, &s, d)),
-            Some(r) => return Err(value_err("scatter", format!("reduce must be None or 'add', got {r:?}"))),
+        if idx.elem_count() == 0 {
+            // Nothing to write (Candle rejects an empty index): a copy in the graph.
+            return Ok(wrap_like(self, base.force_contiguous().op("scatter")?));
         }
-        .op("scatter")?;
+        if reduce.is_some_and(|r| r != "add") {
+            return Err(value_err("scatter", format!("reduce must be None or 'add', got {:?}", reduce.unwrap_or_default())));
+        }
+        let u = checked_index(&idx, t.dims()[d], "scatter")?;
+        let iv: Vec<u32> = u.flatten_all().and_then(|x| x.to_vec1::<u32>()).op("scatter")?;
+        let offs = scatter_offsets(&iv, idx.dims(), t.dims(), d);
+        let add = reduce.is_some();
+        // Built from index_add / where_cond on the flattened tensor rather than Candle's
+        // scatter, whose backward sends the gradient to the overwritten places of self
+        // and fails for an index smaller than self (PyTorch allows both).
+        let out = py
+            .detach(|| -> candle_core::Result<Tensor> {
+                let dev = base.device();
+                let flat = base.flatten_all()?;
+                let src_flat = s.flatten_all()?;
+                if add {
+                    let o = Tensor::from_vec(offs, iv.len(), dev)?;
+                    return flat.index_add(&o, &src_flat, 0)?.reshape(t.dims());
+                }
+                // The last write to a place wins, as in a sequential loop.
+                let n = flat.elem_count();
+                let mut writer = vec![u32::MAX; n];
+                for (k, &o) in offs.iter().enumerate() {
+                    writer[o as usize] = k as u32;
+                }
+                let (mut kept_off, mut kept_pos, mut mask) = (Vec::new(), Vec::new(), vec![0u8; n]);
+                for (o, &k) in writer.iter().enumerate() {
+                    if k != u32::MAX {
+                        kept_off.push(o as u32);
+                        kept_pos.push(k);
+                        mask[o] = 1;
+                    }
+                }
+                let m = kept_off.len();
+                let sel = src_flat.index_select(&Tensor::from_vec(kept_pos, m, dev)?, 0)?;
+                let written = flat.zeros_like()?.index_add(&Tensor::from_vec(kept_off, m, dev)?, &sel, 0)?;
+                Tensor::from_vec(mask, n, dev)?.where_cond(&written, &flat)?.reshape(t.dims())
+            })
+            .op("scatter")?;
         Ok(wrap_like(self, out))
     }
     fn scatter_add(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyTensor>, src: &Bound<'_, PyAny>) -> PyResult<PyTensor> {

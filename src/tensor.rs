@@ -163,6 +163,14 @@ pub fn norm_dim(dim: i64, rank: usize, op: &str) -> PyResult<usize> {
     Ok(d as usize)
 }
 
+/// `size(dim)`/`stride(dim)` of a 0-d tensor: there is no dimension to name.
+fn no_dims_check(rank: usize, dim: i64, op: &str) -> PyResult<()> {
+    if rank == 0 {
+        return Err(crate::errors::index_err(op, format!("dimension specified as {dim} but tensor has no dimensions")));
+    }
+    Ok(())
+}
+
 /// Shapes given PyTorch's ways: `f(2, 3)`, `f((2, 3))`, `f([2, 3])`.
 pub fn shape_args(args: &Bound<'_, PyTuple>, op: &str) -> PyResult<Vec<i64>> {
     let items: Bound<'_, PyAny> = if args.len() == 1 && !args.get_item(0)?.is_instance_of::<PyInt>() {
@@ -202,6 +210,23 @@ pub fn nonneg_shape(v: &[i64], op: &str) -> PyResult<Vec<usize>> {
     Ok(out)
 }
 
+/// Refuse an allocation the machine cannot make, before Candle tries it: a failed
+/// allocation inside Rust aborts the process. Large requests are probed with a
+/// fallible reservation (untouched pages cost nothing); small ones pass through.
+pub fn check_alloc(elems: usize, itemsize: usize, op: &str) -> PyResult<()> {
+    let bytes = elems
+        .checked_mul(itemsize)
+        .ok_or_else(|| runtime_err(op, format!("can't allocate memory: {elems} elements of {itemsize} bytes overflow")))?;
+    if bytes < (1 << 28) {
+        return Ok(());
+    }
+    let mut probe: Vec<u8> = Vec::new();
+    probe
+        .try_reserve_exact(bytes)
+        .map_err(|_| runtime_err(op, format!("can't allocate memory: you tried to allocate {bytes} bytes")))?;
+    Ok(())
+}
+
 pub fn opt_dtype(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DT>> {
     match obj {
         None => Ok(None),
@@ -215,6 +240,7 @@ pub fn cast(t: &Tensor, from: DT, to: DT) -> PyResult<Tensor> {
     if from == to {
         return Ok(t.clone());
     }
+    check_alloc(t.elem_count(), to.itemsize().max(from.itemsize()), "to")?;
     if to == DT::Bool {
         let z = t.zeros_like().op("to")?;
         return t.ne(&z).op("to");
@@ -286,6 +312,7 @@ impl PyTensor {
         match dim {
             None => Ok(PyTuple::new(py, t.dims())?.into_any()),
             Some(d) => {
+                no_dims_check(t.rank(), d, "size")?;
                 let d = norm_dim(d, t.rank(), "size")?;
                 Ok(t.dims()[d].into_pyobject(py)?.into_any())
             }
@@ -297,7 +324,10 @@ impl PyTensor {
         let s = t.stride().to_vec();
         match dim {
             None => Ok(PyTuple::new(py, s)?.into_any()),
-            Some(d) => Ok(s[norm_dim(d, t.rank(), "stride")?].into_pyobject(py)?.into_any()),
+            Some(d) => Ok(s[{
+                no_dims_check(t.rank(), d, "stride")?;
+                norm_dim(d, t.rank(), "stride")?
+            }].into_pyobject(py)?.into_any()),
         }
     }
 
@@ -460,9 +490,21 @@ impl PyTensor {
         let dev = PyDevice { kind: crate::device::DevKind::Cpu };
         Self::to_device(slf, dev)
     }
-    #[pyo3(signature = (device=None))]
-    fn cuda(slf: &Bound<'_, Self>, device: Option<usize>) -> PyResult<Py<PyTensor>> {
-        let dev = PyDevice { kind: crate::device::DevKind::Cuda(device.unwrap_or(0)) };
+    /// `cuda(device=None)`: an index (negative means the current one, 0), a string or a device.
+    #[pyo3(signature = (device=None, non_blocking=false))]
+    fn cuda(slf: &Bound<'_, Self>, device: Option<&Bound<'_, PyAny>>, non_blocking: bool) -> PyResult<Py<PyTensor>> {
+        let _ = non_blocking;
+        let dev = match device {
+            None => PyDevice { kind: crate::device::DevKind::Cuda(0) },
+            Some(d) if d.is_none() => PyDevice { kind: crate::device::DevKind::Cuda(0) },
+            Some(d) => match d.extract::<i64>() {
+                Ok(i) if !d.is_instance_of::<PyBool>() => PyDevice { kind: crate::device::DevKind::Cuda(i.max(0) as usize) },
+                _ => extract_device(d, None)?,
+            },
+        };
+        if !matches!(dev.kind, crate::device::DevKind::Cuda(_)) {
+            return Err(crate::errors::device_err("cuda", format!("invalid CUDA device {}", d_str(&dev))));
+        }
         Self::to_device(slf, dev)
     }
 
@@ -472,6 +514,7 @@ impl PyTensor {
         if t.is_contiguous() {
             return Ok(slf.clone().unbind());
         }
+        check_alloc(t.elem_count(), me.dt().itemsize(), "contiguous")?;
         let out = slf.py().detach(|| t.contiguous()).op("contiguous")?;
         Py::new(slf.py(), PyTensor::wrap(out, me.is_bool))
     }
@@ -481,6 +524,7 @@ impl PyTensor {
     fn clone(&self, py: Python<'_>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         let _ = memory_format;
         let t = self.t();
+        check_alloc(t.elem_count(), self.dt().itemsize(), "clone")?;
         // `copy()` records no backward; `force_contiguous` does (as a Copy op).
         let out = py.detach(|| t.force_contiguous()).op("clone")?;
         Ok(PyTensor::wrap(out, self.is_bool))
@@ -564,6 +608,10 @@ impl PyTensor {
         self.replace(new);
         Ok(())
     }
+}
+
+fn d_str(d: &PyDevice) -> String {
+    format!("{:?}", d.kind)
 }
 
 impl PyTensor {

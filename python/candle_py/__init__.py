@@ -53,10 +53,20 @@ from ._core import (
     uint8,
     uint32,
 )
-from . import autograd, cuda, metal
+from . import autograd, cuda, metal, nn, safetensors
+from .safetensors import load_file, save_file
 from .autograd import enable_grad, no_grad, set_grad_enabled
-from ._functions import *  # noqa: F401,F403  (the torch.* function forms of Tensor methods)
-from ._functions import __all__ as _function_names
+from ._functions import (  # the torch.* function forms of Tensor methods
+    abs, neg, negative, exp, log, log2, log10, log1p, expm1, sqrt, rsqrt, sin, cos, tan, tanh,
+    sigmoid, relu, floor, ceil, round, trunc, frac, sign, square, reciprocal, erf, logical_not,
+    add, sub, subtract, mul, multiply, div, divide, true_divide, floor_divide, remainder, fmod,
+    pow, maximum, minimum, eq, ne, lt, le, gt, ge, greater, less, logical_and, logical_or,
+    logical_xor, matmul, mm, bmm, dot, sum, mean, max, min, amax, amin, argmax, argmin, var,
+    std, cumsum, softmax, log_softmax, all, any, norm, reshape, transpose, swapaxes, permute,
+    squeeze, unsqueeze, flatten, narrow, chunk, split, unbind, index_select, gather, scatter,
+    scatter_add, masked_fill, clamp, clip, flip, tril, triu, t, broadcast_to, isnan, isinf,
+    isfinite, isclose, allclose, equal,
+)
 
 __version__: str = _core.__version__
 
@@ -84,6 +94,8 @@ def is_tensor(obj: object) -> builtins_bool:
 
 
 def numel(input: Tensor) -> builtins_int:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"numel(): argument 'input' must be Tensor, not {type(input).__name__}")
     return input.numel()
 
 
@@ -101,5 +113,17 @@ __all__ = [
     "float32", "float", "float64", "double", "float16", "half", "bfloat16", "uint8",
     "uint32", "int16", "short", "int32", "int", "int64", "long", "bool",
     "ShapeError", "DTypeError", "DeviceError", "BackendError", "is_tensor", "numel",
-    *_function_names,
+    "nn", "safetensors", "load_file", "save_file",
+
+    "abs", "neg", "negative", "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt",
+    "sin", "cos", "tan", "tanh", "sigmoid", "relu", "floor", "ceil", "round", "trunc", "frac",
+    "sign", "square", "reciprocal", "erf", "logical_not", "add", "sub", "subtract", "mul",
+    "multiply", "div", "divide", "true_divide", "floor_divide", "remainder", "fmod", "pow",
+    "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "logical_and",
+    "logical_or", "logical_xor", "matmul", "mm", "bmm", "dot", "sum", "mean", "max", "min",
+    "amax", "amin", "argmax", "argmin", "var", "std", "cumsum", "softmax", "log_softmax", "all",
+    "any", "norm", "reshape", "transpose", "swapaxes", "permute", "squeeze", "unsqueeze",
+    "flatten", "narrow", "chunk", "split", "unbind", "index_select", "gather", "scatter",
+    "scatter_add", "masked_fill", "clamp", "clip", "flip", "tril", "triu", "t", "broadcast_to",
+    "isnan", "isinf", "isfinite", "isclose", "allclose", "equal",
 ]

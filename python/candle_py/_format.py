@@ -1,49 +1,181 @@
-"""PyTorch-style `repr` for tensors, drawn with NumPy's printer."""
+"""PyTorch-style `repr` for tensors.
+
+Follows the layout rules of PyTorch's printer (precision 4, threshold 1000,
+edgeitems 3, linewidth 80): integer-valued floats print as `1.`, others with
+four decimals, scientific notation when the nonzero finite magnitudes span more
+than 1000x, exceed 1e8 or go below 1e-4; every element is right-aligned to the
+widest one; `dtype=` is shown for all but float32, int64 and bool.
+"""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, Any, Callable, List
 
 import numpy as np
 
 if TYPE_CHECKING:
     from ._core import Tensor
 
+PRECISION = 4
+THRESHOLD = 1000
+EDGEITEMS = 3
+LINEWIDTH = 80
+
 # dtypes PyTorch leaves out of the repr: the default float, the default int, bool.
 _IMPLICIT = {"float32", "int64", "bool"}
 
 
-def _format_array(a: np.ndarray) -> str:
-    if a.dtype.kind == "f":
-        finite = a[np.isfinite(a)]
-        all_int = finite.size == 0 or bool(np.all(finite == np.round(finite)))
-        big = finite.size > 0 and (np.abs(finite).max() >= 1e8 or (np.abs(finite[finite != 0]).min(initial=1.0) < 1e-4))
-        if big:
-            fmt = {"float_kind": lambda v: np.format_float_scientific(v, precision=4, exp_digits=2)}
-            return np.array2string(a, separator=", ", prefix="tensor(", formatter=fmt, threshold=1000, edgeitems=3)
-        if all_int:
-            return np.array2string(a, separator=", ", prefix="tensor(", floatmode="maxprec", precision=4, threshold=1000, edgeitems=3)
-        return np.array2string(a, separator=", ", prefix="tensor(", floatmode="fixed", precision=4, threshold=1000, edgeitems=3)
-    if a.dtype.kind == "b":
-        return np.array2string(a, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3, formatter={"bool": lambda v: "True" if v else "False"})
-    return np.array2string(a, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3)
+def _summarized(a: np.ndarray) -> np.ndarray:
+    """The elements PyTorch looks at to size columns when it summarizes."""
+    if a.ndim == 0:
+        return a
+    if a.shape[0] > 2 * EDGEITEMS:
+        a = np.concatenate([a[:EDGEITEMS], a[-EDGEITEMS:]])
+    if a.ndim == 1:
+        return a
+    return np.stack([_summarized(x) for x in a])
+
+
+class _Formatter:
+    def __init__(self, a: np.ndarray) -> None:
+        self.floating = a.dtype.kind == "f"
+        self.int_mode = True
+        self.sci_mode = False
+        self.max_width = 1
+        vals = a.reshape(-1)
+        if not self.floating:
+            for v in vals.tolist():
+                self.max_width = max(self.max_width, len(str(v)))
+            return
+        v = vals.astype(np.float64)
+        nz = v[np.isfinite(v) & (v != 0)]
+        if nz.size == 0:
+            return
+        absv = np.abs(nz)
+        lo, hi = float(absv.min()), float(absv.max())
+        self.int_mode = bool(np.all(nz == np.ceil(nz)))
+        if self.int_mode:
+            if hi / lo > 1000.0 or hi > 1.0e8:
+                self.sci_mode = True
+                width = max(len(f"{x:.{PRECISION}e}") for x in nz.tolist())
+            else:
+                width = max(len(f"{x:.0f}") + 1 for x in nz.tolist())
+        else:
+            if hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4:
+                self.sci_mode = True
+                width = max(len(f"{x:.{PRECISION}e}") for x in nz.tolist())
+            else:
+                width = max(len(f"{x:.{PRECISION}f}") for x in nz.tolist())
+        self.max_width = max(self.max_width, width)
+
+    def format(self, value: Any) -> str:
+        if self.floating:
+            value = float(value)
+            if self.sci_mode:
+                ret = f"{value:{self.max_width}.{PRECISION}e}"
+            elif self.int_mode:
+                ret = f"{value:.0f}"
+                if not (math.isinf(value) or math.isnan(value)):
+                    ret += "."
+            else:
+                ret = f"{value:.{PRECISION}f}"
+        else:
+            ret = f"{value}"
+        return (self.max_width - len(ret)) * " " + ret
+
+
+# Above this many bytes the repr reads only the corner elements it prints
+# (through views), instead of copying the whole tensor out.
+_MATERIALIZE_LIMIT = 1 << 26
+
+
+def _corners(t: "Tensor") -> "tuple[np.ndarray, tuple[bool, ...]]":
+    """PyTorch's summarized data, read through views; `cut[k]` says axis k was cut to 2*EDGEITEMS."""
+    if t.ndim == 0:
+        return np.asarray(t), ()
+    n = t.shape[0]
+    cut = n > 2 * EDGEITEMS
+    if t.ndim == 1:
+        parts = [t[:EDGEITEMS], t[n - EDGEITEMS :]] if cut else [t]
+        return np.concatenate([np.asarray(p) for p in parts]), (cut,)
+    idx = list(range(EDGEITEMS)) + list(range(n - EDGEITEMS, n)) if cut else list(range(n))
+    subs = [_corners(t[i]) for i in idx]
+    return np.stack([x[0] for x in subs]), (cut,) + subs[0][1]
+
+
+def _vector(a: np.ndarray, indent: int, summarize: bool, fmt: Callable[[Any], str], width: int, cut: bool = False) -> str:
+    element_length = width + 2
+    per_line = max(1, int(math.floor((LINEWIDTH - indent) / element_length)))
+    if cut or (summarize and a.shape[0] > 2 * EDGEITEMS):
+        data = [fmt(v) for v in a[:EDGEITEMS].tolist()] + [" ..."] + [fmt(v) for v in a[-EDGEITEMS:].tolist()]
+    else:
+        data = [fmt(v) for v in a.tolist()]
+    lines = [", ".join(data[i : i + per_line]) for i in range(0, len(data), per_line)]
+    return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+
+
+def _tensor_str(a: np.ndarray, indent: int, summarize: bool, f: _Formatter, cut: "tuple[bool, ...]" = ()) -> str:
+    if a.ndim == 0:
+        return f.format(a.item())
+    here = bool(cut and cut[0])
+    if a.ndim == 1:
+        return _vector(a, indent, summarize, f.format, f.max_width, here)
+    n = a.shape[0]
+    rest = cut[1:]
+    if here or (summarize and n > 2 * EDGEITEMS):
+        slices: List[str] = (
+            [_tensor_str(a[i], indent + 1, summarize, f, rest) for i in range(EDGEITEMS)]
+            + ["..."]
+            + [_tensor_str(a[i], indent + 1, summarize, f, rest) for i in range(n - EDGEITEMS, n)]
+        )
+    else:
+        slices = [_tensor_str(a[i], indent + 1, summarize, f, rest) for i in range(n)]
+    return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(slices) + "]"
+
+
+def _add_suffixes(body: str, suffixes: List[str], indent: int) -> str:
+    parts = [body]
+    last_line_len = len(body) - body.rfind("\n") + 1
+    for s in suffixes:
+        if last_line_len + len(s) + 2 > LINEWIDTH:
+            parts.append(",\n" + " " * indent + s)
+            last_line_len = indent + len(s)
+        else:
+            parts.append(", " + s)
+            last_line_len += len(s) + 2
+    parts.append(")")
+    return "".join(parts)
 
 
 def tensor_repr(t: "Tensor") -> str:
     name = t.dtype.name
-    src = t.detach()
-    if name in ("float16", "bfloat16"):
-        src = src.float()
-    a = np.asarray(src.cpu())
-    body = _format_array(a) if a.ndim > 0 else _format_array(a.reshape(1))[1:-1]
-    extras = []
+    src = t.detach().cpu()
+    cut: "tuple[bool, ...]" = ()
+    if t.numel() * t.element_size() > _MATERIALIZE_LIMIT:
+        a, cut = _corners(src)
+        if name in ("float16", "bfloat16"):
+            a = a.astype(np.float32)
+    else:
+        if name in ("float16", "bfloat16"):
+            src = src.float()
+        a = np.asarray(src)
+    prefix = "tensor("
+    indent = len(prefix)
+    suffixes: List[str] = []
     if t.device.type != "cpu":
-        extras.append(f"device='{t.device}'")
-    if a.size == 0 and a.ndim > 1:
-        extras.append(f"size={tuple(t.shape)}")
-    if name not in _IMPLICIT or (a.size == 0 and name != "float32"):
-        extras.append(f"dtype=candle_py.{name}")
-    if t.requires_grad:
-        extras.append("requires_grad=True" if t.is_leaf else "grad_fn=<Backward>")
-    if a.size == 0 and a.ndim > 1:
+        suffixes.append(f"device='{t.device}'")
+    if t.numel() == 0:
+        if a.ndim != 1:
+            suffixes.append(f"size={tuple(t.shape)}")
+        if name != "float32":
+            suffixes.append(f"dtype=candle_py.{name}")
         body = "[]"
-    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+    else:
+        summarize = t.numel() > THRESHOLD
+        f = _Formatter(_summarized(a) if summarize else a)
+        body = _tensor_str(a, indent, summarize, f, cut)
+        if name not in _IMPLICIT:
+            suffixes.append(f"dtype=candle_py.{name}")
+    if t.requires_grad:
+        suffixes.append("requires_grad=True" if t.is_leaf else "grad_fn=<Backward>")
+    return _add_suffixes(prefix + body, suffixes, indent)

@@ -30,8 +30,14 @@ __all__ = [
     "chunk", "split", "unbind", "index_select", "gather", "scatter", "scatter_add", "masked_fill",
     "clamp", "clip", "flip", "tril", "triu", "t", "broadcast_to",
     # predicates
-    "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "numel_of",
+    "isnan", "isinf", "isfinite", "isclose", "allclose", "equal",
 ]
+
+
+def _check(x: Any, op: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    return x
 
 
 def _t(x: Any) -> Tensor:
@@ -196,11 +202,13 @@ broadcast_to = _method("broadcast_to")
 
 def isnan(input: Tensor) -> Tensor:
     """True where the value is NaN."""
+    input = _check(input, "isnan")
     return input != input
 
 
 def isinf(input: Tensor) -> Tensor:
     """True where the value is +inf or -inf."""
+    input = _check(input, "isinf")
     if not input.dtype.is_floating_point:
         return input != input
     return input.abs() == math.inf
@@ -208,6 +216,7 @@ def isinf(input: Tensor) -> Tensor:
 
 def isfinite(input: Tensor) -> Tensor:
     """True where the value is neither NaN nor infinite."""
+    input = _check(input, "isfinite")
     if not input.dtype.is_floating_point:
         return input == input
     return (input == input).logical_and(input.abs() != math.inf)
@@ -215,6 +224,7 @@ def isfinite(input: Tensor) -> Tensor:
 
 def isclose(input: Tensor, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
     """`|input - other| <= atol + rtol * |other|`, elementwise."""
+    input = _check(input, "isclose")
     other = other if isinstance(other, Tensor) else tensor(other, dtype=input.dtype)
     a, b = input.double(), other.double()
     close = (a - b).abs() <= atol + rtol * b.abs()
@@ -231,11 +241,8 @@ def allclose(input: Tensor, other: Any, rtol: float = 1e-05, atol: float = 1e-08
 
 def equal(input: Tensor, other: Tensor) -> bool:
     """True when shapes and all values are equal."""
-    return input.equal(other)
+    return _check(input, "equal").equal(_check(other, "equal"))
 
-
-def numel_of(input: Tensor) -> int:
-    return input.numel()
 
 
 def _attach() -> None:

@@ -1,0 +1,51 @@
+"""Shared timing helpers for the benchmarks: medians of repeated runs, and a
+side-by-side table of candle_py against torch (when torch is installed)."""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable, Optional
+
+
+def median_time(fn: Callable[[], object], *, repeat: int = 7, number: int = 1, warmup: int = 1) -> float:
+    """Median seconds per call of `fn` over `repeat` rounds of `number` calls."""
+    for _ in range(warmup):
+        fn()
+    rounds = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        rounds.append((time.perf_counter() - t0) / number)
+    return statistics.median(rounds)
+
+
+def fmt_time(s: Optional[float]) -> str:
+    if s is None:
+        return "-"
+    if s < 1e-6:
+        return f"{s * 1e9:.0f} ns"
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} us"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.3f} s"
+
+
+def print_table(rows: list[tuple[str, float, Optional[float], str]]) -> None:
+    """rows: (name, candle seconds, torch seconds or None, target text)."""
+    head = f"| {'benchmark':<44} | {'candle_py':>10} | {'torch':>10} | {'ratio':>6} | target |"
+    print(head)
+    print("|" + "-" * 46 + "|" + "-" * 12 + "|" + "-" * 12 + "|" + "-" * 8 + "|--------|")
+    for name, c, t, target in rows:
+        ratio = f"{c / t:.2f}x" if t else "-"
+        print(f"| {name:<44} | {fmt_time(c):>10} | {fmt_time(t):>10} | {ratio:>6} | {target} |")
+
+
+def try_torch():  # type: ignore[no-untyped-def]
+    try:
+        import torch
+
+        return torch
+    except Exception:  # pragma: no cover - torch is optional
+        return None

@@ -1,0 +1,203 @@
+"""Activation layers: each wraps its `nn.functional` twin (defined once there)."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .. import _core
+from .._core import Tensor
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+__all__ = [
+    "ReLU", "ReLU6", "LeakyReLU", "PReLU", "RReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish",
+    "Sigmoid", "Tanh", "Hardtanh", "Hardsigmoid", "Hardswish", "Softplus", "Softmax", "LogSoftmax",
+]
+
+
+class _Elementwise(Module):
+    """An activation with an `inplace` flag that PyTorch accepts and we ignore
+    (results are always new tensors)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class ReLU(_Elementwise):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.relu(input)
+
+
+class ReLU6(_Elementwise):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.relu6(input)
+
+
+class SiLU(_Elementwise):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.silu(input)
+
+
+class Mish(_Elementwise):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.mish(input)
+
+
+class SELU(_Elementwise):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.selu(input)
+
+
+class Hardsigmoid(_Elementwise):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardsigmoid(input)
+
+
+class Hardswish(_Elementwise):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardswish(input)
+
+
+class Sigmoid(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return input.sigmoid()
+
+
+class Tanh(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return input.tanh()
+
+
+class LeakyReLU(_Elementwise):
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+        super().__init__(inplace)
+        self.negative_slope = negative_slope
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.leaky_relu(input, self.negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class ELU(_Elementwise):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__(inplace)
+        self.alpha = alpha
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.elu(input, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class CELU(_Elementwise):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__(inplace)
+        self.alpha = alpha
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.celu(input, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Hardtanh(_Elementwise):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+        super().__init__(inplace)
+        if min_val > max_val:
+            raise ValueError(f"[Hardtanh] min_val ({min_val}) must not be greater than max_val ({max_val})")
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardtanh(input, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
+
+
+class RReLU(_Elementwise):
+    """Random negative slope from U(lower, upper) in training; (lower+upper)/2 in eval."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
+        super().__init__(inplace)
+        if lower > upper:
+            raise ValueError(f"[RReLU] lower ({lower}) must not be greater than upper ({upper})")
+        self.lower, self.upper = lower, upper
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rrelu(input, self.lower, self.upper, self.training)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
+class GELU(Module):
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"[GELU] approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.gelu(input, self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate='{self.approximate}'"
+
+
+class Softplus(Module):
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Softmax(Module):
+    def __init__(self, dim: Optional[int] = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmax(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.log_softmax(input, self.dim)
+
+
+class PReLU(Module):
+    """Leaky ReLU with a learnable slope (one, or one per channel)."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        if num_parameters < 1:
+            raise ValueError(f"[PReLU] num_parameters must be positive, got {num_parameters}")
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(_core.full((num_parameters,), init, dtype=dtype or _core.float32, device=device))
+
+    def reset_parameters(self) -> None:
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"

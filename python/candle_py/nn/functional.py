@@ -1,0 +1,542 @@
+"""`candle_py.nn.functional` (import as `F`): PyTorch's functional forms.
+
+Everything here is a composition of differentiable Tensor ops, so gradients
+flow through all of it (Candle's fused CPU kernels such as layer_norm record no
+backward, so they are not used on training paths).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Sequence
+
+from .. import _core
+from .._core import Tensor
+
+__all__ = [
+    "linear", "bilinear", "relu", "relu6", "leaky_relu", "prelu", "rrelu", "elu", "selu", "celu",
+    "gelu", "silu", "mish", "sigmoid", "tanh", "hardtanh", "hardsigmoid", "hardswish", "softplus",
+    "softmax", "log_softmax", "dropout", "embedding", "layer_norm", "rms_norm", "group_norm",
+    "batch_norm", "normalize", "pad", "one_hot",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "kl_div",
+]
+
+
+def _check_tensor(x: Any, op: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    return x
+
+
+# -- linear ----------------------------------------------------------------------
+def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """`input @ weight.T + bias`."""
+    _check_tensor(input, "linear")
+    if input.ndim == 0 or input.shape[-1] != weight.shape[-1]:
+        raise ValueError(
+            f"linear: input's last dimension must match in_features: input shape {tuple(input.shape)}, "
+            f"weight shape {tuple(weight.shape)} (expects (..., {weight.shape[-1]}))"
+        )
+    out = input @ weight.t()
+    return out + bias if bias is not None else out
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """`y_k = x1 @ W_k @ x2 + b_k` for weight of shape (out, in1, in2)."""
+    out_f, in1, in2 = weight.shape
+    if input1.shape[-1] != in1 or input2.shape[-1] != in2:
+        raise ValueError(
+            f"bilinear: input shapes {tuple(input1.shape)} and {tuple(input2.shape)} do not match weight {tuple(weight.shape)}"
+        )
+    lead = tuple(input1.shape[:-1])
+    x1 = input1.reshape(-1, in1)
+    x2 = input2.reshape(-1, in2)
+    tmp = (x1 @ weight.permute(1, 0, 2).reshape(in1, out_f * in2)).reshape(-1, out_f, in2)
+    out = (tmp * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(*lead, out_f)
+
+
+# -- activations -------------------------------------------------------------------
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    return input.relu()
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    return hardtanh(input, 0.0, 6.0)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+    return input.clamp(min_val, max_val)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    return _core.where(input > 0, input, input * negative_slope)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    w = weight
+    if input.ndim >= 2 and weight.numel() > 1:
+        w = weight.reshape(*([1, weight.numel()] + [1] * (input.ndim - 2)))
+    return _core.where(input > 0, input, input * w)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: a slope drawn from U(lower, upper) per element in
+    training, the fixed slope (lower + upper) / 2 in evaluation."""
+    if training:
+        slope = _core.rand_like(input) * (upper - lower) + lower
+        return _core.where(input >= 0, input, input * slope)
+    return _core.where(input >= 0, input, input * ((lower + upper) / 2))
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    return _core.where(input > 0, input, (input.clamp(max=0.0).exp() - 1) * alpha)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    return elu(input, alpha) * scale
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    return _core.where(input > 0, input, ((input.clamp(max=0.0) / alpha).exp() - 1) * alpha)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    if approximate == "none":
+        return input * 0.5 * ((input * (1.0 / math.sqrt(2.0))).erf() + 1.0)
+    if approximate == "tanh":
+        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
+        return input * 0.5 * (inner.tanh() + 1.0)
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    return input * input.sigmoid()
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    scaled = input * beta
+    soft = (scaled.clamp(max=threshold)).exp().log1p() / beta
+    return _core.where(scaled > threshold, input, soft)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    return input * softplus(input).tanh()
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return input.sigmoid()
+
+
+def tanh(input: Tensor) -> Tensor:
+    return input.tanh()
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    return (input + 3.0).clamp(0.0, 6.0) / 6.0
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    return input * (input + 3.0).clamp(0.0, 6.0) / 6.0
+
+
+def softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3, dtype: Optional[Any] = None) -> Tensor:
+    return input.softmax(-1 if dim is None else dim, dtype)
+
+
+def log_softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3, dtype: Optional[Any] = None) -> Tensor:
+    return input.log_softmax(-1 if dim is None else dim, dtype)
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    keep = (_core.rand_like(input) >= p).to(input.dtype)
+    return input * keep * (1.0 / (1.0 - p))
+
+
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: Optional[int] = None,
+    max_norm: Optional[float] = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
+    if input.dtype.is_floating_point or input.dtype == _core.bool:
+        raise TypeError(
+            f"embedding: indices must be an integer tensor (int64 or int32), got {input.dtype}; convert with .long()"
+        )
+    idx = input.reshape(-1)
+    out = weight.index_select(0, idx)
+    return out.reshape(*tuple(input.shape), weight.shape[1])
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    if tensor.dtype.is_floating_point:
+        raise TypeError("one_hot is only applicable to index tensors")
+    n = int(tensor.max().item()) + 1 if num_classes < 0 else num_classes
+    classes = _core.arange(n)
+    return (tensor.unsqueeze(-1) == classes).long()
+
+
+# -- normalization -------------------------------------------------------------------
+def layer_norm(
+    input: Tensor,
+    normalized_shape: Sequence[int],
+    weight: Optional[Tensor] = None,
+    bias: Optional[Tensor] = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    shape = tuple(normalized_shape) if not isinstance(normalized_shape, int) else (normalized_shape,)
+    k = len(shape)
+    if tuple(input.shape[input.ndim - k:]) != shape:
+        raise ValueError(
+            f"layer_norm: expected input with shape (*, {', '.join(map(str, shape))}), got {tuple(input.shape)}"
+        )
+    dims = tuple(range(input.ndim - k, input.ndim))
+    mean = input.mean(dims, keepdim=True)
+    centered = input - mean
+    var = (centered * centered).mean(dims, keepdim=True)
+    out = centered * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor] = None, eps: Optional[float] = None) -> Tensor:
+    shape = tuple(normalized_shape) if not isinstance(normalized_shape, int) else (normalized_shape,)
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    if eps is None:
+        eps = 1.1920928955078125e-07 if input.dtype == _core.float32 else 2.220446049250313e-16
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return out * weight if weight is not None else out
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups != 0:
+        raise ValueError(f"group_norm: num_channels ({c}) must be divisible by num_groups ({num_groups})")
+    x = input.reshape(n, num_groups, -1)
+    mean = x.mean(-1, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(-1, keepdim=True)
+    out = (centered * (var + eps).rsqrt()).reshape(tuple(input.shape))
+    shape = [1, c] + [1] * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def batch_norm(
+    input: Tensor,
+    running_mean: Optional[Tensor],
+    running_var: Optional[Tensor],
+    weight: Optional[Tensor] = None,
+    bias: Optional[Tensor] = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Batch norm over dim 1; in training, normalizes with batch statistics and
+    updates the running ones in place (unbiased variance, as PyTorch)."""
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected at least 2-D input (N, C, ...), got {tuple(input.shape)}")
+    c = input.shape[1]
+    dims = (0,) + tuple(range(2, input.ndim))
+    shape = [1, c] + [1] * (input.ndim - 2)
+    if training:
+        n = input.numel() // c
+        if n <= 1:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got input size {tuple(input.shape)}")
+        mean = input.mean(dims, keepdim=True)
+        centered = input - mean
+        var = (centered * centered).mean(dims, keepdim=True)
+        if running_mean is not None and running_var is not None:
+            with _no_grad():
+                running_mean.mul_(1 - momentum).add_(mean.detach().reshape(c) * momentum)
+                running_var.mul_(1 - momentum).add_(var.detach().reshape(c) * (momentum * n / (n - 1)))
+        out = centered * (var + eps).rsqrt()
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var are required in evaluation mode")
+        out = (input - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    norm = input.norm(p, dim, keepdim=True).clamp(min=eps)
+    return input / norm
+
+
+def _no_grad() -> Any:
+    from ..autograd import no_grad
+
+    return no_grad()
+
+
+# -- padding ---------------------------------------------------------------------------
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None) -> Tensor:
+    """Pad the last `len(pad) // 2` dims: `pad = (left_last, right_last, left_prev, ...)`.
+
+    Modes: "constant" (with `value`), "reflect", "replicate", "circular"."""
+    if len(pad) % 2 != 0 or len(pad) // 2 > input.ndim:
+        raise ValueError(f"pad: padding length must be even and at most 2 * ndim, got {len(pad)} for shape {tuple(input.shape)}")
+    out = input
+    for i in range(len(pad) // 2):
+        dim = input.ndim - 1 - i
+        left, right = int(pad[2 * i]), int(pad[2 * i + 1])
+        if left == 0 and right == 0:
+            continue
+        size = out.shape[dim]
+        if mode == "constant":
+            if left < 0:
+                out = out.narrow(dim, -left, out.shape[dim] + left)
+                left = 0
+            if right < 0:
+                out = out.narrow(dim, 0, out.shape[dim] + right)
+                right = 0
+            parts = []
+            fill = 0.0 if value is None else value
+            if left:
+                s = list(out.shape)
+                s[dim] = left
+                parts.append(_core.full(tuple(s), fill, dtype=out.dtype))
+            parts.append(out)
+            if right:
+                s = list(out.shape)
+                s[dim] = right
+                parts.append(_core.full(tuple(s), fill, dtype=out.dtype))
+            out = _core.cat(parts, dim)
+            continue
+        if mode == "reflect":
+            if left >= size or right >= size:
+                raise ValueError(
+                    f"pad: reflect padding ({left}, {right}) must be smaller than the input size {size} in dim {dim}"
+                )
+            idx = list(range(left, 0, -1)) + list(range(size)) + list(range(size - 2, size - 2 - right, -1))
+        elif mode == "replicate":
+            idx = [0] * left + list(range(size)) + [size - 1] * right
+        elif mode == "circular":
+            if left > size or right > size:
+                raise ValueError(f"pad: circular padding ({left}, {right}) is larger than the input size {size} in dim {dim}")
+            idx = [(j - left) % size for j in range(size + left + right)]
+        else:
+            raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
+        out = out.index_select(dim, _core.tensor(idx))
+    return out
+
+
+# -- losses ------------------------------------------------------------------------------
+def _reduce(loss: Tensor, reduction: str, op: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def _legacy(size_average: Optional[bool], reduce: Optional[bool], reduction: str) -> str:
+    if size_average is None and reduce is None:
+        return reduction
+    if reduce is False:
+        return "none"
+    return "sum" if size_average is False else "mean"
+
+
+def _same_shape(input: Tensor, target: Tensor, op: str) -> None:
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(f"{op}: target size {tuple(target.shape)} must be the same as input size {tuple(input.shape)}")
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None, reduce: Optional[bool] = None, reduction: str = "mean", weight: Optional[Tensor] = None) -> Tensor:
+    _same_shape(input, target, "mse_loss")
+    d = input - target
+    loss = d * d
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, _legacy(size_average, reduce, reduction), "mse_loss")
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None, reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
+    _same_shape(input, target, "l1_loss")
+    return _reduce((input - target).abs(), _legacy(size_average, reduce, reduction), "l1_loss")
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None, reduce: Optional[bool] = None, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    _same_shape(input, target, "smooth_l1_loss")
+    d = (input - target).abs()
+    if beta == 0.0:
+        loss = d
+    else:
+        loss = _core.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
+    return _reduce(loss, _legacy(size_average, reduce, reduction), "smooth_l1_loss")
+
+
+def _class_dim_last(x: Tensor) -> Tensor:
+    """(N, C, d1, ...) -> (N * d1 * ..., C); (C,) -> (1, C); (N, C) unchanged."""
+    if x.ndim == 1:
+        return x.unsqueeze(0)
+    if x.ndim == 2:
+        return x
+    c = x.shape[1]
+    return x.permute(0, *range(2, x.ndim), 1).reshape(-1, c)
+
+
+def nll_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Optional[Tensor] = None,
+    size_average: Optional[bool] = None,
+    ignore_index: int = -100,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+) -> Tensor:
+    reduction = _legacy(size_average, reduce, reduction)
+    if target.dtype.is_floating_point:
+        raise TypeError(f"nll_loss: expected target of an integer dtype (class indices), got {target.dtype}")
+    logp = _class_dim_last(input)
+    n, c = logp.shape
+    t = target.reshape(-1)
+    if t.shape[0] != n:
+        raise ValueError(f"nll_loss: expected target of {n} elements for input {tuple(input.shape)}, got {tuple(target.shape)}")
+    valid = t != ignore_index
+    safe_t = _core.where(valid, t, 0)
+    if safe_t.numel() and (int(safe_t.max().item()) >= c or int(safe_t.min().item()) < 0):
+        raise IndexError(f"nll_loss: target {int(safe_t.max().item())} is out of bounds for {c} classes")
+    picked = logp.gather(1, safe_t.unsqueeze(1)).squeeze(1)
+    w = valid.to(logp.dtype)
+    if weight is not None:
+        w = w * weight.index_select(0, safe_t)
+    loss = -picked * w
+    out_shape = tuple(target.shape)
+    if reduction == "none":
+        return loss.reshape(out_shape)
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / w.sum()
+    raise ValueError(f"nll_loss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Optional[Tensor] = None,
+    size_average: Optional[bool] = None,
+    ignore_index: int = -100,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    """Cross-entropy from logits, with class indices or class probabilities as
+    target, class `weight`, `ignore_index` and `label_smoothing` (PyTorch's formulas)."""
+    reduction = _legacy(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+    class_dim = 0 if input.ndim == 1 else 1
+    logp = input.log_softmax(class_dim)
+    c = input.shape[class_dim]
+    if target.dtype.is_floating_point:
+        # Probabilities over classes, same shape as input.
+        _same_shape(input, target, "cross_entropy")
+        tgt = target
+        if label_smoothing > 0:
+            tgt = tgt * (1 - label_smoothing) + label_smoothing / c
+        wshape = [1] * input.ndim
+        wshape[class_dim] = c
+        per = logp * tgt
+        if weight is not None:
+            per = per * weight.reshape(wshape)
+        loss = -per.sum(class_dim)
+        if reduction == "mean":
+            return loss.sum() / (loss.numel() if input.ndim > 1 else 1)
+        return _reduce(loss, reduction, "cross_entropy")
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing == 0.0:
+        return nll
+    flat = _class_dim_last(logp)
+    t = target.reshape(-1)
+    valid = (t != ignore_index).to(flat.dtype)
+    if weight is not None:
+        smooth = -(flat * weight.reshape(1, c)).sum(1) * valid
+    else:
+        smooth = -flat.sum(1) * valid
+    if reduction == "none":
+        smooth_r = smooth.reshape(tuple(target.shape))
+    elif reduction == "sum":
+        smooth_r = smooth.sum()
+    else:
+        if weight is not None:
+            denom = (weight.index_select(0, _core.where(t != ignore_index, t, 0)) * valid).sum()
+        else:
+            denom = valid.sum()
+        smooth_r = smooth.sum() / denom
+    return nll * (1 - label_smoothing) + smooth_r * (label_smoothing / c)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, size_average: Optional[bool] = None, reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
+    _same_shape(input, target, "binary_cross_entropy")
+    log_p = input.log().clamp(min=-100.0)
+    log_1p = (1 - input).log().clamp(min=-100.0)
+    loss = -(target * log_p + (1 - target) * log_1p)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, _legacy(size_average, reduce, reduction), "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Optional[Tensor] = None,
+    size_average: Optional[bool] = None,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+    pos_weight: Optional[Tensor] = None,
+) -> Tensor:
+    """Sigmoid + binary cross-entropy in one numerically stable expression:
+    `(1 - y) * x + (1 + (pw - 1) * y) * (log(1 + exp(-|x|)) + max(-x, 0))`."""
+    _same_shape(input, target, "binary_cross_entropy_with_logits")
+    x, y = input, target.to(input.dtype)
+    log_term = (-x.abs()).exp().log1p() + (-x).relu()
+    if pos_weight is not None:
+        loss = (1 - y) * x + (1 + (pos_weight - 1) * y) * log_term
+    else:
+        loss = (1 - y) * x + log_term
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, _legacy(size_average, reduce, reduction), "binary_cross_entropy_with_logits")
+
+
+def kl_div(input: Tensor, target: Tensor, size_average: Optional[bool] = None, reduce: Optional[bool] = None, reduction: str = "mean", log_target: bool = False) -> Tensor:
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        safe = _core.where(target > 0, target, 1.0)
+        loss = _core.where(target > 0, target * (safe.log() - input), 0.0)
+    reduction = _legacy(size_average, reduce, reduction)
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0]
+    return _reduce(loss, reduction, "kl_div")
+
+

@@ -1,0 +1,113 @@
+"""`nn.init`: PyTorch's initialisers (same distributions), drawing from the
+generator `candle_py.manual_seed` seeds. Each fills its tensor in place."""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from .. import _core
+from .._core import Tensor
+from ..autograd import no_grad
+
+__all__ = [
+    "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
+    "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_",
+]
+
+
+def calculate_gain(nonlinearity: str, param: Optional[float] = None) -> float:
+    linear = {"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "sigmoid"}
+    if nonlinearity in linear:
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        slope = 0.01 if param is None else float(param)
+        return math.sqrt(2.0 / (1 + slope**2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
+
+
+def _fans(t: Tensor) -> tuple[int, int]:
+    if t.ndim < 2:
+        raise ValueError(f"fan in and fan out can not be computed for tensor with fewer than 2 dimensions (shape {tuple(t.shape)})")
+    receptive = 1
+    for d in t.shape[2:]:
+        receptive *= d
+    return t.shape[1] * receptive, t.shape[0] * receptive
+
+
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
+    with no_grad():
+        return tensor.uniform_(a, b)
+
+
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    with no_grad():
+        return tensor.normal_(mean, std)
+
+
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    with no_grad():
+        return tensor.fill_(val)
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    with no_grad():
+        return tensor.zero_()
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 1.0)
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    if tensor.ndim != 2:
+        raise ValueError("eye_: only tensors with 2 dimensions are supported")
+    with no_grad():
+        return tensor.copy_(_core.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype))
+
+
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    fan_in, fan_out = _fans(tensor)
+    a = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    return uniform_(tensor, -a, a)
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    fan_in, fan_out = _fans(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
+
+
+def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> float:
+    fan_in, fan_out = _fans(tensor)
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan = fan_in if mode == "fan_in" else fan_out
+    if fan == 0:
+        return 0.0
+    return calculate_gain(nonlinearity, a) / math.sqrt(fan)
+
+
+def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+    bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
+    return uniform_(tensor, -bound, bound)
+
+
+def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity))
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0) -> Tensor:
+    """Normal values redrawn until they fall in [a, b]."""
+    with no_grad():
+        n = tensor.numel()
+        out = _core.empty(0, dtype=tensor.dtype)
+        while out.numel() < n:
+            draw = _core.randn(max(2 * n, 16), dtype=tensor.dtype) * std + mean
+            keep = draw[(draw >= a).logical_and(draw <= b)]
+            out = _core.cat([out, keep])
+        return tensor.copy_(out[:n].reshape(tuple(tensor.shape)))

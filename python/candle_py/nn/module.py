@@ -1,0 +1,410 @@
+"""`nn.Module`: PyTorch's module protocol.
+
+Parameters, buffers and submodules are kept in three ordered dicts, routed
+there by `__setattr__`; `state_dict` keys are dotted paths (`0.weight`,
+`encoder.layer.0.attention.self.query.bias`), exactly as PyTorch names them, so
+a PyTorch checkpoint loads unchanged.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Set, Tuple, TypeVar
+
+from .. import _core
+from .._core import Tensor
+from .parameter import Buffer, Parameter
+
+T = TypeVar("T", bound="Module")
+
+
+class StateDictError(RuntimeError, ValueError):
+    """A state_dict that does not fit the module: missing or unexpected keys, or
+    wrong shapes. Catchable as RuntimeError (PyTorch) or ValueError."""
+
+
+class _IncompatibleKeys(NamedTuple):
+    missing_keys: List[str]
+    unexpected_keys: List[str]
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return f"_IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
+
+
+def _addindent(s: str, num_spaces: int) -> str:
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    first = lines.pop(0)
+    return first + "\n" + "\n".join(" " * num_spaces + line for line in lines)
+
+
+class Module:
+    """Base class for all layers and models; subclass it as in PyTorch."""
+
+    training: bool
+    _parameters: Dict[str, Optional[Parameter]]
+    _buffers: Dict[str, Optional[Tensor]]
+    _non_persistent_buffers: Set[str]
+    _modules: Dict[str, Optional["Module"]]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    # -- the forward pass ------------------------------------------------------
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # -- attribute routing -------------------------------------------------------
+    def _check_init(self) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameters/modules before Module.__init__() call")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        d = self.__dict__
+        if isinstance(value, Parameter):
+            self._check_init()
+            self._remove_from(name, d)
+            self.register_parameter(name, value)
+        elif isinstance(value, Module):
+            self._check_init()
+            self._remove_from(name, d)
+            self._modules[name] = value
+        elif isinstance(value, Buffer):
+            self._check_init()
+            self._remove_from(name, d)
+            self.register_buffer(name, value, persistent=getattr(value, "_persistent", True))
+        elif "_parameters" in d and name in self._parameters:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' (Parameter or None expected)")
+            self._parameters[name] = None
+        elif "_modules" in d and name in self._modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' (Module or None expected)")
+            self._modules[name] = None
+        elif "_buffers" in d and name in self._buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)")
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _remove_from(self, name: str, d: Dict[str, Any]) -> None:
+        d.pop(name, None)
+        for store in (self._parameters, self._buffers, self._modules):
+            store.pop(name, None)
+        self._non_persistent_buffers.discard(name)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            if store in d and name in d[store]:
+                return d[store][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for store in (self._parameters, self._buffers, self._modules):
+            if name in store:
+                del store[name]
+                self._non_persistent_buffers.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self) -> List[str]:
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
+
+    # -- registration ---------------------------------------------------------------
+    def register_parameter(self, name: str, param: Optional[Parameter]) -> None:
+        self._check_init()
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f'parameter name must be a non-empty string without ".", got {name!r}')
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' (Parameter or None required)")
+        if name in self.__dict__ or name in self._buffers or name in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Optional[Tensor], persistent: bool = True) -> None:
+        self._check_init()
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f'buffer name must be a non-empty string without ".", got {name!r}')
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (Tensor or None required)")
+        if name in self.__dict__ or name in self._parameters or name in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers.discard(name)
+        else:
+            self._non_persistent_buffers.add(name)
+
+    def add_module(self, name: str, module: Optional["Module"]) -> None:
+        self._check_init()
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        if not isinstance(name, str) or "." in name or name == "":
+            raise KeyError(f'module name must be a non-empty string without ".", got {name!r}')
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def get_submodule(self, target: str) -> "Module":
+        mod: Module = self
+        if target == "":
+            return mod
+        for item in target.split("."):
+            sub = mod._modules.get(item)
+            if sub is None:
+                raise AttributeError(f"{type(mod).__name__} has no submodule `{item}`")
+            mod = sub
+        return mod
+
+    def get_parameter(self, target: str) -> Parameter:
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        p = mod._parameters.get(name)
+        if p is None:
+            raise AttributeError(f"{type(mod).__name__} has no parameter `{name}`")
+        return p
+
+    # -- iteration ------------------------------------------------------------------
+    def named_modules(self, memo: Optional[Set[int]] = None, prefix: str = "", remove_duplicate: bool = True) -> Iterator[Tuple[str, "Module"]]:
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is None:
+                continue
+            yield from m.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
+
+    def modules(self) -> Iterator["Module"]:
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self) -> Iterator[Tuple[str, "Module"]]:
+        seen: Set[int] = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
+
+    def children(self) -> Iterator["Module"]:
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(self, get: Callable[["Module"], Any], prefix: str, recurse: bool, remove_duplicate: bool = True) -> Iterator[Tuple[str, Any]]:
+        seen: Set[int] = set()
+        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for mod_prefix, mod in mods:
+            for k, v in get(mod):
+                if v is None or (remove_duplicate and id(v) in seen):
+                    continue
+                if remove_duplicate:
+                    seen.add(id(v))
+                yield mod_prefix + ("." if mod_prefix else "") + k, v
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True) -> Iterator[Tuple[str, Parameter]]:
+        yield from self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True) -> Iterator[Tuple[str, Tensor]]:
+        yield from self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    # -- modes and gradients -------------------------------------------------------
+    def train(self: T, mode: bool = True) -> T:
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        object.__setattr__(self, "training", mode)
+        for m in self.children():
+            m.train(mode)
+        return self
+
+    def eval(self: T) -> T:
+        return self.train(False)
+
+    def requires_grad_(self: T, requires_grad: bool = True) -> T:
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                p.grad = _core.zeros_like(p.grad)
+
+    def apply(self: T, fn: Callable[["Module"], None]) -> T:
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def _apply_to_tensors(self, fn: Callable[[Tensor], Tensor]) -> None:
+        for m in self.modules():
+            for p in m._parameters.values():
+                if p is not None:
+                    p.data = fn(p.detach())
+                    if p.grad is not None:
+                        p.grad = fn(p.grad)
+            for k, b in list(m._buffers.items()):
+                if b is not None:
+                    m._buffers[k] = fn(b)
+
+    def to(self: T, *args: Any, **kwargs: Any) -> T:
+        """Move and/or cast parameters and buffers in place (dtypes apply to floating point ones)."""
+
+        def move(t: Tensor) -> Tensor:
+            if t.dtype.is_floating_point:
+                return t.to(*args, **kwargs)
+            dev = kwargs.get("device")
+            for a in args:
+                if isinstance(a, (str, _core.device)):
+                    dev = a
+            return t.to(dev) if dev is not None else t
+
+        self._apply_to_tensors(move)
+        return self
+
+    def float(self: T) -> T:
+        return self.to(_core.float32)
+
+    def double(self: T) -> T:
+        return self.to(_core.float64)
+
+    def half(self: T) -> T:
+        return self.to(_core.float16)
+
+    def bfloat16(self: T) -> T:
+        return self.to(_core.bfloat16)
+
+    def cpu(self: T) -> T:
+        return self.to("cpu")
+
+    def cuda(self: T, device: Optional[int] = None) -> T:
+        return self.to("cuda" if device is None else f"cuda:{device}")
+
+    # -- state dicts ------------------------------------------------------------------
+    def state_dict(self, *, destination: Optional[Dict[str, Tensor]] = None, prefix: str = "", keep_vars: bool = False) -> Dict[str, Tensor]:
+        if destination is None:
+            destination = OrderedDict()
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers:
+                destination[prefix + name] = b if keep_vars else b.detach()
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        return destination
+
+    def _load_own(self, sd: Dict[str, Any], prefix: str, errors: List[str], found: Set[str], missing: List[str]) -> None:
+        """Copy this module's own entries from `sd` (keys under `prefix`)."""
+        own: Dict[str, Tuple[str, Optional[Tensor]]] = {}
+        for name, p in self._parameters.items():
+            own[name] = ("parameter", p)
+        for name, b in self._buffers.items():
+            if name not in self._non_persistent_buffers:
+                own[name] = ("buffer", b)
+        for name, (kind, cur) in own.items():
+            key = prefix + name
+            if key not in sd:
+                if cur is not None:
+                    missing.append(key)
+                continue
+            found.add(key)
+            value = sd[key]
+            if not isinstance(value, Tensor):
+                try:
+                    value = _core.tensor(value)
+                except (TypeError, ValueError):
+                    errors.append(f'While copying the {kind} named "{key}", expected a Tensor, got {type(value).__name__}.')
+                    continue
+            if cur is None:
+                continue
+            if tuple(value.shape) != tuple(cur.shape):
+                errors.append(
+                    f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} from checkpoint, "
+                    f"the shape in current model is {tuple(cur.shape)}."
+                )
+                continue
+            if cur.dtype.is_floating_point and not value.dtype.is_floating_point:
+                errors.append(
+                    f"dtype mismatch for {key}: copying a param of dtype {value.dtype} from checkpoint, "
+                    f"the dtype in current model is {cur.dtype}."
+                )
+                continue
+            value = value.to(cur.dtype).to(cur.device)
+            if kind == "parameter":
+                cur.data = value
+            else:
+                self._buffers[name] = value.clone()
+
+    def load_state_dict(self, state_dict: Dict[str, Any], strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
+        """Copy parameters and buffers from `state_dict` (PyTorch's keys).
+
+        Returns the missing and unexpected keys; with `strict=True` any of them,
+        and always a shape or dtype mismatch, raises `StateDictError` listing all."""
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+        errors: List[str] = []
+        found: Set[str] = set()
+        missing: List[str] = []
+        for prefix, mod in self.named_modules(prefix="", remove_duplicate=False):
+            mod._load_own(state_dict, prefix + ("." if prefix else ""), errors, found, missing)
+        unexpected = [k for k in state_dict if k not in found]
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
+        if errors:
+            raise StateDictError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
+        return _IncompatibleKeys(missing, unexpected)
+
+    # -- printing -------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        return ""
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = ["(" + key + "): " + _addindent(repr(m), 2) for key, m in self._modules.items()]
+        lines = extra_lines + child_lines
+        main = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main += extra_lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
+
+
+__all__ = ["Module", "StateDictError", "Parameter", "Buffer"]

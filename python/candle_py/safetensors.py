@@ -1,0 +1,41 @@
+"""`candle_py.safetensors`: the same calls as `safetensors.torch`.
+
+`load_file` memory-maps and validates the file before building any tensor;
+`save_file` is atomic (a temporary file renamed over the target).
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional, Union
+import os
+
+from ._core import Tensor
+from ._core import safetensors as _st
+
+__all__ = ["load_file", "load", "save_file", "save", "load_metadata"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def load_file(filename: PathLike, device: Union[str, int, None] = "cpu") -> Dict[str, Tensor]:
+    """Read every tensor of a `.safetensors` file into a dict (names sorted)."""
+    return _st.load_file(os.fspath(filename), device)  # type: ignore[no-any-return]
+
+
+def load(data: bytes) -> Dict[str, Tensor]:
+    """Read tensors from the bytes of a safetensors file."""
+    return _st.load(data)  # type: ignore[no-any-return]
+
+
+def load_metadata(filename: PathLike) -> Optional[Dict[str, str]]:
+    """The file's `__metadata__` string map, or None."""
+    return _st.load_metadata(os.fspath(filename))  # type: ignore[no-any-return]
+
+
+def save(tensors: Dict[str, Tensor], metadata: Optional[Dict[str, str]] = None) -> bytes:
+    """Serialize tensors to safetensors bytes."""
+    return _st.save(tensors, metadata)  # type: ignore[no-any-return]
+
+
+def save_file(tensors: Dict[str, Tensor], filename: PathLike, metadata: Optional[Dict[str, str]] = None) -> None:
+    """Write tensors to a `.safetensors` file, atomically."""
+    _st.save_file(tensors, os.fspath(filename), metadata)
