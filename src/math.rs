@@ -746,6 +746,10 @@ pub fn reduce_dims(dim: Option<&Bound<'_, PyAny>>, rank: usize, op: &str) -> PyR
         out.push(n);
     }
     out.sort();
+    if rank == 0 {
+        // PyTorch accepts dim 0/-1 on a 0-d tensor and reduces over nothing.
+        out.clear();
+    }
     Ok(Some(out))
 }
 

@@ -35,6 +35,13 @@ pub fn infer_shape(req: &[i64], numel: usize, from: &[usize], op: &str) -> PyRes
     Ok(out)
 }
 
+fn no_zero_d(t: &Tensor, op: &str) -> PyResult<()> {
+    if t.rank() == 0 {
+        return Err(shape_err(op, format!("{op} expects at least a 1-dimensional tensor")));
+    }
+    Ok(())
+}
+
 fn wrap_like(me: &PyTensor, t: Tensor) -> PyTensor {
     PyTensor::wrap(t, me.is_bool)
 }
@@ -278,6 +285,7 @@ impl PyTensor {
             return Err(value_err("chunk", format!("chunk expects `chunks` to be greater than 0, got: {chunks}")));
         }
         let t = self.t();
+        no_zero_d(&t, "chunk")?;
         let d = norm_dim(dim, t.rank(), "chunk")?;
         let size = t.dims()[d];
         let step = size.div_ceil(chunks as usize).max(if size == 0 { 0 } else { 1 });
@@ -287,6 +295,7 @@ impl PyTensor {
     #[pyo3(signature = (split_size_or_sections, dim=0))]
     fn split(&self, py: Python<'_>, split_size_or_sections: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTuple>> {
         let t = self.t();
+        no_zero_d(&t, "split")?;
         let d = norm_dim(dim, t.rank(), "split")?;
         let size = t.dims()[d];
         let sizes: Vec<usize> = if let Ok(n) = split_size_or_sections.extract::<i64>() {
@@ -307,6 +316,7 @@ impl PyTensor {
     #[pyo3(signature = (dim=0))]
     fn unbind(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTuple>> {
         let t = self.t();
+        no_zero_d(&t, "unbind")?;
         let d = norm_dim(dim, t.rank(), "unbind")?;
         let mut out = Vec::new();
         for i in 0..t.dims()[d] {
@@ -444,6 +454,17 @@ impl PyTensor {
         let mut x = t.clone();
         while x.rank() < reps.len() {
             x = x.unsqueeze(0).op("repeat")?;
+        }
+        // Check the result size first: Candle would try to build it piece by piece.
+        let mut out_dims = Vec::with_capacity(reps.len());
+        for (&d, &r) in x.dims().iter().zip(&reps) {
+            out_dims.push(d.checked_mul(r).ok_or_else(|| value_err("repeat", format!("result size overflows: {:?} x {reps:?}", x.dims())))?);
+        }
+        let total = out_dims.iter().try_fold(1usize, |a, &b| a.checked_mul(b));
+        match total {
+            Some(0) => return Ok(wrap_like(self, Tensor::zeros(out_dims, x.dtype(), x.device()).op("repeat")?)),
+            Some(n) => crate::tensor::check_alloc(n, x.dtype().size_in_bytes(), "repeat")?,
+            None => return Err(value_err("repeat", format!("result shape {out_dims:?} is too large"))),
         }
         Ok(wrap_like(self, x.repeat(reps).op("repeat")?))
     }

@@ -32,16 +32,9 @@ SWEEP = HERE / "_junk_sweep.py"
 FUNCTIONS = ["cp." + n for n in _junk_sweep.function_names()]
 METHODS = ["Tensor." + n for n in _junk_sweep.method_names()] + ["Tensor.grad=", "Tensor.data=", "Tensor.requires_grad="]
 
-# APIs whose junk handling is known broken in files owned by other agents;
-# see notes/bugs_from_io.md. strict=True: the mark must be removed once fixed.
-_ZERO_D = "0-d tensor with an explicit dim panics (math.rs/shape_ops.rs; notes/bugs_from_io.md)"
-_ATTR = "function form raises AttributeError on non-tensors (_functions.py; notes/bugs_from_io.md)"
-KNOWN_BAD: dict[str, str] = {
-    **{n: _ZERO_D for n in ["Tensor.amax", "Tensor.amin", "Tensor.chunk", "Tensor.mean", "Tensor.split",
-                            "Tensor.std", "Tensor.unbind", "Tensor.var", "cp.amax", "cp.amin", "cp.chunk",
-                            "cp.mean", "cp.split", "cp.std", "cp.unbind", "cp.var"]},
-    "Tensor.repeat": "repeat with a 2**62 factor panics: capacity overflow (shape_ops.rs; notes/bugs_from_io.md)",
-}
+# APIs whose junk handling is known broken, name -> reason; each is marked
+# xfail(strict=True), so the mark must go once the bug is fixed. Empty now.
+KNOWN_BAD: dict[str, str] = {}
 
 
 def run_sweep(names: list[str] | None = None, per_run_timeout: float = 240.0) -> dict[str, list[str]]:

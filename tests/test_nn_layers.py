@@ -1,0 +1,254 @@
+"""nn layers and losses against PyTorch-made fixtures (outputs and gradients),
+plus the Module protocol: state_dict keys, load_state_dict reports, repr."""
+from __future__ import annotations
+
+import pytest
+
+import candle_py as cp
+import candle_py.nn as nn
+from nn_fixtures import assert_close, cases, group, load
+
+ELEMENTWISE = {"ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid", "Tanh",
+               "Hardtanh", "Hardsigmoid", "Hardswish", "Softplus", "Softmax", "LogSoftmax", "Flatten", "Unflatten",
+               "Dropout", "Identity", "RReLU", "PReLU"}
+
+
+def _tol(layer: str) -> tuple[float, float]:
+    return (1e-5, 1e-4) if layer in ELEMENTWISE else (1e-4, 1e-4)
+
+
+@pytest.mark.parametrize("name", cases("layer"))
+def test_layer_matches_torch(name: str) -> None:
+    t, meta = load(name)
+    layer = meta["layer"]
+    m = getattr(nn, layer)(*meta["args"], **meta["kwargs"])
+    m.load_state_dict(group(t, "state."))
+    m.train(meta["train"])
+    x = t["input"].clone().requires_grad_(True)
+    if "input2" in t:
+        x2 = t["input2"].clone().requires_grad_(True)
+        y = m(x, x2)
+    else:
+        y = m(x)
+    atol, rtol = _tol(layer)
+    assert_close(y, t["output"], atol, rtol, f"{name}: output")
+    (y * t["loss_weight"]).sum().backward()
+    assert_close(x.grad, t["grad.input"], atol, rtol, f"{name}: grad of input")
+    if "input2" in t:
+        assert_close(x2.grad, t["grad.input2"], atol, rtol, f"{name}: grad of input2")
+    grads = group(t, "grad.")
+    params = dict(m.named_parameters())
+    for k, p in params.items():
+        assert k in grads, f"{name}: torch has no grad for {k}"
+        assert p.grad is not None, f"{name}: no gradient reached {k}"
+        assert_close(p.grad, grads[k], atol, rtol, f"{name}: grad of {k}")
+    # Buffers after the forward (BatchNorm running statistics in training).
+    after = group(t, "state_after.")
+    sd = m.state_dict()
+    assert set(sd) == set(after), f"{name}: state_dict keys {sorted(sd)} != torch's {sorted(after)}"
+    for k, v in after.items():
+        assert_close(sd[k], v, 1e-5, 1e-4, f"{name}: {k} after forward")
+
+
+@pytest.mark.parametrize("name", cases("loss"))
+def test_loss_matches_torch(name: str) -> None:
+    t, meta = load(name)
+    kwargs = {k: (cp.tensor(v) if isinstance(v, list) else v) for k, v in meta["kwargs"].items()}
+    loss_fn = getattr(nn, meta["layer"])(**kwargs)
+    x = t["input"].clone().requires_grad_(True)
+    y = loss_fn(x, t["target"])
+    assert_close(y, t["output"], 1e-5, 1e-4, f"{name}: loss")
+    (y * t["loss_weight"]).sum().backward()
+    assert_close(x.grad, t["grad.input"], 1e-5, 1e-4, f"{name}: grad of input")
+
+
+def test_fixtures_present() -> None:
+    assert len(cases("layer")) >= 40 and len(cases("loss")) >= 15
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(2, 30), nn.ReLU(), nn.Linear(30, 20), nn.ReLU(), nn.Linear(20, 2))
+        self.norm = nn.LayerNorm(2)
+
+    def forward(self, x: cp.Tensor) -> cp.Tensor:
+        return self.norm(self.layers(x))
+
+
+def test_state_dict_keys_and_parameters() -> None:
+    m = MLP()
+    assert list(m.state_dict()) == [
+        "layers.0.weight", "layers.0.bias", "layers.2.weight", "layers.2.bias",
+        "layers.4.weight", "layers.4.bias", "norm.weight", "norm.bias",
+    ]
+    assert sum(p.numel() for p in m.parameters()) == 2 * 30 + 30 + 30 * 20 + 20 + 20 * 2 + 2 + 2 + 2
+    assert all(p.requires_grad and p.is_leaf for p in m.parameters())
+    assert [n for n, _ in m.named_modules()][:3] == ["", "layers", "layers.0"]
+
+
+def test_repr_matches_pytorch_layout() -> None:
+    m = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Sequential(nn.Dropout(0.1)))
+    assert repr(m) == (
+        "Sequential(\n"
+        "  (0): Linear(in_features=2, out_features=3, bias=True)\n"
+        "  (1): ReLU()\n"
+        "  (2): Sequential(\n"
+        "    (0): Dropout(p=0.1, inplace=False)\n"
+        "  )\n"
+        ")"
+    )
+
+
+def test_load_state_dict_reports_keys_and_shapes() -> None:
+    m = MLP()
+    sd = m.state_dict()
+    sd2 = dict(sd)
+    del sd2["norm.bias"]
+    sd2["extra.weight"] = cp.zeros(1)
+    with pytest.raises(RuntimeError) as e:
+        m.load_state_dict(sd2)
+    assert 'Missing key(s) in state_dict: "norm.bias"' in str(e.value)
+    assert 'Unexpected key(s) in state_dict: "extra.weight"' in str(e.value)
+    res = m.load_state_dict(sd2, strict=False)
+    assert res.missing_keys == ["norm.bias"] and res.unexpected_keys == ["extra.weight"]
+    bad = dict(sd)
+    bad["layers.0.weight"] = cp.zeros(3, 3)
+    with pytest.raises(ValueError, match=r"size mismatch for layers.0.weight: .*\(3, 3\).*\(30, 2\)"):
+        m.load_state_dict(bad)
+    wrong_dtype = dict(sd)
+    wrong_dtype["layers.0.bias"] = cp.zeros(30, dtype=cp.int64)
+    with pytest.raises(ValueError, match="dtype mismatch for layers.0.bias"):
+        m.load_state_dict(wrong_dtype)
+
+
+def test_load_state_dict_copies_values_and_keeps_leaves() -> None:
+    a, b = MLP(), MLP()
+    b.load_state_dict(a.state_dict())
+    x = cp.randn(4, 2)
+    assert cp.allclose(a(x), b(x))
+    p = b.layers[0].weight
+    assert p.requires_grad and p.is_leaf
+    b(x).sum().backward()
+    assert p.grad is not None and p.grad.shape == (30, 2)
+
+
+def test_train_eval_and_zero_grad() -> None:
+    m = MLP()
+    assert m.training and m.layers[0].training
+    m.eval()
+    assert not m.training and not m.layers[1].training
+    m(cp.randn(3, 2)).sum().backward()
+    assert all(p.grad is not None for p in m.parameters())
+    m.zero_grad()
+    assert all(p.grad is None for p in m.parameters())
+
+
+def test_containers() -> None:
+    seq = nn.Sequential()
+    seq.append(nn.Linear(2, 2)).append(nn.Tanh())
+    assert len(seq) == 2 and isinstance(seq[-1], nn.Tanh) and isinstance(seq[0:1], nn.Sequential)
+    from collections import OrderedDict
+
+    named = nn.Sequential(OrderedDict([("fc", nn.Linear(2, 3)), ("act", nn.ReLU())]))
+    assert list(named.state_dict()) == ["fc.weight", "fc.bias"]
+    ml = nn.ModuleList([nn.Linear(1, 1) for _ in range(3)])
+    assert len(list(ml.parameters())) == 6 and list(ml.state_dict())[0] == "0.weight"
+    md = nn.ModuleDict({"a": nn.Linear(1, 2)})
+    md["b"] = nn.Identity()
+    assert list(md.keys()) == ["a", "b"] and list(md.state_dict()) == ["a.weight", "a.bias"]
+    with pytest.raises(IndexError):
+        seq[5]
+
+
+def test_subclassing_like_pytorch_with_buffers() -> None:
+    class WithBuffer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = nn.Parameter(cp.ones(3))
+            self.register_buffer("offset", cp.arange(3).float())
+            self.register_buffer("tmp", cp.zeros(1), persistent=False)
+
+        def forward(self, x: cp.Tensor) -> cp.Tensor:
+            return x * self.scale + self.offset
+
+    m = WithBuffer()
+    assert list(m.state_dict()) == ["scale", "offset"]
+    assert [n for n, _ in m.named_buffers()] == ["offset", "tmp"]
+    out = m(cp.ones(3))
+    assert out.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_linear_init_distribution_matches_pytorch() -> None:
+    cp.manual_seed(0)
+    m = nn.Linear(100, 50)
+    bound = 1 / 10
+    w = m.weight.numpy()
+    assert w.min() >= -bound and w.max() <= bound and w.std() > bound / 2
+    cp.manual_seed(0)
+    m2 = nn.Linear(100, 50)
+    assert cp.equal(m.weight.detach(), m2.weight.detach())
+
+
+@pytest.mark.parametrize(
+    "make, call, match",
+    [
+        (lambda: nn.Linear(3, 2), lambda m: m(cp.zeros(4, 5)), r"\[Linear\].*3.*\(4, 5\)"),
+        (lambda: nn.LayerNorm(4), lambda m: m(cp.zeros(2, 5)), r"\[LayerNorm\].*\(2, 5\)"),
+        (lambda: nn.BatchNorm2d(3), lambda m: m(cp.zeros(2, 4, 5, 5)), r"\[BatchNorm2d\].*3 channels.*\(2, 4, 5, 5\)"),
+        (lambda: nn.BatchNorm1d(3), lambda m: m(cp.zeros(2, 3, 4, 5)), r"\[BatchNorm1d\].*\(2, 3, 4, 5\)"),
+        (lambda: nn.GroupNorm(2, 4), lambda m: m(cp.zeros(2, 3, 5)), r"\[GroupNorm\].*4 channels"),
+    ],
+)
+def test_bad_input_names_layer_and_shapes(make, call, match) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError, match=match):
+        call(make())
+
+
+@pytest.mark.parametrize(
+    "ctor",
+    [
+        lambda: nn.Linear(0, 3),
+        lambda: nn.Linear(3, -1),
+        lambda: nn.Embedding(0, 3),
+        lambda: nn.BatchNorm1d(0),
+        lambda: nn.GroupNorm(3, 4),
+        lambda: nn.Dropout(1.5),
+        lambda: nn.LayerNorm(0),
+    ],
+)
+def test_bad_construction_raises_value_error(ctor) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError):
+        ctor()
+
+
+def test_embedding_rejects_float_indices_and_matches_lookup() -> None:
+    e = nn.Embedding(10, 3)
+    out = e(cp.tensor([[1, 2], [3, 9]]))
+    assert out.shape == (2, 2, 3)
+    assert cp.allclose(out[1, 1], e.weight[9])
+    with pytest.raises(TypeError, match="embedding.*integer"):
+        e(cp.tensor([1.0, 2.0]))
+
+
+def test_dropout_train_zeroes_and_scales() -> None:
+    cp.manual_seed(3)
+    d = nn.Dropout(0.5)
+    y = d(cp.ones(10000))
+    vals = set(y.numpy().tolist())
+    assert vals <= {0.0, 2.0}
+    frac = float((y == 0).float().mean())
+    assert 0.45 < frac < 0.55
+    d.eval()
+    assert cp.equal(d(cp.ones(5)), cp.ones(5))
+
+
+def test_rrelu_training_slopes_in_range() -> None:
+    cp.manual_seed(1)
+    m = nn.RReLU(0.1, 0.3)
+    x = -cp.ones(1000)
+    y = m(x)
+    assert float(y.max()) <= -0.1 + 1e-6 and float(y.min()) >= -0.3 - 1e-6
+    assert float(y.std()) > 0.01  # random slopes, not one fixed value
+    m.eval()
+    assert cp.allclose(m(x), cp.full((1000,), -0.2))

@@ -1,0 +1,195 @@
+"""Make the PyTorch reference fixtures the tests compare against.
+
+Needs torch (`pip install torch`); the tests never import it. Each case writes
+tests/fixtures/nn/<case>.safetensors with:
+  input (and input2 / target), output, loss_weight, state.<key> (the state_dict
+  before the forward), state_after.<key> (after it, e.g. BatchNorm running
+  stats), grad.input, grad.<param> for loss = (output * loss_weight).sum(),
+and metadata {"layer", "args", "kwargs" (JSON), "train", "kind"}.
+
+Run from the repository root:  python tools/make_fixtures.py
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import torch
+from safetensors.torch import save_file
+
+OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "nn")
+
+# (case name, layer class, args, kwargs, input shape, train mode)
+LAYERS: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], bool]] = [
+    ("linear_basic", "Linear", [5, 3], {}, (4, 5), True),
+    ("linear_nobias_3d", "Linear", [7, 2], {"bias": False}, (2, 3, 7), True),
+    ("linear_batch1", "Linear", [1, 1], {}, (1, 1), True),
+    ("bilinear", "Bilinear", [3, 4, 2], {}, (5, 3), True),
+    ("relu", "ReLU", [], {}, (3, 7), True),
+    ("relu6", "ReLU6", [], {}, (3, 7), True),
+    ("leaky_relu", "LeakyReLU", [0.2], {}, (3, 7), True),
+    ("prelu_1", "PReLU", [], {}, (3, 7), True),
+    ("prelu_channels", "PReLU", [4], {"init": 0.1}, (2, 4, 5), True),
+    ("rrelu_eval", "RReLU", [0.1, 0.3], {}, (3, 7), False),
+    ("elu", "ELU", [], {"alpha": 0.7}, (3, 7), True),
+    ("selu", "SELU", [], {}, (3, 7), True),
+    ("celu", "CELU", [], {"alpha": 1.5}, (3, 7), True),
+    ("gelu", "GELU", [], {}, (3, 7), True),
+    ("gelu_tanh", "GELU", [], {"approximate": "tanh"}, (3, 7), True),
+    ("silu", "SiLU", [], {}, (3, 7), True),
+    ("mish", "Mish", [], {}, (3, 7), True),
+    ("sigmoid", "Sigmoid", [], {}, (3, 7), True),
+    ("tanh", "Tanh", [], {}, (3, 7), True),
+    ("hardtanh", "Hardtanh", [-0.5, 0.8], {}, (3, 7), True),
+    ("hardsigmoid", "Hardsigmoid", [], {}, (3, 7), True),
+    ("hardswish", "Hardswish", [], {}, (3, 7), True),
+    ("softplus", "Softplus", [], {"beta": 2.0, "threshold": 3.0}, (3, 7), True),
+    ("softmax", "Softmax", [], {"dim": 1}, (3, 7), True),
+    ("softmax_dim0", "Softmax", [0], {}, (3, 4, 2), True),
+    ("log_softmax", "LogSoftmax", [], {"dim": -1}, (3, 7), True),
+    ("flatten", "Flatten", [], {}, (2, 3, 4), True),
+    ("unflatten", "Unflatten", [1, [2, 3]], {}, (4, 6), True),
+    ("dropout_eval", "Dropout", [0.3], {}, (4, 5), False),
+    ("identity", "Identity", [], {}, (4, 5), True),
+    ("layer_norm", "LayerNorm", [6], {}, (3, 6), True),
+    ("layer_norm_2d_eps", "LayerNorm", [[4, 5]], {"eps": 1e-3}, (2, 3, 4, 5), True),
+    ("layer_norm_noaffine", "LayerNorm", [6], {"elementwise_affine": False}, (3, 6), True),
+    ("rms_norm", "RMSNorm", [6], {}, (3, 6), True),
+    ("group_norm", "GroupNorm", [2, 6], {}, (3, 6, 5), True),
+    ("batch_norm1d_train", "BatchNorm1d", [4], {}, (8, 4), True),
+    ("batch_norm1d_3d_train", "BatchNorm1d", [3], {"momentum": 0.3}, (4, 3, 5), True),
+    ("batch_norm1d_eval", "BatchNorm1d", [4], {}, (8, 4), False),
+    ("batch_norm2d_train", "BatchNorm2d", [3], {}, (2, 3, 4, 5), True),
+    ("batch_norm2d_eval", "BatchNorm2d", [3], {"eps": 1e-3}, (2, 3, 4, 5), False),
+    ("batch_norm3d_train", "BatchNorm3d", [2], {"affine": False}, (2, 2, 3, 4, 3), True),
+]
+
+# (case name, loss class, kwargs, input shape, target kind)
+LOSSES: list[tuple[str, str, dict[str, Any], tuple[int, ...], str]] = [
+    ("mse", "MSELoss", {}, (4, 3), "same"),
+    ("mse_sum", "MSELoss", {"reduction": "sum"}, (4, 3), "same"),
+    ("l1", "L1Loss", {}, (4, 3), "same"),
+    ("smooth_l1", "SmoothL1Loss", {"beta": 0.5}, (4, 3), "same"),
+    ("cross_entropy", "CrossEntropyLoss", {}, (5, 4), "class"),
+    ("cross_entropy_weight_ignore", "CrossEntropyLoss", {"weight": [1.0, 2.0, 0.5, 1.5], "ignore_index": 2}, (6, 4), "class"),
+    ("cross_entropy_smoothing", "CrossEntropyLoss", {"label_smoothing": 0.1}, (5, 4), "class"),
+    ("cross_entropy_smoothing_weight", "CrossEntropyLoss", {"label_smoothing": 0.2, "weight": [1.0, 2.0, 0.5, 1.5]}, (5, 4), "class"),
+    ("cross_entropy_probs", "CrossEntropyLoss", {}, (5, 4), "probs"),
+    ("cross_entropy_spatial_none", "CrossEntropyLoss", {"reduction": "none"}, (2, 4, 3), "class"),
+    ("nll", "NLLLoss", {}, (5, 4), "class_logp"),
+    ("bce", "BCELoss", {}, (4, 3), "prob"),
+    ("bce_with_logits", "BCEWithLogitsLoss", {}, (4, 3), "prob"),
+    ("bce_with_logits_pos_weight", "BCEWithLogitsLoss", {"pos_weight": [1.0, 2.0, 3.0]}, (4, 3), "prob"),
+    ("kl_div", "KLDivLoss", {"reduction": "batchmean"}, (4, 3), "kl"),
+]
+
+
+def _save(name: str, tensors: dict[str, torch.Tensor], meta: dict[str, str]) -> None:
+    path = os.path.join(OUT, name + ".safetensors")
+    save_file({k: v.detach().clone().contiguous() for k, v in tensors.items()}, path, metadata=meta)
+
+
+def make_layers() -> None:
+    for i, (name, layer, args, kwargs, shape, train) in enumerate(LAYERS):
+        torch.manual_seed(1000 + i)
+        m = getattr(torch.nn, layer)(*args, **kwargs)
+        if layer == "PReLU":
+            with torch.no_grad():
+                m.weight.uniform_(-0.5, 0.5)
+        if layer.startswith(("LayerNorm", "GroupNorm", "BatchNorm", "RMSNorm")):
+            with torch.no_grad():
+                for p in m.parameters():
+                    p.uniform_(0.5, 1.5)
+        if layer.startswith("BatchNorm") and not train:
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 1.5)
+        m.train(train)
+        state = {"state." + k: v.clone() for k, v in m.state_dict().items()}
+        x = torch.randn(*shape, requires_grad=True)
+        extra: dict[str, torch.Tensor] = {}
+        if layer == "Bilinear":
+            x2 = torch.randn(shape[0], args[1], requires_grad=True)
+            y = m(x, x2)
+            extra["input2"] = x2
+        else:
+            y = m(x)
+        w = torch.randn_like(y)
+        (y * w).sum().backward()
+        tensors = {"input": x, "output": y, "loss_weight": w, **state, **extra}
+        tensors.update({"state_after." + k: v for k, v in m.state_dict().items()})
+        if x.grad is not None:
+            tensors["grad.input"] = x.grad
+        if layer == "Bilinear":
+            tensors["grad.input2"] = extra["input2"].grad
+        for k, p in m.named_parameters():
+            if p.grad is not None:
+                tensors["grad." + k] = p.grad
+        _save(name, tensors, {"kind": "layer", "layer": layer, "args": json.dumps(args), "kwargs": json.dumps(kwargs), "train": str(int(train))})
+
+
+def make_losses() -> None:
+    for i, (name, cls, kwargs, shape, target) in enumerate(LOSSES):
+        torch.manual_seed(2000 + i)
+        kw = {k: (torch.tensor(v) if isinstance(v, list) else v) for k, v in kwargs.items()}
+        loss_fn = getattr(torch.nn, cls)(**kw)
+        x = torch.randn(*shape)
+        if target == "same":
+            t = torch.randn(*shape)
+        elif target == "class":
+            t = torch.randint(0, shape[1], (shape[0], *shape[2:]))
+            if "ignore_index" in kwargs:
+                t[0] = kwargs["ignore_index"]
+        elif target == "class_logp":
+            x = x.log_softmax(1)
+            t = torch.randint(0, shape[1], (shape[0],))
+        elif target == "probs":
+            t = torch.randn(*shape).softmax(1)
+        elif target == "prob":
+            if cls == "BCELoss":
+                x = x.sigmoid()
+            t = torch.rand(*shape)
+        elif target == "kl":
+            x = x.log_softmax(1)
+            t = torch.randn(*shape).softmax(1)
+        else:
+            raise ValueError(target)
+        x = x.detach().requires_grad_(True)
+        y = loss_fn(x, t)
+        w = torch.randn_like(y)
+        (y * w).sum().backward()
+        _save(name, {"input": x, "target": t, "output": y, "loss_weight": w, "grad.input": x.grad},
+              {"kind": "loss", "layer": cls, "args": "[]", "kwargs": json.dumps(kwargs), "train": "1"})
+
+
+def make_parity_model() -> None:
+    """A small conv net saved as PyTorch would, for examples/torch_parity.py."""
+    path = os.path.join(os.path.dirname(__file__), "..", "examples", "data")
+    os.makedirs(path, exist_ok=True)
+    try:
+        sys.path.insert(0, os.path.dirname(__file__))
+        from make_fixtures_conv import make_parity_convnet  # type: ignore[import-not-found]
+    except ImportError:
+        return
+    make_parity_convnet(path)
+
+
+def main() -> None:
+    os.makedirs(OUT, exist_ok=True)
+    torch.set_default_dtype(torch.float32)
+    make_layers()
+    make_losses()
+    try:
+        sys.path.insert(0, os.path.dirname(__file__))
+        import make_fixtures_conv  # type: ignore[import-not-found]
+
+        make_fixtures_conv.main()
+    except ImportError:
+        print("tools/make_fixtures_conv.py not found: conv/pool fixtures skipped")
+    make_parity_model()
+    print(f"wrote {len(os.listdir(OUT))} fixture files to {os.path.normpath(OUT)}")
+
+
+if __name__ == "__main__":
+    main()
