@@ -142,12 +142,16 @@ impl PyTensor {
     }
     #[getter]
     fn grad(&self) -> Option<PyTensor> {
-        get_slot(&self.grad).map(|g| PyTensor::wrap(g, false))
+        self.slot_if_any().and_then(|s| get_slot(s)).map(|g| PyTensor::wrap(g, false))
     }
     #[setter(grad)]
     fn set_grad(&self, value: Option<&Bound<'_, PyTensor>>) -> PyResult<()> {
         match value {
-            None => set_slot(&self.grad, None),
+            None => {
+                if let Some(s) = self.slot_if_any() {
+                    set_slot(s, None)
+                }
+            }
             Some(v) => {
                 let g = v.get().t();
                 let me = self.t();
@@ -157,7 +161,7 @@ impl PyTensor {
                         format!("assigned grad has shape {:?} but the tensor has shape {:?}", g.dims(), me.dims()),
                     ));
                 }
-                set_slot(&self.grad, Some(g.detach()));
+                set_slot(self.slot(), Some(g.detach()));
             }
         }
         Ok(())

@@ -49,6 +49,23 @@ impl DT {
         }
     }
 
+    /// Like `from_candle`, without building an error (for hot paths).
+    #[inline]
+    pub fn of_candle(d: DType) -> Option<DT> {
+        Some(match d {
+            DType::U8 => DT::U8,
+            DType::I16 => DT::I16,
+            DType::I32 => DT::I32,
+            DType::I64 => DT::I64,
+            DType::U32 => DT::U32,
+            DType::F16 => DT::F16,
+            DType::BF16 => DT::BF16,
+            DType::F32 => DT::F32,
+            DType::F64 => DT::F64,
+            _ => return None,
+        })
+    }
+
     pub fn from_candle(d: DType) -> PyResult<DT> {
         Ok(match d {
             DType::U8 => DT::U8,

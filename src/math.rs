@@ -120,6 +120,12 @@ fn int_floordiv(a: &Tensor, b: &Tensor) -> candle_core::Result<Tensor> {
     q.sub(&adjust)
 }
 
+/// f64 integer values to an integer dtype with two's-complement wrap-around
+/// (as PyTorch and NumPy overflow), not Candle's saturating float cast.
+fn wrap_int(x: &Tensor, dt: DT) -> candle_core::Result<Tensor> {
+    x.to_dtype(DType::I64)?.to_dtype(dt.candle())
+}
+
 /// Integer power by repeated squaring; keeps gradients for float inputs.
 fn pow_int(x: &Tensor, n: i64) -> candle_core::Result<Tensor> {
     if n == 0 {
@@ -168,8 +174,21 @@ fn pow_tensor(x: &Tensor, y: &Tensor) -> candle_core::Result<Tensor> {
 /// `a (op) b` with `a` a tensor and `b` any operand; `reflected` swaps the sides.
 pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<PyTensor> {
     let name = op.name();
-    let at = a.t();
-    let adt = a.dt();
+    let (at, adt) = a.t_dt();
+    // Hot path: same dtype and shape, plain arithmetic; no promotion or broadcast work.
+    if let Operand::T(bt, bdt) = &b {
+        if *bdt == adt && at.dims() == bt.dims() && adt.is_float() && matches!(op, Bin::Add | Bin::Sub | Bin::Mul | Bin::Div) {
+            let (l, r) = if reflected { (bt, &at) } else { (&at, bt) };
+            let out = maybe_detach(l.elem_count(), || match op {
+                Bin::Add => l.add(r),
+                Bin::Sub => l.sub(r),
+                Bin::Mul => l.mul(r),
+                _ => l.div(r),
+            })
+            .op(name)?;
+            return Ok(PyTensor::wrap_dt(out, adt));
+        }
+    }
     let mut dt = result_dt(adt, at.rank() == 0, &b);
     let dev = at.device().clone();
     // Pow with a scalar exponent: special forms that stay exact and differentiable.
@@ -189,7 +208,7 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
                         }
                         if !dt.is_float() {
                             let xf = x.to_dtype(DType::F64).op(name)?;
-                            pow_int(&xf, n).and_then(|r| r.to_dtype(dt.candle())).op(name)?
+                            pow_int(&xf, n).and_then(|r| wrap_int(&r, dt)).op(name)?
                         } else {
                             pow_int(&x, n).op(name)?
                         }
@@ -201,6 +220,21 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
                 };
                 return Ok(PyTensor::wrap_dt(out, dt));
             }
+        }
+    }
+    // Float tensor (op) Python scalar as one affine map: exact (x*1 + c, x*c + 0),
+    // differentiable, and no 0-d tensor or broadcast on the hot path.
+    if let Operand::S(s) = b {
+        if adt == dt && matches!(dt, DT::F32 | DT::F64) && matches!(op, Bin::Add | Bin::Sub | Bin::Mul) {
+            let c = s.f64();
+            let (mul, add) = match (op, reflected) {
+                (Bin::Add, _) => (1.0, c),
+                (Bin::Sub, false) => (1.0, -c),
+                (Bin::Sub, true) => (-1.0, c),
+                _ => (c, 0.0),
+            };
+            let out = maybe_detach(at.elem_count(), || at.affine(mul, add)).op(name)?;
+            return Ok(PyTensor::wrap_dt(out, dt));
         }
     }
     let bt = match &b {
@@ -223,6 +257,20 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
     }
     if matches!(op, Bin::And | Bin::Or | Bin::Xor) && dt != DT::Bool {
         return Err(dtype_err(name, format!("bitwise operations are only supported on bool tensors here, got {}", dt.name())));
+    }
+    let simple: Option<fn(&Tensor, &Tensor) -> candle_core::Result<Tensor>> = match op {
+        Bin::Add if dt != DT::Bool => Some(|l, r| l.add(r)),
+        Bin::Sub => Some(|l, r| l.sub(r)),
+        Bin::Mul if dt != DT::Bool => Some(|l, r| l.mul(r)),
+        Bin::Div if dt.is_float() => Some(|l, r| l.div(r)),
+        Bin::Max => Some(|l, r| l.maximum(r)),
+        Bin::Min => Some(|l, r| l.minimum(r)),
+        _ => None,
+    };
+    if let Some(f) = simple {
+        let out = maybe_detach(l.elem_count(), || f(&l, &r)).op(name)?;
+        let out = if dt.is_float() { out } else { out.detach() };
+        return Ok(PyTensor::wrap_dt(out, dt));
     }
     let out = match op {
         Bin::Add if dt == DT::Bool => l.maximum(&r),
@@ -254,7 +302,7 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
             if dt.is_float() {
                 pow_tensor(&l, &r)
             } else {
-                l.to_dtype(DType::F64).and_then(|l| pow_tensor(&l, &r.to_dtype(DType::F64)?)).and_then(|x| x.round()).and_then(|x| x.to_dtype(dt.candle()))
+                l.to_dtype(DType::F64).and_then(|l| pow_tensor(&l, &r.to_dtype(DType::F64)?)).and_then(|x| x.round()).and_then(|x| wrap_int(&x, dt))
             }
         }
         Bin::Max => l.maximum(&r),
@@ -274,6 +322,15 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
     // Non-float results have no gradient: keep them out of the graph.
     let out = if out_dt.is_float() { out } else { out.detach() };
     Ok(PyTensor::wrap_dt(out, out_dt))
+}
+
+/// Run `f` with the GIL released when the tensor is large enough for that to pay off.
+pub fn maybe_detach<T: Send>(n: usize, f: impl FnOnce() -> T + Send) -> T {
+    if n >= 1 << 15 {
+        Python::attach(|py| py.detach(f))
+    } else {
+        f()
+    }
 }
 
 fn operand(other: &Bound<'_, PyAny>) -> PyResult<Option<Operand>> {

@@ -27,6 +27,44 @@ fn dt_of_numpy(name: &str) -> PyResult<DT> {
     })
 }
 
+/// Above this size the copy is split across threads: page faults on the fresh
+/// buffer and the memcpy then run in parallel.
+const PAR_COPY_BYTES: usize = 1 << 20;
+
+/// One parallel copy of typed elements into a new vector.
+fn par_copy<T: Copy + Send + Sync>(src: &[T]) -> Vec<T> {
+    use rayon::prelude::*;
+    let mut v: Vec<T> = Vec::with_capacity(src.len());
+    let chunk = (src.len() / rayon::current_num_threads().max(1) / 4).max(1 << 14);
+    v.spare_capacity_mut().par_chunks_mut(chunk).zip(src.par_chunks(chunk)).for_each(|(d, s)| {
+        // SAFETY: MaybeUninit<T> has T's layout; d and s have the same length.
+        unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), d.as_mut_ptr() as *mut T, s.len()) };
+    });
+    // SAFETY: every element was written above.
+    unsafe { v.set_len(src.len()) };
+    v
+}
+
+fn typed<T>(bytes: &[u8]) -> &[T] {
+    // SAFETY: the caller checked alignment; the length is a whole number of T.
+    unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const T, bytes.len() / std::mem::size_of::<T>()) }
+}
+
+fn par_import(bytes: &[u8], dt: DT, shape: &[usize]) -> candle_core::Result<Tensor> {
+    let dev = &Device::Cpu;
+    match dt {
+        DT::Bool | DT::U8 => Tensor::from_vec(par_copy::<u8>(bytes), shape, dev),
+        DT::I16 => Tensor::from_vec(par_copy::<i16>(typed(bytes)), shape, dev),
+        DT::I32 => Tensor::from_vec(par_copy::<i32>(typed(bytes)), shape, dev),
+        DT::I64 => Tensor::from_vec(par_copy::<i64>(typed(bytes)), shape, dev),
+        DT::U32 => Tensor::from_vec(par_copy::<u32>(typed(bytes)), shape, dev),
+        DT::F16 => Tensor::from_vec(par_copy::<half::f16>(typed(bytes)), shape, dev),
+        DT::BF16 => Tensor::from_vec(par_copy::<half::bf16>(typed(bytes)), shape, dev),
+        DT::F32 => Tensor::from_vec(par_copy::<f32>(typed(bytes)), shape, dev),
+        DT::F64 => Tensor::from_vec(par_copy::<f64>(typed(bytes)), shape, dev),
+    }
+}
+
 /// Copy a NumPy array (any rank, any layout) into a new CPU tensor.
 pub fn from_numpy_array(arr: &Bound<'_, PyUntypedArray>) -> PyResult<PyTensor> {
     let py = arr.py();
@@ -44,6 +82,9 @@ pub fn from_numpy_array(arr: &Bound<'_, PyUntypedArray>) -> PyResult<PyTensor> {
     let ptr = unsafe { (*arr.as_array_ptr()).fields.data as usize };
     let load = move || {
         let bytes: &[u8] = if nbytes == 0 { &[] } else { unsafe { std::slice::from_raw_parts(ptr as *const u8, nbytes) } };
+        if nbytes >= PAR_COPY_BYTES && ptr % dt.itemsize() == 0 {
+            return par_import(bytes, dt, &shape);
+        }
         Tensor::from_raw_buffer(bytes, dt.candle(), &shape, &Device::Cpu)
     };
     // `arr` stays referenced on this frame, so the buffer outlives the copy.

@@ -11,7 +11,7 @@ use crate::errors::{runtime_err, type_err, value_err, OpResult};
 use candle_core::{DType, Device, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 #[pyclass(name = "Tensor", module = "candle_py", subclass, frozen, weakref)]
 pub struct PyTensor {
@@ -20,15 +20,19 @@ pub struct PyTensor {
     inner: RwLock<Tensor>,
     /// Stored as U8 in Candle; shown as `bool` to Python.
     pub is_bool: bool,
-    /// Shared by every Python object that wraps the same leaf tensor.
-    pub grad: Arc<GradSlot>,
+    /// Shared by every Python object that wraps the same leaf tensor; made on
+    /// first use for other tensors (most never need one).
+    grad: OnceLock<Arc<GradSlot>>,
 }
 
 impl PyTensor {
     /// Wrap a fresh Candle result. Outside grad mode the result is cut from the graph.
     pub fn wrap(t: Tensor, is_bool: bool) -> PyTensor {
         let t = if t.track_op() && !t.is_variable() && !autograd::grad_enabled() { t.detach() } else { t };
-        let grad = autograd::slot_for(&t);
+        let grad = OnceLock::new();
+        if t.is_variable() {
+            let _ = grad.set(autograd::slot_for(&t));
+        }
         PyTensor { inner: RwLock::new(t), is_bool, grad }
     }
 
@@ -42,16 +46,37 @@ impl PyTensor {
     }
 
     pub fn replace(&self, t: Tensor) {
-        autograd::rebind_slot(&t, &self.grad);
+        if t.is_variable() {
+            autograd::rebind_slot(&t, self.slot());
+        }
         *self.inner.write().unwrap_or_else(|p| p.into_inner()) = t;
+    }
+
+    /// This tensor's `.grad` slot, created on first use.
+    pub fn slot(&self) -> &Arc<GradSlot> {
+        self.grad.get_or_init(|| Arc::new(std::sync::Mutex::new(None)))
+    }
+
+    /// The `.grad` slot if one was ever made (None means no gradient).
+    pub fn slot_if_any(&self) -> Option<&Arc<GradSlot>> {
+        self.grad.get()
+    }
+
+    /// The Candle tensor and the Python-level dtype, read under one lock.
+    #[inline]
+    pub fn t_dt(&self) -> (Tensor, DT) {
+        let g = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        let dt = if self.is_bool { DT::Bool } else { DT::of_candle(g.dtype()).unwrap_or(DT::F32) };
+        (g.clone(), dt)
     }
 
     pub fn dt(&self) -> DT {
         if self.is_bool {
             DT::Bool
         } else {
-            // Every Candle dtype we create maps back; fall back to f32 for safety.
-            DT::from_candle(self.t().dtype()).unwrap_or(DT::F32)
+            // Hot path: read the dtype under the lock, without cloning the tensor.
+            let d = self.inner.read().unwrap_or_else(|p| p.into_inner()).dtype();
+            DT::of_candle(d).unwrap_or(DT::F32)
         }
     }
 }
@@ -124,8 +149,8 @@ pub enum Operand {
 
 pub fn extract_operand(obj: &Bound<'_, PyAny>) -> PyResult<Option<Operand>> {
     if let Ok(t) = obj.cast::<PyTensor>() {
-        let t = t.get();
-        return Ok(Some(Operand::T(t.t(), t.dt())));
+        let (t, dt) = t.get().t_dt();
+        return Ok(Some(Operand::T(t, dt)));
     }
     if let Some(s) = extract_scalar(obj) {
         return Ok(Some(Operand::S(s)));
