@@ -220,6 +220,34 @@ macro_rules! write_variants {
     };
 }
 
+/// Copy a contiguous source over `len` contiguous destination elements from `start`.
+struct WriteRange {
+    start: usize,
+    len: usize,
+}
+
+macro_rules! copy_variants {
+    ($dst:expr, $src:expr, $sl:expr, $start:expr, $len:expr, $($v:ident),*) => {
+        match ($dst, $src) {
+            $( (CpuStorage::$v(d), CpuStorage::$v(s)) => {
+                let s = &s[$sl.start_offset()..$sl.start_offset() + $len];
+                d[$start..$start + $len].copy_from_slice(s);
+                Ok(())
+            } )*
+            _ => candle_core::bail!("copy: source and destination dtypes differ"),
+        }
+    };
+}
+
+impl InplaceOp2 for WriteRange {
+    fn name(&self) -> &'static str {
+        "copy"
+    }
+    fn cpu_fwd(&self, dst: &mut CpuStorage, _dst_l: &Layout, src: &CpuStorage, sl: &Layout) -> candle_core::Result<()> {
+        copy_variants!(dst, src, sl, self.start, self.len, U8, U32, I16, I32, I64, BF16, F16, F32, F64)
+    }
+}
+
 impl InplaceOp2 for WriteOffsets {
     fn name(&self) -> &'static str {
         "index_put"
@@ -281,6 +309,20 @@ fn value_tensor(dst: &PyTensor, value: &Bound<'_, PyAny>, shape: &[usize], op: &
 /// Overwrite all of `dst` with `src` (same shape and dtype): the in-place ops' common end.
 pub fn overwrite(dst: &PyTensor, src: Tensor, op: &str) -> PyResult<()> {
     let t = dst.t();
+    // Fast path (optimizer updates, zero_, fill_): a contiguous CPU tensor outside
+    // the graph is overwritten with one memcpy instead of per-element offsets.
+    let plain = !(t.track_op() && grad_enabled()) && !(src.track_op() && grad_enabled());
+    if plain && t.device().is_cpu() && t.is_contiguous() && src.dims() == t.dims() && src.dtype() == t.dtype() {
+        if t.is_variable() && grad_enabled() {
+            return Err(runtime_err(op, "a leaf Variable that requires grad is being used in an in-place operation."));
+        }
+        let src = src.detach().force_contiguous().op(op)?;
+        let start = t.layout().start_offset();
+        let n = t.elem_count();
+        return crate::errors::guard(op, || {
+            crate::math::maybe_detach(n, || t.inplace_op2(&src, &WriteRange { start, len: n })).op(op)
+        });
+    }
     let (strides, start) = (t.stride().to_vec(), t.layout().start_offset());
     let dims = t.dims().to_vec();
     let storage_offs = if t.track_op() && grad_enabled() || !t.device().is_cpu() { Vec::new() } else { offsets(&dims, &strides, start) };

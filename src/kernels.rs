@@ -409,3 +409,104 @@ mod tests {
         }
     }
 }
+
+/// Products along one dim of a contiguous tensor, as (outer, r, inner) blocks.
+trait ProdElem: Copy + Send + Sync + std::ops::Mul<Output = Self> + 'static {
+    const ONE: Self;
+}
+macro_rules! prod_elem {
+    ($($t:ty => $one:expr),*) => { $(impl ProdElem for $t { const ONE: $t = $one; })* };
+}
+prod_elem!(f32 => 1.0, f64 => 1.0, i64 => 1, i32 => 1, i16 => 1, u8 => 1, u32 => 1);
+
+fn prod_block<T: ProdElem>(src: &[T], outer: usize, r: usize, inner: usize) -> Vec<T> {
+    let mut out = vec![T::ONE; outer * inner];
+    if inner == 0 {
+        return out;
+    }
+    out.par_chunks_mut(inner).enumerate().for_each(|(o, dst)| {
+        let block = &src[o * r * inner..(o + 1) * r * inner];
+        for i in 0..r {
+            for (d, &v) in dst.iter_mut().zip(&block[i * inner..(i + 1) * inner]) {
+                *d = *d * v;
+            }
+        }
+    });
+    out
+}
+
+/// For each element, the product of all the others along the dim (the exact
+/// gradient of `prod`, zeros included): left prefix products times right suffix products.
+fn exclusive_prod<T: ProdElem>(src: &[T], outer: usize, r: usize, inner: usize) -> Vec<T> {
+    let mut out = vec![T::ONE; src.len()];
+    if inner == 0 || r == 0 {
+        return out;
+    }
+    out.par_chunks_mut(r * inner).zip(src.par_chunks(r * inner)).for_each(|(dst, block)| {
+        let mut run = vec![T::ONE; inner];
+        for i in 0..r {
+            for j in 0..inner {
+                dst[i * inner + j] = run[j];
+                run[j] = run[j] * block[i * inner + j];
+            }
+        }
+        run.iter_mut().for_each(|v| *v = T::ONE);
+        for i in (0..r).rev() {
+            for j in 0..inner {
+                dst[i * inner + j] = dst[i * inner + j] * run[j];
+                run[j] = run[j] * block[i * inner + j];
+            }
+        }
+    });
+    let _ = outer;
+    out
+}
+
+struct ProdDim {
+    dim: usize,
+    exclusive: bool,
+}
+
+impl CustomOp1 for ProdDim {
+    fn name(&self) -> &'static str {
+        "prod"
+    }
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let dims = l.dims();
+        let (outer, r, inner) = split(dims, self.dim, self.dim);
+        let Some((a, b)) = l.contiguous_offsets() else { candle_core::bail!("prod: expected a contiguous input") };
+        let mut out_dims = dims.to_vec();
+        if !self.exclusive {
+            out_dims[self.dim] = 1;
+        }
+        macro_rules! run {
+            ($v:expr, $variant:ident) => {
+                CpuStorage::$variant(if self.exclusive { exclusive_prod(&$v[a..b], outer, r, inner) } else { prod_block(&$v[a..b], outer, r, inner) })
+            };
+        }
+        let st = match s {
+            CpuStorage::F32(v) => run!(v, F32),
+            CpuStorage::F64(v) => run!(v, F64),
+            CpuStorage::I64(v) => run!(v, I64),
+            CpuStorage::I32(v) => run!(v, I32),
+            CpuStorage::I16(v) => run!(v, I16),
+            CpuStorage::U8(v) => run!(v, U8),
+            CpuStorage::U32(v) => run!(v, U32),
+            _ => candle_core::bail!("prod: unsupported dtype"),
+        };
+        Ok((st, Shape::from(out_dims)))
+    }
+    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad_res: &Tensor) -> Result<Option<Tensor>> {
+        let others = arg.detach().contiguous()?.apply_op1_no_bwd(&ProdDim { dim: self.dim, exclusive: true })?;
+        Ok(Some(others.broadcast_mul(grad_res)?))
+    }
+}
+
+/// Product over `dim`, keeping it as a size-1 dim; differentiable for floats.
+/// Runs on the CPU (other devices copy there and back).
+pub fn prod_keepdim(t: &Tensor, dim: usize) -> Result<Tensor> {
+    let dev = t.device().clone();
+    let x = if dev.is_cpu() { t.contiguous()? } else { t.to_device(&candle_core::Device::Cpu)?.contiguous()? };
+    let out = x.apply_op1(ProdDim { dim, exclusive: false })?;
+    if dev.is_cpu() { Ok(out) } else { out.to_device(&dev) }
+}

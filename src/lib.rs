@@ -8,6 +8,7 @@ mod dtype;
 mod errors;
 mod indexing;
 mod kernels;
+mod layers;
 mod math;
 mod numpy_interop;
 mod random;
@@ -30,5 +31,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::register(m)?;
     random::register(m)?;
     safetensors_io::register(m)?;
+    layers::register(m)?;
     Ok(())
 }

@@ -1024,6 +1024,38 @@ impl PyTensor {
     fn log_softmax(&self, py: Python<'_>, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         softmax_impl(py, self, dim, dtype, true)
     }
+    /// Product of all elements, or over `dim` (keepdim); ints and bools give int64.
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn prod(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let src = self.dt();
+        let dt = crate::tensor::opt_dtype(dtype)?.unwrap_or(if src.is_float() { src } else { DT::I64 });
+        if matches!(dt, DT::F16 | DT::BF16) {
+            // Multiply in f32 and round once at the end, as PyTorch's CPU kernel accumulates.
+            let x = cast(&self.t(), src, DT::F32)?;
+            let r = PyTensor::wrap_dt(x, DT::F32).prod(py, dim, keepdim, None)?;
+            return Ok(PyTensor::wrap_dt(cast(&r.t(), DT::F32, dt)?, dt));
+        }
+        let t = cast(&self.t(), src, dt)?;
+        let out = match dim {
+            None => {
+                let flat = t.flatten_all().op("prod")?;
+                let p = py.detach(|| kernels::prod_keepdim(&flat, 0)).op("prod")?;
+                if keepdim { p.reshape(vec![1usize; t.rank()]).op("prod")? } else { p.squeeze(0).op("prod")? }
+            }
+            Some(d) => {
+                if t.rank() == 0 {
+                    norm_dim(d, 0, "prod")?;
+                    t.clone()
+                } else {
+                    let d = norm_dim(d, t.rank(), "prod")?;
+                    let p = py.detach(|| kernels::prod_keepdim(&t, d)).op("prod")?;
+                    if keepdim { p } else { p.squeeze(d).op("prod")? }
+                }
+            }
+        };
+        Ok(PyTensor::wrap_dt(out, dt))
+    }
+
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn all(&self, dim: Option<i64>, keepdim: bool) -> PyResult<PyTensor> {
         self.anyall(dim, keepdim, false)

@@ -252,3 +252,37 @@ def test_rrelu_training_slopes_in_range() -> None:
     assert float(y.std()) > 0.01  # random slopes, not one fixed value
     m.eval()
     assert cp.allclose(m(x), cp.full((1000,), -0.2))
+
+
+@pytest.mark.parametrize("name", cases("sequence"))
+def test_sequence_layer_matches_torch(name: str) -> None:
+    """LSTM/GRU (outputs and final hidden states) and MultiheadAttention
+    (outputs and averaged attention weights, with padding and additive masks)."""
+    t, meta = load(name)
+    m = getattr(nn, meta["layer"])(*meta["args"], **meta["kwargs"])
+    m.load_state_dict(group(t, "state."))
+    x = t["input"].clone().requires_grad_(True)
+    if meta["layer"] == "MultiheadAttention":
+        k = t["key"].clone().requires_grad_(True)
+        v = t["value"].clone().requires_grad_(True)
+        y, w = m(x, k, v, key_padding_mask=t["key_padding_mask"], attn_mask=t["attn_mask"])
+        assert_close(w, t["weights"], 1e-4, 1e-4, f"{name}: attention weights")
+        extra = (w * t["weights_loss_weight"]).sum()
+    else:
+        y, hid = m(x)
+        h = hid[0] if isinstance(hid, tuple) else hid
+        assert_close(h, t["h_n"], 1e-4, 1e-4, f"{name}: h_n")
+        if "c_n" in t:
+            assert_close(hid[1], t["c_n"], 1e-4, 1e-4, f"{name}: c_n")
+        extra = (h * t["h_loss_weight"]).sum()
+    assert_close(y, t["output"], 1e-4, 1e-4, f"{name}: output")
+    ((y * t["loss_weight"]).sum() + extra).backward()
+    assert_close(x.grad, t["grad.input"], 1e-4, 1e-4, f"{name}: grad of input")
+    if meta["layer"] == "MultiheadAttention":
+        assert_close(k.grad, t["grad.key"], 1e-4, 1e-4, f"{name}: grad of key")
+        assert_close(v.grad, t["grad.value"], 1e-4, 1e-4, f"{name}: grad of value")
+    grads = group(t, "grad.")
+    for pname, p in m.named_parameters():
+        assert p.grad is not None, f"{name}: no gradient reached {pname}"
+        assert_close(p.grad, grads[pname], 1e-4, 1e-4, f"{name}: grad of {pname}")
+    assert set(m.state_dict()) == set(group(t, "state.")), f"{name}: state_dict keys differ from torch's"

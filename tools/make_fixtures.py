@@ -64,6 +64,25 @@ LAYERS: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], bool]] 
     ("batch_norm2d_train", "BatchNorm2d", [3], {}, (2, 3, 4, 5), True),
     ("batch_norm2d_eval", "BatchNorm2d", [3], {"eps": 1e-3}, (2, 3, 4, 5), False),
     ("batch_norm3d_train", "BatchNorm3d", [2], {"affine": False}, (2, 2, 3, 4, 3), True),
+    ("upsample_nearest2d", "Upsample", [], {"scale_factor": 2, "mode": "nearest"}, (2, 3, 4, 5), True),
+    ("upsample_nearest1d_size", "Upsample", [], {"size": 7, "mode": "nearest"}, (2, 3, 4), True),
+    ("upsample_bilinear", "Upsample", [], {"scale_factor": 2, "mode": "bilinear"}, (1, 2, 3, 4), True),
+    ("upsample_bilinear_align", "Upsample", [], {"size": [5, 7], "mode": "bilinear", "align_corners": True}, (1, 2, 3, 4), True),
+    ("upsample_linear_frac", "Upsample", [], {"scale_factor": 1.5, "mode": "linear"}, (2, 2, 5), True),
+    ("upsample_trilinear", "Upsample", [], {"scale_factor": 2, "mode": "trilinear"}, (1, 1, 2, 3, 2), True),
+]
+
+# (case name, class, args, kwargs, input shapes / call, train)
+SEQUENCE: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...]]] = [
+    ("lstm_basic", "LSTM", [4, 5], {}, (6, 3, 4)),
+    ("lstm_2layer_bidir_batch_first", "LSTM", [3, 4], {"num_layers": 2, "bidirectional": True, "batch_first": True}, (2, 5, 3)),
+    ("lstm_nobias_unbatched", "LSTM", [3, 2], {"bias": False}, (4, 3)),
+    ("gru_basic", "GRU", [4, 5], {}, (6, 3, 4)),
+    ("gru_2layer_bidir", "GRU", [3, 4], {"num_layers": 2, "bidirectional": True}, (5, 2, 3)),
+    ("mha_self", "MultiheadAttention", [8, 2], {}, (5, 3, 8)),
+    ("mha_batch_first_nobias", "MultiheadAttention", [8, 4], {"batch_first": True, "bias": False}, (3, 5, 8)),
+    ("mha_kdim_vdim", "MultiheadAttention", [8, 2], {"kdim": 6, "vdim": 4}, (5, 2, 8)),
+    ("mha_bias_kv_zero_attn", "MultiheadAttention", [8, 2], {"add_bias_kv": True, "add_zero_attn": True}, (4, 2, 8)),
 ]
 
 # (case name, loss class, kwargs, input shape, target kind)
@@ -129,6 +148,53 @@ def make_layers() -> None:
         _save(name, tensors, {"kind": "layer", "layer": layer, "args": json.dumps(args), "kwargs": json.dumps(kwargs), "train": str(int(train))})
 
 
+def make_sequence() -> None:
+    """Recurrent layers and attention: outputs (and hidden states), gradients."""
+    for i, (name, cls, args, kwargs, shape) in enumerate(SEQUENCE):
+        torch.manual_seed(3000 + i)
+        m = getattr(torch.nn, cls)(*args, **kwargs)
+        if cls == "MultiheadAttention":
+            with torch.no_grad():
+                for p in m.parameters():
+                    p.uniform_(-0.3, 0.3)
+        state = {"state." + k: v.clone() for k, v in m.state_dict().items()}
+        x = torch.randn(*shape, requires_grad=True)
+        tensors: dict[str, torch.Tensor] = {"input": x}
+        if cls == "MultiheadAttention":
+            bf = kwargs.get("batch_first", False)
+            L, B = (shape[1], shape[0]) if bf else (shape[0], shape[1])
+            S = L + 2
+            kshape = (B, S, kwargs.get("kdim", args[0])) if bf else (S, B, kwargs.get("kdim", args[0]))
+            vshape = (B, S, kwargs.get("vdim", args[0])) if bf else (S, B, kwargs.get("vdim", args[0]))
+            k = torch.randn(*kshape, requires_grad=True)
+            v = torch.randn(*vshape, requires_grad=True)
+            kpm = torch.zeros(B, S, dtype=torch.bool)
+            kpm[0, -1] = True
+            am = torch.randn(L, S) * 0.5
+            y, w = m(x, k, v, key_padding_mask=kpm, attn_mask=am)
+            ww = torch.randn_like(w)
+            tensors.update({"key": k, "value": v, "key_padding_mask": kpm, "attn_mask": am, "weights": w, "weights_loss_weight": ww})
+            extra_loss = (w * ww).sum()
+        else:
+            y, hid = m(x)
+            h = hid[0] if isinstance(hid, tuple) else hid
+            hw = torch.randn_like(h)
+            tensors.update({"h_n": h, "h_loss_weight": hw})
+            if isinstance(hid, tuple):
+                tensors["c_n"] = hid[1]
+            extra_loss = (h * hw).sum()
+        lw = torch.randn_like(y)
+        ((y * lw).sum() + extra_loss).backward()
+        tensors.update({"output": y, "loss_weight": lw, "grad.input": x.grad, **state})
+        if cls == "MultiheadAttention":
+            tensors["grad.key"] = tensors["key"].grad
+            tensors["grad.value"] = tensors["value"].grad
+        for k2, p in m.named_parameters():
+            if p.grad is not None:
+                tensors["grad." + k2] = p.grad
+        _save(name, tensors, {"kind": "sequence", "layer": cls, "args": json.dumps(args), "kwargs": json.dumps(kwargs), "train": "1"})
+
+
 def make_losses() -> None:
     for i, (name, cls, kwargs, shape, target) in enumerate(LOSSES):
         torch.manual_seed(2000 + i)
@@ -163,6 +229,48 @@ def make_losses() -> None:
               {"kind": "loss", "layer": cls, "args": "[]", "kwargs": json.dumps(kwargs), "train": "1"})
 
 
+def make_extra_ops() -> None:
+    """prod, Snake1d and weight-normed layers (issue: extra ops)."""
+    cases = [((2, 3, 4), None, False), ((2, 3, 4), 1, False), ((2, 3, 4), -1, True), ((5,), 0, False)]
+    for i, (shape, dim, keep) in enumerate(cases):
+        torch.manual_seed(4000 + i)
+        x = torch.randn(*shape, dtype=torch.float64)
+        x.view(-1)[1] = 0.0  # a zero: the gradient must still be exact
+        x.requires_grad_(True)
+        y = x.prod() if dim is None else x.prod(dim, keepdim=keep)
+        w = torch.randn_like(y)
+        (y * w).sum().backward()
+        _save(f"prod_{i}", {"input": x, "output": y, "loss_weight": w, "grad.input": x.grad},
+              {"kind": "prod", "layer": "prod", "args": "[]", "kwargs": json.dumps({"dim": dim, "keepdim": keep}), "train": "1"})
+    for i, (n, c, length) in enumerate([(2, 3, 16), (1, 5, 7)]):
+        torch.manual_seed(4100 + i)
+        x = torch.sin(torch.linspace(0, 6.28, length)).repeat(n, c, 1) + 0.1 * torch.randn(n, c, length)
+        x.requires_grad_(True)
+        alpha = (torch.rand(1, c, 1) + 0.5).requires_grad_(True)
+        y = x + (alpha + 1e-9).reciprocal() * torch.sin(alpha * x).pow(2)
+        w = torch.randn_like(y)
+        (y * w).sum().backward()
+        _save(f"snake_{i}", {"input": x, "state.alpha": alpha, "output": y, "loss_weight": w, "grad.input": x.grad, "grad.alpha": alpha.grad},
+              {"kind": "snake", "layer": "Snake1d", "args": json.dumps([c]), "kwargs": "{}", "train": "1"})
+    for i, (style, dim) in enumerate([("old", 0), ("old", 1), ("param", 0), ("old", None)]):
+        torch.manual_seed(4200 + i)
+        lin = torch.nn.Linear(5, 3)
+        if style == "old":
+            m = torch.nn.utils.weight_norm(lin, dim=dim)
+        else:
+            m = torch.nn.utils.parametrizations.weight_norm(lin, dim=dim)
+        x = torch.randn(4, 5, requires_grad=True)
+        y = m(x)
+        w = torch.randn_like(y)
+        (y * w).sum().backward()
+        tensors = {"input": x, "output": y, "loss_weight": w, "grad.input": x.grad}
+        tensors.update({"state." + k: v for k, v in m.state_dict().items()})
+        tensors.update({"grad." + k: p.grad for k, p in m.named_parameters()})
+        tensors["plain_weight"] = m.weight.detach()
+        _save(f"weight_norm_linear_{i}", tensors,
+              {"kind": "weight_norm", "layer": "Linear", "args": json.dumps([5, 3]), "kwargs": json.dumps({"style": style, "dim": dim}), "train": "1"})
+
+
 def make_parity_model() -> None:
     """A small conv net saved as PyTorch would, for examples/torch_parity.py."""
     path = os.path.join(os.path.dirname(__file__), "..", "examples", "data")
@@ -179,7 +287,9 @@ def main() -> None:
     os.makedirs(OUT, exist_ok=True)
     torch.set_default_dtype(torch.float32)
     make_layers()
+    make_sequence()
     make_losses()
+    make_extra_ops()
     try:
         sys.path.insert(0, os.path.dirname(__file__))
         import make_fixtures_conv  # type: ignore[import-not-found]

@@ -24,7 +24,7 @@ __all__ = [
     "greater", "less", "logical_and", "logical_or", "logical_xor", "matmul", "mm", "bmm", "dot",
     # reductions
     "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "cumsum",
-    "softmax", "log_softmax", "all", "any", "norm",
+    "softmax", "log_softmax", "all", "any", "norm", "prod",
     # shapes and selection
     "reshape", "transpose", "swapaxes", "permute", "squeeze", "unsqueeze", "flatten", "narrow",
     "chunk", "split", "unbind", "index_select", "gather", "scatter", "scatter_add", "masked_fill",
@@ -175,6 +175,7 @@ log_softmax = _method("log_softmax")
 all = _method("all")
 any = _method("any")
 norm = _method("norm")
+prod = _method("prod")
 reshape = _method("reshape")
 transpose = _method("transpose")
 swapaxes = _method("swapaxes")

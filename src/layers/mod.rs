@@ -8,14 +8,25 @@ mod conv;
 mod pooling;
 
 /// The float element types the kernels run on.
-pub(crate) trait Elem: Copy + Send + Sync + PartialOrd + std::ops::AddAssign + std::ops::Add<Output = Self> + std::ops::Div<Output = Self> + 'static {
+pub(crate) trait Elem:
+    Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + std::ops::AddAssign
+    + std::ops::Add<Output = Self>
+    + std::ops::Div<Output = Self>
+    + 'static
+{
     const ZERO: Self;
+    const ONE: Self;
     const NEG_INF: Self;
     fn from_f64(v: f64) -> Self;
     fn is_nan(self) -> bool;
 }
 impl Elem for f32 {
     const ZERO: f32 = 0.0;
+    const ONE: f32 = 1.0;
     const NEG_INF: f32 = f32::NEG_INFINITY;
     fn from_f64(v: f64) -> f32 {
         v as f32
@@ -26,6 +37,7 @@ impl Elem for f32 {
 }
 impl Elem for f64 {
     const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
     const NEG_INF: f64 = f64::NEG_INFINITY;
     fn from_f64(v: f64) -> f64 {
         v

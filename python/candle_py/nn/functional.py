@@ -16,7 +16,7 @@ __all__ = [
     "linear", "bilinear", "relu", "relu6", "leaky_relu", "prelu", "rrelu", "elu", "selu", "celu",
     "gelu", "silu", "mish", "sigmoid", "tanh", "hardtanh", "hardsigmoid", "hardswish", "softplus",
     "softmax", "log_softmax", "dropout", "embedding", "layer_norm", "rms_norm", "group_norm",
-    "batch_norm", "normalize", "pad", "one_hot",
+    "batch_norm", "normalize", "pad", "one_hot", "interpolate", "snake",
     "mse_loss", "l1_loss", "smooth_l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "kl_div",
 ]
@@ -540,3 +540,198 @@ def kl_div(input: Tensor, target: Tensor, size_average: Optional[bool] = None, r
     return _reduce(loss, reduction, "kl_div")
 
 
+
+
+# -- convolution and pooling (the arithmetic is in Rust: _core._conv / _max_pool / _avg_pool) ----
+__all__ += [
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+]
+
+
+def _tuple_n(v: Any, n: int, op: str, name: str) -> tuple:
+    if isinstance(v, (list, tuple)):
+        if len(v) == 1 and n > 1:
+            v = tuple(v) * n
+        if len(v) != n:
+            raise ValueError(f"{op} '{name}' must be an int or a tuple of {n} ints, got {tuple(v)}")
+        return tuple(int(x) for x in v)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{op} '{name}' must be an int or a tuple of {n} ints, got {v!r}")
+    return (v,) * n
+
+
+def _conv_rank(input: Any, weight: Any, n: int, op: str) -> bool:
+    """Checks ranks; returns True for an unbatched (C, *spatial) input."""
+    _check_tensor(input, op)
+    _check_tensor(weight, op)
+    if weight.ndim != n + 2:
+        raise ValueError(f"{op} expected a {n + 2}-d weight, got shape {tuple(weight.shape)}")
+    if input.ndim not in (n + 1, n + 2):
+        raise ValueError(f"{op} expected a {n + 1}-d (unbatched) or {n + 2}-d (batched) input, got shape {tuple(input.shape)}")
+    return input.ndim == n + 1
+
+
+def _conv_nd(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: Any, padding: Any, dilation: Any,
+             groups: int, n: int, op: str) -> Tensor:
+    unbatched = _conv_rank(input, weight, n, op)
+    x = input.unsqueeze(0) if unbatched else input
+    stride = _tuple_n(stride, n, op, "stride")
+    dilation = _tuple_n(dilation, n, op, "dilation")
+    if isinstance(padding, str):
+        if padding == "valid":
+            lo = hi = (0,) * n
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError(f"{op} padding='same' is not supported for strided convolutions (stride={stride})")
+            k = tuple(weight.shape[2:])
+            lo = tuple(d * (kk - 1) // 2 for d, kk in zip(dilation, k))
+            hi = tuple(d * (kk - 1) - l for d, kk, l in zip(dilation, k, lo))
+        else:
+            raise ValueError(f"{op} padding must be 'same', 'valid', an int or a tuple, got {padding!r}")
+    else:
+        lo = hi = _tuple_n(padding, n, op, "padding")
+    out = _core._conv(x, weight, bias, list(stride), list(lo), list(hi), list(dilation), int(groups), False, [0] * n, op)
+    return out.squeeze(0) if unbatched else out
+
+
+def _conv_transpose_nd(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: Any, padding: Any,
+                       output_padding: Any, groups: int, dilation: Any, n: int, op: str) -> Tensor:
+    unbatched = _conv_rank(input, weight, n, op)
+    x = input.unsqueeze(0) if unbatched else input
+    p = _tuple_n(padding, n, op, "padding")
+    out = _core._conv(x, weight, bias, list(_tuple_n(stride, n, op, "stride")), list(p), list(p),
+                      list(_tuple_n(dilation, n, op, "dilation")), int(groups), True,
+                      list(_tuple_n(output_padding, n, op, "output_padding")), op)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d:")
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d:")
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d:")
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    return _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation, 1, "conv_transpose1d:")
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    return _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation, 2, "conv_transpose2d:")
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    return _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation, 3, "conv_transpose3d:")
+
+
+def _pool_args(input: Any, kernel_size: Any, stride: Any, padding: Any, n: int, op: str) -> tuple:
+    _check_tensor(input, op)
+    k = _tuple_n(kernel_size, n, op, "kernel_size")
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tuple_n(stride, n, op, "stride")
+    return k, s, _tuple_n(padding, n, op, "padding")
+
+
+def _max_pool_nd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
+                 return_indices: bool, n: int, op: str) -> Any:
+    k, s, p = _pool_args(input, kernel_size, stride, padding, n, op)
+    d = _tuple_n(dilation, n, op, "dilation")
+    return _core._max_pool(input, list(k), list(s), list(p), list(d), bool(ceil_mode), bool(return_indices), op)
+
+
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    return _max_pool_nd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1, "max_pool1d:")
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    return _max_pool_nd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d:")
+
+
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    return _max_pool_nd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3, "max_pool3d:")
+
+
+def _avg_pool_nd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool, count_include_pad: bool,
+                 divisor_override: Optional[int], n: int, op: str) -> Tensor:
+    k, s, p = _pool_args(input, kernel_size, stride, padding, n, op)
+    return _core._avg_pool(input, list(k), list(s), list(p), bool(ceil_mode), bool(count_include_pad),
+                           None if divisor_override is None else int(divisor_override), op)
+
+
+def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    return _avg_pool_nd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, "avg_pool1d:")
+
+
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: Optional[int] = None) -> Tensor:
+    return _avg_pool_nd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2, "avg_pool2d:")
+
+
+def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: Optional[int] = None) -> Tensor:
+    return _avg_pool_nd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3, "avg_pool3d:")
+
+
+def _adaptive_size(input: Tensor, output_size: Any, n: int, op: str) -> list:
+    _check_tensor(input, op)
+    if input.ndim not in (n + 1, n + 2):
+        raise ValueError(f"{op} expected a {n + 1}-d or {n + 2}-d input, got shape {tuple(input.shape)}")
+    sizes = tuple(output_size) if isinstance(output_size, (list, tuple)) else (output_size,) * n
+    if len(sizes) != n:
+        raise ValueError(f"{op} output_size must be an int or a tuple of {n} values, got {output_size!r}")
+    spatial = tuple(input.shape[-n:])
+    return [spatial[i] if v is None else int(v) for i, v in enumerate(sizes)]
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
+    return _core._adaptive_pool(input, _adaptive_size(input, output_size, 1, "adaptive_avg_pool1d:"), False, False, "adaptive_avg_pool1d:")
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    return _core._adaptive_pool(input, _adaptive_size(input, output_size, 2, "adaptive_avg_pool2d:"), False, False, "adaptive_avg_pool2d:")
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    return _core._adaptive_pool(input, _adaptive_size(input, output_size, 3, "adaptive_avg_pool3d:"), False, False, "adaptive_avg_pool3d:")
+
+
+def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    return _core._adaptive_pool(input, _adaptive_size(input, output_size, 1, "adaptive_max_pool1d:"), True, bool(return_indices), "adaptive_max_pool1d:")
+
+
+def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    return _core._adaptive_pool(input, _adaptive_size(input, output_size, 2, "adaptive_max_pool2d:"), True, bool(return_indices), "adaptive_max_pool2d:")
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    return _core._adaptive_pool(input, _adaptive_size(input, output_size, 3, "adaptive_max_pool3d:"), True, bool(return_indices), "adaptive_max_pool3d:")
+
+
+def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest", align_corners: Optional[bool] = None, recompute_scale_factor: Optional[bool] = None, antialias: bool = False) -> Tensor:
+    """Resize (N, C, ...) by nearest or (bi/tri)linear interpolation, as PyTorch."""
+    from .upsampling import interpolate as _interpolate
+
+    return _interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
+
+
+def snake(x: Tensor, alpha: Tensor) -> Tensor:
+    """Snake activation: `x + 1/(alpha + 1e-9) * sin(alpha * x)^2` (alpha broadcast, e.g. (1, C, 1))."""
+    s = (alpha * x).sin()
+    return x + (alpha + 1e-9).reciprocal() * (s * s)

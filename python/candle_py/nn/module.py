@@ -40,6 +40,21 @@ def _addindent(s: str, num_spaces: int) -> str:
     return first + "\n" + "\n".join(" " * num_spaces + line for line in lines)
 
 
+class RemovableHandle:
+    """Returned by the `register_*_hook` methods; `remove()` unregisters the hook."""
+
+    _next_id = 0
+
+    def __init__(self, store: Dict[int, Any], hook: Any) -> None:
+        RemovableHandle._next_id += 1
+        self.id = RemovableHandle._next_id
+        self._store = store
+        store[self.id] = hook
+
+    def remove(self) -> None:
+        self._store.pop(self.id, None)
+
+
 class Module:
     """Base class for all layers and models; subclass it as in PyTorch."""
 
@@ -57,13 +72,39 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
+        object.__setattr__(self, "_load_state_dict_pre_hooks", OrderedDict())
 
     # -- the forward pass ------------------------------------------------------
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
+        for hook in list(self.__dict__.get("_forward_pre_hooks", {}).values()):
+            res = hook(self, args)
+            if res is not None:
+                args = res if isinstance(res, tuple) else (res,)
+        out = self.forward(*args, **kwargs)
+        for hook in list(self.__dict__.get("_forward_hooks", {}).values()):
+            res = hook(self, args, out)
+            if res is not None:
+                out = res
+        return out
+
+    # -- hooks ---------------------------------------------------------------------
+    def register_forward_pre_hook(self, hook: Callable[..., Any]) -> "RemovableHandle":
+        """`hook(module, args)` runs before `forward`; it may return new args."""
+        return RemovableHandle(self._forward_pre_hooks, hook)
+
+    def register_forward_hook(self, hook: Callable[..., Any]) -> "RemovableHandle":
+        """`hook(module, args, output)` runs after `forward`; it may return a new output."""
+        return RemovableHandle(self._forward_hooks, hook)
+
+    def _register_load_state_dict_pre_hook(self, hook: Callable[[Dict[str, Any], str], None]) -> "RemovableHandle":
+        """`hook(state_dict, prefix)` may rewrite this module's keys before loading
+        (how weight-normed layers accept plain or other-layout checkpoints)."""
+        return RemovableHandle(self._load_state_dict_pre_hooks, hook)
 
     # -- attribute routing -------------------------------------------------------
     def _check_init(self) -> None:
@@ -374,7 +415,13 @@ class Module:
         errors: List[str] = []
         found: Set[str] = set()
         missing: List[str] = []
-        for prefix, mod in self.named_modules(prefix="", remove_duplicate=False):
+        mods = list(self.named_modules(prefix="", remove_duplicate=False))
+        if any(m.__dict__.get("_load_state_dict_pre_hooks") for _, m in mods):
+            state_dict = OrderedDict(state_dict)
+            for prefix, mod in mods:
+                for hook in mod.__dict__.get("_load_state_dict_pre_hooks", {}).values():
+                    hook(state_dict, prefix + ("." if prefix else ""))
+        for prefix, mod in mods:
             mod._load_own(state_dict, prefix + ("." if prefix else ""), errors, found, missing)
         unexpected = [k for k in state_dict if k not in found]
         if strict:
@@ -407,4 +454,4 @@ class Module:
         return main + ")"
 
 
-__all__ = ["Module", "StateDictError", "Parameter", "Buffer"]
+__all__ = ["Module", "StateDictError", "Parameter", "Buffer", "RemovableHandle"]

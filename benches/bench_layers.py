@@ -1,0 +1,114 @@
+"""Layer benchmarks (convolution, pooling, normalisation), candle_py side by side
+with torch in one run. Ratios are candle_py time / torch time (lower is better),
+medians of repeats; "fwd" is a forward pass without autograd, "fwd+bwd" a forward,
+`(y * g).sum().backward()`, with every input and parameter requiring grad.
+
+Run: python benches/bench_layers.py [--quick]
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _harness import median_time, print_table, try_torch  # noqa: E402
+
+import candle_py as cp  # noqa: E402
+import candle_py.nn as nn  # noqa: E402
+
+torch = try_torch()
+QUICK = "--quick" in sys.argv
+
+
+def _pair(name: str, shape: tuple, make_cp: Callable[[], Any], make_t: Optional[Callable[[], Any]], repeat: int):
+    """Time forward and forward+backward of the same layer (weights copied) on the same input."""
+    x_np = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    m = make_cp()
+    x = cp.from_numpy(x_np)
+    xg = cp.from_numpy(x_np).requires_grad_(True)
+
+    def c_fwd() -> None:
+        with cp.no_grad():
+            m(x)
+
+    y0 = m(x)
+    y0 = y0[0] if isinstance(y0, tuple) else y0
+    g = cp.randn(*tuple(y0.shape))
+
+    def c_bwd() -> None:
+        m.zero_grad()
+        xg.grad = None
+        y = m(xg)
+        (y * g).sum().backward()
+
+    rows = [(f"{name} fwd", median_time(c_fwd, repeat=repeat)), (f"{name} fwd+bwd", median_time(c_bwd, repeat=repeat))]
+    t_times: list[Optional[float]] = [None, None]
+    if torch and make_t is not None:
+        tm = make_t()
+        with torch.no_grad():
+            for k, v in m.state_dict().items():
+                tm.state_dict()[k].copy_(torch.from_numpy(np.asarray(v).copy()))
+        tx = torch.from_numpy(x_np)
+        txg = torch.from_numpy(x_np).clone().requires_grad_(True)
+        tg = torch.from_numpy(np.asarray(g).copy())
+
+        def t_fwd() -> None:
+            with torch.no_grad():
+                tm(tx)
+
+        def t_bwd() -> None:
+            tm.zero_grad()
+            txg.grad = None
+            (tm(txg) * tg).sum().backward()
+
+        # Same numbers, or the timing is of the wrong thing.
+        with torch.no_grad():
+            ty = tm(tx)
+        np.testing.assert_allclose(np.asarray(y0.detach()), ty.numpy(), atol=2e-3, rtol=2e-3)
+        t_times = [median_time(t_fwd, repeat=repeat), median_time(t_bwd, repeat=repeat)]
+    return [(n, c, t, "-") for (n, c), t in zip(rows, t_times)]
+
+
+def main() -> None:
+    threads = torch.get_num_threads() if torch else "-"
+    print(f"threads: torch={threads}, cpus={os.cpu_count()}")
+    b = 2 if QUICK else 8
+    tn = torch.nn if torch else None
+    cases = [
+        (f"conv1d {b}x64x4096 -> 64, k5 p2", (b, 64, 4096), lambda: nn.Conv1d(64, 64, 5, padding=2),
+         lambda: tn.Conv1d(64, 64, 5, padding=2)),
+        (f"conv2d {b}x3x224x224 -> 64, k3 p1", (b, 3, 224, 224), lambda: nn.Conv2d(3, 64, 3, padding=1),
+         lambda: tn.Conv2d(3, 64, 3, padding=1)),
+        (f"conv2d {b}x64x56x56 -> 64, k3 p1", (b, 64, 56, 56), lambda: nn.Conv2d(64, 64, 3, padding=1),
+         lambda: tn.Conv2d(64, 64, 3, padding=1)),
+        (f"depthwise conv2d {b}x64x56x56, k3 p1", (b, 64, 56, 56), lambda: nn.Conv2d(64, 64, 3, padding=1, groups=64),
+         lambda: tn.Conv2d(64, 64, 3, padding=1, groups=64)),
+        (f"conv3d {b}x8x16x32x32 -> 16, k3 p1", (b, 8, 16, 32, 32), lambda: nn.Conv3d(8, 16, 3, padding=1),
+         lambda: tn.Conv3d(8, 16, 3, padding=1)),
+        (f"conv_transpose2d {b}x64x28x28 -> 32, k4 s2 p1", (b, 64, 28, 28),
+         lambda: nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1), lambda: tn.ConvTranspose2d(64, 32, 4, stride=2, padding=1)),
+        (f"max_pool2d {b}x64x112x112, k3 s2 p1", (b, 64, 112, 112), lambda: nn.MaxPool2d(3, 2, 1),
+         lambda: tn.MaxPool2d(3, 2, 1)),
+        (f"avg_pool2d {b}x64x112x112, k2", (b, 64, 112, 112), lambda: nn.AvgPool2d(2), lambda: tn.AvgPool2d(2)),
+        (f"max_pool3d {b}x16x16x56x56, k2", (b, 16, 16, 56, 56), lambda: nn.MaxPool3d(2), lambda: tn.MaxPool3d(2)),
+        (f"avg_pool3d {b}x16x16x56x56, k3 s2 p1", (b, 16, 16, 56, 56), lambda: nn.AvgPool3d(3, 2, 1),
+         lambda: tn.AvgPool3d(3, 2, 1)),
+        (f"adaptive_avg_pool2d {b}x512x14x14 -> 1", (b, 512, 14, 14), lambda: nn.AdaptiveAvgPool2d(1),
+         lambda: tn.AdaptiveAvgPool2d(1)),
+        (f"layer_norm {b}x512x768", (b, 512, 768), lambda: nn.LayerNorm(768), lambda: tn.LayerNorm(768)),
+        (f"batch_norm2d {b}x64x56x56 (train)", (b, 64, 56, 56), lambda: nn.BatchNorm2d(64), lambda: tn.BatchNorm2d(64)),
+    ]
+    rows = []
+    for name, shape, mk_cp, mk_t in cases:
+        try:
+            rows += _pair(name, shape, mk_cp, mk_t if torch else None, repeat=3 if QUICK else 5)
+        except Exception as e:  # a missing layer elsewhere must not hide the others
+            print(f"{name}: skipped ({type(e).__name__}: {e})")
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""Recurrent layers: `LSTM` and `GRU` with PyTorch's parameter names
+(`weight_ih_l{k}[_reverse]`, ...), gate order and initialisation.
+
+The time loop runs in Python over differentiable Tensor ops (one fused
+matmul for the input projection of all steps, one small matmul per step)."""
+from __future__ import annotations
+
+import math
+from typing import Any, List, Optional, Tuple
+
+from .. import _core
+from .._core import Tensor
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["LSTM", "GRU"]
+
+
+class _RNNBase(Module):
+    """Shared parameter layout and time loop; subclasses define `_cell`."""
+
+    _gates = 1
+    _mode = ""
+    _cell: Any
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        name = self._mode
+        for k, v in (("input_size", input_size), ("hidden_size", hidden_size), ("num_layers", num_layers)):
+            if not isinstance(v, int) or v <= 0:
+                raise ValueError(f"[{name}] '{k}' must be a positive integer, got {v!r}")
+        if not 0.0 <= dropout <= 1.0:
+            raise ValueError(f"[{name}] dropout must be in [0, 1], got {dropout}")
+        if proj_size:
+            raise ValueError(f"[{name}] proj_size is not supported by candle_py")
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout, self.bidirectional = bias, batch_first, float(dropout), bidirectional
+        self.proj_size = 0
+        dirs = 2 if bidirectional else 1
+        g = self._gates * hidden_size
+        dt = dtype or _core.float32
+        self._flat_names: List[str] = []
+        for layer in range(num_layers):
+            for d in range(dirs):
+                suffix = f"_l{layer}" + ("_reverse" if d == 1 else "")
+                in_size = input_size if layer == 0 else hidden_size * dirs
+                params: List[Tuple[str, Tuple[int, ...]]] = [("weight_ih" + suffix, (g, in_size)), ("weight_hh" + suffix, (g, hidden_size))]
+                if bias:
+                    params += [("bias_ih" + suffix, (g,)), ("bias_hh" + suffix, (g,))]
+                for pname, shape in params:
+                    setattr(self, pname, Parameter(_core.empty(*shape, dtype=dt, device=device)))
+                    self._flat_names.append(pname)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size)
+        for p in self.parameters():
+            init.uniform_(p, -stdv, stdv)
+
+    def _run_direction(self, xs: Tensor, h: Tensor, c: Optional[Tensor], suffix: str, reverse: bool) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+        w_ih = getattr(self, "weight_ih" + suffix)
+        w_hh = getattr(self, "weight_hh" + suffix)
+        b_ih = getattr(self, "bias_ih" + suffix) if self.bias else None
+        b_hh = getattr(self, "bias_hh" + suffix) if self.bias else None
+        seq = xs.shape[0]
+        proj = F.linear(xs, w_ih, b_ih)  # (T, B, gates*H): all steps at once
+        outs: List[Tensor] = [xs] * seq
+        steps = range(seq - 1, -1, -1) if reverse else range(seq)
+        for t in steps:
+            h, c = self._cell(proj[t], h, c, w_hh, b_hh)
+            outs[t] = h
+        return _core.stack(outs, 0), h, c
+
+    def forward(self, input: Tensor, hx: Any = None) -> Tuple[Tensor, Any]:
+        name = self._mode
+        if input.ndim not in (2, 3):
+            raise ValueError(f"[{name}] expected 2-D (L, H_in) or 3-D input, got shape {tuple(input.shape)}")
+        if input.shape[-1] != self.input_size:
+            raise ValueError(f"[{name}] expected input with last dimension {self.input_size} (input_size), got {tuple(input.shape)}")
+        unbatched = input.ndim == 2
+        x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
+        batch = x.shape[1]
+        dirs = 2 if self.bidirectional else 1
+        h0, c0 = self._initial(hx, batch, dirs, unbatched, x)
+        h_n: List[Tensor] = []
+        c_n: List[Tensor] = []
+        layer_in = x
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                idx = layer * dirs + d
+                suffix = f"_l{layer}" + ("_reverse" if d == 1 else "")
+                out, h, c = self._run_direction(layer_in, h0[idx], None if c0 is None else c0[idx], suffix, d == 1)
+                outs.append(out)
+                h_n.append(h)
+                if c is not None:
+                    c_n.append(c)
+            layer_in = outs[0] if dirs == 1 else _core.cat(outs, 2)
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                layer_in = F.dropout(layer_in, self.dropout, True)
+        output = layer_in
+        hn = _core.stack(h_n, 0)
+        cn = _core.stack(c_n, 0) if c_n else None
+        if unbatched:
+            output, hn = output.squeeze(1), hn.squeeze(1)
+            cn = cn.squeeze(1) if cn is not None else None
+        elif self.batch_first:
+            output = output.transpose(0, 1)
+        return output, ((hn, cn) if cn is not None else hn)
+
+    def _initial(self, hx: Any, batch: int, dirs: int, unbatched: bool, x: Tensor) -> Tuple[Tensor, Optional[Tensor]]:
+        shape = (self.num_layers * dirs, batch, self.hidden_size)
+        zeros = _core.zeros(*shape, dtype=x.dtype, device=x.device)
+        if hx is None:
+            return zeros, (zeros if self._gates == 4 else None)
+        pair = hx if isinstance(hx, tuple) else (hx, None)
+        h0, c0 = pair
+        if unbatched:
+            h0 = h0.unsqueeze(1)
+            c0 = c0.unsqueeze(1) if c0 is not None else None
+        if tuple(h0.shape) != shape:
+            raise ValueError(f"[{self._mode}] expected hidden state of shape {shape}, got {tuple(h0.shape)}")
+        return h0, c0
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if not self.bias:
+            s += ", bias=False"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        return s
+
+
+class LSTM(_RNNBase):
+    """Long short-term memory; gates in PyTorch's order (input, forget, cell, output)."""
+
+    _gates = 4
+    _mode = "LSTM"
+
+    def _cell(self, x_proj: Tensor, h: Tensor, c: Optional[Tensor], w_hh: Tensor, b_hh: Optional[Tensor]) -> Tuple[Tensor, Optional[Tensor]]:
+        gates = x_proj + F.linear(h, w_hh, b_hh)
+        i, f, g, o = gates.chunk(4, -1)
+        assert c is not None
+        c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        return o.sigmoid() * c.tanh(), c
+
+    def forward(self, input: Tensor, hx: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:  # type: ignore[override]
+        return super().forward(input, hx)  # type: ignore[return-value]
+
+
+class GRU(_RNNBase):
+    """Gated recurrent unit; gates in PyTorch's order (reset, update, new)."""
+
+    _gates = 3
+    _mode = "GRU"
+
+    def _cell(self, x_proj: Tensor, h: Tensor, c: Optional[Tensor], w_hh: Tensor, b_hh: Optional[Tensor]) -> Tuple[Tensor, Optional[Tensor]]:
+        hp = F.linear(h, w_hh, b_hh)
+        xr, xz, xn = x_proj.chunk(3, -1)
+        hr, hz, hn = hp.chunk(3, -1)
+        r = (xr + hr).sigmoid()
+        z = (xz + hz).sigmoid()
+        n = (xn + r * hn).tanh()
+        return (1 - z) * n + z * h, None
+
+    def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:  # type: ignore[override]
+        return super().forward(input, hx)  # type: ignore[return-value]
+
+

@@ -1,0 +1,6 @@
+"""`candle_py.nn.utils`: weight normalization and gradient clipping."""
+from . import parametrizations
+from .clip_grad import clip_grad_norm_, clip_grad_value_
+from .weight_norm import remove_weight_norm, weight_norm
+
+__all__ = ["weight_norm", "remove_weight_norm", "parametrizations", "clip_grad_norm_", "clip_grad_value_"]

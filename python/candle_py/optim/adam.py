@@ -1,0 +1,64 @@
+"""Adam (with amsgrad) and AdamW, with PyTorch's bias-corrected update:
+`p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)`."""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, Tuple
+
+from .. import _core
+from .._core import Tensor
+from .optimizer import Optimizer, ParamsT
+
+
+class Adam(Optimizer):
+    _decoupled = False
+
+    def __init__(self, params: ParamsT, lr: float = 1e-3, betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False) -> None:
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
+            raise ValueError(f"Invalid beta parameters: {betas}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize))
+
+    def _update(self, p: Tensor, grad: Tensor, state: Dict[str, Any], group: Dict[str, Any]) -> Tensor:
+        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        if not state:
+            state["step"] = _core.tensor(0.0)
+            state["exp_avg"] = _core.zeros_like(p)
+            state["exp_avg_sq"] = _core.zeros_like(p)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = _core.zeros_like(p)
+        step = float(state["step"].item()) + 1
+        state["step"] = _core.tensor(step)
+        if wd != 0:
+            if self._decoupled:
+                p = p * (1 - lr * wd)
+            else:
+                grad = grad + p * wd
+        m = state["exp_avg"] * b1 + grad * (1 - b1)
+        v = state["exp_avg_sq"] * b2 + grad * grad * (1 - b2)
+        state["exp_avg"], state["exp_avg_sq"] = m, v
+        bc1 = 1 - b1**step
+        bc2_sqrt = math.sqrt(1 - b2**step)
+        if group["amsgrad"]:
+            vmax = state["max_exp_avg_sq"].maximum(v)
+            state["max_exp_avg_sq"] = vmax
+            denom = vmax.sqrt() / bc2_sqrt + eps
+        else:
+            denom = v.sqrt() / bc2_sqrt + eps
+        return p - (m / denom) * (lr / bc1)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (default 1e-2), as `torch.optim.AdamW`."""
+
+    _decoupled = True
+
+    def __init__(self, params: ParamsT, lr: float = 1e-3, betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)

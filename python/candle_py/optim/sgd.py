@@ -1,0 +1,36 @@
+"""SGD with momentum, dampening, Nesterov and weight decay (PyTorch's update)."""
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from .._core import Tensor
+from .optimizer import Optimizer, ParamsT
+
+
+class SGD(Optimizer):
+    def __init__(self, params: ParamsT, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False) -> None:
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                                      nesterov=nesterov, maximize=maximize))
+
+    def _update(self, p: Tensor, grad: Tensor, state: Dict[str, Any], group: Dict[str, Any]) -> Tensor:
+        wd, momentum = group["weight_decay"], group["momentum"]
+        if wd != 0:
+            grad = grad + p * wd
+        if momentum != 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = grad.clone()
+            else:
+                buf = buf * momentum + grad * (1 - group["dampening"])
+            state["momentum_buffer"] = buf
+            grad = grad + buf * momentum if group["nesterov"] else buf
+        return p - grad * group["lr"]

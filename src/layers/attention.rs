@@ -1,0 +1,995 @@
+//! `scaled_dot_product_attention`: a fused, flash-style CPU kernel.
+//!
+//! The forward walks each block of query rows over blocks of keys with an online
+//! softmax (running row max and row sum), so the L x S score matrix never exists
+//! in memory: only a `BQ x BK` tile per task. Block products go through the `gemm`
+//! crate; the row work (mask, exp, rescale) is compiled for AVX-512 and AVX2 and
+//! picked at run time. Tasks are (batch, query block) pairs run with rayon.
+//!
+//! The op is a Candle `CustomOp3` over (q, k, v). Its backward is the
+//! flash-attention backward: P is recomputed tile by tile from the per-row
+//! logsumexp saved by the forward, then `dV = P^T dO`, `dS = P * (dP - rowsum(dO*O))`,
+//! `dQ = scale * dS K`, `dK = scale * dS^T Q`. Broadcast batch dims and grouped-query
+//! heads are handled with per-batch offset tables; gradients of shared k/v heads
+//! (or broadcast inputs) are accumulated afterwards.
+//!
+//! Dropout uses a counter-based generator (SplitMix64 of a seed and the
+//! (batch, row, column) index), so the backward sees the very same mask.
+use crate::dtype::DT;
+use crate::errors::{dtype_err, shape_err, value_err, OpResult};
+use crate::tensor::PyTensor;
+use candle_core::{CpuStorage, CustomOp3, DType, Device, Layout, Result, Shape, Storage, Tensor};
+use pyo3::prelude::*;
+use rayon::prelude::*;
+use std::sync::Mutex;
+
+const OP: &str = "scaled_dot_product_attention";
+
+/// Query rows per forward task.
+const BQ: usize = 64;
+/// Keys per forward tile.
+const BK: usize = 256;
+/// Query rows / keys per backward tile.
+const BQ_B: usize = 64;
+const BK_B: usize = 128;
+
+/// The float types the kernel runs on (f16/bf16 are computed in f32).
+trait AF:
+    Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + candle_core::WithDType
+    + 'static
+{
+    const ZERO: Self;
+    const ONE: Self;
+    const NEG_INF: Self;
+    const INF: Self;
+    fn exp_(self) -> Self;
+    fn ln_(self) -> Self;
+    fn from_f64_(v: f64) -> Self;
+    fn slice(s: &CpuStorage) -> Option<&[Self]>;
+    fn storage(v: Vec<Self>) -> CpuStorage;
+}
+impl AF for f32 {
+    const ZERO: f32 = 0.0;
+    const ONE: f32 = 1.0;
+    const NEG_INF: f32 = f32::NEG_INFINITY;
+    const INF: f32 = f32::INFINITY;
+    #[inline(always)]
+    fn exp_(self) -> f32 {
+        crate::kernels::fast_exp(self)
+    }
+    fn ln_(self) -> f32 {
+        self.ln()
+    }
+    fn from_f64_(v: f64) -> f32 {
+        v as f32
+    }
+    fn slice(s: &CpuStorage) -> Option<&[f32]> {
+        match s {
+            CpuStorage::F32(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn storage(v: Vec<f32>) -> CpuStorage {
+        CpuStorage::F32(v)
+    }
+}
+impl AF for f64 {
+    const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
+    const NEG_INF: f64 = f64::NEG_INFINITY;
+    const INF: f64 = f64::INFINITY;
+    #[inline(always)]
+    fn exp_(self) -> f64 {
+        self.exp()
+    }
+    fn ln_(self) -> f64 {
+        self.ln()
+    }
+    fn from_f64_(v: f64) -> f64 {
+        v
+    }
+    fn slice(s: &CpuStorage) -> Option<&[f64]> {
+        match s {
+            CpuStorage::F64(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn storage(v: Vec<f64>) -> CpuStorage {
+        CpuStorage::F64(v)
+    }
+}
+
+#[inline(always)]
+fn fmax<T: AF>(a: T, b: T) -> T {
+    if a > b { a } else { b }
+}
+
+/// Which compiled variant of the row loops to run.
+#[derive(Clone, Copy)]
+enum Simd {
+    Plain,
+    #[allow(dead_code)]
+    Avx2,
+    #[allow(dead_code)]
+    Avx512,
+}
+
+fn simd_level() -> Simd {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let fma = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
+        if fma && std::is_x86_feature_detected!("avx512f") {
+            return Simd::Avx512;
+        }
+        if fma {
+            return Simd::Avx2;
+        }
+    }
+    Simd::Plain
+}
+
+/// A raw pointer that tasks writing disjoint regions may share.
+#[derive(Clone, Copy)]
+struct SyncPtr<T>(*mut T);
+unsafe impl<T> Send for SyncPtr<T> {}
+unsafe impl<T> Sync for SyncPtr<T> {}
+
+/// Everything about the shapes: sizes and, per output batch entry `n`, where
+/// its q / k / v / mask data start (broadcast and grouped heads map several
+/// `n` onto one input slice).
+#[derive(Clone, Debug)]
+struct Geo {
+    n: usize,
+    l: usize,
+    s: usize,
+    d: usize,
+    dv: usize,
+    q_off: Vec<usize>,
+    k_off: Vec<usize>,
+    v_off: Vec<usize>,
+    m_off: Vec<usize>,
+    /// Mask strides along rows and columns (0 where the mask broadcasts).
+    m_rs: usize,
+    m_cs: usize,
+    /// Whether each input's offsets are all distinct (no broadcasting), so
+    /// gradients can be written in place without a reduction.
+    q_inj: bool,
+    k_inj: bool,
+    v_inj: bool,
+    q_len: usize,
+    k_len: usize,
+    v_len: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Cfg {
+    causal: bool,
+    scale: f64,
+    dropout: f64,
+    seed: u64,
+}
+
+impl Cfg {
+    /// `(threshold, 1/(1-p))`: a contribution is kept when its 32-bit hash >= threshold.
+    fn drop_params(&self) -> Option<(u64, f64)> {
+        if self.dropout <= 0.0 {
+            return None;
+        }
+        let thr = (self.dropout * 4_294_967_296.0).round() as u64;
+        let inv = if self.dropout < 1.0 { 1.0 / (1.0 - self.dropout) } else { 0.0 };
+        Some((thr, inv))
+    }
+}
+
+#[inline(always)]
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The dropout multiplier (0 or 1/(1-p)) of entry (n, i, j): a pure function of the index.
+#[inline(always)]
+fn keep_factor<T: AF>(seed: u64, idx: u64, thr: u64, inv: T) -> T {
+    let h = splitmix(seed ^ idx.wrapping_mul(0xD1B5_4A32_D192_ED03)) >> 32;
+    if h >= thr { inv } else { T::ZERO }
+}
+
+/// Add the mask row to a tile row and cut it at `lim` (causal); returns the row max.
+#[inline(always)]
+fn prep_row<T: AF>(sc: &mut [T], mask: Option<&[T]>, m_cs: usize, lim: usize) -> T {
+    let w = sc.len();
+    if let Some(mrow) = mask {
+        if m_cs == 1 {
+            for (x, &m) in sc[..lim].iter_mut().zip(&mrow[..lim]) {
+                *x = *x + m;
+            }
+        } else {
+            let m = mrow[0];
+            for x in sc[..lim].iter_mut() {
+                *x = *x + m;
+            }
+        }
+    }
+    for x in sc[lim..w].iter_mut() {
+        *x = T::NEG_INF;
+    }
+    let mut acc = [T::NEG_INF; 16];
+    let chunks = sc[..lim].chunks_exact(16);
+    let rem = chunks.remainder();
+    for c in chunks {
+        for k in 0..16 {
+            acc[k] = fmax(acc[k], c[k]);
+        }
+    }
+    let mut m = T::NEG_INF;
+    for &a in acc.iter().chain(rem) {
+        m = fmax(m, a);
+    }
+    m
+}
+
+/// `p = exp(x - m)` in place (0 where x is -inf); returns the row sum.
+#[inline(always)]
+fn exp_row<T: AF>(sc: &mut [T], m: T) -> T {
+    let mut acc = [T::ZERO; 16];
+    let mut chunks = sc.chunks_exact_mut(16);
+    for c in &mut chunks {
+        for k in 0..16 {
+            let x = c[k];
+            let p = if x == T::NEG_INF { T::ZERO } else { (x - m).exp_() };
+            c[k] = p;
+            acc[k] = acc[k] + p;
+        }
+    }
+    let mut s = T::ZERO;
+    for x in chunks.into_remainder() {
+        let p = if *x == T::NEG_INF { T::ZERO } else { (*x - m).exp_() };
+        *x = p;
+        s = s + p;
+    }
+    for a in acc {
+        s = s + a;
+    }
+    s
+}
+
+/// `dst (m x n) = beta * lhs (m x k) * rhs (k x n) [+ dst]`, strides in elements.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn mm<T: AF>(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: *mut T,
+    dst_rs: usize,
+    accumulate: bool,
+    lhs: *const T,
+    lhs_rs: usize,
+    lhs_cs: usize,
+    rhs: *const T,
+    rhs_rs: usize,
+    rhs_cs: usize,
+    beta: T,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    gemm::gemm(
+        m,
+        n,
+        k,
+        dst,
+        1,
+        dst_rs as isize,
+        accumulate,
+        lhs,
+        lhs_cs as isize,
+        lhs_rs as isize,
+        rhs,
+        rhs_cs as isize,
+        rhs_rs as isize,
+        T::ONE,
+        beta,
+        false,
+        false,
+        false,
+        gemm::Parallelism::None,
+    );
+}
+
+struct Inputs<'a, T> {
+    q: &'a [T],
+    k: &'a [T],
+    v: &'a [T],
+    mask: Option<&'a [T]>,
+}
+
+/// Per-thread scratch of the forward.
+struct FwdWs<T> {
+    sc: Vec<T>,
+    acc: Vec<T>,
+    m: Vec<T>,
+    l: Vec<T>,
+}
+
+/// One forward task: query rows `i0..i1` of batch entry `n`, all key blocks.
+#[inline(always)]
+unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, n: usize, i0: usize, i1: usize, out: SyncPtr<T>, lse: SyncPtr<T>, ws: &mut FwdWs<T>) {
+    let (l, s, d, dv) = (g.l, g.s, g.d, g.dv);
+    let h = i1 - i0;
+    let scale = T::from_f64_(c.scale);
+    let drop = c.drop_params().map(|(t, inv)| (t, T::from_f64_(inv)));
+    let FwdWs { sc, acc, m, l: lsum } = ws;
+    acc[..h * dv].iter_mut().for_each(|a| *a = T::ZERO);
+    m[..h].iter_mut().for_each(|a| *a = T::NEG_INF);
+    lsum[..h].iter_mut().for_each(|a| *a = T::ZERO);
+    let qp = x.q.as_ptr().add(g.q_off[n] + i0 * d);
+    // Causal rows i attend keys j <= i: the block needs keys below i1.
+    let s_end = if c.causal { s.min(i1) } else { s };
+    let mut j0 = 0;
+    while j0 < s_end {
+        let w = BK.min(s_end - j0);
+        let kp = x.k.as_ptr().add(g.k_off[n] + j0 * d);
+        let vp = x.v.as_ptr().add(g.v_off[n] + j0 * dv);
+        // S = scale * Q K^T (h x w), rows of stride w.
+        mm(h, w, d, sc.as_mut_ptr(), w, false, qp, d, 1, kp, 1, d, scale);
+        for r in 0..h {
+            let i = i0 + r;
+            let row = &mut sc[r * w..(r + 1) * w];
+            let lim = if c.causal { (i + 1).saturating_sub(j0).min(w) } else { w };
+            let mrow = x.mask.map(|mk| &mk[g.m_off[n] + i * g.m_rs + j0 * g.m_cs..]);
+            let bmax = prep_row(row, mrow, g.m_cs, lim);
+            let m_new = fmax(m[r], bmax);
+            if m_new == T::NEG_INF {
+                row.iter_mut().for_each(|p| *p = T::ZERO);
+                continue;
+            }
+            let ps = exp_row(row, m_new);
+            if m[r] != m_new {
+                let alpha = if m[r] == T::NEG_INF { T::ZERO } else { (m[r] - m_new).exp_() };
+                lsum[r] = lsum[r] * alpha;
+                for a in acc[r * dv..(r + 1) * dv].iter_mut() {
+                    *a = *a * alpha;
+                }
+                m[r] = m_new;
+            }
+            lsum[r] = lsum[r] + ps;
+            if let Some((thr, inv)) = drop {
+                let base = ((n * l + i) * s + j0) as u64;
+                for (jj, p) in row.iter_mut().enumerate() {
+                    *p = *p * keep_factor(c.seed, base + jj as u64, thr, inv);
+                }
+            }
+        }
+        // acc += P V (h x dv).
+        mm(h, dv, w, acc.as_mut_ptr(), dv, true, sc.as_ptr(), w, 1, vp, dv, 1, T::ONE);
+        j0 += w;
+    }
+    let o = out.0.add((n * l + i0) * dv);
+    for r in 0..h {
+        let ls = lsum[r];
+        let dst = std::slice::from_raw_parts_mut(o.add(r * dv), dv);
+        if ls == T::ZERO {
+            dst.iter_mut().for_each(|v| *v = T::ZERO);
+            *lse.0.add(n * l + i0 + r) = T::INF;
+        } else {
+            let inv = T::ONE / ls;
+            for (v, &a) in dst.iter_mut().zip(&acc[r * dv..(r + 1) * dv]) {
+                *v = a * inv;
+            }
+            *lse.0.add(n * l + i0 + r) = m[r] + ls.ln_();
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn fwd_task_avx512<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, n: usize, i0: usize, i1: usize, out: SyncPtr<T>, lse: SyncPtr<T>, ws: &mut FwdWs<T>) {
+    fwd_task(g, c, x, n, i0, i1, out, lse, ws)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fwd_task_avx2<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, n: usize, i0: usize, i1: usize, out: SyncPtr<T>, lse: SyncPtr<T>, ws: &mut FwdWs<T>) {
+    fwd_task(g, c, x, n, i0, i1, out, lse, ws)
+}
+
+/// The forward over all (batch, query block) tasks: output (n, l, dv) and logsumexp (n, l).
+fn forward<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec<T>) {
+    let mut out = vec![T::ZERO; g.n * g.l * g.dv];
+    let mut lse = vec![T::ZERO; g.n * g.l];
+    let nqb = g.l.div_ceil(BQ);
+    let (op, lp) = (SyncPtr(out.as_mut_ptr()), SyncPtr(lse.as_mut_ptr()));
+    let simd = simd_level();
+    let bk = BK.min(g.s.max(1));
+    let dv = g.dv;
+    (0..g.n * nqb).into_par_iter().for_each_init(
+        || FwdWs { sc: vec![T::ZERO; BQ * bk], acc: vec![T::ZERO; BQ * dv], m: vec![T::ZERO; BQ], l: vec![T::ZERO; BQ] },
+        |ws, t| {
+            let (n, qb) = (t / nqb, t % nqb);
+            let i0 = qb * BQ;
+            let i1 = (i0 + BQ).min(g.l);
+            // SAFETY: tasks write disjoint rows of `out` / `lse`; CPU features were detected.
+            unsafe {
+                match simd {
+                    #[cfg(target_arch = "x86_64")]
+                    Simd::Avx512 => fwd_task_avx512(g, c, x, n, i0, i1, op, lp, ws),
+                    #[cfg(target_arch = "x86_64")]
+                    Simd::Avx2 => fwd_task_avx2(g, c, x, n, i0, i1, op, lp, ws),
+                    _ => fwd_task(g, c, x, n, i0, i1, op, lp, ws),
+                }
+            }
+        },
+    );
+    (out, lse)
+}
+
+/// Per-thread scratch of the backward.
+struct BwdWs<T> {
+    p: Vec<T>,
+    pd: Vec<T>,
+    dp: Vec<T>,
+}
+
+struct BwdIo<'a, T> {
+    x: Inputs<'a, T>,
+    d_o: &'a [T],
+    lse: &'a [T],
+    delta: &'a [T],
+    dq: SyncPtr<T>,
+    dk: SyncPtr<T>,
+    dv: SyncPtr<T>,
+}
+
+/// One backward task: batch entry `n`, key blocks `c, c + stride, ...`; dK and dV
+/// of those blocks are owned by the task, dQ goes to `dq_base` (exclusive to the task).
+#[inline(always)]
+unsafe fn bwd_task<T: AF>(g: &Geo, c: &Cfg, io: &BwdIo<T>, n: usize, chunk: usize, stride: usize, dq_base: *mut T, dk_base: *mut T, dv_base: *mut T, ws: &mut BwdWs<T>) {
+    let (l, s, d, dvn) = (g.l, g.s, g.d, g.dv);
+    let x = &io.x;
+    let scale = T::from_f64_(c.scale);
+    let drop = c.drop_params().map(|(t, inv)| (t, T::from_f64_(inv)));
+    let nkb = s.div_ceil(BK_B);
+    let BwdWs { p, pd, dp } = ws;
+    let mut kb = chunk;
+    while kb < nkb {
+        let j0 = kb * BK_B;
+        let w = BK_B.min(s - j0);
+        let kp = x.k.as_ptr().add(g.k_off[n] + j0 * d);
+        let vp = x.v.as_ptr().add(g.v_off[n] + j0 * dvn);
+        let dkp = dk_base.add(j0 * d);
+        let dvp = dv_base.add(j0 * dvn);
+        let mut i0 = if c.causal { (j0 / BQ_B) * BQ_B } else { 0 };
+        while i0 < l {
+            let h = BQ_B.min(l - i0);
+            let qp = x.q.as_ptr().add(g.q_off[n] + i0 * d);
+            let dop = io.d_o.as_ptr().add((n * l + i0) * dvn);
+            mm(h, w, d, p.as_mut_ptr(), w, false, qp, d, 1, kp, 1, d, scale);
+            for r in 0..h {
+                let i = i0 + r;
+                let row = &mut p[r * w..(r + 1) * w];
+                let lse_i = io.lse[n * l + i];
+                if lse_i == T::INF {
+                    row.iter_mut().for_each(|v| *v = T::ZERO);
+                    continue;
+                }
+                let lim = if c.causal { (i + 1).saturating_sub(j0).min(w) } else { w };
+                let mrow = x.mask.map(|mk| &mk[g.m_off[n] + i * g.m_rs + j0 * g.m_cs..]);
+                prep_row(row, mrow, g.m_cs, lim);
+                exp_row(row, lse_i);
+            }
+            // dP = dO V^T (h x w).
+            mm(h, w, dvn, dp.as_mut_ptr(), w, false, dop, dvn, 1, vp, 1, dvn, T::ONE);
+            for r in 0..h {
+                let i = i0 + r;
+                let di = io.delta[n * l + i];
+                let prow = &p[r * w..(r + 1) * w];
+                let dprow = &mut dp[r * w..(r + 1) * w];
+                if let Some((thr, inv)) = drop {
+                    let pdrow = &mut pd[r * w..(r + 1) * w];
+                    let base = ((n * l + i) * s + j0) as u64;
+                    for jj in 0..w {
+                        let f = keep_factor(c.seed, base + jj as u64, thr, inv);
+                        pdrow[jj] = prow[jj] * f;
+                        dprow[jj] = prow[jj] * (dprow[jj] * f - di);
+                    }
+                } else {
+                    for (dpv, &pv) in dprow.iter_mut().zip(prow) {
+                        *dpv = pv * (*dpv - di);
+                    }
+                }
+            }
+            let pk = if drop.is_some() { pd.as_ptr() } else { p.as_ptr() };
+            // dV_j += P^T dO ; dK_j += scale dS^T Q ; dQ_i += scale dS K.
+            mm(w, dvn, h, dvp, dvn, true, pk, 1, w, dop, dvn, 1, T::ONE);
+            mm(w, d, h, dkp, d, true, dp.as_ptr(), 1, w, qp, d, 1, scale);
+            mm(h, d, w, dq_base.add(i0 * d), d, true, dp.as_ptr(), w, 1, kp, d, 1, scale);
+            i0 += h;
+        }
+        kb += stride;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn bwd_task_avx512<T: AF>(g: &Geo, c: &Cfg, io: &BwdIo<T>, n: usize, chunk: usize, stride: usize, dq: *mut T, dk: *mut T, dv: *mut T, ws: &mut BwdWs<T>) {
+    bwd_task(g, c, io, n, chunk, stride, dq, dk, dv, ws)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn bwd_task_avx2<T: AF>(g: &Geo, c: &Cfg, io: &BwdIo<T>, n: usize, chunk: usize, stride: usize, dq: *mut T, dk: *mut T, dv: *mut T, ws: &mut BwdWs<T>) {
+    bwd_task(g, c, io, n, chunk, stride, dq, dk, dv, ws)
+}
+
+/// Add `full` (n entries of `block` elements) into `dst` at `off[n]`, in parallel over distinct targets.
+fn scatter_add<T: AF>(dst: &mut [T], full: &[T], off: &[usize], block: usize) {
+    if block == 0 {
+        return;
+    }
+    let mut groups: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for (n, &o) in off.iter().enumerate() {
+        groups.entry(o).or_default().push(n);
+    }
+    let dp = SyncPtr(dst.as_mut_ptr());
+    groups.into_par_iter().for_each(|(o, ns)| {
+        // SAFETY: distinct offsets address disjoint blocks of `dst`.
+        let tgt = unsafe { std::slice::from_raw_parts_mut({ dp }.0.add(o), block) };
+        for n in ns {
+            for (a, &b) in tgt.iter_mut().zip(&full[n * block..(n + 1) * block]) {
+                *a = *a + b;
+            }
+        }
+    });
+}
+
+/// Gradients of q, k, v (each the size of its input).
+fn backward<T: AF>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &[T], lse: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let (n_, l, s, d, dvn) = (g.n, g.l, g.s, g.d, g.dv);
+    // delta_i = rowsum(dO * O).
+    let mut delta = vec![T::ZERO; n_ * l];
+    if dvn > 0 {
+        delta.par_chunks_mut(1024).enumerate().for_each(|(ci, dch)| {
+            for (k, dd) in dch.iter_mut().enumerate() {
+                let row = ci * 1024 + k;
+                let a = &o[row * dvn..(row + 1) * dvn];
+                let b = &d_o[row * dvn..(row + 1) * dvn];
+                let mut acc = T::ZERO;
+                for (&u, &v) in a.iter().zip(b) {
+                    acc = acc + u * v;
+                }
+                *dd = acc;
+            }
+        });
+    }
+    let threads = rayon::current_num_threads().max(1);
+    let nkb = s.div_ceil(BK_B).max(1);
+    // Key-block chunks per batch entry: enough tasks to fill the threads.
+    let chunks = threads.div_ceil(n_.max(1)).min(nkb).max(1);
+    // Targets: in place when an input has no broadcasting, else full-size then reduced.
+    let mut dq_in = vec![T::ZERO; g.q_len];
+    let mut dk_in = vec![T::ZERO; g.k_len];
+    let mut dv_in = vec![T::ZERO; g.v_len];
+    let mut dq_full = if g.q_inj && chunks == 1 { Vec::new() } else { vec![T::ZERO; n_ * chunks * l * d] };
+    let mut dk_full = if g.k_inj { Vec::new() } else { vec![T::ZERO; n_ * s * d] };
+    let mut dv_full = if g.v_inj { Vec::new() } else { vec![T::ZERO; n_ * s * dvn] };
+    let io = BwdIo {
+        x,
+        d_o,
+        lse,
+        delta: &delta,
+        dq: SyncPtr(if dq_full.is_empty() { dq_in.as_mut_ptr() } else { dq_full.as_mut_ptr() }),
+        dk: SyncPtr(if dk_full.is_empty() { dk_in.as_mut_ptr() } else { dk_full.as_mut_ptr() }),
+        dv: SyncPtr(if dv_full.is_empty() { dv_in.as_mut_ptr() } else { dv_full.as_mut_ptr() }),
+    };
+    let (q_direct, k_direct, v_direct) = (dq_full.is_empty(), dk_full.is_empty(), dv_full.is_empty());
+    let simd = simd_level();
+    let io_ref = &io;
+    (0..n_ * chunks).into_par_iter().for_each_init(
+        || BwdWs { p: vec![T::ZERO; BQ_B * BK_B], pd: vec![T::ZERO; BQ_B * BK_B], dp: vec![T::ZERO; BQ_B * BK_B] },
+        |ws, t| {
+            let (n, ch) = (t / chunks, t % chunks);
+            // SAFETY: each task owns its key blocks of dk/dv (per n) and its dq region.
+            unsafe {
+                let dq = if q_direct { io_ref.dq.0.add(g.q_off[n]) } else { io_ref.dq.0.add((n * chunks + ch) * l * d) };
+                let dk = if k_direct { io_ref.dk.0.add(g.k_off[n]) } else { io_ref.dk.0.add(n * s * d) };
+                let dv = if v_direct { io_ref.dv.0.add(g.v_off[n]) } else { io_ref.dv.0.add(n * s * dvn) };
+                match simd {
+                    #[cfg(target_arch = "x86_64")]
+                    Simd::Avx512 => bwd_task_avx512(g, c, io_ref, n, ch, chunks, dq, dk, dv, ws),
+                    #[cfg(target_arch = "x86_64")]
+                    Simd::Avx2 => bwd_task_avx2(g, c, io_ref, n, ch, chunks, dq, dk, dv, ws),
+                    _ => bwd_task(g, c, io_ref, n, ch, chunks, dq, dk, dv, ws),
+                }
+            }
+        },
+    );
+    drop(io);
+    if !dq_full.is_empty() {
+        // Sum the chunks of each n into the first, then into the input's layout.
+        if chunks > 1 {
+            dq_full.par_chunks_mut(chunks * l * d).for_each(|blk| {
+                let (first, rest) = blk.split_at_mut(l * d);
+                for part in rest.chunks(l * d) {
+                    for (a, &b) in first.iter_mut().zip(part) {
+                        *a = *a + b;
+                    }
+                }
+            });
+        }
+        let offs: Vec<usize> = (0..n_).map(|n| g.q_off[n]).collect();
+        let firsts: Vec<T> = if chunks > 1 {
+            dq_full.chunks(chunks * l * d).flat_map(|b| b[..l * d].iter().copied()).collect()
+        } else {
+            std::mem::take(&mut dq_full)
+        };
+        scatter_add(&mut dq_in, &firsts, &offs, l * d);
+    }
+    if !dk_full.is_empty() {
+        scatter_add(&mut dk_in, &dk_full, &g.k_off, s * d);
+    }
+    if !dv_full.is_empty() {
+        scatter_add(&mut dv_in, &dv_full, &g.v_off, s * dvn);
+    }
+    (dq_in, dk_in, dv_in)
+}
+
+fn cpu_slice<'a, T: AF>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
+    let v = T::slice(s).ok_or_else(|| candle_core::Error::Msg(format!("{OP}: unexpected dtype {:?}", s.dtype())))?;
+    match l.contiguous_offsets() {
+        Some((a, b)) => Ok(&v[a..b]),
+        None => candle_core::bail!("{OP}: expected contiguous inputs"),
+    }
+}
+
+fn storage_slice<'a, T: AF>(s: &'a Storage, l: &Layout) -> Result<&'a [T]> {
+    match s {
+        Storage::Cpu(c) => cpu_slice(c, l),
+        _ => candle_core::bail!("{OP}: the fused kernel runs on the CPU"),
+    }
+}
+
+struct Sdpa {
+    geo: Geo,
+    cfg: Cfg,
+    /// The additive mask in the compute dtype (its own, unexpanded shape).
+    mask: Option<Tensor>,
+    out_shape: Vec<usize>,
+    /// Per-row logsumexp saved by the forward for the backward.
+    lse: Mutex<Option<CpuStorage>>,
+}
+
+impl Sdpa {
+    fn fwd<T: AF>(&self, q: &[T], k: &[T], v: &[T]) -> Result<(CpuStorage, Shape)> {
+        let mask_guard = self.mask.as_ref().map(|m| m.storage_and_layout());
+        let mask = match &mask_guard {
+            Some((s, l)) => Some(storage_slice::<T>(s, l)?),
+            None => None,
+        };
+        let (out, lse) = forward(&self.geo, &self.cfg, &Inputs { q, k, v, mask });
+        *self.lse.lock().unwrap_or_else(|p| p.into_inner()) = Some(T::storage(lse));
+        Ok((T::storage(out), Shape::from(self.out_shape.clone())))
+    }
+
+    fn bwd_t<T: AF>(&self, q: &Tensor, k: &Tensor, v: &Tensor, o: &Tensor, d_o: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+        let d_o = d_o.contiguous()?;
+        let (gq, lq) = q.storage_and_layout();
+        let (gk, lk) = k.storage_and_layout();
+        let (gv, lv) = v.storage_and_layout();
+        let (go, lo) = o.storage_and_layout();
+        let (gd, ld) = d_o.storage_and_layout();
+        let mask_guard = self.mask.as_ref().map(|m| m.storage_and_layout());
+        let mask = match &mask_guard {
+            Some((s, l)) => Some(storage_slice::<T>(s, l)?),
+            None => None,
+        };
+        let lse_guard = self.lse.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(lse) = lse_guard.as_ref() else { candle_core::bail!("{OP}: backward without a forward") };
+        let lse = T::slice(lse).ok_or_else(|| candle_core::Error::Msg(format!("{OP}: logsumexp dtype")))?;
+        let x = Inputs {
+            q: storage_slice::<T>(&gq, lq)?,
+            k: storage_slice::<T>(&gk, lk)?,
+            v: storage_slice::<T>(&gv, lv)?,
+            mask,
+        };
+        let (dq, dk, dv) = backward(&self.geo, &self.cfg, x, storage_slice::<T>(&go, lo)?, storage_slice::<T>(&gd, ld)?, lse);
+        let dev = Device::Cpu;
+        Ok((Tensor::from_vec(dq, q.shape(), &dev)?, Tensor::from_vec(dk, k.shape(), &dev)?, Tensor::from_vec(dv, v.shape(), &dev)?))
+    }
+}
+
+impl CustomOp3 for Sdpa {
+    fn name(&self) -> &'static str {
+        "scaled_dot_product_attention"
+    }
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout, s3: &CpuStorage, l3: &Layout) -> Result<(CpuStorage, Shape)> {
+        match s1 {
+            CpuStorage::F32(_) => self.fwd::<f32>(cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?),
+            CpuStorage::F64(_) => self.fwd::<f64>(cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?),
+            _ => candle_core::bail!("{OP}: the fused kernel runs on float32 and float64"),
+        }
+    }
+    fn bwd(&self, q: &Tensor, k: &Tensor, v: &Tensor, res: &Tensor, grad_res: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let (dq, dk, dv) = match q.dtype() {
+            DType::F32 => self.bwd_t::<f32>(q, k, v, res, grad_res)?,
+            DType::F64 => self.bwd_t::<f64>(q, k, v, res, grad_res)?,
+            d => candle_core::bail!("{OP}: backward for dtype {d:?}"),
+        };
+        Ok((Some(dq), Some(dk), Some(dv)))
+    }
+}
+
+/// Strides of a contiguous shape, with 0 where a dim has size 1 (it broadcasts).
+fn bcast_strides(dims: &[usize], inner: usize) -> Vec<usize> {
+    let mut st = vec![0; dims.len()];
+    let mut acc = inner;
+    for i in (0..dims.len()).rev() {
+        st[i] = if dims[i] == 1 { 0 } else { acc };
+        acc *= dims[i];
+    }
+    st
+}
+
+fn fmt(d: &[usize]) -> String {
+    format!("{d:?}").replace('[', "(").replace(']', ")")
+}
+
+/// Batch dims of `x` right-aligned to `rank` dims (1 where missing).
+fn pad_left(x: &[usize], rank: usize) -> Vec<usize> {
+    let mut v = vec![1; rank - x.len()];
+    v.extend_from_slice(x);
+    v
+}
+
+/// Per-n offsets of an input whose (padded) batch dims are `xb`, into an output
+/// batch of dims `ob`; `group` divides the index of the last batch dim (grouped heads).
+fn offsets(ob: &[usize], xb: &[usize], inner: usize, group: usize) -> Vec<usize> {
+    let st = bcast_strides(xb, inner);
+    let n: usize = ob.iter().product();
+    let mut out = Vec::with_capacity(n);
+    let mut idx = vec![0usize; ob.len()];
+    for _ in 0..n {
+        let mut off = 0;
+        for a in 0..ob.len() {
+            let i = if a + 1 == ob.len() { idx[a] / group } else { idx[a] };
+            off += if xb[a] == 1 { 0 } else { i * st[a] };
+        }
+        out.push(off);
+        for a in (0..ob.len()).rev() {
+            idx[a] += 1;
+            if idx[a] < ob[a] {
+                break;
+            }
+            idx[a] = 0;
+        }
+    }
+    out
+}
+
+fn injective(off: &[usize]) -> bool {
+    let mut v = off.to_vec();
+    v.sort_unstable();
+    v.windows(2).all(|w| w[0] != w[1])
+}
+
+/// `_core._sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)`.
+#[pyfunction]
+#[pyo3(signature = (query, key, value, attn_mask=None, dropout_p=0.0, is_causal=false, scale=None, enable_gqa=false))]
+#[allow(clippy::too_many_arguments)]
+fn _sdpa(
+    py: Python<'_>,
+    query: &Bound<'_, PyTensor>,
+    key: &Bound<'_, PyTensor>,
+    value: &Bound<'_, PyTensor>,
+    attn_mask: Option<&Bound<'_, PyTensor>>,
+    dropout_p: f64,
+    is_causal: bool,
+    scale: Option<f64>,
+    enable_gqa: bool,
+) -> PyResult<PyTensor> {
+    let (q, qdt) = query.get().t_dt();
+    let (k, kdt) = key.get().t_dt();
+    let (v, vdt) = value.get().t_dt();
+    let (qd, kd, vd) = (q.dims().to_vec(), k.dims().to_vec(), v.dims().to_vec());
+    if !matches!(qdt, DT::F16 | DT::BF16 | DT::F32 | DT::F64) || qdt != kdt || qdt != vdt {
+        return Err(dtype_err(
+            OP,
+            format!(
+                "expected query, key and value of one float dtype, got {}, {} and {} (shapes {}, {}, {})",
+                qdt.name(),
+                kdt.name(),
+                vdt.name(),
+                fmt(&qd),
+                fmt(&kd),
+                fmt(&vd)
+            ),
+        ));
+    }
+    if qd.len() < 2 || kd.len() < 2 || vd.len() < 2 {
+        return Err(shape_err(
+            OP,
+            format!("expected query, key and value of at least 2 dims, got shapes {}, {}, {}", fmt(&qd), fmt(&kd), fmt(&vd)),
+        ));
+    }
+    if !(0.0..=1.0).contains(&dropout_p) {
+        return Err(value_err(OP, format!("dropout_p must be in [0, 1], got {dropout_p}")));
+    }
+    if is_causal && attn_mask.is_some() {
+        return Err(value_err(OP, "attn_mask must not be given together with is_causal=True"));
+    }
+    let (l, d) = (qd[qd.len() - 2], qd[qd.len() - 1]);
+    let (s, dk_) = (kd[kd.len() - 2], kd[kd.len() - 1]);
+    let (sv, dv) = (vd[vd.len() - 2], vd[vd.len() - 1]);
+    if d != dk_ {
+        return Err(shape_err(
+            OP,
+            format!("query {} and key {} must have the same last dim (embedding size)", fmt(&qd), fmt(&kd)),
+        ));
+    }
+    if s != sv {
+        return Err(shape_err(
+            OP,
+            format!("key {} and value {} must have the same sequence length (dim -2)", fmt(&kd), fmt(&vd)),
+        ));
+    }
+    let (qb, kb, vb) = (&qd[..qd.len() - 2], &kd[..kd.len() - 2], &vd[..vd.len() - 2]);
+    let rank = qb.len().max(kb.len()).max(vb.len());
+    let (qb, mut kb2, mut vb2) = (pad_left(qb, rank), pad_left(kb, rank), pad_left(vb, rank));
+    // Grouped heads: kv head h // (Hq / Hkv) serves query head h.
+    let (mut kg, mut vg) = (1, 1);
+    let gqa = enable_gqa && qd.len() >= 3 && kd.len() >= 3 && vd.len() >= 3;
+    if gqa {
+        let hq = qb[rank - 1];
+        for (name, xb, g, xd) in [("key", &mut kb2, &mut kg, &kd), ("value", &mut vb2, &mut vg, &vd)] {
+            let hk = xb[rank - 1];
+            if hk == 0 || hq % hk != 0 {
+                return Err(shape_err(
+                    OP,
+                    format!(
+                        "with enable_gqa the number of query heads must be a multiple of the {name} heads, got query {} and {name} {}",
+                        fmt(&qd),
+                        fmt(xd)
+                    ),
+                ));
+            }
+            if hk != hq && hk != 1 {
+                *g = hq / hk;
+            }
+        }
+    }
+    // The output batch dims: broadcast of q's, k's and v's (grouped heads count as Hq).
+    let mut ob = vec![1; rank];
+    for a in 0..rank {
+        let dims = [
+            qb[a],
+            if gqa && a + 1 == rank && kg > 1 { qb[a] } else { kb2[a] },
+            if gqa && a + 1 == rank && vg > 1 { qb[a] } else { vb2[a] },
+        ];
+        let mut o = 1;
+        for &x in &dims {
+            if x != 1 {
+                if o != 1 && o != x {
+                    return Err(shape_err(
+                        OP,
+                        format!(
+                            "the batch dims of query {}, key {} and value {} do not broadcast",
+                            fmt(&qd),
+                            fmt(&kd),
+                            fmt(&vd)
+                        ),
+                    ));
+                }
+                o = x;
+            }
+        }
+        ob[a] = if dims.contains(&0) { 0 } else { o };
+    }
+    let n: usize = ob.iter().product();
+    // The mask: bool (True takes part) or additive float, broadcast to (ob..., l, s).
+    let mut m_rs = 0;
+    let mut m_cs = 0;
+    let mut m_off = Vec::new();
+    let cdt = if qdt == DT::F64 { DType::F64 } else { DType::F32 };
+    let mask = match attn_mask {
+        None => None,
+        Some(m) => {
+            let (mt, mdt) = m.get().t_dt();
+            let md = mt.dims().to_vec();
+            if !(mdt == DT::Bool || mdt == DT::F32 || mdt == qdt) {
+                return Err(dtype_err(
+                    OP,
+                    format!("expected attn_mask of dtype bool, float32 or the query's ({}), got {}", qdt.name(), mdt.name()),
+                ));
+            }
+            let full_rank = rank + 2;
+            let (ml, ms) = if md.len() >= 2 { (md[md.len() - 2], md[md.len() - 1]) } else { (0, 0) };
+            let fits = md.len() >= 2
+                && md.len() <= full_rank
+                && (ml == l || ml == 1)
+                && (ms == s || ms == 1)
+                && {
+                    let mb = pad_left(&md[..md.len() - 2], rank);
+                    mb.iter().zip(&ob).all(|(&x, &o)| x == 1 || x == o)
+                };
+            if !fits {
+                let mut target = ob.clone();
+                target.extend([l, s]);
+                return Err(shape_err(
+                    OP,
+                    format!("attn_mask of shape {} does not broadcast to the attention shape {}", fmt(&md), fmt(&target)),
+                ));
+            }
+            let mb = pad_left(&md[..md.len() - 2], rank);
+            m_off = offsets(&ob, &mb, ml * ms, 1);
+            m_rs = if ml == 1 { 0 } else { ms };
+            m_cs = if ms == 1 { 0 } else { 1 };
+            let mt = mt.to_device(&Device::Cpu).op(OP)?;
+            let add = if mdt == DT::Bool {
+                let bits = mt.flatten_all().and_then(|t| t.to_vec1::<u8>()).op(OP)?;
+                let vals: Vec<f64> = bits.iter().map(|&b| if b != 0 { 0.0 } else { f64::NEG_INFINITY }).collect();
+                Tensor::from_vec(vals, md.as_slice(), &Device::Cpu).and_then(|t| t.to_dtype(cdt)).op(OP)?
+            } else {
+                mt.to_dtype(cdt).and_then(|t| t.contiguous()).op(OP)?
+            };
+            Some(add.detach())
+        }
+    };
+    let q_off = offsets(&ob, &qb, l * d, 1);
+    let k_off = offsets(&ob, &kb2, s * d, kg);
+    let v_off = offsets(&ob, &vb2, s * dv, vg);
+    let geo = Geo {
+        n,
+        l,
+        s,
+        d,
+        dv,
+        q_inj: injective(&q_off),
+        k_inj: injective(&k_off),
+        v_inj: injective(&v_off),
+        q_off,
+        k_off,
+        v_off,
+        m_off,
+        m_rs,
+        m_cs,
+        q_len: q.elem_count(),
+        k_len: k.elem_count(),
+        v_len: v.elem_count(),
+    };
+    let scale = scale.unwrap_or(1.0 / (d as f64).sqrt());
+    let seed = if dropout_p > 0.0 {
+        use rand::Rng;
+        crate::random::with_rng(|r| r.random::<u64>())
+    } else {
+        0
+    };
+    let cfg = Cfg { causal: is_causal, scale, dropout: dropout_p, seed };
+    let mut out_shape = ob.clone();
+    out_shape.extend([l, dv]);
+    let dev = q.device().clone();
+    let op = Sdpa { geo, cfg, mask, out_shape, lse: Mutex::new(None) };
+    let y = py
+        .detach(|| -> Result<Tensor> {
+            let prep = |t: &Tensor| -> Result<Tensor> { t.to_device(&Device::Cpu)?.to_dtype(cdt)?.contiguous() };
+            let (q, k, v) = (prep(&q)?, prep(&k)?, prep(&v)?);
+            let y = q.apply_op3(&k, &v, op)?;
+            y.to_dtype(qdt.candle())?.to_device(&dev)
+        })
+        .op(OP)?;
+    Ok(PyTensor::wrap_dt(y, qdt))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_sdpa, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,277 @@
+"""Convolution and pooling layers against PyTorch-made fixtures (outputs, indices,
+every gradient), the functional twins, the layers' Module surface, and bad input.
+
+Fixtures come from tools/make_fixtures_conv.py; no torch here."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import candle_py as cp
+import candle_py.nn as nn
+import candle_py.nn.functional as F
+from nn_fixtures import FIXTURES, assert_close, cases, group, load
+
+ATOL = RTOL = 1e-4
+CASES = cases("conv_pool")
+
+
+def _build(meta: dict) -> nn.Module:
+    return getattr(nn, meta["layer"])(*meta["args"], **meta["kwargs"])
+
+
+def test_fixtures_present() -> None:
+    assert len(CASES) >= 60, f"expected the conv/pool fixtures in {FIXTURES}, found {len(CASES)}"
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_layer_matches_torch(name: str) -> None:
+    t, meta = load(name)
+    fwd_kwargs = json.loads(cp.safetensors.load_metadata(FIXTURES / f"{name}.safetensors").get("forward_kwargs", "{}"))
+    m = _build(meta)
+    state = group(t, "state.")
+    missing, unexpected = m.load_state_dict(state)
+    assert not missing and not unexpected
+    assert set(m.state_dict()) == set(state), f"{name}: state_dict keys {sorted(m.state_dict())} != torch's {sorted(state)}"
+    for k, v in state.items():
+        assert tuple(m.state_dict()[k].shape) == tuple(v.shape), f"{name}: {k} shape"
+    x = t["input"].clone().requires_grad_(True)
+    y = m(x, **fwd_kwargs)
+    if "indices" in t:
+        assert isinstance(y, tuple) and len(y) == 2, f"{name}: return_indices must give (output, indices)"
+        y, idx = y
+        assert idx.dtype == cp.int64
+        np.testing.assert_array_equal(np.asarray(idx), np.asarray(t["indices"]), err_msg=f"{name}: indices")
+    assert_close(y, t["output"], ATOL, RTOL, f"{name}: output")
+    (y * t["loss_weight"]).sum().backward()
+    assert x.grad is not None, f"{name}: no gradient reached the input"
+    assert_close(x.grad, t["grad.input"], ATOL, RTOL, f"{name}: grad of input")
+    grads = group(t, "grad.")
+    params = dict(m.named_parameters())
+    assert set(params) | {"input"} == set(grads), f"{name}: parameters {sorted(params)} vs torch grads {sorted(grads)}"
+    for k, p in params.items():
+        assert p.grad is not None, f"{name}: no gradient reached {k}"
+        assert_close(p.grad, grads[k], ATOL, RTOL, f"{name}: grad of {k}")
+
+
+@pytest.mark.parametrize("name", [c for c in CASES if c.startswith(("conv", "maxpool", "avgpool"))])
+def test_float64_matches(name: str) -> None:
+    """The same layers in float64 agree with the float32 reference (and stay float64)."""
+    t, meta = load(name)
+    if meta["kwargs"].get("padding_mode", "zeros") != "zeros" or "output_size" in json.dumps(meta):
+        pytest.skip("covered in float32")
+    kwargs = dict(meta["kwargs"], dtype=cp.float64) if meta["layer"].startswith("Conv") else meta["kwargs"]
+    m = getattr(nn, meta["layer"])(*meta["args"], **kwargs)
+    m.load_state_dict({k: v.double() for k, v in group(t, "state.").items()})
+    y = m(t["input"].double())
+    if isinstance(y, tuple):
+        y = y[0]
+    assert y.dtype == cp.float64
+    assert_close(y, t["output"], ATOL, RTOL, f"{name}: float64 output")
+
+
+# -- functional twins ---------------------------------------------------------------
+def test_functional_conv_matches_layer() -> None:
+    t, meta = load("conv2d_stride_pad_tuple")
+    sd = group(t, "state.")
+    y = F.conv2d(t["input"], sd["weight"], sd["bias"], stride=(2, 1), padding=(1, 2))
+    assert_close(y, t["output"], ATOL, RTOL, "F.conv2d")
+    t, _ = load("conv1d_same_dil")
+    sd = group(t, "state.")
+    assert_close(F.conv1d(t["input"], sd["weight"], sd["bias"], padding="same", dilation=2), t["output"], ATOL, RTOL, "F.conv1d same")
+    t, _ = load("convt2d_stride_pad")
+    sd = group(t, "state.")
+    y = F.conv_transpose2d(t["input"], sd["weight"], sd["bias"], stride=2, padding=(1, 0), output_padding=(1, 0))
+    assert_close(y, t["output"], ATOL, RTOL, "F.conv_transpose2d")
+    t, _ = load("convt3d_basic")
+    sd = group(t, "state.")
+    assert_close(F.conv_transpose3d(t["input"], sd["weight"], sd["bias"], stride=2), t["output"], ATOL, RTOL, "F.conv_transpose3d")
+    t, _ = load("conv3d_basic")
+    sd = group(t, "state.")
+    assert_close(F.conv3d(t["input"], sd["weight"], sd["bias"]), t["output"], ATOL, RTOL, "F.conv3d")
+    t, _ = load("convt1d_stride_outpad")
+    sd = group(t, "state.")
+    y = F.conv_transpose1d(t["input"], sd["weight"], sd["bias"], stride=3, padding=1, output_padding=2)
+    assert_close(y, t["output"], ATOL, RTOL, "F.conv_transpose1d")
+
+
+def test_functional_pools_match_layers() -> None:
+    t, _ = load("maxpool2d_ceil_idx")
+    y, idx = F.max_pool2d(t["input"], 3, stride=2, ceil_mode=True, return_indices=True)
+    assert_close(y, t["output"], ATOL, RTOL, "F.max_pool2d")
+    np.testing.assert_array_equal(np.asarray(idx), np.asarray(t["indices"]))
+    t, _ = load("maxpool1d_basic")
+    assert_close(F.max_pool1d(t["input"], 3), t["output"], ATOL, RTOL, "F.max_pool1d")
+    t, _ = load("maxpool3d_basic")
+    assert_close(F.max_pool3d(t["input"], 2), t["output"], ATOL, RTOL, "F.max_pool3d")
+    t, _ = load("avgpool2d_divisor")
+    assert_close(F.avg_pool2d(t["input"], (2, 3), stride=(1, 2), divisor_override=4), t["output"], ATOL, RTOL, "F.avg_pool2d")
+    t, _ = load("avgpool1d_pad_exclude")
+    assert_close(F.avg_pool1d(t["input"], 4, 2, 2, count_include_pad=False), t["output"], ATOL, RTOL, "F.avg_pool1d")
+    t, _ = load("avgpool3d_pad_ceil")
+    y = F.avg_pool3d(t["input"], 3, 2, 1, ceil_mode=True, count_include_pad=False)
+    assert_close(y, t["output"], ATOL, RTOL, "F.avg_pool3d")
+    t, _ = load("adaptive_avg2d")
+    assert_close(F.adaptive_avg_pool2d(t["input"], (3, 4)), t["output"], ATOL, RTOL, "F.adaptive_avg_pool2d")
+    t, _ = load("adaptive_avg1d")
+    assert_close(F.adaptive_avg_pool1d(t["input"], 4), t["output"], ATOL, RTOL, "F.adaptive_avg_pool1d")
+    t, _ = load("adaptive_max2d_idx")
+    y, idx = F.adaptive_max_pool2d(t["input"], 4, return_indices=True)
+    assert_close(y, t["output"], ATOL, RTOL, "F.adaptive_max_pool2d")
+    np.testing.assert_array_equal(np.asarray(idx), np.asarray(t["indices"]))
+
+
+def test_hand_computed_values() -> None:
+    x = cp.arange(16, dtype=cp.float32).reshape(1, 1, 4, 4)
+    assert F.max_pool2d(x, 2).tolist() == [[[[5.0, 7.0], [13.0, 15.0]]]]
+    assert F.avg_pool2d(x, 2).tolist() == [[[[2.5, 4.5], [10.5, 12.5]]]]
+    _, idx = F.max_pool2d(x, 2, return_indices=True)
+    assert idx.tolist() == [[[[5, 7], [13, 15]]]]
+    w = cp.ones(1, 1, 2, 2)
+    assert F.conv2d(x, w).tolist()[0][0][0] == [10.0, 14.0, 18.0]
+    # Transposed convolution of a single 1 reproduces the kernel.
+    one = cp.zeros(1, 1, 1, 1) + 1.0
+    k = cp.arange(6, dtype=cp.float32).reshape(1, 1, 2, 3)
+    assert F.conv_transpose2d(one, k).tolist() == k.tolist()
+
+
+def test_maxpool_nan_propagates() -> None:
+    x = cp.tensor([[[1.0, float("nan"), 3.0, 0.5]]])
+    y = F.max_pool1d(x, 2).tolist()[0][0]
+    assert np.isnan(y[0]) and y[1] == 3.0
+
+
+def test_max_pool_gradient_goes_to_argmax_once_per_window() -> None:
+    x = cp.tensor([[[1.0, 5.0, 2.0, 0.0, 4.0]]], requires_grad=True)
+    F.max_pool1d(x, 3, stride=1).sum().backward()  # windows pick 5, 5, 4
+    assert x.grad.tolist() == [[[0.0, 2.0, 0.0, 0.0, 1.0]]]
+
+
+# -- Module surface -----------------------------------------------------------------------
+def test_weight_shapes_and_init_bounds() -> None:
+    cp.manual_seed(0)
+    c = nn.Conv2d(4, 6, (3, 2), groups=2)
+    assert tuple(c.weight.shape) == (6, 2, 3, 2) and tuple(c.bias.shape) == (6,)
+    bound = 1 / np.sqrt(2 * 3 * 2)  # kaiming_uniform(a=sqrt(5)) == U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+    w = np.asarray(c.weight.detach())
+    assert np.abs(w).max() <= bound and np.abs(w).max() > 0.5 * bound
+    assert np.abs(np.asarray(c.bias.detach())).max() <= bound
+    t = nn.ConvTranspose3d(4, 6, 2, groups=2, bias=False)
+    assert tuple(t.weight.shape) == (4, 3, 2, 2, 2) and t.bias is None
+    assert list(t.state_dict()) == ["weight"]
+    assert tuple(nn.Conv1d(3, 5, 4, dtype=cp.float64).weight.shape) == (5, 3, 4)
+    assert nn.Conv1d(3, 5, 4, dtype=cp.float64).weight.dtype == cp.float64
+
+
+def test_extra_repr_matches_torch() -> None:
+    assert repr(nn.Conv2d(3, 8, 3)) == "Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1))"
+    assert repr(nn.Conv1d(4, 4, 3, padding="same", groups=2, bias=False, padding_mode="reflect")) == (
+        "Conv1d(4, 4, kernel_size=(3,), stride=(1,), padding=same, groups=2, bias=False, padding_mode=reflect)"
+    )
+    assert repr(nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1, output_padding=1, dilation=2)) == (
+        "ConvTranspose2d(2, 3, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), dilation=(2, 2), output_padding=(1, 1))"
+    )
+    assert repr(nn.MaxPool2d(2)) == "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)"
+    assert repr(nn.AvgPool1d(3)) == "AvgPool1d(kernel_size=(3,), stride=(3,), padding=(0,))"
+    assert repr(nn.AvgPool2d(3, 2)) == "AvgPool2d(kernel_size=3, stride=2, padding=0)"
+    assert repr(nn.AdaptiveAvgPool2d((1, 1))) == "AdaptiveAvgPool2d(output_size=(1, 1))"
+    assert repr(nn.AdaptiveMaxPool2d(3)) == "AdaptiveMaxPool2d(output_size=3)"
+
+
+def test_small_cnn_trains() -> None:
+    cp.manual_seed(1)
+    net = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 2, 3),
+                        nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    x = cp.randn(4, 1, 8, 8)
+    target = cp.randn(4, 2)
+    losses = []
+    for _ in range(30):
+        net.zero_grad()
+        loss = ((net(x) - target) ** 2).mean()
+        loss.backward()
+        losses.append(loss.item())
+        with cp.no_grad():
+            for p in net.parameters():
+                p -= 0.1 * p.grad
+    assert losses[-1] < 0.7 * losses[0], losses
+
+
+# -- bad input ---------------------------------------------------------------------------------
+def test_wrong_channel_count_names_layer_and_shapes() -> None:
+    with pytest.raises(ValueError, match=r"\[Conv2d\] expected input with 3 channels \(N, 3, H, W\), got \(1, 4, 8, 8\)"):
+        nn.Conv2d(3, 8, 3)(cp.zeros(1, 4, 8, 8))
+    with pytest.raises(ValueError, match=r"\[ConvTranspose1d\].*4 channels.*\(2, 3, 5\)"):
+        nn.ConvTranspose1d(4, 2, 3)(cp.zeros(2, 3, 5))
+    with pytest.raises(ValueError, match=r"conv2d:.*4 channels.*\[1, 3, 5, 5\]"):
+        F.conv2d(cp.zeros(1, 3, 5, 5), cp.zeros(2, 2, 3, 3), groups=2)
+
+
+def test_wrong_rank() -> None:
+    with pytest.raises(ValueError, match=r"\[Conv2d\] expected a 3-d \(C, H, W\) or 4-d \(N, C, H, W\) input, got \(3, 8\)"):
+        nn.Conv2d(3, 8, 3)(cp.zeros(3, 8))
+    with pytest.raises(ValueError, match=r"\[MaxPool3d\].*got \(2, 3\)"):
+        nn.MaxPool3d(2)(cp.zeros(2, 3))
+    with pytest.raises(ValueError, match=r"conv1d:.*3-d weight"):
+        F.conv1d(cp.zeros(1, 2, 5), cp.zeros(2, 2))
+
+
+def test_kernel_larger_than_padded_input() -> None:
+    with pytest.raises(ValueError, match=r"\[Conv2d\].*larger than the padded input.*\[1, 3, 2, 2\]"):
+        nn.Conv2d(3, 2, 5, padding=1)(cp.zeros(1, 3, 2, 2))
+    with pytest.raises(ValueError, match=r"\[MaxPool2d\].*larger than the padded input"):
+        nn.MaxPool2d(4)(cp.zeros(1, 1, 3, 3))
+    with pytest.raises(ValueError, match=r"\[AvgPool1d\].*larger than the padded input"):
+        nn.AvgPool1d(5)(cp.zeros(1, 1, 3))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: nn.Conv2d(0, 2, 3),
+    lambda: nn.Conv2d(2, -1, 3),
+    lambda: nn.Conv2d(2, 2, 0),
+    lambda: nn.Conv1d(2, 2, 3, stride=0),
+    lambda: nn.Conv1d(3, 2, 3, groups=2),
+    lambda: nn.Conv1d(4, 3, 3, groups=2),
+    lambda: nn.Conv2d(2, 2, 3, padding="same", stride=2),
+    lambda: nn.Conv2d(2, 2, 3, padding="full"),
+    lambda: nn.Conv2d(2, 2, 3, padding_mode="mirror"),
+    lambda: nn.ConvTranspose2d(2, 2, 3, padding_mode="reflect"),
+    lambda: nn.Conv2d(2, 2, (3, 3, 3)),
+    lambda: nn.MaxPool2d(0),
+    lambda: nn.MaxPool2d(2, stride=-1),
+    lambda: nn.AvgPool2d(2, divisor_override=0),
+    lambda: nn.AdaptiveAvgPool2d(0),
+])
+def test_bad_construction(make) -> None:
+    with pytest.raises(ValueError, match=r"^\[(Conv|ConvTranspose|MaxPool|AvgPool|AdaptiveAvgPool)\dd\] "):
+        make()
+
+
+def test_bad_pool_and_transposed_params() -> None:
+    with pytest.raises(ValueError, match=r"\[MaxPool2d\].*pad should be at most half"):
+        nn.MaxPool2d(2, padding=2)(cp.zeros(1, 1, 8, 8))
+    with pytest.raises(ValueError, match=r"\[ConvTranspose2d\].*output padding must be smaller"):
+        nn.ConvTranspose2d(2, 2, 3, stride=1, output_padding=1)(cp.zeros(1, 2, 4, 4))
+    with pytest.raises(ValueError, match=r"\[ConvTranspose2d\] requested an output size"):
+        nn.ConvTranspose2d(2, 2, 3, stride=2)(cp.zeros(1, 2, 4, 4), output_size=(20, 20))
+
+
+def test_dtype_errors() -> None:
+    with pytest.raises(TypeError, match="conv2d"):
+        F.conv2d(cp.zeros(1, 1, 3, 3, dtype=cp.int64), cp.zeros(1, 1, 2, 2, dtype=cp.int64))
+    with pytest.raises(TypeError, match="conv2d"):
+        F.conv2d(cp.zeros(1, 1, 3, 3, dtype=cp.float64), cp.zeros(1, 1, 2, 2))
+    with pytest.raises(cp.DTypeError, match="max_pool2d"):
+        F.max_pool2d(cp.zeros(1, 1, 4, 4, dtype=cp.int64), 2)
+    with pytest.raises(cp.DTypeError, match="avg_pool1d"):
+        F.avg_pool1d(cp.zeros(1, 1, 4, dtype=cp.float16), 2)
+    with pytest.raises(TypeError, match=r"\[Conv1d\]"):
+        nn.Conv1d(1, 1, 2)([[1.0, 2.0]])
+
+
+def test_no_grad_gives_detached_output() -> None:
+    c = nn.Conv1d(2, 2, 3)
+    with cp.no_grad():
+        y = c(cp.randn(1, 2, 5))
+    assert not y.requires_grad

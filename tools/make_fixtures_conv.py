@@ -1,0 +1,135 @@
+"""Make the PyTorch reference fixtures for convolution and pooling layers.
+
+Needs torch; the tests (tests/test_nn_conv_pool.py) never import it. Each case
+writes tests/fixtures/nn/<case>.safetensors with:
+  input, output, loss_weight, state.<key>, grad.input, grad.<param>
+  (and indices for return_indices), where loss = (output * loss_weight).sum(),
+and metadata {"kind": "conv_pool", "layer", "args", "kwargs", "forward_kwargs"
+(JSON), "train"}.
+
+Run from the repository root:  python tools/make_fixtures_conv.py
+(tools/make_fixtures.py also calls main() here.)
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import torch
+from safetensors.torch import save_file
+
+OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "nn")
+
+# (case name, layer class, args, kwargs, input shape, forward kwargs)
+CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str, Any]]] = [
+    # Conv1d
+    ("conv1d_basic", "Conv1d", [3, 4, 3], {}, (2, 3, 9), {}),
+    ("conv1d_stride_pad", "Conv1d", [2, 5, 4], {"stride": 2, "padding": 2, "bias": False}, (1, 2, 11), {}),
+    ("conv1d_same_dil", "Conv1d", [4, 4, 4], {"padding": "same", "dilation": 2}, (2, 4, 10), {}),
+    ("conv1d_groups", "Conv1d", [4, 6, 3], {"groups": 2, "padding": 1}, (3, 4, 8), {}),
+    ("conv1d_reflect", "Conv1d", [2, 3, 3], {"padding": 2, "padding_mode": "reflect"}, (2, 2, 7), {}),
+    ("conv1d_unbatched", "Conv1d", [3, 2, 2], {"stride": 3}, (3, 10), {}),
+    # Conv2d
+    ("conv2d_basic", "Conv2d", [3, 4, 3], {}, (2, 3, 7, 6), {}),
+    ("conv2d_stride_pad_tuple", "Conv2d", [3, 5, (3, 2)], {"stride": (2, 1), "padding": (1, 2)}, (2, 3, 9, 7), {}),
+    ("conv2d_dilation", "Conv2d", [2, 3, 3], {"dilation": (2, 1), "padding": 1, "bias": False}, (1, 2, 9, 8), {}),
+    ("conv2d_groups", "Conv2d", [6, 4, 3], {"groups": 2, "stride": 2}, (2, 6, 8, 9), {}),
+    ("conv2d_depthwise", "Conv2d", [4, 8, 3], {"groups": 4, "padding": 1}, (2, 4, 7, 7), {}),
+    ("conv2d_same_even", "Conv2d", [3, 2, (4, 3)], {"padding": "same"}, (1, 3, 6, 7), {}),
+    ("conv2d_valid", "Conv2d", [2, 2, 2], {"padding": "valid"}, (2, 2, 5, 5), {}),
+    ("conv2d_replicate", "Conv2d", [2, 3, 3], {"padding": (1, 2), "padding_mode": "replicate"}, (2, 2, 5, 6), {}),
+    ("conv2d_circular", "Conv2d", [2, 3, 3], {"padding": 1, "padding_mode": "circular", "stride": 2}, (1, 2, 6, 5), {}),
+    ("conv2d_reflect_same", "Conv2d", [2, 2, 3], {"padding": "same", "padding_mode": "reflect"}, (1, 2, 5, 5), {}),
+    ("conv2d_1x1", "Conv2d", [5, 3, 1], {}, (2, 5, 4, 3), {}),
+    ("conv2d_unbatched", "Conv2d", [2, 3, 2], {"padding": 1}, (2, 5, 4), {}),
+    # Conv3d
+    ("conv3d_basic", "Conv3d", [2, 3, 3], {}, (2, 2, 5, 4, 5), {}),
+    ("conv3d_stride_pad", "Conv3d", [2, 4, (2, 3, 2)], {"stride": (1, 2, 2), "padding": (1, 1, 0), "bias": False}, (1, 2, 4, 6, 5), {}),
+    ("conv3d_groups_dil", "Conv3d", [4, 4, 2], {"groups": 2, "dilation": 2, "padding": 1}, (2, 4, 4, 5, 4), {}),
+    # ConvTranspose1d
+    ("convt1d_basic", "ConvTranspose1d", [3, 2, 3], {}, (2, 3, 6), {}),
+    ("convt1d_stride_outpad", "ConvTranspose1d", [2, 3, 4], {"stride": 3, "padding": 1, "output_padding": 2}, (2, 2, 5), {}),
+    ("convt1d_groups_dil", "ConvTranspose1d", [4, 6, 3], {"groups": 2, "dilation": 2, "bias": False}, (1, 4, 5), {}),
+    # ConvTranspose2d
+    ("convt2d_basic", "ConvTranspose2d", [3, 4, 3], {}, (2, 3, 4, 5), {}),
+    ("convt2d_stride_pad", "ConvTranspose2d", [3, 2, (3, 2)], {"stride": 2, "padding": (1, 0), "output_padding": (1, 0)}, (2, 3, 4, 3), {}),
+    ("convt2d_groups", "ConvTranspose2d", [4, 6, 2], {"groups": 2, "stride": (2, 1), "dilation": (1, 2)}, (1, 4, 3, 4), {}),
+    ("convt2d_depthwise", "ConvTranspose2d", [3, 3, 3], {"groups": 3, "stride": 2, "padding": 1, "bias": False}, (2, 3, 4, 4), {}),
+    ("convt2d_output_size", "ConvTranspose2d", [2, 2, 3], {"stride": 2, "padding": 1}, (1, 2, 4, 4), {"output_size": [8, 8]}),
+    ("convt2d_unbatched", "ConvTranspose2d", [2, 3, 2], {"stride": 2}, (2, 3, 3), {}),
+    # ConvTranspose3d
+    ("convt3d_basic", "ConvTranspose3d", [2, 3, 2], {"stride": 2}, (1, 2, 3, 3, 2), {}),
+    ("convt3d_pad_outpad", "ConvTranspose3d", [2, 2, 3], {"stride": (2, 1, 2), "padding": 1, "output_padding": (1, 0, 1)}, (2, 2, 3, 4, 3), {}),
+    # MaxPool
+    ("maxpool1d_basic", "MaxPool1d", [3], {}, (2, 3, 10), {}),
+    ("maxpool1d_stride_pad_idx", "MaxPool1d", [4], {"stride": 2, "padding": 2, "return_indices": True}, (2, 2, 9), {}),
+    ("maxpool1d_dil_ceil", "MaxPool1d", [3], {"stride": 2, "dilation": 2, "ceil_mode": True}, (1, 3, 12), {}),
+    ("maxpool2d_basic", "MaxPool2d", [2], {}, (2, 3, 8, 6), {}),
+    ("maxpool2d_overlap_pad", "MaxPool2d", [3], {"stride": 2, "padding": 1}, (2, 2, 7, 9), {}),
+    ("maxpool2d_ceil_idx", "MaxPool2d", [3], {"stride": 2, "ceil_mode": True, "return_indices": True}, (2, 2, 8, 7), {}),
+    ("maxpool2d_tuple_dil", "MaxPool2d", [(3, 2)], {"stride": (2, 1), "dilation": (1, 2), "padding": (1, 0)}, (1, 3, 9, 8), {}),
+    ("maxpool2d_unbatched", "MaxPool2d", [2], {"stride": 1}, (3, 5, 4), {}),
+    ("maxpool3d_basic", "MaxPool3d", [2], {}, (2, 2, 4, 6, 4), {}),
+    ("maxpool3d_pad_ceil_idx", "MaxPool3d", [3], {"stride": 2, "padding": 1, "ceil_mode": True, "return_indices": True}, (1, 2, 5, 6, 7), {}),
+    # AvgPool
+    ("avgpool1d_basic", "AvgPool1d", [3], {}, (2, 3, 10), {}),
+    ("avgpool1d_pad_exclude", "AvgPool1d", [4], {"stride": 2, "padding": 2, "count_include_pad": False}, (2, 2, 9), {}),
+    ("avgpool1d_ceil", "AvgPool1d", [3], {"stride": 2, "padding": 1, "ceil_mode": True}, (1, 2, 10), {}),
+    ("avgpool2d_basic", "AvgPool2d", [2], {}, (2, 3, 8, 6), {}),
+    ("avgpool2d_pad_include", "AvgPool2d", [3], {"stride": 2, "padding": 1}, (2, 2, 7, 8), {}),
+    ("avgpool2d_pad_exclude_ceil", "AvgPool2d", [3], {"stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False}, (2, 2, 8, 7), {}),
+    ("avgpool2d_divisor", "AvgPool2d", [(2, 3)], {"stride": (1, 2), "divisor_override": 4}, (1, 3, 6, 9), {}),
+    ("avgpool2d_ceil_include", "AvgPool2d", [3], {"stride": 2, "padding": 1, "ceil_mode": True}, (1, 2, 8, 8), {}),
+    ("avgpool3d_basic", "AvgPool3d", [2], {}, (2, 2, 4, 6, 4), {}),
+    ("avgpool3d_pad_ceil", "AvgPool3d", [3], {"stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False}, (1, 2, 5, 6, 7), {}),
+    ("avgpool3d_divisor", "AvgPool3d", [(1, 2, 2)], {"divisor_override": 3}, (1, 2, 3, 4, 4), {}),
+    # Adaptive
+    ("adaptive_avg1d", "AdaptiveAvgPool1d", [4], {}, (2, 3, 10), {}),
+    ("adaptive_avg2d", "AdaptiveAvgPool2d", [(3, 4)], {}, (2, 3, 7, 10), {}),
+    ("adaptive_avg2d_none", "AdaptiveAvgPool2d", [[None, 2]], {}, (1, 2, 5, 7), {}),
+    ("adaptive_avg2d_global", "AdaptiveAvgPool2d", [1], {}, (2, 4, 5, 6), {}),
+    ("adaptive_avg3d", "AdaptiveAvgPool3d", [(2, 3, 2)], {}, (1, 2, 5, 7, 3), {}),
+    ("adaptive_max1d", "AdaptiveMaxPool1d", [3], {}, (2, 2, 8), {}),
+    ("adaptive_max2d", "AdaptiveMaxPool2d", [(3, 2)], {}, (2, 3, 7, 5), {}),
+    ("adaptive_max2d_idx", "AdaptiveMaxPool2d", [4], {"return_indices": True}, (1, 2, 9, 6), {}),
+    ("adaptive_max3d", "AdaptiveMaxPool3d", [2], {}, (1, 2, 5, 4, 3), {}),
+]
+
+
+def _save(name: str, tensors: dict[str, torch.Tensor], meta: dict[str, str]) -> None:
+    path = os.path.join(OUT, name + ".safetensors")
+    save_file({k: v.detach().clone().contiguous() for k, v in tensors.items()}, path, metadata=meta)
+
+
+def make_cases() -> int:
+    for i, (name, layer, args, kwargs, shape, fwd_kwargs) in enumerate(CASES):
+        torch.manual_seed(3000 + i)
+        m = getattr(torch.nn, layer)(*args, **kwargs)
+        state = {"state." + k: v.clone() for k, v in m.state_dict().items()}
+        x = torch.randn(*shape, requires_grad=True)
+        y = m(x, **fwd_kwargs)
+        extra: dict[str, torch.Tensor] = {}
+        if isinstance(y, tuple):
+            y, extra["indices"] = y
+        w = torch.randn_like(y)
+        (y * w).sum().backward()
+        tensors = {"input": x, "output": y, "loss_weight": w, "grad.input": x.grad, **state, **extra}
+        for k, p in m.named_parameters():
+            tensors["grad." + k] = p.grad
+        _save(name, tensors, {
+            "kind": "conv_pool", "layer": layer, "args": json.dumps(args), "kwargs": json.dumps(kwargs),
+            "forward_kwargs": json.dumps(fwd_kwargs), "train": "1",
+        })
+    return len(CASES)
+
+
+def main() -> None:
+    os.makedirs(OUT, exist_ok=True)
+    torch.set_default_dtype(torch.float32)
+    n = make_cases()
+    print(f"wrote {n} conv/pool fixture files to {os.path.normpath(OUT)}")
+
+
+if __name__ == "__main__":
+    main()
