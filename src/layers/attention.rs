@@ -141,6 +141,12 @@ fn simd_level() -> Simd {
 struct SyncPtr<T>(*mut T);
 unsafe impl<T> Send for SyncPtr<T> {}
 unsafe impl<T> Sync for SyncPtr<T> {}
+impl<T> SyncPtr<T> {
+    #[inline(always)]
+    fn ptr(&self) -> *mut T {
+        self.0
+    }
+}
 
 /// Everything about the shapes: sizes and, per output batch entry `n`, where
 /// its q / k / v / mask data start (broadcast and grouped heads map several
@@ -544,7 +550,7 @@ fn scatter_add<T: AF>(dst: &mut [T], full: &[T], off: &[usize], block: usize) {
     let dp = SyncPtr(dst.as_mut_ptr());
     groups.into_par_iter().for_each(|(o, ns)| {
         // SAFETY: distinct offsets address disjoint blocks of `dst`.
-        let tgt = unsafe { std::slice::from_raw_parts_mut({ dp }.0.add(o), block) };
+        let tgt = unsafe { std::slice::from_raw_parts_mut(dp.ptr().add(o), block) };
         for n in ns {
             for (a, &b) in tgt.iter_mut().zip(&full[n * block..(n + 1) * block]) {
                 *a = *a + b;
@@ -601,9 +607,9 @@ fn backward<T: AF>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &[T], lse: &[T]
             let (n, ch) = (t / chunks, t % chunks);
             // SAFETY: each task owns its key blocks of dk/dv (per n) and its dq region.
             unsafe {
-                let dq = if q_direct { io_ref.dq.0.add(g.q_off[n]) } else { io_ref.dq.0.add((n * chunks + ch) * l * d) };
-                let dk = if k_direct { io_ref.dk.0.add(g.k_off[n]) } else { io_ref.dk.0.add(n * s * d) };
-                let dv = if v_direct { io_ref.dv.0.add(g.v_off[n]) } else { io_ref.dv.0.add(n * s * dvn) };
+                let dq = if q_direct { io_ref.dq.ptr().add(g.q_off[n]) } else { io_ref.dq.ptr().add((n * chunks + ch) * l * d) };
+                let dk = if k_direct { io_ref.dk.ptr().add(g.k_off[n]) } else { io_ref.dk.ptr().add(n * s * d) };
+                let dv = if v_direct { io_ref.dv.ptr().add(g.v_off[n]) } else { io_ref.dv.ptr().add(n * s * dvn) };
                 match simd {
                     #[cfg(target_arch = "x86_64")]
                     Simd::Avx512 => bwd_task_avx512(g, c, io_ref, n, ch, chunks, dq, dk, dv, ws),
@@ -645,7 +651,7 @@ fn backward<T: AF>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &[T], lse: &[T]
 }
 
 fn cpu_slice<'a, T: AF>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
-    let v = T::slice(s).ok_or_else(|| candle_core::Error::Msg(format!("{OP}: unexpected dtype {:?}", s.dtype())))?;
+    let v = T::slice(s).ok_or_else(|| candle_core::Error::Msg(format!("{OP}: unexpected storage dtype")))?;
     match l.contiguous_offsets() {
         Some((a, b)) => Ok(&v[a..b]),
         None => candle_core::bail!("{OP}: expected contiguous inputs"),

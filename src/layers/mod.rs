@@ -4,6 +4,7 @@
 use candle_core::{CpuStorage, Layout, Result};
 use pyo3::prelude::*;
 
+mod attention;
 mod conv;
 mod pooling;
 
@@ -78,6 +79,7 @@ pub(crate) use float_dispatch;
 fn _storage_type(_: &CpuStorage) {}
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    attention::register(m)?;
     conv::register(m)?;
     pooling::register(m)?;
     Ok(())
