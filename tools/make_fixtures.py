@@ -271,16 +271,39 @@ def make_extra_ops() -> None:
               {"kind": "weight_norm", "layer": "Linear", "args": json.dumps([5, 3]), "kwargs": json.dumps({"style": style, "dim": dim}), "train": "1"})
 
 
+class ParityNet(torch.nn.Module):
+    """The conv net of examples/torch_parity.py, as a PyTorch user writes it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(8, 16, 3, stride=2), torch.nn.GELU(), torch.nn.AvgPool2d(2),
+        )
+        self.head = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16 * 3 * 3, 10))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
+
+
 def make_parity_model() -> None:
-    """A small conv net saved as PyTorch would, for examples/torch_parity.py."""
+    """Weights saved with safetensors.torch.save_model (the article's way), plus an
+    input and PyTorch's output for it, for examples/torch_parity.py."""
+    from safetensors.torch import save_model
+
     path = os.path.join(os.path.dirname(__file__), "..", "examples", "data")
     os.makedirs(path, exist_ok=True)
-    try:
-        sys.path.insert(0, os.path.dirname(__file__))
-        from make_fixtures_conv import make_parity_convnet  # type: ignore[import-not-found]
-    except ImportError:
-        return
-    make_parity_convnet(path)
+    torch.manual_seed(7)
+    net = ParityNet()
+    with torch.no_grad():  # non-trivial batch-norm statistics
+        net.features[1].running_mean.uniform_(-0.2, 0.2)
+        net.features[1].running_var.uniform_(0.5, 1.5)
+    net.eval()
+    save_model(net, os.path.join(path, "parity_convnet.safetensors"))
+    x = torch.randn(2, 3, 28, 28)
+    with torch.no_grad():
+        y = net(x)
+    save_file({"input": x, "output": y}, os.path.join(path, "parity_io.safetensors"))
 
 
 def main() -> None:

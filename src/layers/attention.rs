@@ -2,7 +2,7 @@
 //!
 //! The forward walks each block of query rows over blocks of keys with an online
 //! softmax (running row max and row sum), so the L x S score matrix never exists
-//! in memory: only a `BQ x BK` tile per task. Block products go through the `gemm`
+//! in memory: only a `tunes()[0] x tunes()[1]` tile per task. Block products go through the `gemm`
 //! crate; the row work (mask, exp, rescale) is compiled for AVX-512 and AVX2 and
 //! picked at run time. Tasks are (batch, query block) pairs run with rayon.
 //!
@@ -25,13 +25,13 @@ use std::sync::Mutex;
 
 const OP: &str = "scaled_dot_product_attention";
 
-/// Query rows per forward task.
-const BQ: usize = 64;
-/// Keys per forward tile.
-const BK: usize = 256;
-/// Query rows / keys per backward tile.
-const BQ_B: usize = 64;
-const BK_B: usize = 128;
+fn tune(name: &str, def: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(def)
+}
+static TUNE: std::sync::OnceLock<[usize; 4]> = std::sync::OnceLock::new();
+fn tunes() -> [usize; 4] {
+    *TUNE.get_or_init(|| [tune("ATTN_BQ", 64), tune("ATTN_BK", 256), tune("ATTN_BQB", 64), tune("ATTN_BKB", 128)])
+}
 
 /// The float types the kernel runs on (f16/bf16 are computed in f32).
 trait AF:
@@ -344,7 +344,7 @@ unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, n: usize, i0: usize, 
     let s_end = if c.causal { s.min(i1) } else { s };
     let mut j0 = 0;
     while j0 < s_end {
-        let w = BK.min(s_end - j0);
+        let w = tunes()[1].min(s_end - j0);
         let kp = x.k.as_ptr().add(g.k_off[n] + j0 * d);
         let vp = x.v.as_ptr().add(g.v_off[n] + j0 * dv);
         // S = scale * Q K^T (h x w), rows of stride w.
@@ -414,17 +414,17 @@ unsafe fn fwd_task_avx2<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, n: usize, i0: us
 fn forward<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec<T>) {
     let mut out = vec![T::ZERO; g.n * g.l * g.dv];
     let mut lse = vec![T::ZERO; g.n * g.l];
-    let nqb = g.l.div_ceil(BQ);
+    let nqb = g.l.div_ceil(tunes()[0]);
     let (op, lp) = (SyncPtr(out.as_mut_ptr()), SyncPtr(lse.as_mut_ptr()));
     let simd = simd_level();
-    let bk = BK.min(g.s.max(1));
+    let bk = tunes()[1].min(g.s.max(1));
     let dv = g.dv;
     (0..g.n * nqb).into_par_iter().for_each_init(
-        || FwdWs { sc: vec![T::ZERO; BQ * bk], acc: vec![T::ZERO; BQ * dv], m: vec![T::ZERO; BQ], l: vec![T::ZERO; BQ] },
+        || FwdWs { sc: vec![T::ZERO; tunes()[0] * bk], acc: vec![T::ZERO; tunes()[0] * dv], m: vec![T::ZERO; tunes()[0]], l: vec![T::ZERO; tunes()[0]] },
         |ws, t| {
             let (n, qb) = (t / nqb, t % nqb);
-            let i0 = qb * BQ;
-            let i1 = (i0 + BQ).min(g.l);
+            let i0 = qb * tunes()[0];
+            let i1 = (i0 + tunes()[0]).min(g.l);
             // SAFETY: tasks write disjoint rows of `out` / `lse`; CPU features were detected.
             unsafe {
                 match simd {
@@ -465,19 +465,19 @@ unsafe fn bwd_task<T: AF>(g: &Geo, c: &Cfg, io: &BwdIo<T>, n: usize, chunk: usiz
     let x = &io.x;
     let scale = T::from_f64_(c.scale);
     let drop = c.drop_params().map(|(t, inv)| (t, T::from_f64_(inv)));
-    let nkb = s.div_ceil(BK_B);
+    let nkb = s.div_ceil(tunes()[3]);
     let BwdWs { p, pd, dp } = ws;
     let mut kb = chunk;
     while kb < nkb {
-        let j0 = kb * BK_B;
-        let w = BK_B.min(s - j0);
+        let j0 = kb * tunes()[3];
+        let w = tunes()[3].min(s - j0);
         let kp = x.k.as_ptr().add(g.k_off[n] + j0 * d);
         let vp = x.v.as_ptr().add(g.v_off[n] + j0 * dvn);
         let dkp = dk_base.add(j0 * d);
         let dvp = dv_base.add(j0 * dvn);
-        let mut i0 = if c.causal { (j0 / BQ_B) * BQ_B } else { 0 };
+        let mut i0 = if c.causal { (j0 / tunes()[2]) * tunes()[2] } else { 0 };
         while i0 < l {
-            let h = BQ_B.min(l - i0);
+            let h = tunes()[2].min(l - i0);
             let qp = x.q.as_ptr().add(g.q_off[n] + i0 * d);
             let dop = io.d_o.as_ptr().add((n * l + i0) * dvn);
             mm(h, w, d, p.as_mut_ptr(), w, false, qp, d, 1, kp, 1, d, scale);
@@ -579,7 +579,7 @@ fn backward<T: AF>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &[T], lse: &[T]
         });
     }
     let threads = rayon::current_num_threads().max(1);
-    let nkb = s.div_ceil(BK_B).max(1);
+    let nkb = s.div_ceil(tunes()[3]).max(1);
     // Key-block chunks per batch entry: enough tasks to fill the threads.
     let chunks = threads.div_ceil(n_.max(1)).min(nkb).max(1);
     // Targets: in place when an input has no broadcasting, else full-size then reduced.
@@ -602,7 +602,7 @@ fn backward<T: AF>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &[T], lse: &[T]
     let simd = simd_level();
     let io_ref = &io;
     (0..n_ * chunks).into_par_iter().for_each_init(
-        || BwdWs { p: vec![T::ZERO; BQ_B * BK_B], pd: vec![T::ZERO; BQ_B * BK_B], dp: vec![T::ZERO; BQ_B * BK_B] },
+        || BwdWs { p: vec![T::ZERO; tunes()[2] * tunes()[3]], pd: vec![T::ZERO; tunes()[2] * tunes()[3]], dp: vec![T::ZERO; tunes()[2] * tunes()[3]] },
         |ws, t| {
             let (n, ch) = (t / chunks, t % chunks);
             // SAFETY: each task owns its key blocks of dk/dv (per n) and its dq region.

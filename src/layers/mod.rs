@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 
 mod attention;
 mod conv;
+mod norm;
 mod pooling;
 
 /// The float element types the kernels run on.
@@ -81,6 +82,7 @@ fn _storage_type(_: &CpuStorage) {}
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     attention::register(m)?;
     conv::register(m)?;
+    norm::register(m)?;
     pooling::register(m)?;
     Ok(())
 }

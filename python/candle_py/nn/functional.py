@@ -191,6 +191,15 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 
 
 # -- normalization -------------------------------------------------------------------
+def _fused_ok(*ts: Optional[Tensor]) -> bool:
+    """The fused Rust norm kernels run on CPU float32/float64 with matching dtypes."""
+    first = ts[0]
+    assert first is not None
+    return first.device.type == "cpu" and first.dtype in (_core.float32, _core.float64) and all(
+        t is None or (t.dtype == first.dtype and t.device.type == "cpu") for t in ts
+    )
+
+
 def layer_norm(
     input: Tensor,
     normalized_shape: Sequence[int],
@@ -204,6 +213,12 @@ def layer_norm(
         raise ValueError(
             f"layer_norm: expected input with shape (*, {', '.join(map(str, shape))}), got {tuple(input.shape)}"
         )
+    if _fused_ok(input, weight, bias):
+        # One fused pass each way (Rust), with its own backward.
+        d = math.prod(shape)
+        w = weight if weight is not None else _core.ones(d, dtype=input.dtype)
+        b = bias if bias is not None else _core.zeros(d, dtype=input.dtype)
+        return _core._layer_norm(input, w, b, d, eps)
     dims = tuple(range(input.ndim - k, input.ndim))
     mean = input.mean(dims, keepdim=True)
     centered = input - mean
@@ -259,22 +274,30 @@ def batch_norm(
     c = input.shape[1]
     dims = (0,) + tuple(range(2, input.ndim))
     shape = [1, c] + [1] * (input.ndim - 2)
+    n = input.numel() // c if c else 0
     if training:
-        n = input.numel() // c
         if n <= 1:
             raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got input size {tuple(input.shape)}")
-        mean = input.mean(dims, keepdim=True)
-        centered = input - mean
-        var = (centered * centered).mean(dims, keepdim=True)
-        if running_mean is not None and running_var is not None:
-            with _no_grad():
-                running_mean.mul_(1 - momentum).add_(mean.detach().reshape(c) * momentum)
-                running_var.mul_(1 - momentum).add_(var.detach().reshape(c) * (momentum * n / (n - 1)))
-        out = centered * (var + eps).rsqrt()
+        with _no_grad():
+            mean = input.mean(dims)
+            var = ((input - mean.reshape(shape)) ** 2).mean(dims)
+            if running_mean is not None and running_var is not None:
+                running_mean.mul_(1 - momentum).add_(mean * momentum)
+                running_var.mul_(1 - momentum).add_(var * (momentum * n / (n - 1)))
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var are required in evaluation mode")
-        out = (input - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
+        mean, var = running_mean, running_var
+    if _fused_ok(input, weight, bias):
+        w = weight if weight is not None else _core.ones(c, dtype=input.dtype)
+        b = bias if bias is not None else _core.zeros(c, dtype=input.dtype)
+        return _core._batch_norm(input, w, b, mean, var, training, eps)
+    if training:
+        bmean = input.mean(dims, keepdim=True)
+        centered = input - bmean
+        out = centered * ((centered * centered).mean(dims, keepdim=True) + eps).rsqrt()
+    else:
+        out = (input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
     if weight is not None:
         out = out * weight.reshape(shape)
     if bias is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from .. import _core
 from .._core import Tensor
@@ -11,10 +11,16 @@ from .optimizer import Optimizer, ParamsT
 
 
 class Adam(Optimizer):
+    """`torch.optim.Adam`; `decoupled_weight_decay=True` makes it AdamW."""
+
     _decoupled = False
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False) -> None:
+                 weight_decay: float = 0.0, amsgrad: bool = False, *, foreach: Optional[bool] = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False, fused: Optional[bool] = None,
+                 decoupled_weight_decay: bool = False) -> None:
+        # foreach / capturable / differentiable / fused select PyTorch kernels; accepted for compatibility.
+        lr = float(lr)
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if eps < 0.0:
@@ -23,7 +29,8 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameters: {betas}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize))
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                                      decoupled_weight_decay=bool(decoupled_weight_decay or self._decoupled)))
 
     def _update(self, p: Tensor, grad: Tensor, state: Dict[str, Any], group: Dict[str, Any]) -> Tensor:
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
@@ -36,7 +43,7 @@ class Adam(Optimizer):
         step = float(state["step"].item()) + 1
         state["step"] = _core.tensor(step)
         if wd != 0:
-            if self._decoupled:
+            if group.get("decoupled_weight_decay", self._decoupled):
                 p = p * (1 - lr * wd)
             else:
                 grad = grad + p * wd
@@ -60,5 +67,6 @@ class AdamW(Adam):
     _decoupled = True
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False, foreach: Optional[bool] = None,
+                 capturable: bool = False, differentiable: bool = False, fused: Optional[bool] = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, decoupled_weight_decay=True)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from .optimizer import Optimizer
 
@@ -27,8 +27,9 @@ class LRScheduler:
     def get_last_lr(self) -> List[float]:
         return self._last_lr
 
-    def step(self) -> None:
-        self.last_epoch += 1
+    def step(self, epoch: Optional[int] = None) -> None:
+        """Advance one epoch (or jump to `epoch`, PyTorch's deprecated form)."""
+        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
         for g, lr in zip(self.optimizer.param_groups, self.get_lr()):
             g["lr"] = lr
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]

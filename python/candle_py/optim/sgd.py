@@ -1,7 +1,7 @@
 """SGD with momentum, dampening, Nesterov and weight decay (PyTorch's update)."""
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from .._core import Tensor
 from .optimizer import Optimizer, ParamsT
@@ -9,7 +9,10 @@ from .optimizer import Optimizer, ParamsT
 
 class SGD(Optimizer):
     def __init__(self, params: ParamsT, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False) -> None:
+                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: Optional[bool] = None, differentiable: bool = False, fused: Optional[bool] = None) -> None:
+        # foreach / differentiable / fused select PyTorch kernels; accepted for compatibility.
+        lr = float(lr)
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:

@@ -1,0 +1,314 @@
+//! Layer norm and batch norm as fused Candle ops with hand-written backward.
+//!
+//! Candle's fused layer_norm records no backward, and the same normalization
+//! written with broadcast ops spends most of its backward in Candle's
+//! single-threaded broadcast reductions (about 9x PyTorch). Here forward and
+//! backward are each one parallel pass over rows (layer norm) or channels
+//! (batch norm); statistics are accumulated in f64.
+use crate::errors::{shape_err, OpResult};
+use crate::tensor::PyTensor;
+use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Storage, Tensor};
+use pyo3::prelude::*;
+use rayon::prelude::*;
+use std::sync::Mutex;
+
+trait Fl: Copy + Send + Sync + 'static {
+    fn f(self) -> f64;
+    fn of(v: f64) -> Self;
+}
+impl Fl for f32 {
+    #[inline(always)]
+    fn f(self) -> f64 {
+        self as f64
+    }
+    #[inline(always)]
+    fn of(v: f64) -> f32 {
+        v as f32
+    }
+}
+impl Fl for f64 {
+    #[inline(always)]
+    fn f(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn of(v: f64) -> f64 {
+        v
+    }
+}
+
+fn slice<'a, T>(v: &'a [T], l: &Layout) -> Result<&'a [T]> {
+    match l.contiguous_offsets() {
+        Some((a, b)) => Ok(&v[a..b]),
+        None => candle_core::bail!("norm: expected contiguous inputs"),
+    }
+}
+
+/// Run `f` on the typed data of three contiguous CPU tensors (x, w, g) of one
+/// float dtype, and wrap its three result vectors as tensors shaped like x, w, w.
+macro_rules! with_slices {
+    ($x:expr, $w:expr, $g:expr, |$xs:ident, $ws:ident, $gs:ident| $body:expr) => {{
+        let (x, w, g) = ($x.contiguous()?, $w.contiguous()?, $g.contiguous()?);
+        let (sx, lx) = x.storage_and_layout();
+        let (sw, lw) = w.storage_and_layout();
+        let (sg, lg) = g.storage_and_layout();
+        let dev = candle_core::Device::Cpu;
+        match (&*sx, &*sw, &*sg) {
+            (Storage::Cpu(CpuStorage::F32(a)), Storage::Cpu(CpuStorage::F32(b)), Storage::Cpu(CpuStorage::F32(c))) => {
+                let ($xs, $ws, $gs) = (slice(a, lx)?, slice(b, lw)?, slice(c, lg)?);
+                let (dx, dw, db) = $body;
+                (Tensor::from_vec(dx, x.dims(), &dev)?, Tensor::from_vec(dw, w.dims(), &dev)?, Tensor::from_vec(db, w.dims(), &dev)?)
+            }
+            (Storage::Cpu(CpuStorage::F64(a)), Storage::Cpu(CpuStorage::F64(b)), Storage::Cpu(CpuStorage::F64(c))) => {
+                let ($xs, $ws, $gs) = (slice(a, lx)?, slice(b, lw)?, slice(c, lg)?);
+                let (dx, dw, db) = $body;
+                (Tensor::from_vec(dx, x.dims(), &dev)?, Tensor::from_vec(dw, w.dims(), &dev)?, Tensor::from_vec(db, w.dims(), &dev)?)
+            }
+            _ => candle_core::bail!("norm backward: expected float32 or float64 CPU tensors of one dtype"),
+        }
+    }};
+}
+
+/// Rows of length `d`: y = (x - mean) * rstd * w + b.
+struct LayerNorm {
+    d: usize,
+    eps: f64,
+    /// Per-row (mean, rstd) from the forward, for the backward.
+    stats: Mutex<Vec<(f64, f64)>>,
+}
+
+fn ln_forward<T: Fl>(x: &[T], w: &[T], b: &[T], d: usize, eps: f64) -> (Vec<T>, Vec<(f64, f64)>) {
+    let rows = if d == 0 { 0 } else { x.len() / d };
+    let mut out = vec![T::of(0.0); x.len()];
+    let mut stats = vec![(0.0, 0.0); rows];
+    if d == 0 {
+        return (out, stats);
+    }
+    out.par_chunks_mut(d).zip(x.par_chunks(d)).zip(stats.par_iter_mut()).for_each(|((o, xr), st)| {
+        let mean = xr.iter().map(|v| v.f()).sum::<f64>() / d as f64;
+        let var = xr.iter().map(|v| (v.f() - mean) * (v.f() - mean)).sum::<f64>() / d as f64;
+        let rstd = 1.0 / (var + eps).sqrt();
+        for i in 0..d {
+            o[i] = T::of((xr[i].f() - mean) * rstd * w[i].f() + b[i].f());
+        }
+        *st = (mean, rstd);
+    });
+    (out, stats)
+}
+
+impl CustomOp3 for LayerNorm {
+    fn name(&self) -> &'static str {
+        "layer_norm"
+    }
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout, s3: &CpuStorage, l3: &Layout) -> Result<(CpuStorage, Shape)> {
+        let (st, stats) = match (s1, s2, s3) {
+            (CpuStorage::F32(x), CpuStorage::F32(w), CpuStorage::F32(b)) => {
+                let (o, s) = ln_forward(slice(x, l1)?, slice(w, l2)?, slice(b, l3)?, self.d, self.eps);
+                (CpuStorage::F32(o), s)
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(w), CpuStorage::F64(b)) => {
+                let (o, s) = ln_forward(slice(x, l1)?, slice(w, l2)?, slice(b, l3)?, self.d, self.eps);
+                (CpuStorage::F64(o), s)
+            }
+            _ => candle_core::bail!("layer_norm: input, weight and bias must all be float32 or all float64"),
+        };
+        *self.stats.lock().unwrap_or_else(|p| p.into_inner()) = stats;
+        Ok((st, l1.shape().clone()))
+    }
+    fn bwd(&self, x: &Tensor, w: &Tensor, _b: &Tensor, _res: &Tensor, g: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let stats = self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let d = self.d;
+        let (dx, dw, db) = with_slices!(x, w, g, |xs, ws, gs| ln_backward(xs, ws, gs, &stats, d));
+        Ok((Some(dx), Some(dw), Some(db)))
+    }
+}
+
+fn ln_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], stats: &[(f64, f64)], d: usize) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let mut dx = vec![T::of(0.0); xs.len()];
+    if d == 0 {
+        return (dx, Vec::new(), Vec::new());
+    }
+    const ROWS: usize = 16;
+    // Per-task partial sums for dw and db, combined after.
+    let partial: Vec<(Vec<f64>, Vec<f64>)> = dx
+        .par_chunks_mut(d * ROWS)
+        .zip(xs.par_chunks(d * ROWS))
+        .zip(gs.par_chunks(d * ROWS))
+        .zip(stats.par_chunks(ROWS))
+        .map(|(((dxc, xc), gc), sc)| {
+            let (mut dw, mut db) = (vec![0.0; d], vec![0.0; d]);
+            for (r, &(mean, rstd)) in sc.iter().enumerate() {
+                let (xr, gr) = (&xc[r * d..(r + 1) * d], &gc[r * d..(r + 1) * d]);
+                let (mut s1, mut s2) = (0.0, 0.0);
+                for i in 0..d {
+                    let (xh, gv) = ((xr[i].f() - mean) * rstd, gr[i].f());
+                    let gw = gv * ws[i].f();
+                    s1 += gw;
+                    s2 += gw * xh;
+                    dw[i] += gv * xh;
+                    db[i] += gv;
+                }
+                let (m1, m2) = (s1 / d as f64, s2 / d as f64);
+                let dxr = &mut dxc[r * d..(r + 1) * d];
+                for i in 0..d {
+                    let xh = (xr[i].f() - mean) * rstd;
+                    dxr[i] = T::of(rstd * (gr[i].f() * ws[i].f() - m1 - xh * m2));
+                }
+            }
+            (dw, db)
+        })
+        .collect();
+    let (mut dw, mut db) = (vec![0.0; d], vec![0.0; d]);
+    for (pw, pb) in partial {
+        for i in 0..d {
+            dw[i] += pw[i];
+            db[i] += pb[i];
+        }
+    }
+    (dx, dw.into_iter().map(T::of).collect(), db.into_iter().map(T::of).collect())
+}
+
+/// Channels of a (N, C, S) view: y = (x - mean_c) * rstd_c * w_c + b_c with the
+/// statistics given (batch statistics in training, running ones in eval).
+struct BatchNorm {
+    c: usize,
+    s: usize,
+    mean: Vec<f64>,
+    rstd: Vec<f64>,
+    /// Statistics came from this batch (their gradient flows), or are constants.
+    batch_stats: bool,
+}
+
+fn bn_forward<T: Fl>(x: &[T], w: &[T], b: &[T], op: &BatchNorm) -> Vec<T> {
+    let mut out = vec![T::of(0.0); x.len()];
+    let (c, s) = (op.c, op.s);
+    if s == 0 {
+        return out;
+    }
+    out.par_chunks_mut(s).zip(x.par_chunks(s)).enumerate().for_each(|(nc, (o, xr))| {
+        let ch = nc % c;
+        let (m, r, wv, bv) = (op.mean[ch], op.rstd[ch], w[ch].f(), b[ch].f());
+        for (ov, xv) in o.iter_mut().zip(xr) {
+            *ov = T::of((xv.f() - m) * r * wv + bv);
+        }
+    });
+    out
+}
+
+impl CustomOp3 for BatchNorm {
+    fn name(&self) -> &'static str {
+        "batch_norm"
+    }
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout, s3: &CpuStorage, l3: &Layout) -> Result<(CpuStorage, Shape)> {
+        let st = match (s1, s2, s3) {
+            (CpuStorage::F32(x), CpuStorage::F32(w), CpuStorage::F32(b)) => CpuStorage::F32(bn_forward(slice(x, l1)?, slice(w, l2)?, slice(b, l3)?, self)),
+            (CpuStorage::F64(x), CpuStorage::F64(w), CpuStorage::F64(b)) => CpuStorage::F64(bn_forward(slice(x, l1)?, slice(w, l2)?, slice(b, l3)?, self)),
+            _ => candle_core::bail!("batch_norm: input, weight and bias must all be float32 or all float64"),
+        };
+        Ok((st, l1.shape().clone()))
+    }
+    fn bwd(&self, x: &Tensor, w: &Tensor, _b: &Tensor, _res: &Tensor, g: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let (dx, dw, db) = with_slices!(x, w, g, |xs, ws, gs| bn_backward(xs, ws, gs, self));
+        Ok((Some(dx), Some(dw), Some(db)))
+    }
+}
+
+fn bn_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], op: &BatchNorm) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let (c, s) = (op.c, op.s);
+    let n = if c * s == 0 { 0 } else { xs.len() / (c * s) };
+    let m = (n * s) as f64;
+    // Per-channel sums of g and g * x_hat.
+    let sums: Vec<(f64, f64)> = (0..c)
+        .into_par_iter()
+        .map(|ch| {
+            let (mut sg, mut sgx) = (0.0, 0.0);
+            let (mean, rstd) = (op.mean[ch], op.rstd[ch]);
+            for i in 0..n {
+                let base = (i * c + ch) * s;
+                for k in 0..s {
+                    let gv = gs[base + k].f();
+                    sg += gv;
+                    sgx += gv * (xs[base + k].f() - mean) * rstd;
+                }
+            }
+            (sg, sgx)
+        })
+        .collect();
+    let mut dx = vec![T::of(0.0); xs.len()];
+    if s > 0 {
+        dx.par_chunks_mut(s).enumerate().for_each(|(nc, dr)| {
+            let ch = nc % c;
+            let base = nc * s;
+            let (mean, r, wv, (sg, sgx)) = (op.mean[ch], op.rstd[ch], ws[ch].f(), sums[ch]);
+            for k in 0..s {
+                let gv = gs[base + k].f();
+                dr[k] = T::of(if op.batch_stats {
+                    let xh = (xs[base + k].f() - mean) * r;
+                    wv * r * (gv - sg / m - xh * sgx / m)
+                } else {
+                    wv * r * gv
+                });
+            }
+        });
+    }
+    (dx, sums.iter().map(|p| T::of(p.1)).collect(), sums.iter().map(|p| T::of(p.0)).collect())
+}
+
+/// `_layer_norm(x, weight, bias, d, eps)`: normalize over the last `d` elements.
+#[pyfunction]
+fn _layer_norm(py: Python<'_>, x: &Bound<'_, PyTensor>, weight: &Bound<'_, PyTensor>, bias: &Bound<'_, PyTensor>, d: usize, eps: f64) -> PyResult<PyTensor> {
+    let (xt, dt) = x.get().t_dt();
+    let (w, b) = (weight.get().t(), bias.get().t());
+    if w.elem_count() != d || b.elem_count() != d || (d > 0 && xt.elem_count() % d != 0) {
+        return Err(shape_err("layer_norm", format!("weight {:?} / bias {:?} do not fit the last {d} elements of input {:?}", w.dims(), b.dims(), xt.dims())));
+    }
+    let op = LayerNorm { d, eps, stats: Mutex::new(Vec::new()) };
+    let out = py
+        .detach(|| {
+            let (x, w, b) = (xt.contiguous()?, w.flatten_all()?.contiguous()?, b.flatten_all()?.contiguous()?);
+            x.apply_op3(&w, &b, op)
+        })
+        .op("layer_norm")?;
+    Ok(PyTensor::wrap_dt(out, dt))
+}
+
+/// `_batch_norm(x, weight, bias, mean, var, batch_stats, eps) -> y` over dim 1 of (N, C, ...).
+/// With `batch_stats` the gradient also flows through the statistics (training).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn _batch_norm(
+    py: Python<'_>,
+    x: &Bound<'_, PyTensor>,
+    weight: &Bound<'_, PyTensor>,
+    bias: &Bound<'_, PyTensor>,
+    mean: &Bound<'_, PyTensor>,
+    var: &Bound<'_, PyTensor>,
+    batch_stats: bool,
+    eps: f64,
+) -> PyResult<PyTensor> {
+    let (xt, dt) = x.get().t_dt();
+    if xt.rank() < 2 {
+        return Err(shape_err("batch_norm", format!("expected (N, C, ...) input, got {:?}", xt.dims())));
+    }
+    let c = xt.dims()[1];
+    let s: usize = xt.dims()[2..].iter().product();
+    let to_vec = |t: &Tensor| -> PyResult<Vec<f64>> { t.flatten_all().and_then(|t| t.to_dtype(DType::F64)).and_then(|t| t.to_vec1::<f64>()).op("batch_norm") };
+    let mean_v = to_vec(&mean.get().t())?;
+    let var_v = to_vec(&var.get().t())?;
+    if mean_v.len() != c || var_v.len() != c {
+        return Err(shape_err("batch_norm", format!("statistics of {} channels for input {:?}", mean_v.len(), xt.dims())));
+    }
+    let rstd = var_v.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+    let op = BatchNorm { c, s, mean: mean_v, rstd, batch_stats };
+    let (w, b) = (weight.get().t(), bias.get().t());
+    let out = py
+        .detach(|| xt.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, op))
+        .op("batch_norm")?;
+    Ok(PyTensor::wrap_dt(out, dt))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_layer_norm, m)?)?;
+    m.add_function(wrap_pyfunction!(_batch_norm, m)?)?;
+    Ok(())
+}
