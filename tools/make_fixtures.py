@@ -252,14 +252,22 @@ def make_extra_ops() -> None:
         (y * w).sum().backward()
         _save(f"snake_{i}", {"input": x, "state.alpha": alpha, "output": y, "loss_weight": w, "grad.input": x.grad, "grad.alpha": alpha.grad},
               {"kind": "snake", "layer": "Snake1d", "args": json.dumps([c]), "kwargs": "{}", "train": "1"})
-    for i, (style, dim) in enumerate([("old", 0), ("old", 1), ("param", 0), ("old", None)]):
+    layers = {
+        "Linear": ([5, 3], {}, (4, 5)),
+        "Conv1d": ([4, 6, 3], {"padding": 1}, (2, 4, 9)),
+        "ConvTranspose1d": ([4, 3, 4], {"stride": 2}, (2, 4, 7)),
+    }
+    wn_cases = [("Linear", "old", 0), ("Linear", "old", 1), ("Linear", "param", 0), ("Linear", "old", None),
+                ("Conv1d", "old", 0), ("Conv1d", "param", 0), ("ConvTranspose1d", "old", 0), ("ConvTranspose1d", "param", 1)]
+    for i, (layer, style, dim) in enumerate(wn_cases):
         torch.manual_seed(4200 + i)
-        lin = torch.nn.Linear(5, 3)
+        args, kw, in_shape = layers[layer]
+        lin = getattr(torch.nn, layer)(*args, **kw)
         if style == "old":
             m = torch.nn.utils.weight_norm(lin, dim=dim)
         else:
             m = torch.nn.utils.parametrizations.weight_norm(lin, dim=dim)
-        x = torch.randn(4, 5, requires_grad=True)
+        x = torch.randn(*in_shape, requires_grad=True)
         y = m(x)
         w = torch.randn_like(y)
         (y * w).sum().backward()
@@ -267,8 +275,8 @@ def make_extra_ops() -> None:
         tensors.update({"state." + k: v for k, v in m.state_dict().items()})
         tensors.update({"grad." + k: p.grad for k, p in m.named_parameters()})
         tensors["plain_weight"] = m.weight.detach()
-        _save(f"weight_norm_linear_{i}", tensors,
-              {"kind": "weight_norm", "layer": "Linear", "args": json.dumps([5, 3]), "kwargs": json.dumps({"style": style, "dim": dim}), "train": "1"})
+        _save(f"weight_norm_{layer.lower()}_{i}", tensors,
+              {"kind": "weight_norm", "layer": layer, "args": json.dumps(args), "kwargs": json.dumps({"style": style, "dim": dim, "layer_kwargs": kw}), "train": "1"})
 
 
 class ParityNet(torch.nn.Module):

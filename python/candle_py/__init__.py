@@ -53,7 +53,7 @@ from ._core import (
     uint8,
     uint32,
 )
-from . import autograd, cuda, metal, nn, optim, safetensors, utils
+from . import autograd, cuda, keras, metal, nn, optim, safetensors, utils
 from .safetensors import load_file, save_file
 from .autograd import enable_grad, no_grad, set_grad_enabled
 from ._functions import (  # the torch.* function forms of Tensor methods
@@ -113,7 +113,7 @@ __all__ = [
     "float32", "float", "float64", "double", "float16", "half", "bfloat16", "uint8",
     "uint32", "int16", "short", "int32", "int", "int64", "long", "bool",
     "ShapeError", "DTypeError", "DeviceError", "BackendError", "is_tensor", "numel",
-    "nn", "optim", "utils", "safetensors", "load_file", "save_file",
+    "nn", "optim", "utils", "keras", "safetensors", "load_file", "save_file",
 
     "abs", "neg", "negative", "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt",
     "sin", "cos", "tan", "tanh", "sigmoid", "relu", "floor", "ceil", "round", "trunc", "frac",

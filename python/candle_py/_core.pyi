@@ -510,3 +510,14 @@ def _layer_norm(x: Tensor, weight: Tensor, bias: Tensor, d: builtins.int, eps: b
 def _batch_norm(
     x: Tensor, weight: Tensor, bias: Tensor, mean: Tensor, var: Tensor, batch_stats: builtins.bool, eps: builtins.float
 ) -> Tensor: ...
+# Private fused attention kernel behind nn.functional.scaled_dot_product_attention.
+def _sdpa(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Optional[Tensor] = None,
+    dropout_p: builtins.float = 0.0,
+    is_causal: builtins.bool = False,
+    scale: Optional[builtins.float] = None,
+    enable_gqa: builtins.bool = False,
+) -> Tensor: ...

@@ -104,7 +104,7 @@ class Progbar:
     def _line(self, current: int, logs: Dict[str, float], final: bool, bar: bool = True) -> str:
         elapsed = time.perf_counter() - self.start
         per_step = elapsed / max(current, 1)
-        total = f"{current}/{self.target}" if self.target else f"{current}"
+        total = f"{current:>{len(str(self.target))}}/{self.target}" if self.target else f"{current}"
         if final:
             timing = f"{format_time(elapsed)} {format_per_step(per_step)}"
         else:

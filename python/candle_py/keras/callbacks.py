@@ -168,7 +168,7 @@ class EarlyStopping(Callback):
 
     def _improved(self, current: float, reference: float) -> bool:
         if self.mode == "min":
-            return current - (-self.min_delta) < reference if False else current < reference - self.min_delta
+            return current < reference - self.min_delta
         return current > reference + self.min_delta
 
     def on_train_begin(self, logs: Logs = None) -> None:
@@ -271,7 +271,7 @@ class LambdaCallback(Callback):
                  on_train_begin: Optional[Callable[[Logs], Any]] = None,
                  on_train_end: Optional[Callable[[Logs], Any]] = None, **kwargs: Any) -> None:
         super().__init__()
-        self._fns = dict(on_epoch_begin=on_epoch_begin, on_epoch_end=on_epoch_end, on_batch_begin=on_batch_begin,
+        self._fns: Dict[str, Any] = dict(on_epoch_begin=on_epoch_begin, on_epoch_end=on_epoch_end, on_batch_begin=on_batch_begin,
                          on_batch_end=on_batch_end, on_train_begin=on_train_begin, on_train_end=on_train_end)
         unknown = set(kwargs) - {"on_train_batch_begin", "on_train_batch_end"}
         if unknown:

@@ -758,3 +758,36 @@ def snake(x: Tensor, alpha: Tensor) -> Tensor:
     """Snake activation: `x + 1/(alpha + 1e-9) * sin(alpha * x)^2` (alpha broadcast, e.g. (1, C, 1))."""
     s = (alpha * x).sin()
     return x + (alpha + 1e-9).reciprocal() * (s * s)
+
+
+# -- attention -------------------------------------------------------------------
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: Optional[float] = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """`softmax(Q K^T * scale + mask) V` over (..., L, D) x (..., S, D) x (..., S, Dv), as PyTorch.
+
+    A fused CPU kernel (online softmax over key blocks, never the L x S matrix),
+    differentiable in query, key and value. `attn_mask` is boolean (True takes
+    part) or additive float, broadcast to (..., L, S); `is_causal` is the top-left
+    aligned lower-triangular mask; `enable_gqa` lets Hq be a multiple of the kv heads.
+    Rows with every key masked give zeros (as torch's CPU kernel).
+    """
+    op = "scaled_dot_product_attention"
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        _check_tensor(t, f"{op} ({name})")
+    if attn_mask is not None:
+        _check_tensor(attn_mask, f"{op} (attn_mask)")
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)):
+        raise TypeError(f"{op}: dropout_p must be a float, got {type(dropout_p).__name__}")
+    if not 0.0 <= float(dropout_p) <= 1.0:
+        raise ValueError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
+        raise TypeError(f"{op}: scale must be a float or None, got {type(scale).__name__}")
+    if is_causal and attn_mask is not None:
+        raise ValueError(f"{op}: attn_mask must not be given together with is_causal=True "
+                         f"(got attn_mask of shape {tuple(attn_mask.shape)})")
+    return _core._sdpa(query, key, value, attn_mask, float(dropout_p), bool(is_causal),
+                       None if scale is None else float(scale), bool(enable_gqa))
+
+
+__all__ += ["scaled_dot_product_attention"]
