@@ -179,6 +179,9 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
     if let Operand::T(bt, bdt) = &b {
         if *bdt == adt && at.dims() == bt.dims() && adt.is_float() && matches!(op, Bin::Add | Bin::Sub | Bin::Mul | Bin::Div) {
             let (l, r) = if reflected { (bt, &at) } else { (&at, bt) };
+            if let Some(out) = small_direct(l, r, op) {
+                return Ok(PyTensor::wrap_dt(out, adt));
+            }
             let out = maybe_detach(l.elem_count(), || match op {
                 Bin::Add => l.add(r),
                 Bin::Sub => l.sub(r),
@@ -322,6 +325,42 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
     // Non-float results have no gradient: keep them out of the graph.
     let out = if out_dt.is_float() { out } else { out.detach() };
     Ok(PyTensor::wrap_dt(out, out_dt))
+}
+
+/// Small contiguous CPU operands outside autograd: one tight loop into a new
+/// buffer, skipping Candle's generic dispatch (which dominates at this size).
+fn small_direct(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
+    const SMALL: usize = 4096;
+    let n = l.elem_count();
+    if n > SMALL || l.track_op() || r.track_op() || !l.device().is_cpu() || !l.is_contiguous() || !r.is_contiguous() {
+        return None;
+    }
+    fn run<T: Copy + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(
+        a: &[T],
+        b: &[T],
+        op: Bin,
+    ) -> Vec<T> {
+        match op {
+            Bin::Add => a.iter().zip(b).map(|(x, y)| *x + *y).collect(),
+            Bin::Sub => a.iter().zip(b).map(|(x, y)| *x - *y).collect(),
+            Bin::Mul => a.iter().zip(b).map(|(x, y)| *x * *y).collect(),
+            _ => a.iter().zip(b).map(|(x, y)| *x / *y).collect(),
+        }
+    }
+    let (la, _) = l.layout().contiguous_offsets()?;
+    let (ra, _) = r.layout().contiguous_offsets()?;
+    let (ls, _) = l.storage_and_layout();
+    let (rs, _) = r.storage_and_layout();
+    let shape = l.dims().to_vec();
+    match (&*ls, &*rs) {
+        (candle_core::Storage::Cpu(candle_core::CpuStorage::F32(a)), candle_core::Storage::Cpu(candle_core::CpuStorage::F32(b))) => {
+            Tensor::from_vec(run(&a[la..la + n], &b[ra..ra + n], op), shape, &candle_core::Device::Cpu).ok()
+        }
+        (candle_core::Storage::Cpu(candle_core::CpuStorage::F64(a)), candle_core::Storage::Cpu(candle_core::CpuStorage::F64(b))) => {
+            Tensor::from_vec(run(&a[la..la + n], &b[ra..ra + n], op), shape, &candle_core::Device::Cpu).ok()
+        }
+        _ => None,
+    }
 }
 
 /// Run `f` with the GIL released when the tensor is large enough for that to pay off.
