@@ -236,6 +236,9 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
                 (Bin::Sub, true) => (-1.0, c),
                 _ => (c, 0.0),
             };
+            if let Some(out) = small_affine(&at, mul, add) {
+                return Ok(PyTensor::wrap_dt(out, dt));
+            }
             let out = maybe_detach(at.elem_count(), || at.affine(mul, add)).op(name)?;
             return Ok(PyTensor::wrap_dt(out, dt));
         }
@@ -330,7 +333,9 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
 /// Small contiguous CPU operands outside autograd: one tight loop into a new
 /// buffer, skipping Candle's generic dispatch (which dominates at this size).
 fn small_direct(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
-    const SMALL: usize = 4096;
+    // Up to here one vectorized loop beats Candle's rayon path, whose wake-ups
+    // dominate (and stall on a busy machine) at these sizes.
+    const SMALL: usize = 1 << 16;
     let n = l.elem_count();
     if n > SMALL || l.track_op() || r.track_op() || !l.device().is_cpu() || !l.is_contiguous() || !r.is_contiguous() {
         return None;
@@ -358,6 +363,29 @@ fn small_direct(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
         }
         (candle_core::Storage::Cpu(candle_core::CpuStorage::F64(a)), candle_core::Storage::Cpu(candle_core::CpuStorage::F64(b))) => {
             Tensor::from_vec(run(&a[la..la + n], &b[ra..ra + n], op), shape, &candle_core::Device::Cpu).ok()
+        }
+        _ => None,
+    }
+}
+
+/// `x * mul + add` for a small contiguous CPU tensor outside autograd, as Candle's
+/// affine computes it (same formula, same rounding), in one vectorized loop.
+fn small_affine(x: &Tensor, mul: f64, add: f64) -> Option<Tensor> {
+    let n = x.elem_count();
+    if n > 1 << 16 || x.track_op() || !x.device().is_cpu() {
+        return None;
+    }
+    let (a, _) = x.layout().contiguous_offsets()?;
+    let (st, _) = x.storage_and_layout();
+    let shape = x.dims().to_vec();
+    let dev = candle_core::Device::Cpu;
+    match &*st {
+        candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)) => {
+            let (m, c) = (mul as f32, add as f32);
+            Tensor::from_vec(v[a..a + n].iter().map(|x| *x * m + c).collect::<Vec<f32>>(), shape, &dev).ok()
+        }
+        candle_core::Storage::Cpu(candle_core::CpuStorage::F64(v)) => {
+            Tensor::from_vec(v[a..a + n].iter().map(|x| *x * mul + add).collect::<Vec<f64>>(), shape, &dev).ok()
         }
         _ => None,
     }
@@ -609,13 +637,13 @@ pub fn matmul(py: Python<'_>, a: &PyTensor, b: &PyTensor) -> PyResult<PyTensor> 
     let r = cast(&bt, b.dt(), cdt)?;
     let l = if ra == 1 { l.unsqueeze(0).op("matmul")? } else { l };
     let r = if rb == 1 { r.unsqueeze(1).op("matmul")? } else { r };
+    let run = |l: &Tensor, r: &Tensor| if l.rank() == 2 && r.rank() == 2 { l.matmul(r) } else { l.broadcast_matmul(r) };
     let mut out = py
-        .detach(|| {
-            if l.rank() == 2 && r.rank() == 2 {
-                l.matmul(&r)
-            } else {
-                l.broadcast_matmul(&r)
-            }
+        .detach(|| match run(&l, &r) {
+            // Candle's gemm takes transposed matrices but not every batch striding
+            // (e.g. heads split with transpose(1, 2)): retry on contiguous copies.
+            Err(_) if !l.is_contiguous() || !r.is_contiguous() => run(&l.contiguous()?, &r.contiguous()?),
+            res => res,
         })
         .op("matmul")?;
     if rb == 1 {
@@ -711,6 +739,12 @@ unary_round! {
 
 #[pymethods]
 impl PyTensor {
+    /// Exact GELU, `x * Phi(x)`: the parallel kernel behind `F.gelu` / `nn.GELU`.
+    fn _gelu(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        let (t, dt) = float_input(self)?;
+        let out = py.detach(|| kernels::gelu_erf(&t)).op("gelu")?;
+        Ok(PyTensor::wrap_dt(out, dt))
+    }
     fn relu(&self) -> PyResult<PyTensor> {
         let t = self.t();
         Ok(PyTensor::wrap_dt(t.relu().op("relu")?, self.dt()))

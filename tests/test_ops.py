@@ -1171,3 +1171,16 @@ def test_flip_repeat_tril_triu(data):
     else:
         with pytest.raises(ValueError):
             t.tril()
+
+
+def test_matmul_on_non_contiguous_batched_views() -> None:
+    """Attention-style head splits (transpose(1, 2)) multiply like PyTorch's."""
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(2, 4, 3, 5)).astype(np.float32)
+    b = rng.normal(size=(2, 3, 5, 6)).astype(np.float32)
+    x = cp.tensor(a).transpose(1, 2)
+    got = (x @ cp.tensor(b)).numpy()
+    np.testing.assert_allclose(got, np.swapaxes(a, 1, 2) @ b, rtol=1e-5, atol=1e-5)
+    xt = cp.tensor(a, requires_grad=True)
+    (xt.transpose(1, 2) @ cp.tensor(b)).sum().backward()
+    assert xt.grad is not None and xt.grad.shape == a.shape

@@ -2,7 +2,7 @@
 //!
 //! The forward walks each block of query rows over blocks of keys with an online
 //! softmax (running row max and row sum), so the L x S score matrix never exists
-//! in memory: only a `tunes()[0] x tunes()[1]` tile per task. Block products go through the `gemm`
+//! in memory: only a `BQ x BK` tile per task. Block products go through the `gemm`
 //! crate; the row work (mask, exp, rescale) is compiled for AVX-512 and AVX2 and
 //! picked at run time. Tasks are (batch, query block) pairs run with rayon.
 //!
@@ -25,13 +25,14 @@ use std::sync::Mutex;
 
 const OP: &str = "scaled_dot_product_attention";
 
-fn tune(name: &str, def: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(def)
-}
-static TUNE: std::sync::OnceLock<[usize; 4]> = std::sync::OnceLock::new();
-fn tunes() -> [usize; 4] {
-    *TUNE.get_or_init(|| [tune("ATTN_BQ", 64), tune("ATTN_BK", 256), tune("ATTN_BQB", 64), tune("ATTN_BKB", 128)])
-}
+/// Query rows per forward task.
+const BQ: usize = 64;
+/// Keys per forward tile.
+const BK: usize = 256;
+const _: () = assert!(BK % 64 == 0, "K panels are 64 keys wide");
+/// Query rows / keys per backward tile.
+const BQ_B: usize = 64;
+const BK_B: usize = 128;
 
 /// The float types the kernel runs on (f16/bf16 are computed in f32).
 trait AF:
@@ -328,15 +329,147 @@ struct FwdWs<T> {
     l: Vec<T>,
 }
 
+/// K transposed into (d x 64) panels (sp keys, a multiple of 64) and V padded to (s, dvp) per kv slice, with sp and dvp
+/// rounded up to 16 lanes, for the f32 AVX-512 micro-kernel (no per-tile packing).
+struct Packed {
+    kt: Vec<f32>,
+    vp: Vec<f32>,
+    sp: usize,
+    dvp: usize,
+}
+
+fn pack(g: &Geo, k: &[f32], v: &[f32]) -> Packed {
+    let (s, d, dv) = (g.s, g.d, g.dv);
+    let dvp = dv.div_ceil(16) * 16;
+    let nk = if s * d == 0 { 0 } else { g.k_len / (s * d) };
+    let nv = if s * dv == 0 { 0 } else { g.v_len / (s * dv) };
+    // K^T in panels of 64 keys: panel p holds [d][64] contiguous, so the
+    // micro-kernel streams it (a plain (d, s) transpose would alias in L1).
+    let sp = s.div_ceil(64) * 64;
+    let mut kt = vec![0f32; nk * d * sp];
+    if nk > 0 {
+        kt.par_chunks_mut(d * sp).enumerate().for_each(|(u, dst)| {
+            let src = &k[u * s * d..(u + 1) * s * d];
+            for j in 0..s {
+                let base = (j / 64) * d * 64 + (j % 64);
+                for dd in 0..d {
+                    dst[base + dd * 64] = src[j * d + dd];
+                }
+            }
+        });
+    }
+    let vp = if dvp == dv {
+        Vec::new()
+    } else {
+        let mut vp = vec![0f32; nv * s * dvp];
+        if nv > 0 {
+            vp.par_chunks_mut(s * dvp).enumerate().for_each(|(u, dst)| {
+                for j in 0..s {
+                    dst[j * dvp..j * dvp + dv].copy_from_slice(&v[(u * s + j) * dv..(u * s + j + 1) * dv]);
+                }
+            });
+        }
+        vp
+    };
+    Packed { kt, vp, sp, dvp }
+}
+
+/// `C[R x 16*NC] (+)= alpha * A[R x k] B[k x 16*NC]`, A rows of stride `a_rs`
+/// (unit stride along k), B rows of stride `b_rs`: accumulators stay in registers.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+unsafe fn ukr<const R: usize, const NC: usize>(k: usize, a: *const f32, a_rs: usize, b: *const f32, b_rs: usize, c: *mut f32, c_rs: usize, add: bool, alpha: f32) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); NC]; R];
+    let mut kk = 0;
+    while kk < k {
+        let bp = b.add(kk * b_rs);
+        let mut bv = [_mm512_setzero_ps(); NC];
+        let mut cc = 0;
+        while cc < NC {
+            bv[cc] = _mm512_loadu_ps(bp.add(cc * 16));
+            cc += 1;
+        }
+        let mut r = 0;
+        while r < R {
+            let av = _mm512_set1_ps(*a.add(r * a_rs + kk));
+            let mut cc = 0;
+            while cc < NC {
+                acc[r][cc] = _mm512_fmadd_ps(av, bv[cc], acc[r][cc]);
+                cc += 1;
+            }
+            r += 1;
+        }
+        kk += 1;
+    }
+    let al = _mm512_set1_ps(alpha);
+    let mut r = 0;
+    while r < R {
+        let mut cc = 0;
+        while cc < NC {
+            let cp = c.add(r * c_rs + cc * 16);
+            let v = if add { _mm512_fmadd_ps(acc[r][cc], al, _mm512_loadu_ps(cp)) } else { _mm512_mul_ps(acc[r][cc], al) };
+            _mm512_storeu_ps(cp, v);
+            cc += 1;
+        }
+        r += 1;
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[allow(clippy::too_many_arguments)]
+unsafe fn ukr<const R: usize, const NC: usize>(_: usize, _: *const f32, _: usize, _: *const f32, _: usize, _: *mut f32, _: usize, _: bool, _: f32) {
+    unreachable!("the packed kernel runs only with AVX-512")
+}
+
+/// `C[m x n] (+)= alpha * A B` with n a multiple of 16, by 6 x 64 register tiles;
+/// each 64 columns of B start `b_c64` elements after the previous ones.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn mm16(m: usize, n: usize, k: usize, a: *const f32, a_rs: usize, b: *const f32, b_rs: usize, b_c64: usize, c: *mut f32, c_rs: usize, add: bool, alpha: f32) {
+    macro_rules! rows {
+        ($nc:literal, $c0:expr) => {{
+            let mut r0 = 0;
+            while r0 < m {
+                let (ap, cp) = (a.add(r0 * a_rs), c.add(r0 * c_rs + $c0));
+                let bp = b.add($c0 / 64 * b_c64);
+                match m - r0 {
+                    1 => ukr::<1, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha),
+                    2 => ukr::<2, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha),
+                    3 => ukr::<3, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha),
+                    4 => ukr::<4, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha),
+                    5 => ukr::<5, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha),
+                    _ => ukr::<6, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha),
+                }
+                r0 += 6;
+            }
+        }};
+    }
+    let mut c0 = 0;
+    while c0 < n {
+        match (n - c0) / 16 {
+            1 => rows!(1, c0),
+            2 => rows!(2, c0),
+            3 => rows!(3, c0),
+            _ => rows!(4, c0),
+        }
+        c0 += 64;
+    }
+}
+
 /// One forward task: query rows `i0..i1` of batch entry `n`, all key blocks.
 #[inline(always)]
-unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, n: usize, i0: usize, i1: usize, out: SyncPtr<T>, lse: SyncPtr<T>, ws: &mut FwdWs<T>) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, pk: Option<&Packed>, n: usize, i0: usize, i1: usize, out: SyncPtr<T>, lse: SyncPtr<T>, ws: &mut FwdWs<T>) {
     let (l, s, d, dv) = (g.l, g.s, g.d, g.dv);
     let h = i1 - i0;
     let scale = T::from_f64_(c.scale);
     let drop = c.drop_params().map(|(t, inv)| (t, T::from_f64_(inv)));
     let FwdWs { sc, acc, m, l: lsum } = ws;
-    acc[..h * dv].iter_mut().for_each(|a| *a = T::ZERO);
+    let acc_rs = pk.map_or(dv, |p| p.dvp);
+    acc[..h * acc_rs].iter_mut().for_each(|a| *a = T::ZERO);
     m[..h].iter_mut().for_each(|a| *a = T::NEG_INF);
     lsum[..h].iter_mut().for_each(|a| *a = T::ZERO);
     let qp = x.q.as_ptr().add(g.q_off[n] + i0 * d);
@@ -344,14 +477,25 @@ unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, n: usize, i0: usize, 
     let s_end = if c.causal { s.min(i1) } else { s };
     let mut j0 = 0;
     while j0 < s_end {
-        let w = tunes()[1].min(s_end - j0);
-        let kp = x.k.as_ptr().add(g.k_off[n] + j0 * d);
+        let w = BK.min(s_end - j0);
         let vp = x.v.as_ptr().add(g.v_off[n] + j0 * dv);
-        // S = scale * Q K^T (h x w), rows of stride w.
-        mm(h, w, d, sc.as_mut_ptr(), w, false, qp, d, 1, kp, 1, d, scale);
+        // S = scale * Q K^T (h x w), rows of stride sc_rs.
+        let sc_rs = match pk {
+            Some(p) => {
+                let wp = w.div_ceil(16) * 16;
+                let kt = p.kt.as_ptr().add(g.k_off[n] / (s * d) * d * p.sp + j0 * d);
+                mm16(h, wp, d, qp as *const f32, d, kt, 64, d * 64, sc.as_mut_ptr() as *mut f32, wp, false, c.scale as f32);
+                wp
+            }
+            None => {
+                let kp = x.k.as_ptr().add(g.k_off[n] + j0 * d);
+                mm(h, w, d, sc.as_mut_ptr(), w, false, qp, d, 1, kp, 1, d, scale);
+                w
+            }
+        };
         for r in 0..h {
             let i = i0 + r;
-            let row = &mut sc[r * w..(r + 1) * w];
+            let row = &mut sc[r * sc_rs..r * sc_rs + w];
             let lim = if c.causal { (i + 1).saturating_sub(j0).min(w) } else { w };
             let mrow = x.mask.map(|mk| &mk[g.m_off[n] + i * g.m_rs + j0 * g.m_cs..]);
             let bmax = prep_row(row, mrow, g.m_cs, lim);
@@ -364,7 +508,7 @@ unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, n: usize, i0: usize, 
             if m[r] != m_new {
                 let alpha = if m[r] == T::NEG_INF { T::ZERO } else { (m[r] - m_new).exp_() };
                 lsum[r] = lsum[r] * alpha;
-                for a in acc[r * dv..(r + 1) * dv].iter_mut() {
+                for a in acc[r * acc_rs..r * acc_rs + dv].iter_mut() {
                     *a = *a * alpha;
                 }
                 m[r] = m_new;
@@ -378,7 +522,13 @@ unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, n: usize, i0: usize, 
             }
         }
         // acc += P V (h x dv).
-        mm(h, dv, w, acc.as_mut_ptr(), dv, true, sc.as_ptr(), w, 1, vp, dv, 1, T::ONE);
+        match pk {
+            Some(p) => {
+                let vpp = if p.vp.is_empty() { vp as *const f32 } else { p.vp.as_ptr().add(g.v_off[n] / (s * dv) * s * p.dvp + j0 * p.dvp) };
+                mm16(h, p.dvp, w, sc.as_ptr() as *const f32, sc_rs, vpp, p.dvp, 64, acc.as_mut_ptr() as *mut f32, p.dvp, true, 1.0);
+            }
+            None => mm(h, dv, w, acc.as_mut_ptr(), dv, true, sc.as_ptr(), w, 1, vp, dv, 1, T::ONE),
+        }
         j0 += w;
     }
     let o = out.0.add((n * l + i0) * dv);
@@ -390,7 +540,7 @@ unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, n: usize, i0: usize, 
             *lse.0.add(n * l + i0 + r) = T::INF;
         } else {
             let inv = T::ONE / ls;
-            for (v, &a) in dst.iter_mut().zip(&acc[r * dv..(r + 1) * dv]) {
+            for (v, &a) in dst.iter_mut().zip(&acc[r * acc_rs..r * acc_rs + dv]) {
                 *v = a * inv;
             }
             *lse.0.add(n * l + i0 + r) = m[r] + ls.ln_();
@@ -400,39 +550,50 @@ unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, n: usize, i0: usize, 
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn fwd_task_avx512<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, n: usize, i0: usize, i1: usize, out: SyncPtr<T>, lse: SyncPtr<T>, ws: &mut FwdWs<T>) {
-    fwd_task(g, c, x, n, i0, i1, out, lse, ws)
+#[allow(clippy::too_many_arguments)]
+unsafe fn fwd_task_avx512<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, pk: Option<&Packed>, n: usize, i0: usize, i1: usize, out: SyncPtr<T>, lse: SyncPtr<T>, ws: &mut FwdWs<T>) {
+    fwd_task(g, c, x, pk, n, i0, i1, out, lse, ws)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
 unsafe fn fwd_task_avx2<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, n: usize, i0: usize, i1: usize, out: SyncPtr<T>, lse: SyncPtr<T>, ws: &mut FwdWs<T>) {
-    fwd_task(g, c, x, n, i0, i1, out, lse, ws)
+    fwd_task(g, c, x, None, n, i0, i1, out, lse, ws)
 }
 
 /// The forward over all (batch, query block) tasks: output (n, l, dv) and logsumexp (n, l).
 fn forward<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec<T>) {
     let mut out = vec![T::ZERO; g.n * g.l * g.dv];
     let mut lse = vec![T::ZERO; g.n * g.l];
-    let nqb = g.l.div_ceil(tunes()[0]);
+    let nqb = g.l.div_ceil(BQ);
     let (op, lp) = (SyncPtr(out.as_mut_ptr()), SyncPtr(lse.as_mut_ptr()));
     let simd = simd_level();
-    let bk = tunes()[1].min(g.s.max(1));
-    let dv = g.dv;
+    // The register-tiled f32 path (AVX-512): K and V repacked once per call.
+    let packed = if matches!(simd, Simd::Avx512) && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && g.n * g.l > 0 {
+        // SAFETY: T is f32 (checked just above).
+        let (k, v) = unsafe { (std::slice::from_raw_parts(x.k.as_ptr() as *const f32, x.k.len()), std::slice::from_raw_parts(x.v.as_ptr() as *const f32, x.v.len())) };
+        Some(pack(g, k, v))
+    } else {
+        None
+    };
+    let pk = packed.as_ref();
+    let bk = BK.min(g.s.max(1)).div_ceil(16) * 16;
+    let accw = g.dv.div_ceil(16) * 16;
     (0..g.n * nqb).into_par_iter().for_each_init(
-        || FwdWs { sc: vec![T::ZERO; tunes()[0] * bk], acc: vec![T::ZERO; tunes()[0] * dv], m: vec![T::ZERO; tunes()[0]], l: vec![T::ZERO; tunes()[0]] },
+        || FwdWs { sc: vec![T::ZERO; BQ * bk], acc: vec![T::ZERO; BQ * accw], m: vec![T::ZERO; BQ], l: vec![T::ZERO; BQ] },
         |ws, t| {
             let (n, qb) = (t / nqb, t % nqb);
-            let i0 = qb * tunes()[0];
-            let i1 = (i0 + tunes()[0]).min(g.l);
+            let i0 = qb * BQ;
+            let i1 = (i0 + BQ).min(g.l);
             // SAFETY: tasks write disjoint rows of `out` / `lse`; CPU features were detected.
             unsafe {
                 match simd {
                     #[cfg(target_arch = "x86_64")]
-                    Simd::Avx512 => fwd_task_avx512(g, c, x, n, i0, i1, op, lp, ws),
+                    Simd::Avx512 => fwd_task_avx512(g, c, x, pk, n, i0, i1, op, lp, ws),
                     #[cfg(target_arch = "x86_64")]
                     Simd::Avx2 => fwd_task_avx2(g, c, x, n, i0, i1, op, lp, ws),
-                    _ => fwd_task(g, c, x, n, i0, i1, op, lp, ws),
+                    _ => fwd_task(g, c, x, None, n, i0, i1, op, lp, ws),
                 }
             }
         },
@@ -465,19 +626,19 @@ unsafe fn bwd_task<T: AF>(g: &Geo, c: &Cfg, io: &BwdIo<T>, n: usize, chunk: usiz
     let x = &io.x;
     let scale = T::from_f64_(c.scale);
     let drop = c.drop_params().map(|(t, inv)| (t, T::from_f64_(inv)));
-    let nkb = s.div_ceil(tunes()[3]);
+    let nkb = s.div_ceil(BK_B);
     let BwdWs { p, pd, dp } = ws;
     let mut kb = chunk;
     while kb < nkb {
-        let j0 = kb * tunes()[3];
-        let w = tunes()[3].min(s - j0);
+        let j0 = kb * BK_B;
+        let w = BK_B.min(s - j0);
         let kp = x.k.as_ptr().add(g.k_off[n] + j0 * d);
         let vp = x.v.as_ptr().add(g.v_off[n] + j0 * dvn);
         let dkp = dk_base.add(j0 * d);
         let dvp = dv_base.add(j0 * dvn);
-        let mut i0 = if c.causal { (j0 / tunes()[2]) * tunes()[2] } else { 0 };
+        let mut i0 = if c.causal { (j0 / BQ_B) * BQ_B } else { 0 };
         while i0 < l {
-            let h = tunes()[2].min(l - i0);
+            let h = BQ_B.min(l - i0);
             let qp = x.q.as_ptr().add(g.q_off[n] + i0 * d);
             let dop = io.d_o.as_ptr().add((n * l + i0) * dvn);
             mm(h, w, d, p.as_mut_ptr(), w, false, qp, d, 1, kp, 1, d, scale);
@@ -579,7 +740,7 @@ fn backward<T: AF>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &[T], lse: &[T]
         });
     }
     let threads = rayon::current_num_threads().max(1);
-    let nkb = s.div_ceil(tunes()[3]).max(1);
+    let nkb = s.div_ceil(BK_B).max(1);
     // Key-block chunks per batch entry: enough tasks to fill the threads.
     let chunks = threads.div_ceil(n_.max(1)).min(nkb).max(1);
     // Targets: in place when an input has no broadcasting, else full-size then reduced.
@@ -602,7 +763,7 @@ fn backward<T: AF>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &[T], lse: &[T]
     let simd = simd_level();
     let io_ref = &io;
     (0..n_ * chunks).into_par_iter().for_each_init(
-        || BwdWs { p: vec![T::ZERO; tunes()[2] * tunes()[3]], pd: vec![T::ZERO; tunes()[2] * tunes()[3]], dp: vec![T::ZERO; tunes()[2] * tunes()[3]] },
+        || BwdWs { p: vec![T::ZERO; BQ_B * BK_B], pd: vec![T::ZERO; BQ_B * BK_B], dp: vec![T::ZERO; BQ_B * BK_B] },
         |ws, t| {
             let (n, ch) = (t / chunks, t % chunks);
             // SAFETY: each task owns its key blocks of dk/dv (per n) and its dq region.
@@ -746,8 +907,10 @@ fn bcast_strides(dims: &[usize], inner: usize) -> Vec<usize> {
     st
 }
 
+/// A shape as Python prints a tuple: `(2, 3)`, `(8,)`, `()`.
 fn fmt(d: &[usize]) -> String {
-    format!("{d:?}").replace('[', "(").replace(']', ")")
+    let parts: Vec<String> = d.iter().map(|x| x.to_string()).collect();
+    if parts.len() == 1 { format!("({},)", parts[0]) } else { format!("({})", parts.join(", ")) }
 }
 
 /// Batch dims of `x` right-aligned to `rank` dims (1 where missing).

@@ -108,7 +108,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate == "none":
-        return input * 0.5 * ((input * (1.0 / math.sqrt(2.0))).erf() + 1.0)
+        return input._gelu()
     if approximate == "tanh":
         inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
         return input * 0.5 * (inner.tanh() + 1.0)
