@@ -286,3 +286,17 @@ def test_sequence_layer_matches_torch(name: str) -> None:
         assert p.grad is not None, f"{name}: no gradient reached {pname}"
         assert_close(p.grad, grads[pname], 1e-4, 1e-4, f"{name}: grad of {pname}")
     assert set(m.state_dict()) == set(group(t, "state.")), f"{name}: state_dict keys differ from torch's"
+
+
+def test_functional_multi_head_attention_matches_module() -> None:
+    """F.multi_head_attention_forward with the module's tensors gives the module's result."""
+    t, meta = load("mha_self")
+    m = nn.MultiheadAttention(*meta["args"], **meta["kwargs"])
+    m.load_state_dict(group(t, "state."))
+    x, k, v = t["input"], t["key"], t["value"]
+    out, w = nn.functional.multi_head_attention_forward(
+        x, k, v, m.embed_dim, m.num_heads, m.in_proj_weight, m.in_proj_bias, None, None, False, 0.0,
+        m.out_proj.weight, m.out_proj.bias, training=False, key_padding_mask=t["key_padding_mask"], attn_mask=t["attn_mask"],
+    )
+    assert_close(out, t["output"], 1e-4, 1e-4, "functional MHA output")
+    assert_close(w, t["weights"], 1e-4, 1e-4, "functional MHA weights")

@@ -16,7 +16,7 @@ __all__ = [
     "linear", "bilinear", "relu", "relu6", "leaky_relu", "prelu", "rrelu", "elu", "selu", "celu",
     "gelu", "silu", "mish", "sigmoid", "tanh", "hardtanh", "hardsigmoid", "hardswish", "softplus",
     "softmax", "log_softmax", "dropout", "embedding", "layer_norm", "rms_norm", "group_norm",
-    "batch_norm", "normalize", "pad", "one_hot", "interpolate", "snake",
+    "batch_norm", "normalize", "pad", "one_hot", "interpolate", "snake", "multi_head_attention_forward",
     "mse_loss", "l1_loss", "smooth_l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "kl_div",
 ]
@@ -791,3 +791,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
 
 
 __all__ += ["scaled_dot_product_attention"]
+
+
+def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int, *args: Any, **kwargs: Any) -> Any:
+    """PyTorch's functional multi-head attention (the computation behind nn.MultiheadAttention)."""
+    from .attention import multi_head_attention_forward as _mha
+
+    return _mha(query, key, value, embed_dim_to_check, num_heads, *args, **kwargs)
