@@ -67,18 +67,7 @@ impl DT {
     }
 
     pub fn from_candle(d: DType) -> PyResult<DT> {
-        Ok(match d {
-            DType::U8 => DT::U8,
-            DType::I16 => DT::I16,
-            DType::I32 => DT::I32,
-            DType::I64 => DT::I64,
-            DType::U32 => DT::U32,
-            DType::F16 => DT::F16,
-            DType::BF16 => DT::BF16,
-            DType::F32 => DT::F32,
-            DType::F64 => DT::F64,
-            other => return Err(dtype_err("dtype", format!("Candle dtype {other:?} has no candle_py equivalent"))),
-        })
+        DT::of_candle(d).ok_or_else(|| dtype_err("dtype", format!("Candle dtype {d:?} has no candle_py equivalent")))
     }
 
     pub fn name(self) -> &'static str {

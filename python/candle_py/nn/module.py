@@ -8,7 +8,7 @@ a PyTorch checkpoint loads unchanged.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Set, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple, TypeVar
 
 from .. import _core
 from .._core import Tensor
@@ -38,6 +38,17 @@ def _addindent(s: str, num_spaces: int) -> str:
         return s
     first = lines.pop(0)
     return first + "\n" + "\n".join(" " * num_spaces + line for line in lines)
+
+
+def zero_grads(params: Iterable[Tensor], set_to_none: bool = True) -> None:
+    """Drop (or zero) the `.grad` of every tensor in `params`: Module's and Optimizer's `zero_grad`."""
+    for p in params:
+        if p.grad is None:
+            continue
+        if set_to_none:
+            p.grad = None
+        else:
+            p.grad = _core.zeros_like(p.grad)
 
 
 class RemovableHandle:
@@ -290,13 +301,7 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                p.grad = _core.zeros_like(p.grad)
+        zero_grads(self.parameters(), set_to_none)
 
     def apply(self: T, fn: Callable[["Module"], None]) -> T:
         for m in self.children():

@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 from .. import _core
 from .._core import Tensor
 from ..autograd import no_grad
+from ..nn.module import zero_grads
 
 ParamsT = Union[Iterable[Tensor], Iterable[Dict[str, Any]]]
 
@@ -49,14 +50,7 @@ class Optimizer:
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        for g in self.param_groups:
-            for p in g["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    p.grad = _core.zeros_like(p.grad)
+        zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
 
     def _update(self, p: Tensor, grad: Tensor, state: Dict[str, Any], group: Dict[str, Any]) -> Tensor:
         """The new value of `p` (each optimizer defines its rule)."""
