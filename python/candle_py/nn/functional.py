@@ -37,7 +37,12 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
             f"linear: input's last dimension must match in_features: input shape {tuple(input.shape)}, "
             f"weight shape {tuple(weight.shape)} (expects (..., {weight.shape[-1]}))"
         )
-    out = input @ weight.t()
+    if input.ndim > 2:
+        # One (N*L, in) x (in, out) GEMM parallelizes far better than a batch of small ones.
+        lead = tuple(input.shape[:-1])
+        out = (input.reshape(-1, input.shape[-1]) @ weight.t()).reshape(*lead, weight.shape[0])
+    else:
+        out = input @ weight.t()
     return out + bias if bias is not None else out
 
 
