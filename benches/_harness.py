@@ -7,8 +7,8 @@ import time
 from typing import Callable, Optional
 
 
-def median_time(fn: Callable[[], object], *, repeat: int = 7, number: int = 1, warmup: int = 1) -> float:
-    """Median seconds per call of `fn` over `repeat` rounds of `number` calls."""
+def _rounds(fn: Callable[[], object], repeat: int, number: int, warmup: int) -> list[float]:
+    """Seconds per call of `fn` in each of `repeat` rounds of `number` calls."""
     for _ in range(warmup):
         fn()
     rounds = []
@@ -17,7 +17,17 @@ def median_time(fn: Callable[[], object], *, repeat: int = 7, number: int = 1, w
         for _ in range(number):
             fn()
         rounds.append((time.perf_counter() - t0) / number)
-    return statistics.median(rounds)
+    return rounds
+
+
+def median_time(fn: Callable[[], object], *, repeat: int = 7, number: int = 1, warmup: int = 1) -> float:
+    """Median seconds per call of `fn` over `repeat` rounds of `number` calls."""
+    return statistics.median(_rounds(fn, repeat, number, warmup))
+
+
+def best_time(fn: Callable[[], object], repeat: int, number: int = 10) -> float:
+    """Minimum over `repeat` rounds of the mean seconds per call of `number` calls."""
+    return min(_rounds(fn, repeat, number, 1))
 
 
 def fmt_time(s: Optional[float]) -> str:

@@ -23,7 +23,7 @@ if THREADS:
     os.environ["RAYON_NUM_THREADS"] = str(THREADS)
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _harness import try_torch  # noqa: E402
+from _harness import best_time, try_torch  # noqa: E402
 
 import candle_py as cp  # noqa: E402
 import candle_py.nn as nn  # noqa: E402
@@ -34,20 +34,6 @@ if torch is not None and THREADS:
     torch.set_num_threads(THREADS)
 QUICK = "--quick" in sys.argv
 BATCH = 64
-
-
-def best_time(fn: Callable[[], object], repeat: int, number: int = 10) -> float:
-    """Minimum over `repeat` rounds of the mean seconds per call of `number` calls."""
-    import time
-
-    fn()
-    rounds = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        rounds.append((time.perf_counter() - t0) / number)
-    return min(rounds)
 
 
 def conv_cp() -> nn.Module:

@@ -66,18 +66,18 @@ impl PyTensor {
     #[inline]
     pub fn t_dt(&self) -> (Tensor, DT) {
         let g = self.inner.read().unwrap_or_else(|p| p.into_inner());
-        let dt = if self.is_bool { DT::Bool } else { DT::of_candle(g.dtype()).unwrap_or(DT::F32) };
-        (g.clone(), dt)
+        (g.clone(), self.dt_of(&g))
     }
 
+    /// The Python-level dtype, read under the lock without cloning the tensor (hot path).
     pub fn dt(&self) -> DT {
-        if self.is_bool {
-            DT::Bool
-        } else {
-            // Hot path: read the dtype under the lock, without cloning the tensor.
-            let d = self.inner.read().unwrap_or_else(|p| p.into_inner()).dtype();
-            DT::of_candle(d).unwrap_or(DT::F32)
-        }
+        self.dt_of(&self.inner.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    #[inline]
+    fn dt_of(&self, t: &Tensor) -> DT {
+        // Every Candle dtype we create maps back; f32 is a safe fallback.
+        if self.is_bool { DT::Bool } else { DT::of_candle(t.dtype()).unwrap_or(DT::F32) }
     }
 }
 

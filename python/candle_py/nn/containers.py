@@ -7,6 +7,13 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Tuple, Union, ove
 from .module import Module
 
 
+def _renumber(container: Module, mods: list) -> None:
+    """Store `mods` under keys 0..n-1, as PyTorch's list-like containers do after an edit."""
+    container._modules.clear()
+    for i, m in enumerate(mods):
+        container._modules[str(i)] = m
+
+
 def _index(idx: int, n: int, what: str) -> int:
     if not -n <= idx < n:
         raise IndexError(f"index {idx} is out of range for {what} of length {n}")
@@ -44,11 +51,7 @@ class Sequential(Module):
         targets = keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys), "Sequential")]]
         for k in targets:
             del self._modules[k]
-        # Renumber so keys stay 0..n-1, as PyTorch does.
-        mods = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self._modules[str(i)] = m
+        _renumber(self, list(self._modules.values()))
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -71,9 +74,7 @@ class Sequential(Module):
         if not -n <= index <= n:
             raise IndexError(f"Index out of range: {index}")
         mods.insert(index % (n + 1) if index < 0 else index, module)
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self._modules[str(i)] = m
+        _renumber(self, mods)
         return self
 
     def forward(self, input: Any) -> Any:
@@ -102,9 +103,7 @@ class ModuleList(Module):
     def __delitem__(self, idx: Union[int, slice]) -> None:
         mods = list(self._modules.values())
         del mods[idx]
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self._modules[str(i)] = m
+        _renumber(self, mods)
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -127,9 +126,7 @@ class ModuleList(Module):
     def insert(self, index: int, module: Module) -> None:
         mods = list(self._modules.values())
         mods.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self._modules[str(i)] = m
+        _renumber(self, mods)
 
 
 class ModuleDict(Module):
