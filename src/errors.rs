@@ -116,15 +116,34 @@ impl<T> OpResult<T> for candle_core::Result<T> {
 pub fn guard<T>(op: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_string());
-            Err(BackendError::new_err(format!("{op}: internal error in the backend: {what}")))
-        }
+        Err(payload) => Err(panic_err(op, payload)),
     }
+}
+
+/// Release the GIL around heavy work and turn a panic inside it into a
+/// `BackendError` naming the op. Every long-running entry point uses this, so a
+/// bug in a kernel or a dependency never surfaces as pyo3's `PanicException`.
+pub fn detach<T: Send>(
+    py: Python<'_>,
+    op: &str,
+    f: impl FnOnce() -> PyResult<T> + Send,
+) -> PyResult<T> {
+    // The closure runs without the GIL; the PyErr it may build is only
+    // materialised as a Python object once the GIL is back.
+    let r = py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    match r {
+        Ok(r) => r,
+        Err(payload) => Err(panic_err(op, payload)),
+    }
+}
+
+fn panic_err(op: &str, payload: Box<dyn std::any::Any + Send>) -> PyErr {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    BackendError::new_err(format!("{op}: internal error in the backend: {what}"))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
