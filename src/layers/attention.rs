@@ -327,6 +327,8 @@ struct FwdWs<T> {
     acc: Vec<T>,
     m: Vec<T>,
     l: Vec<T>,
+    /// Row maxes of the current score tile, when the tile store computed them.
+    m_blk: Vec<T>,
 }
 
 /// K transposed into (d x 64) panels (sp keys, a multiple of 64) and V padded to (s, dvp) per kv slice, with sp and dvp
@@ -380,8 +382,17 @@ fn pack(g: &Geo, k: &[f32], v: &[f32]) -> Packed {
 #[target_feature(enable = "avx512f,avx2,fma")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
-unsafe fn ukr<const R: usize, const NC: usize>(k: usize, a: *const f32, a_rs: usize, b: *const f32, b_rs: usize, c: *mut f32, c_rs: usize, add: bool, alpha: f32) {
+unsafe fn ukr<const R: usize, const NC: usize>(k: usize, a: *const f32, a_rs: usize, b: *const f32, b_rs: usize, c: *mut f32, c_rs: usize, add: bool, alpha: f32, ep: Epi) {
     use std::arch::x86_64::*;
+    if !ep.mask.is_null() {
+        // The mask tile comes from L3 in rows 4 KiB+ apart, which the hardware
+        // prefetcher does not follow: ask for it now, use it after the k loop.
+        for r in 0..R {
+            for cc in 0..NC {
+                _mm_prefetch::<_MM_HINT_T0>(ep.mask.add(r * ep.m_rs + cc * 16) as *const i8);
+            }
+        }
+    }
     let mut acc = [[_mm512_setzero_ps(); NC]; R];
     let mut kk = 0;
     while kk < k {
@@ -407,20 +418,54 @@ unsafe fn ukr<const R: usize, const NC: usize>(k: usize, a: *const f32, a_rs: us
     let al = _mm512_set1_ps(alpha);
     let mut r = 0;
     while r < R {
+        let mut mx = _mm512_set1_ps(f32::NEG_INFINITY);
         let mut cc = 0;
         while cc < NC {
             let cp = c.add(r * c_rs + cc * 16);
-            let v = if add { _mm512_fmadd_ps(acc[r][cc], al, _mm512_loadu_ps(cp)) } else { _mm512_mul_ps(acc[r][cc], al) };
+            let v = if add {
+                _mm512_fmadd_ps(acc[r][cc], al, _mm512_loadu_ps(cp))
+            } else if !ep.mask.is_null() {
+                _mm512_fmadd_ps(acc[r][cc], al, _mm512_loadu_ps(ep.mask.add(r * ep.m_rs + cc * 16)))
+            } else {
+                _mm512_mul_ps(acc[r][cc], al)
+            };
             _mm512_storeu_ps(cp, v);
+            mx = _mm512_max_ps(mx, v);
             cc += 1;
+        }
+        if !ep.rmax.is_null() {
+            let p = ep.rmax.add(r);
+            *p = (*p).max(_mm512_reduce_max_ps(mx));
         }
         r += 1;
     }
 }
 
+/// What the score tile's store also does: add a mask tile (rows `m_rs` apart,
+/// unit column stride) and fold each row's max into `rmax`. Doing it while the
+/// tile is still in registers saves two passes over it in the row loop.
+#[derive(Clone, Copy)]
+struct Epi {
+    mask: *const f32,
+    m_rs: usize,
+    rmax: *mut f32,
+}
+
+impl Epi {
+    const NONE: Epi = Epi { mask: std::ptr::null(), m_rs: 0, rmax: std::ptr::null_mut() };
+    #[inline(always)]
+    unsafe fn at(self, r0: usize, c0: usize) -> Epi {
+        Epi {
+            mask: if self.mask.is_null() { self.mask } else { self.mask.add(r0 * self.m_rs + c0) },
+            m_rs: self.m_rs,
+            rmax: if self.rmax.is_null() { self.rmax } else { self.rmax.add(r0) },
+        }
+    }
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 #[allow(clippy::too_many_arguments)]
-unsafe fn ukr<const R: usize, const NC: usize>(_: usize, _: *const f32, _: usize, _: *const f32, _: usize, _: *mut f32, _: usize, _: bool, _: f32) {
+unsafe fn ukr<const R: usize, const NC: usize>(_: usize, _: *const f32, _: usize, _: *const f32, _: usize, _: *mut f32, _: usize, _: bool, _: f32, _: Epi) {
     unreachable!("the packed kernel runs only with AVX-512")
 }
 
@@ -428,20 +473,21 @@ unsafe fn ukr<const R: usize, const NC: usize>(_: usize, _: *const f32, _: usize
 /// each 64 columns of B start `b_c64` elements after the previous ones.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn mm16(m: usize, n: usize, k: usize, a: *const f32, a_rs: usize, b: *const f32, b_rs: usize, b_c64: usize, c: *mut f32, c_rs: usize, add: bool, alpha: f32) {
+unsafe fn mm16(m: usize, n: usize, k: usize, a: *const f32, a_rs: usize, b: *const f32, b_rs: usize, b_c64: usize, c: *mut f32, c_rs: usize, add: bool, alpha: f32, ep: Epi) {
     macro_rules! rows {
         ($nc:literal, $c0:expr) => {{
             let mut r0 = 0;
             while r0 < m {
                 let (ap, cp) = (a.add(r0 * a_rs), c.add(r0 * c_rs + $c0));
                 let bp = b.add($c0 / 64 * b_c64);
+                let e = ep.at(r0, $c0);
                 match m - r0 {
-                    1 => ukr::<1, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha),
-                    2 => ukr::<2, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha),
-                    3 => ukr::<3, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha),
-                    4 => ukr::<4, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha),
-                    5 => ukr::<5, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha),
-                    _ => ukr::<6, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha),
+                    1 => ukr::<1, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha, e),
+                    2 => ukr::<2, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha, e),
+                    3 => ukr::<3, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha, e),
+                    4 => ukr::<4, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha, e),
+                    5 => ukr::<5, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha, e),
+                    _ => ukr::<6, $nc>(k, ap, a_rs, bp, b_rs, cp, c_rs, add, alpha, e),
                 }
                 r0 += 6;
             }
@@ -467,7 +513,7 @@ unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, pk: Option<&Packed>, 
     let h = i1 - i0;
     let scale = T::from_f64_(c.scale);
     let drop = c.drop_params().map(|(t, inv)| (t, T::from_f64_(inv)));
-    let FwdWs { sc, acc, m, l: lsum } = ws;
+    let FwdWs { sc, acc, m, l: lsum, m_blk } = ws;
     let acc_rs = pk.map_or(dv, |p| p.dvp);
     acc[..h * acc_rs].iter_mut().for_each(|a| *a = T::ZERO);
     m[..h].iter_mut().for_each(|a| *a = T::NEG_INF);
@@ -479,12 +525,26 @@ unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, pk: Option<&Packed>, 
     while j0 < s_end {
         let w = BK.min(s_end - j0);
         let vp = x.v.as_ptr().add(g.v_off[n] + j0 * dv);
+        let mut fused = false;
         // S = scale * Q K^T (h x w), rows of stride sc_rs.
         let sc_rs = match pk {
             Some(p) => {
                 let wp = w.div_ceil(16) * 16;
                 let kt = p.kt.as_ptr().add(g.k_off[n] / (s * d) * d * p.sp + j0 * d);
-                mm16(h, wp, d, qp as *const f32, d, kt, 64, d * 64, sc.as_mut_ptr() as *mut f32, wp, false, c.scale as f32);
+                // Fuse the mask add and the row max into the tile store when the
+                // tile has no padded columns and the mask is a plain row slice.
+                fused = wp == w && (x.mask.is_none() || g.m_cs == 1);
+                let ep = if fused {
+                    m_blk[..h].iter_mut().for_each(|a| *a = T::NEG_INF);
+                    Epi {
+                        mask: x.mask.map_or(std::ptr::null(), |mk| mk.as_ptr().add(g.m_off[n] + i0 * g.m_rs + j0) as *const f32),
+                        m_rs: g.m_rs,
+                        rmax: m_blk.as_mut_ptr() as *mut f32,
+                    }
+                } else {
+                    Epi::NONE
+                };
+                mm16(h, wp, d, qp as *const f32, d, kt, 64, d * 64, sc.as_mut_ptr() as *mut f32, wp, false, c.scale as f32, ep);
                 wp
             }
             None => {
@@ -497,8 +557,15 @@ unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, pk: Option<&Packed>, 
             let i = i0 + r;
             let row = &mut sc[r * sc_rs..r * sc_rs + w];
             let lim = if c.causal { (i + 1).saturating_sub(j0).min(w) } else { w };
-            let mrow = x.mask.map(|mk| &mk[g.m_off[n] + i * g.m_rs + j0 * g.m_cs..]);
-            let bmax = prep_row(row, mrow, g.m_cs, lim);
+            let bmax = if fused && lim == w {
+                m_blk[r]
+            } else if fused {
+                // Diagonal causal block: the mask is in already, cut at `lim`.
+                prep_row(row, None, 1, lim)
+            } else {
+                let mrow = x.mask.map(|mk| &mk[g.m_off[n] + i * g.m_rs + j0 * g.m_cs..]);
+                prep_row(row, mrow, g.m_cs, lim)
+            };
             let m_new = fmax(m[r], bmax);
             if m_new == T::NEG_INF {
                 row.iter_mut().for_each(|p| *p = T::ZERO);
@@ -525,7 +592,7 @@ unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, pk: Option<&Packed>, 
         match pk {
             Some(p) => {
                 let vpp = if p.vp.is_empty() { vp as *const f32 } else { p.vp.as_ptr().add(g.v_off[n] / (s * dv) * s * p.dvp + j0 * p.dvp) };
-                mm16(h, p.dvp, w, sc.as_ptr() as *const f32, sc_rs, vpp, p.dvp, 64, acc.as_mut_ptr() as *mut f32, p.dvp, true, 1.0);
+                mm16(h, p.dvp, w, sc.as_ptr() as *const f32, sc_rs, vpp, p.dvp, 64, acc.as_mut_ptr() as *mut f32, p.dvp, true, 1.0, Epi::NONE);
             }
             None => mm(h, dv, w, acc.as_mut_ptr(), dv, true, sc.as_ptr(), w, 1, vp, dv, 1, T::ONE),
         }
@@ -581,7 +648,7 @@ fn forward<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec<T>) {
     let bk = BK.min(g.s.max(1)).div_ceil(16) * 16;
     let accw = g.dv.div_ceil(16) * 16;
     (0..g.n * nqb).into_par_iter().for_each_init(
-        || FwdWs { sc: vec![T::ZERO; BQ * bk], acc: vec![T::ZERO; BQ * accw], m: vec![T::ZERO; BQ], l: vec![T::ZERO; BQ] },
+        || FwdWs { sc: vec![T::ZERO; BQ * bk], acc: vec![T::ZERO; BQ * accw], m: vec![T::ZERO; BQ], l: vec![T::ZERO; BQ], m_blk: vec![T::ZERO; BQ] },
         |ws, t| {
             let (n, qb) = (t / nqb, t % nqb);
             let i0 = qb * BQ;

@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 
 mod attention;
 mod conv;
+mod linear;
 mod norm;
 mod pooling;
 
@@ -82,6 +83,7 @@ fn _storage_type(_: &CpuStorage) {}
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     attention::register(m)?;
     conv::register(m)?;
+    linear::register(m)?;
     norm::register(m)?;
     pooling::register(m)?;
     Ok(())

@@ -32,18 +32,9 @@ def _check_tensor(x: Any, op: str) -> Tensor:
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """`input @ weight.T + bias`."""
     _check_tensor(input, "linear")
-    if input.ndim == 0 or input.shape[-1] != weight.shape[-1]:
-        raise ValueError(
-            f"linear: input's last dimension must match in_features: input shape {tuple(input.shape)}, "
-            f"weight shape {tuple(weight.shape)} (expects (..., {weight.shape[-1]}))"
-        )
-    if input.ndim > 2:
-        # One (N*L, in) x (in, out) GEMM parallelizes far better than a batch of small ones.
-        lead = tuple(input.shape[:-1])
-        out = (input.reshape(-1, input.shape[-1]) @ weight.t()).reshape(*lead, weight.shape[0])
-    else:
-        out = input @ weight.t()
-    return out + bias if bias is not None else out
+    # One fused GEMM (bias folded into the output's initial value, batch dims
+    # folded into rows); shape/dtype errors name both operands.
+    return _core._linear(input, weight, bias)
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:

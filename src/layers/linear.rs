@@ -1,0 +1,194 @@
+//! `F.linear` as one fused op: `y = x W^T + b` in a single GEMM call whose
+//! destination starts as the broadcast bias, so there is no zero-fill, no
+//! separate bias pass and no transposed copy of `W`. Batch dims of `x` fold into
+//! the rows of one (M, K) x (K, N) product, which parallelises far better than
+//! a batch of small ones.
+//!
+//! The backward is three plain products (`dx = g W`, `dW = g^T x`, `db = sum(g)`)
+//! through Candle's own ops. Other dtypes and devices take Candle's matmul +
+//! broadcast add, with the same result.
+use crate::errors::{dtype_err, shape_err};
+use crate::layers::Elem;
+use crate::tensor::PyTensor;
+use candle_core::{CpuStorage, CustomOp2, CustomOp3, DType, Layout, Result, Shape, Tensor};
+use pyo3::prelude::*;
+
+const OP: &str = "linear";
+
+/// Below this many multiply-adds one thread is faster than waking the pool.
+const PAR_MIN_FLOPS: usize = 1 << 18;
+
+/// The (row, column) strides and start of a 2-D layout.
+fn mat(l: &Layout) -> (usize, isize, isize) {
+    let s = l.stride();
+    (l.start_offset(), s[0] as isize, s[1] as isize)
+}
+
+/// `dst (m x n) = x (m x k) * w^T (k x n) [+ b]`, with `w` stored as (n, k).
+fn forward<T: Elem>(
+    x: &[T],
+    xl: &Layout,
+    w: &[T],
+    wl: &Layout,
+    b: Option<(&[T], &Layout)>,
+) -> Vec<T> {
+    let (m, k) = xl.shape().dims2().unwrap_or((0, 0));
+    let n = wl.dims()[0];
+    let mut dst = match b {
+        Some((b, bl)) => {
+            let (o, s) = (bl.start_offset(), bl.stride()[0]);
+            let row: Vec<T> = (0..n).map(|j| b[o + j * s]).collect();
+            let mut d = Vec::with_capacity(m * n);
+            for _ in 0..m {
+                d.extend_from_slice(&row);
+            }
+            d
+        }
+        None => vec![T::ZERO; m * n],
+    };
+    if m == 0 || n == 0 {
+        return dst;
+    }
+    let (xo, x_rs, x_cs) = mat(xl);
+    let (wo, w_rs, w_cs) = mat(wl);
+    let par = if m * n * k >= PAR_MIN_FLOPS {
+        gemm::Parallelism::Rayon(rayon::current_num_threads())
+    } else {
+        gemm::Parallelism::None
+    };
+    // SAFETY: the layouts describe (m, k) and (n, k) matrices inside `x` and `w`
+    // (checked by Candle when the tensors were made); `dst` is (m, n) row-major.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            b.is_some(),
+            x.as_ptr().add(xo),
+            x_cs,
+            x_rs,
+            // W^T: element (kk, j) of the right operand is w[j, kk].
+            w.as_ptr().add(wo),
+            w_rs,
+            w_cs,
+            T::ONE,
+            T::ONE,
+            false,
+            false,
+            false,
+            par,
+        );
+    }
+    dst
+}
+
+fn cpu_fwd(x: (&CpuStorage, &Layout), w: (&CpuStorage, &Layout), b: Option<(&CpuStorage, &Layout)>) -> Result<(CpuStorage, Shape)> {
+    let (m, _) = x.1.shape().dims2()?;
+    let n = w.1.dims()[0];
+    let out = match (x.0, w.0, b.map(|b| b.0)) {
+        (CpuStorage::F32(xv), CpuStorage::F32(wv), None) => CpuStorage::F32(forward(xv, x.1, wv, w.1, None)),
+        (CpuStorage::F32(xv), CpuStorage::F32(wv), Some(CpuStorage::F32(bv))) => CpuStorage::F32(forward(xv, x.1, wv, w.1, Some((bv, b.unwrap().1)))),
+        (CpuStorage::F64(xv), CpuStorage::F64(wv), None) => CpuStorage::F64(forward(xv, x.1, wv, w.1, None)),
+        (CpuStorage::F64(xv), CpuStorage::F64(wv), Some(CpuStorage::F64(bv))) => CpuStorage::F64(forward(xv, x.1, wv, w.1, Some((bv, b.unwrap().1)))),
+        _ => candle_core::bail!("linear: the fused kernel takes float32 or float64 operands of one dtype"),
+    };
+    Ok((out, Shape::from((m, n))))
+}
+
+/// `dx = g W`, `dW = g^T x` for the 2-D operands.
+fn grads(x: &Tensor, w: &Tensor, g: &Tensor) -> Result<(Tensor, Tensor)> {
+    Ok((g.matmul(w)?, g.t()?.matmul(x)?))
+}
+
+struct Linear;
+
+impl CustomOp2 for Linear {
+    fn name(&self) -> &'static str {
+        OP
+    }
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
+        cpu_fwd((s1, l1), (s2, l2), None)
+    }
+    fn bwd(&self, x: &Tensor, w: &Tensor, _res: &Tensor, g: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let (dx, dw) = grads(x, w, g)?;
+        Ok((Some(dx), Some(dw)))
+    }
+}
+
+struct LinearBias;
+
+impl CustomOp3 for LinearBias {
+    fn name(&self) -> &'static str {
+        OP
+    }
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout, s3: &CpuStorage, l3: &Layout) -> Result<(CpuStorage, Shape)> {
+        cpu_fwd((s1, l1), (s2, l2), Some((s3, l3)))
+    }
+    fn bwd(&self, x: &Tensor, w: &Tensor, _b: &Tensor, _res: &Tensor, g: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let (dx, dw) = grads(x, w, g)?;
+        Ok((Some(dx), Some(dw), Some(g.sum(0)?)))
+    }
+}
+
+/// The whole op on 2-D `x`: the fused kernel where it applies, else Candle's ops.
+fn linear2d(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
+    let fused = x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64);
+    if !fused {
+        let y = x.matmul(&w.t()?)?;
+        return match b {
+            Some(b) => y.broadcast_add(b),
+            None => Ok(y),
+        };
+    }
+    match b {
+        Some(b) => x.apply_op3(w, b, LinearBias),
+        None => x.apply_op2(w, Linear),
+    }
+}
+
+/// `_linear(input, weight, bias=None)`: `input @ weight.T + bias` over the last dim.
+#[pyfunction]
+#[pyo3(signature = (input, weight, bias=None))]
+fn _linear(py: Python<'_>, input: &Bound<'_, PyTensor>, weight: &Bound<'_, PyTensor>, bias: Option<&Bound<'_, PyTensor>>) -> PyResult<PyTensor> {
+    let (x, dt) = input.get().t_dt();
+    let (w, wdt) = weight.get().t_dt();
+    let b = bias.map(|b| b.get().t_dt());
+    if !dt.is_float() || wdt != dt || b.as_ref().is_some_and(|(_, bdt)| *bdt != dt) {
+        let bd = b.as_ref().map_or(String::new(), |(_, d)| format!(", bias {}", d.name()));
+        return Err(dtype_err(OP, format!("expected floating-point tensors of one dtype, got input {}, weight {}{bd}", dt.name(), wdt.name())));
+    }
+    if w.rank() != 2 || x.rank() == 0 || x.dims()[x.rank() - 1] != w.dims()[1] {
+        return Err(shape_err(
+            OP,
+            format!("input shape {:?} does not fit weight shape {:?} (expects input (..., {}) and weight (out_features, in_features))", x.dims(), w.dims(), w.dims().get(1).copied().unwrap_or(0)),
+        ));
+    }
+    let n = w.dims()[0];
+    if let Some((bt, _)) = &b {
+        if bt.dims() != [n] {
+            return Err(shape_err(OP, format!("bias shape {:?} does not fit weight shape {:?} (expects ({n},))", bt.dims(), w.dims())));
+        }
+    }
+    if !x.device().same_device(w.device()) || b.as_ref().is_some_and(|(bt, _)| !bt.device().same_device(x.device())) {
+        return Err(crate::errors::device_err(OP, format!("input, weight and bias must be on one device, got {:?} and {:?}", x.device().location(), w.device().location())));
+    }
+    let lead = x.dims()[..x.rank() - 1].to_vec();
+    let k = w.dims()[1];
+    let m: usize = lead.iter().product();
+    let out = crate::errors::detach_op(py, OP, || {
+        let x2 = x.reshape((m, k))?;
+        let y = linear2d(&x2, &w, b.as_ref().map(|(t, _)| t))?;
+        let mut shape = lead.clone();
+        shape.push(n);
+        y.reshape(shape)
+    })?;
+    Ok(PyTensor::wrap_dt(out, dt))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_linear, m)?)?;
+    Ok(())
+}
