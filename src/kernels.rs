@@ -63,10 +63,21 @@ impl Float for f64 {
 /// |r| <= ln2/2 and a degree-6 polynomial (error about 1 ulp, as Cephes' expf).
 #[inline(always)]
 pub fn fast_exp(x: f32) -> f32 {
+    exp_in_range(x.max(-87.3).min(88.7))
+}
+
+/// exp for `x <= 0`, where `-inf` (or anything below -87.68) gives exactly 0:
+/// the exponent then rounds to -127, whose scale bits are all zero. No branch.
+#[inline(always)]
+pub fn fast_exp_nonpos(x: f32) -> f32 {
+    exp_in_range(x.max(-88.0))
+}
+
+#[inline(always)]
+fn exp_in_range(x: f32) -> f32 {
     // Round x*log2(e) to the nearest integer n by adding 1.5*2^23 (the float's
     // low mantissa bits then hold n), so no libm call or cast breaks vectorization.
     const SHIFT: f32 = 12_582_912.0;
-    let x = x.max(-87.3).min(88.7);
     let t = x * std::f32::consts::LOG2_E + SHIFT;
     let n = t - SHIFT;
     let ni = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
@@ -434,6 +445,19 @@ mod tests {
         let mut x = -80.0f32;
         while x < 80.0 {
             let (a, b) = (fast_exp(x), x.exp());
+            assert!(((a - b) / b).abs() < 3e-7, "x={x} {a} {b}");
+            x += 0.0137;
+        }
+    }
+
+    #[test]
+    fn fast_exp_nonpos_is_accurate_and_zero_at_neg_inf() {
+        assert_eq!(fast_exp_nonpos(f32::NEG_INFINITY), 0.0);
+        assert_eq!(fast_exp_nonpos(-1e30), 0.0);
+        assert_eq!(fast_exp_nonpos(0.0), 1.0);
+        let mut x = -87.0f32;
+        while x <= 0.0 {
+            let (a, b) = (fast_exp_nonpos(x), x.exp());
             assert!(((a - b) / b).abs() < 3e-7, "x={x} {a} {b}");
             x += 0.0137;
         }

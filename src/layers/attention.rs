@@ -52,6 +52,8 @@ trait AF:
     const NEG_INF: Self;
     const INF: Self;
     fn exp_(self) -> Self;
+    /// `exp(x)` for `x <= 0` or `-inf` (giving exactly 0), with no branch.
+    fn exp_np_(self) -> Self;
     fn ln_(self) -> Self;
     fn from_f64_(v: f64) -> Self;
     fn slice(s: &CpuStorage) -> Option<&[Self]>;
@@ -65,6 +67,10 @@ impl AF for f32 {
     #[inline(always)]
     fn exp_(self) -> f32 {
         crate::kernels::fast_exp(self)
+    }
+    #[inline(always)]
+    fn exp_np_(self) -> f32 {
+        crate::kernels::fast_exp_nonpos(self)
     }
     fn ln_(self) -> f32 {
         self.ln()
@@ -89,6 +95,10 @@ impl AF for f64 {
     const INF: f64 = f64::INFINITY;
     #[inline(always)]
     fn exp_(self) -> f64 {
+        self.exp()
+    }
+    #[inline(always)]
+    fn exp_np_(self) -> f64 {
         self.exp()
     }
     fn ln_(self) -> f64 {
@@ -253,14 +263,14 @@ fn exp_row<T: AF>(sc: &mut [T], m: T) -> T {
     for c in &mut chunks {
         for k in 0..16 {
             let x = c[k];
-            let p = if x == T::NEG_INF { T::ZERO } else { (x - m).exp_() };
+            let p = (x - m).exp_np_();
             c[k] = p;
             acc[k] = acc[k] + p;
         }
     }
     let mut s = T::ZERO;
     for x in chunks.into_remainder() {
-        let p = if *x == T::NEG_INF { T::ZERO } else { (*x - m).exp_() };
+        let p = (*x - m).exp_np_();
         *x = p;
         s = s + p;
     }
