@@ -11,6 +11,7 @@ mod kernels;
 mod layers;
 mod math;
 mod numpy_interop;
+mod optim;
 mod random;
 mod safetensors_io;
 mod shape_ops;
@@ -32,5 +33,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     random::register(m)?;
     safetensors_io::register(m)?;
     layers::register(m)?;
+    optim::register(m)?;
     Ok(())
 }

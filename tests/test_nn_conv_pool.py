@@ -275,3 +275,177 @@ def test_no_grad_gives_detached_output() -> None:
     with cp.no_grad():
         y = c(cp.randn(1, 2, 5))
     assert not y.requires_grad
+
+
+# -- batched GEMM kernels against a NumPy reference ---------------------------------------------
+# conv.rs gathers a whole chunk of samples into one column matrix, with a span fast path
+# for unit x/y strides and "same"-width rows; pooling.rs walks arithmetic windows. These
+# cases hit both paths and their edges (padding wider than the kernel's reach, dilation,
+# groups, odd strides, 1-d/3-d) in float64, against direct loops over kernel taps.
+def _np_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray, s: tuple, p: tuple, d: tuple, groups: int) -> np.ndarray:
+    n, c, h, wd = x.shape
+    co, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+    oh = (h + 2 * p[0] - d[0] * (kh - 1) - 1) // s[0] + 1
+    ow = (wd + 2 * p[1] - d[1] * (kw - 1) - 1) // s[1] + 1
+    y = np.zeros((n, co, oh, ow)) + b[None, :, None, None]
+    og = co // groups
+    for g in range(groups):
+        for i in range(kh):
+            for j in range(kw):
+                patch = xp[:, g * cg:(g + 1) * cg, i * d[0]:i * d[0] + s[0] * (oh - 1) + 1:s[0],
+                           j * d[1]:j * d[1] + s[1] * (ow - 1) + 1:s[1]]
+                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, w[g * og:(g + 1) * og, :, i, j])
+    return y
+
+
+CONV_GEOMS = [  # (N, C, H, W, Cout, k, stride, padding, dilation, groups)
+    (5, 3, 7, 6, 4, (3, 3), (1, 1), (1, 1), (1, 1), 1),   # span path, "same"
+    (3, 2, 5, 5, 3, (3, 3), (1, 1), (2, 2), (1, 1), 1),   # span path, padding beyond the kernel reach (wider rows)
+    (2, 4, 6, 8, 6, (3, 2), (1, 1), (0, 0), (1, 1), 2),   # no padding, groups
+    (2, 2, 9, 9, 2, (3, 3), (2, 2), (1, 1), (1, 1), 1),   # strided: row path
+    (2, 3, 8, 7, 3, (3, 3), (1, 1), (2, 2), (2, 2), 3),   # dilated depthwise, "same"
+    (3, 1, 4, 4, 2, (5, 5), (1, 1), (2, 2), (1, 1), 1),   # kernel as wide as the padded input
+    (2, 2, 6, 5, 2, (1, 3), (1, 2), (0, 1), (1, 1), 1),   # x-stride only
+    (1, 2, 3, 3, 2, (3, 3), (1, 1), (4, 4), (1, 1), 1),   # taps that see only padding
+    (2, 2, 3, 2, 2, (5, 5), (1, 1), (2, 2), (1, 1), 1),   # span path, x-taps beyond the row
+    (3, 4, 5, 5, 2, (1, 1), (1, 1), (0, 0), (1, 1), 1),   # 1x1
+]
+
+
+@pytest.mark.parametrize("geom", CONV_GEOMS)
+def test_conv2d_matches_numpy_reference(geom: tuple) -> None:
+    n, c, h, wd, co, k, s, p, d, groups = geom
+    rng = np.random.default_rng(sum(geom[:5]))
+    x = rng.standard_normal((n, c, h, wd))
+    w = rng.standard_normal((co, c // groups, *k))
+    b = rng.standard_normal(co)
+    xt = cp.from_numpy(x).requires_grad_(True)
+    wt, bt = cp.from_numpy(w).requires_grad_(True), cp.from_numpy(b).requires_grad_(True)
+    y = F.conv2d(xt, wt, bt, stride=s, padding=p, dilation=d, groups=groups)
+    ref = _np_conv2d(x, w, b, s, p, d, groups)
+    np.testing.assert_allclose(np.asarray(y.detach()), ref, atol=1e-10, rtol=1e-10)
+    gy = rng.standard_normal(ref.shape)
+    (y * cp.from_numpy(gy)).sum().backward()
+    # Gradients from the reference's linearity: d<y, gy>/dx by central differences on
+    # random directions would be slow; the adjoint identities are exact instead.
+    dx, dw = rng.standard_normal(x.shape), rng.standard_normal(w.shape)
+    lin = lambda xx, ww: float((_np_conv2d(xx, ww, np.zeros(co), s, p, d, groups) * gy).sum())  # noqa: E731
+    np.testing.assert_allclose(float((np.asarray(xt.grad) * dx).sum()), lin(dx, w), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(float((np.asarray(wt.grad) * dw).sum()), lin(x, dw), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(bt.grad), gy.sum(axis=(0, 2, 3)), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("geom", CONV_GEOMS)
+def test_conv_transpose_is_the_adjoint(geom: tuple) -> None:
+    """<conv(x), y> == <x, conv_transpose(y)> for the same weight, geometry by geometry."""
+    n, c, h, wd, co, k, s, p, d, groups = geom
+    rng = np.random.default_rng(7 + sum(geom[:5]))
+    x = cp.from_numpy(rng.standard_normal((n, c, h, wd)))
+    w = cp.from_numpy(rng.standard_normal((co, c // groups, *k)))
+    y = F.conv2d(x, w, stride=s, padding=p, dilation=d, groups=groups)
+    g = cp.from_numpy(rng.standard_normal(tuple(y.shape)))
+    xt = F.conv_transpose2d(g, w, stride=s, padding=p, dilation=d, groups=groups,
+                            output_padding=tuple((size + 2 * pp - dd * (kk - 1) - 1) % ss
+                                                 for size, pp, dd, kk, ss in zip((h, wd), p, d, k, s)))
+    assert tuple(xt.shape) == (n, c, h, wd)
+    np.testing.assert_allclose(float((y * g).sum()), float((x * xt).sum()), rtol=1e-9)
+
+
+def test_conv_1d_3d_match_2d_embedding() -> None:
+    """1-d and 3-d convolutions equal the 2-d kernel on the same data with size-1 axes."""
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((3, 2, 11)), rng.standard_normal((4, 2, 3))
+    y1 = F.conv1d(cp.from_numpy(x), cp.from_numpy(w), padding=2, dilation=2)
+    y2 = F.conv2d(cp.from_numpy(x[:, :, None]), cp.from_numpy(w[:, :, None]), padding=(0, 2), dilation=(1, 2))
+    np.testing.assert_allclose(np.asarray(y1), np.asarray(y2)[:, :, 0], atol=1e-12)
+    x3, w3 = rng.standard_normal((2, 2, 5, 4, 6)), rng.standard_normal((3, 2, 3, 3, 3))
+    y3 = np.asarray(F.conv3d(cp.from_numpy(x3), cp.from_numpy(w3), padding=1))
+    # Each output depth slice is the sum over depth taps of 2-d convolutions.
+    xp = np.pad(x3, ((0, 0), (0, 0), (1, 1), (0, 0), (0, 0)))
+    ref = np.stack([sum(_np_conv2d(xp[:, :, z + kz], w3[:, :, kz], np.zeros(3), (1, 1), (1, 1), (1, 1), 1) for kz in range(3))
+                    for z in range(5)], axis=2)
+    np.testing.assert_allclose(y3, ref, atol=1e-10)
+
+
+def test_conv_batch_chunks_agree_with_single_samples() -> None:
+    """A batch whose columns exceed one chunk (64 channels x 3x3 taps x 64x64 positions per
+    sample) gives each sample what it gives alone; the weight gradient sums them."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((9, 64, 64, 64)).astype(np.float32)
+    conv = nn.Conv2d(64, 2, 3, padding=1)
+    xt = cp.from_numpy(x)
+    y = conv(xt)
+    y.sum().backward()
+    gw_all = np.asarray(conv.weight.grad).copy()
+    gw_sum = np.zeros_like(gw_all)
+    for i in (0, 6, 8):  # one sample from each side of the chunk boundary (7 per chunk)
+        with cp.no_grad():
+            yi = conv(cp.from_numpy(x[i:i + 1]))
+        np.testing.assert_allclose(np.asarray(y.detach())[i], np.asarray(yi)[0], atol=1e-4, rtol=1e-4)
+    for i in range(9):
+        conv.zero_grad()
+        conv(cp.from_numpy(x[i:i + 1])).sum().backward()
+        gw_sum += np.asarray(conv.weight.grad)
+    np.testing.assert_allclose(gw_all, gw_sum, rtol=1e-3, atol=1e-2)
+
+
+def _np_max_pool2d(x: np.ndarray, k: tuple, s: tuple, p: tuple, d: tuple, ceil: bool) -> tuple:
+    n, c, h, w = x.shape
+
+    def out(size: int, a: int) -> int:
+        num = size + 2 * p[a] - d[a] * (k[a] - 1) - 1 + (s[a] - 1 if ceil else 0)
+        o = num // s[a] + 1
+        if ceil and (o - 1) * s[a] >= size + p[a]:
+            o -= 1
+        return o
+
+    oh, ow = out(h, 0), out(w, 1)
+    y = np.full((n, c, oh, ow), -np.inf)
+    idx = np.zeros((n, c, oh, ow), dtype=np.int64)
+    for i in range(oh):
+        for j in range(ow):
+            for a in range(k[0]):
+                for b in range(k[1]):
+                    r, q = i * s[0] - p[0] + a * d[0], j * s[1] - p[1] + b * d[1]
+                    if 0 <= r < h and 0 <= q < w:
+                        v = x[:, :, r, q]
+                        better = v > y[:, :, i, j]
+                        y[:, :, i, j] = np.where(better, v, y[:, :, i, j])
+                        idx[:, :, i, j] = np.where(better, r * w + q, idx[:, :, i, j])
+    return y, idx
+
+
+@pytest.mark.parametrize("k,s,p,d,ceil", [
+    ((2, 2), (2, 2), (0, 0), (1, 1), False),
+    ((3, 3), (2, 2), (1, 1), (1, 1), True),
+    ((3, 2), (1, 2), (1, 0), (2, 1), False),
+    ((2, 3), (3, 2), (1, 1), (3, 2), True),
+])
+def test_max_pool2d_matches_numpy_reference(k: tuple, s: tuple, p: tuple, d: tuple, ceil: bool) -> None:
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 3, 9, 10))
+    ref, ridx = _np_max_pool2d(x, k, s, p, d, ceil)
+    xt = cp.from_numpy(x).requires_grad_(True)
+    y, idx = F.max_pool2d(xt, k, s, p, d, ceil_mode=ceil, return_indices=True)
+    np.testing.assert_array_equal(np.asarray(y.detach()), ref)
+    np.testing.assert_array_equal(np.asarray(idx), ridx)
+    gy = rng.standard_normal(ref.shape)
+    (y * cp.from_numpy(gy)).sum().backward()
+    gx = np.zeros(x.shape).reshape(2, 3, -1)
+    for a in range(2):
+        for b in range(3):
+            np.add.at(gx[a, b], ridx[a, b].ravel(), gy[a, b].ravel())
+    np.testing.assert_allclose(np.asarray(xt.grad), gx.reshape(x.shape), atol=1e-12)
+    # Without grad the kernel takes the no-argmax path: same values.
+    with cp.no_grad():
+        np.testing.assert_array_equal(np.asarray(F.max_pool2d(cp.from_numpy(x), k, s, p, d, ceil_mode=ceil)), ref)
+
+
+def test_max_pool_backward_twice_and_all_negative_infinity() -> None:
+    x = cp.tensor([[[[-np.inf, -np.inf], [-np.inf, -np.inf]]]], requires_grad=True)
+    y, idx = F.max_pool2d(x, 2, return_indices=True)
+    assert idx.tolist() == [[[[0]]]] and y.tolist() == [[[[-np.inf]]]]
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    assert x.grad.tolist() == [[[[2.0, 0.0], [0.0, 0.0]]]]

@@ -254,6 +254,112 @@ def test_adam_decoupled_flag_equals_adamw() -> None:
     np.testing.assert_allclose(la, lb, rtol=1e-6)
 
 
+# -- fused optimizer kernels (src/optim.rs) against the per-parameter tensor path ---------------
+FUSED_CONFIGS = [
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.1, momentum=0.9)),
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.3, weight_decay=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.05, maximize=True)),
+    ("Adam", dict(lr=0.01)),
+    ("Adam", dict(lr=0.01, betas=(0.6, 0.95), weight_decay=0.1, amsgrad=True)),
+    ("Adam", dict(lr=0.01, betas=(0.3, 0.99), maximize=True)),  # lerp weight >= 0.5: torch's other form
+    ("AdamW", dict(lr=0.01, weight_decay=0.1)),
+    ("AdamW", dict(lr=0.01, amsgrad=True, maximize=True)),
+]
+
+
+def _steps_with(model: nn.Module, opt: optim.Optimizer, dtype: Any, n: int = 5) -> List[float]:
+    rng = np.random.default_rng(4)
+    out = []
+    for _ in range(n):
+        x = cp.from_numpy(rng.standard_normal((6, 4))).to(dtype)
+        y = cp.from_numpy(rng.integers(0, 3, 6).astype(np.int64))
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        out.append(loss.item())
+    return out
+
+
+@pytest.mark.parametrize("dtype", [cp.float32, cp.float64])
+@pytest.mark.parametrize("name,kwargs", FUSED_CONFIGS)
+def test_fused_step_matches_tensor_path(name: str, kwargs: Dict[str, Any], dtype: Any, monkeypatch: Any) -> None:
+    """The one-pass Rust update gives what the tensor-op update gives, state included."""
+    cp.manual_seed(0)
+    a = mlp().to(dtype)
+    b = mlp().to(dtype)
+    b.load_state_dict(a.state_dict())
+    kernel = "_sgd_step" if name == "SGD" else "_adam_step"
+    fused = getattr(cp._core, kernel)
+    used: List[bool] = []
+    monkeypatch.setattr(cp._core, kernel, lambda *args: used.append(fused(*args)) or used[-1])
+    opt_a = getattr(optim, name)(a.parameters(), **kwargs)
+    la = _steps_with(a, opt_a, dtype)
+    assert used and all(used), "the fused kernel must take plain CPU float tensors"
+    monkeypatch.setattr(cp._core, kernel, lambda *args: False)
+    opt_b = getattr(optim, name)(b.parameters(), **kwargs)
+    lb = _steps_with(b, opt_b, dtype)
+    tol = 1e-6 if dtype == cp.float32 else 1e-12
+    np.testing.assert_allclose(la, lb, rtol=tol, atol=tol)
+    for (k, va), vb in zip(a.state_dict().items(), b.state_dict().values()):
+        assert va.dtype == dtype
+        np.testing.assert_allclose(np_(va), np_(vb), atol=tol, rtol=tol, err_msg=k)
+    # Plain SGD keeps no state (as torch); the tensor path leaves empty entries.
+    sa, sb = opt_a.state_dict()["state"], {i: s for i, s in opt_b.state_dict()["state"].items() if s}
+    assert sa.keys() == sb.keys()
+    for i in sa:
+        assert sa[i].keys() == sb[i].keys()
+        for key in sa[i]:
+            np.testing.assert_allclose(np_(sa[i][key]), np_(sb[i][key]), atol=tol, rtol=tol, err_msg=f"{i}.{key}")
+
+
+def test_fused_steps_on_large_parameters_match_numpy() -> None:
+    """Parameters big enough to be split over threads: torch's formulas, element by element."""
+    rng = np.random.default_rng(2)
+    n = 300_001
+    p0, g = rng.standard_normal(n), rng.standard_normal(n)
+    p = nn.Parameter(cp.from_numpy(p0))
+    opt = optim.SGD([p], lr=0.1, momentum=0.9, weight_decay=0.01)
+    for _ in range(2):
+        p.grad = cp.from_numpy(g)
+        opt.step()
+    d = g + 0.01 * p0
+    ref, buf = p0 - 0.1 * d, d
+    d = g + 0.01 * ref
+    buf = 0.9 * buf + d
+    np.testing.assert_allclose(np_(p), ref - 0.1 * buf, rtol=1e-12, atol=1e-12)
+    q = nn.Parameter(cp.from_numpy(p0.astype(np.float32)))
+    opt = optim.AdamW([q], lr=0.01, amsgrad=True)
+    q.grad = cp.from_numpy(g.astype(np.float32))
+    opt.step()
+    m, v = 0.1 * g, 0.001 * g * g
+    denom = np.sqrt(v) / np.sqrt(1 - 0.999) + 1e-8
+    ref = p0 * (1 - 0.01 * 0.01) - 0.01 / (1 - 0.9) * m / denom
+    np.testing.assert_allclose(np_(q), ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np_(opt.state[q]["max_exp_avg_sq"]), v, rtol=1e-5, atol=1e-12)
+
+
+def test_fused_step_falls_back_for_strided_grads() -> None:
+    """A gradient that is a non-contiguous view takes the tensor path, with the same result;
+    SGD's first momentum buffer is still the gradient itself."""
+    p = nn.Parameter(cp.zeros(4, 3))
+    g = cp.arange(12, dtype=cp.float32).reshape(3, 4).t()
+    assert not g.is_contiguous()
+    assert cp._core._sgd_step([p], [g], [cp.zeros(4, 3)], [True], 0.1, 0.9, 0.0, 0.0, False, False) is False
+    opt = optim.SGD([p], lr=0.5, momentum=0.9)
+    p.grad = g
+    opt.step()
+    np.testing.assert_allclose(np_(opt.state[p]["momentum_buffer"]), np_(g))
+    np.testing.assert_allclose(np_(p), -0.5 * np_(g))
+    p.grad = g.contiguous()
+    opt.step()  # fused from here on, continuing the same buffer
+    np.testing.assert_allclose(np_(p), -0.5 * np_(g) - 0.5 * 1.9 * np_(g), rtol=1e-6)
+    shared = cp.zeros(4, 3)
+    assert cp._core._adam_step([p], [shared], [shared], [cp.zeros(4, 3)], [], [1.0], 0.1, 0.9, 0.999, 1e-8, 0.0,
+                               False, False, False) is False  # aliased buffers are never locked twice
+
+
 # -- utils.data -------------------------------------------------------------------------------
 def test_dataloader_batching_and_drop_last() -> None:
     x = cp.arange(10).reshape(10, 1).float()

@@ -507,6 +507,36 @@ def _avg_pool(
 def _adaptive_pool(
     input: Tensor, output_size: Sequence[builtins.int], is_max: builtins.bool, return_indices: builtins.bool, op: str
 ) -> Any: ...
+# Private fused optimizer steps behind optim.SGD / optim.Adam (src/optim.rs): update one
+# parameter group in place; False (nothing touched) when the fused kernel does not apply.
+def _sgd_step(
+    params: Sequence[Tensor],
+    grads: Sequence[Tensor],
+    bufs: Sequence[Tensor],
+    fresh: Sequence[builtins.bool],
+    lr: builtins.float,
+    momentum: builtins.float,
+    dampening: builtins.float,
+    weight_decay: builtins.float,
+    nesterov: builtins.bool,
+    maximize: builtins.bool,
+) -> builtins.bool: ...
+def _adam_step(
+    params: Sequence[Tensor],
+    grads: Sequence[Tensor],
+    exp_avgs: Sequence[Tensor],
+    exp_avg_sqs: Sequence[Tensor],
+    max_exp_avg_sqs: Sequence[Tensor],
+    steps: Sequence[builtins.float],
+    lr: builtins.float,
+    beta1: builtins.float,
+    beta2: builtins.float,
+    eps: builtins.float,
+    weight_decay: builtins.float,
+    amsgrad: builtins.bool,
+    maximize: builtins.bool,
+    decoupled: builtins.bool,
+) -> builtins.bool: ...
 def _linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor: ...
 def _layer_norm(x: Tensor, weight: Tensor, bias: Tensor, d: builtins.int, eps: builtins.float) -> Tensor: ...
 def _batch_norm(

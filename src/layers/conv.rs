@@ -1,18 +1,60 @@
-//! N-d convolution (1-, 2- and 3-d; plain and transposed, with groups): per
-//! sample, an im2col gather and one GEMM per group; col2im for the adjoint.
+//! N-d convolution (1-, 2- and 3-d; plain and transposed, with groups) as GEMMs over
+//! chunks of the batch: one im2col gather of a chunk of samples into a (C*K, nb*L)
+//! column matrix, one GEMM per group for the whole chunk, and a permute between that
+//! channel-major layout and (N, C, *spatial); col2im for the adjoint.
+//!
+//! Why chunks rather than one sample at a time: small images (8x8 digits, batch 64)
+//! would otherwise cost dozens of tiny GEMMs and thread hand-offs per layer; the
+//! chunk is capped so the columns of large images stay a bounded buffer.
 //!
 //! `ConvOp` is a Candle custom op with three kernels — the convolution, its
 //! adjoint (= transposed convolution = gradient w.r.t. the image) and the weight
 //! gradient — so each direction's backward is written from the other two and
-//! computes only the gradients that are needed. Every shape is handled as 3-d
-//! spatial (1-d and 2-d get leading size-1 axes).
+//! computes only the gradients that are needed. The bias, when there is one, is
+//! added by the same pass that writes the output (the op is then a `CustomOp3`).
+//! Every shape is handled as 3-d spatial (1-d and 2-d get leading size-1 axes).
 use super::Elem;
 use crate::dtype::DT;
 use crate::errors::{DTypeError, OpResult, ShapeError};
 use crate::tensor::PyTensor;
-use candle_core::{CpuStorage, CustomOp2, Layout, Result, Shape, Tensor};
+use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor};
 use pyo3::prelude::*;
 use rayon::prelude::*;
+
+/// Elements of one chunk's column matrix we aim for (64 MiB of f32); a chunk holds
+/// at least one sample.
+const COLS_BUDGET: usize = 1 << 24;
+/// Below this much work (elements touched, or multiply-adds) a pass stays on the
+/// calling thread: handing it to rayon costs more than it saves.
+const PAR_MIN: usize = 1 << 15;
+
+/// Whether `work` is worth splitting over rayon's threads.
+pub(crate) fn par_ok(work: usize) -> bool {
+    work >= PAR_MIN && rayon::current_num_threads() > 1
+}
+
+/// Run `f` on a rayon worker when it is big enough to go parallel, so the
+/// parallel passes inside it split from there instead of each paying a hand-off
+/// from the calling (Python) thread.
+pub(crate) fn in_pool<R: Send>(work: usize, f: impl FnOnce() -> R + Send) -> R {
+    if par_ok(work) && rayon::current_thread_index().is_none() {
+        rayon::scope(|_| f())
+    } else {
+        f()
+    }
+}
+
+/// `f(i, chunk)` over `v.chunks_mut(size)`, in parallel when `par`.
+pub(crate) fn for_chunks<T: Send>(v: &mut [T], size: usize, par: bool, f: impl Fn(usize, &mut [T]) + Sync + Send) {
+    if size == 0 {
+        return;
+    }
+    if par {
+        v.par_chunks_mut(size).enumerate().for_each(|(i, c)| f(i, c));
+    } else {
+        v.chunks_mut(size).enumerate().for_each(|(i, c)| f(i, c));
+    }
+}
 
 /// Where the windows of a (non-transposed) convolution fall.
 /// `ins` are the spatial sizes of the image, `outs` of the output grid.
@@ -38,6 +80,11 @@ impl Geom {
     }
     fn ovol(&self) -> usize {
         self.outs.iter().product()
+    }
+    /// Samples per chunk: as many as keep the chunk's columns within `COLS_BUDGET`.
+    fn chunk(&self) -> usize {
+        let per = (self.c * self.kvol() * self.ovol()).max(1);
+        (COLS_BUDGET / per).clamp(1, self.n.max(1))
     }
     /// Offset of kernel tap `kk` (flat) along each axis, relative to `o * stride`.
     fn offsets(&self, kk: usize) -> [isize; 3] {
@@ -88,25 +135,111 @@ fn for_rows(g: &Geom, off: [isize; 3], mut f: impl FnMut(usize, usize, usize, us
     }
 }
 
-/// image (N, C, D, H, W) -> columns (C * K, N * L); rows are (channel, tap).
-fn im2col<T: Elem>(x: &[T], g: &Geom) -> Vec<T> {
-    let (kv, l, iv) = (g.kvol(), g.ovol(), g.ivol());
-    let nl = g.n * l;
-    let mut out = vec![T::ZERO; g.c * kv * nl];
-    if nl == 0 {
-        return out;
+/// Copy a run; short ones (the rows of small images, up to 64 elements) as two
+/// overlapping fixed-size moves instead of a `memcpy` call, which costs more than
+/// the copy when there are hundreds of thousands of them.
+#[inline(always)]
+fn copy_run<T: Copy>(d: &mut [T], s: &[T]) {
+    #[inline(always)]
+    fn two<T: Copy, const K: usize>(d: &mut [T], s: &[T]) {
+        // Whole-array moves: `copy_from_slice` would be an out-of-line call here.
+        let n = d.len();
+        let (a, b): ([T; K], [T; K]) = (s[..K].try_into().unwrap(), s[n - K..n].try_into().unwrap());
+        let d0: &mut [T; K] = (&mut d[..K]).try_into().unwrap();
+        *d0 = a;
+        let d1: &mut [T; K] = (&mut d[n - K..]).try_into().unwrap();
+        *d1 = b;
     }
+    let n = d.len();
+    match n {
+        0 => {}
+        1 => d[0] = s[0],
+        2..=3 => two::<T, 2>(d, s),
+        4..=7 => two::<T, 4>(d, s),
+        8..=15 => two::<T, 8>(d, s),
+        16..=31 => two::<T, 16>(d, s),
+        32..=64 => two::<T, 32>(d, s),
+        _ => d.copy_from_slice(s),
+    }
+}
+
+/// How one kernel tap moves a plane into its column row (the same for every sample
+/// and channel). With unit x/y strides and output rows as long as the input's, each
+/// output z-plane is one shifted span of the input plane: `copies` are those spans
+/// (dst start, src start, length), clipped to the plane, and `zeros` the positions
+/// inside them whose column falls off a row end (padding), to be cleared.
+struct TapPlan {
+    copies: Vec<(usize, usize, usize)>,
+    zeros: Vec<usize>,
+}
+
+fn span_geom(g: &Geom) -> bool {
+    g.stride[1] == 1 && g.stride[2] == 1 && g.outs[2] == g.ins[2]
+}
+
+fn tap_plan(g: &Geom, off: [isize; 3]) -> TapPlan {
+    let [_, h, w] = g.ins;
+    let [od, oh, ow] = g.outs;
+    let iv = g.ivol() as isize;
+    let (z0, z1) = valid_range(off[0], g.stride[0], g.ins[0], od);
+    let (y0, y1) = valid_range(off[1], 1, h, oh);
+    let (x0, x1) = valid_range(off[2], 1, w, ow);
+    let mut plan = TapPlan { copies: Vec::new(), zeros: Vec::new() };
+    if x0 >= x1 || y0 >= y1 {
+        return plan;
+    }
+    for oz in z0..z1 {
+        let iz = (oz * g.stride[0]) as isize + off[0];
+        let ds = (oz * oh + y0) * ow;
+        let ss = (iz * h as isize + y0 as isize + off[1]) * w as isize + off[2];
+        let len = ((y1 - y0) * ow) as isize;
+        // Only a padding column can fall outside the plane: clip to it.
+        let (lo, hi) = ((-ss).max(0), (iv - ss).min(len));
+        if lo >= hi {
+            continue;
+        }
+        plan.copies.push((ds + lo as usize, (ss + lo) as usize, (hi - lo) as usize));
+        for j in lo as usize..hi as usize {
+            let x = j % ow;
+            if x < x0 || x >= x1 {
+                plan.zeros.push(ds + j);
+            }
+        }
+    }
+    plan
+}
+
+/// image chunk (nb, C, D, H, W) -> columns (C * K, nb * L); rows are (channel, tap).
+/// Padding taps are skipped, so `cols` must come zeroed.
+fn im2col<T: Elem>(x: &[T], g: &Geom, nb: usize, cols: &mut [T]) {
+    let (kv, l, iv) = (g.kvol(), g.ovol(), g.ivol());
+    let nl = nb * l;
     let sx = g.stride[2];
-    out.par_chunks_mut(nl).enumerate().for_each(|(row, dst)| {
+    let par = par_ok(cols.len());
+    let plans: Option<Vec<TapPlan>> = span_geom(g).then(|| (0..kv).map(|kk| tap_plan(g, g.offsets(kk))).collect());
+    for_chunks(cols, nl, par, |row, dst| {
         let (ch, kk) = (row / kv, row % kv);
+        if let Some(plans) = &plans {
+            let plan = &plans[kk];
+            for (n, d) in dst.chunks_exact_mut(l).enumerate() {
+                let plane = &x[(n * g.c + ch) * iv..(n * g.c + ch + 1) * iv];
+                for &(ds, ss, len) in &plan.copies {
+                    copy_run(&mut d[ds..ds + len], &plane[ss..ss + len]);
+                }
+                for &z in &plan.zeros {
+                    d[z] = T::ZERO;
+                }
+            }
+            return;
+        }
         let off = g.offsets(kk);
-        for n in 0..g.n {
+        for n in 0..nb {
             let plane = &x[(n * g.c + ch) * iv..(n * g.c + ch + 1) * iv];
             let d = &mut dst[n * l..(n + 1) * l];
             for_rows(g, off, |dr, sr, x0, x1, xo| {
                 let start = (sr as isize + (x0 * sx) as isize + xo) as usize;
                 if sx == 1 {
-                    d[dr + x0..dr + x1].copy_from_slice(&plane[start..start + (x1 - x0)]);
+                    copy_run(&mut d[dr + x0..dr + x1], &plane[start..start + (x1 - x0)]);
                 } else {
                     for (j, v) in d[dr + x0..dr + x1].iter_mut().enumerate() {
                         *v = plane[start + j * sx];
@@ -115,19 +248,42 @@ fn im2col<T: Elem>(x: &[T], g: &Geom) -> Vec<T> {
             });
         }
     });
-    out
 }
 
-/// columns (C * K, N * L) -> image (N, C, D, H, W), summing overlaps (the adjoint of im2col).
-fn col2im<T: Elem>(cols: &[T], g: &Geom) -> Vec<T> {
+/// columns (C * K, nb * L) -> image chunk (nb, C, D, H, W): adds every column entry
+/// onto its pixel (the adjoint of im2col); `out` holds zeros or the bias. On the
+/// span path the padding entries of `cols` are cleared first, so whole spans add.
+fn col2im<T: Elem>(cols: &mut [T], g: &Geom, nb: usize, out: &mut [T]) {
     let (kv, l, iv) = (g.kvol(), g.ovol(), g.ivol());
-    let nl = g.n * l;
-    let mut out = vec![T::ZERO; g.n * g.c * iv];
-    if iv == 0 {
-        return out;
-    }
+    let nl = nb * l;
     let sx = g.stride[2];
-    out.par_chunks_mut(iv).enumerate().for_each(|(p, plane)| {
+    let par = par_ok(cols.len());
+    if span_geom(g) {
+        let plans: Vec<TapPlan> = (0..kv).map(|kk| tap_plan(g, g.offsets(kk))).collect();
+        for_chunks(cols, nl, par, |row, src| {
+            let plan = &plans[row % kv];
+            for s in src.chunks_exact_mut(l) {
+                for &z in &plan.zeros {
+                    s[z] = T::ZERO;
+                }
+            }
+        });
+        let cols = &*cols;
+        for_chunks(out, iv, par, |p, plane| {
+            let (n, ch) = (p / g.c, p % g.c);
+            for (kk, plan) in plans.iter().enumerate() {
+                let src = &cols[(ch * kv + kk) * nl + n * l..(ch * kv + kk) * nl + (n + 1) * l];
+                for &(ds, ss, len) in &plan.copies {
+                    for (d, &v) in plane[ss..ss + len].iter_mut().zip(&src[ds..ds + len]) {
+                        *d += v;
+                    }
+                }
+            }
+        });
+        return;
+    }
+    let cols = &*cols;
+    for_chunks(out, iv, par, |p, plane| {
         let (n, ch) = (p / g.c, p % g.c);
         for kk in 0..kv {
             let src = &cols[(ch * kv + kk) * nl + n * l..(ch * kv + kk) * nl + (n + 1) * l];
@@ -147,7 +303,38 @@ fn col2im<T: Elem>(cols: &[T], g: &Geom) -> Vec<T> {
             });
         }
     });
+}
+
+/// a (nb, R, L) -> (R, nb * L), the layout one GEMM over the chunk reads.
+fn to_channel_major<T: Elem>(a: &[T], nb: usize, r: usize, l: usize) -> Vec<T> {
+    let mut out = vec![T::ZERO; r * nb * l];
+    let par = par_ok(out.len());
+    for_chunks(&mut out, nb * l, par, |ri, row| {
+        for n in 0..nb {
+            copy_run(&mut row[n * l..(n + 1) * l], &a[(n * r + ri) * l..(n * r + ri + 1) * l]);
+        }
+    });
     out
+}
+
+/// (R, nb * L) -> out (nb, R, L), adding `bias[r]` when given.
+fn from_channel_major<T: Elem>(src: &[T], nb: usize, r: usize, l: usize, bias: Option<&[T]>, out: &mut [T]) {
+    let par = par_ok(out.len());
+    for_chunks(out, r * l, par, |n, o| {
+        for ri in 0..r {
+            let s = &src[ri * nb * l + n * l..ri * nb * l + (n + 1) * l];
+            let d = &mut o[ri * l..(ri + 1) * l];
+            match bias {
+                Some(b) => {
+                    let v = b[ri];
+                    for (d, &s) in d.iter_mut().zip(s) {
+                        *d = s + v;
+                    }
+                }
+                None => copy_run(d, s),
+            }
+        }
+    });
 }
 
 /// `dst (m x n) = lhs (m x k) @ rhs (k x n)` (`+ dst` when `acc`), row/col strides given.
@@ -171,11 +358,10 @@ fn gemm<T: Elem>(
         }
         return;
     }
-    debug_assert!(dst.len() >= m * n);
-    debug_assert!(lhs.len() > (m - 1) * lrs + (k - 1) * lcs);
-    debug_assert!(rhs.len() > (k - 1) * rrs + (n - 1) * rcs);
-    // SAFETY: the slices hold every element the strides reach (checked above in
-    // debug builds; the callers derive the sizes from one geometry).
+    assert!(dst.len() >= m * n);
+    assert!(lhs.len() > (m - 1) * lrs + (k - 1) * lcs);
+    assert!(rhs.len() > (k - 1) * rrs + (n - 1) * rcs);
+    // SAFETY: the slices hold every element the strides reach (checked above).
     unsafe {
         gemm::gemm(
             m,
@@ -201,22 +387,25 @@ fn gemm<T: Elem>(
     }
 }
 
-/// Run `f(g, par)` for every group: in parallel over groups when there are enough of
-/// them to fill the threads, else one after another with a multi-threaded GEMM.
+/// Run `f(g, dst_g, par)` for every group's `chunk` of `out`: in parallel over groups
+/// when there are enough of them to fill the threads, else one after another with a
+/// multi-threaded GEMM when the GEMM (`work` multiply-adds per group) is big enough.
 fn per_group<T: Elem>(
     out: &mut [T],
     chunk: usize,
     groups: usize,
-    f: impl Fn(usize, &mut [T], gemm::Parallelism) + Sync,
+    work: usize,
+    f: impl Fn(usize, &mut [T], gemm::Parallelism) + Sync + Send,
 ) {
     let threads = rayon::current_num_threads();
-    if groups >= threads && groups > 1 {
+    if groups >= threads && groups > 1 && par_ok(work * groups) {
         out.par_chunks_mut(chunk)
             .take(groups)
             .enumerate()
             .for_each(|(g, o)| f(g, o, gemm::Parallelism::None));
     } else {
-        let par = if threads > 1 {
+        // gemm splits only above its own size threshold.
+        let par = if threads > 1 && work >= 1 << 18 {
             gemm::Parallelism::Rayon(threads)
         } else {
             gemm::Parallelism::None
@@ -228,88 +417,77 @@ fn per_group<T: Elem>(
 }
 
 /// Sizes of one convolution seen as GEMMs: `mg` rows of the weight per group (output
-/// channels, or input channels for a transposed conv), `kc` = image channels per group * taps.
-fn dims(g: &Geom, w_rows: usize) -> (usize, usize, usize, Geom) {
-    let one = Geom { n: 1, ..g.clone() };
-    (w_rows / g.groups, g.c / g.groups * g.kvol(), g.ovol(), one)
+/// channels, or input channels for a transposed conv), `kc` = image channels per group
+/// * taps, and `l` output positions per sample.
+fn dims(g: &Geom, w_rows: usize) -> (usize, usize, usize) {
+    (w_rows / g.groups, g.c / g.groups * g.kvol(), g.ovol())
 }
 
-/// a (N, G*mg, L) = W_g (mg x kc) @ im2col(img_n)_g: a plain convolution.
-fn conv_fwd<T: Elem>(img: &[T], w: &[T], g: &Geom, w_rows: usize) -> Vec<T> {
-    let (mg, kc, l, one) = dims(g, w_rows);
-    let iv = g.c * g.ivol();
-    let mut out = vec![T::ZERO; g.n * g.groups * mg * l];
-    if l == 0 {
+/// a (N, G*mg, L) = W_g (mg x kc) @ im2col(img)_g (+ bias): a plain convolution.
+fn conv_fwd<T: Elem>(img: &[T], w: &[T], bias: Option<&[T]>, g: &Geom, w_rows: usize) -> Vec<T> {
+    let (mg, kc, l) = dims(g, w_rows);
+    let (iv, rows) = (g.c * g.ivol(), g.groups * mg);
+    let mut out = vec![T::ZERO; g.n * rows * l];
+    if l == 0 || out.is_empty() {
         return out;
     }
-    for (n, o) in out.chunks_mut(g.groups * mg * l).enumerate() {
-        let cols = im2col(&img[n * iv..(n + 1) * iv], &one);
-        per_group(o, mg * l, g.groups, |gi, dst, par| {
-            gemm(
-                (mg, l, kc),
-                dst,
-                false,
-                &w[gi * mg * kc..],
-                (kc, 1),
-                &cols[gi * kc * l..],
-                (l, 1),
-                par,
-            )
+    let per = g.chunk();
+    for (ci, o) in out.chunks_mut(per * rows * l).enumerate() {
+        let (n0, nb) = (ci * per, o.len() / (rows * l));
+        let nl = nb * l;
+        let mut cols = vec![T::ZERO; g.c * g.kvol() * nl];
+        im2col(&img[n0 * iv..(n0 + nb) * iv], g, nb, &mut cols);
+        let mut a = vec![T::ZERO; rows * nl];
+        per_group(&mut a, mg * nl, g.groups, mg * nl * kc, |gi, dst, par| {
+            gemm((mg, nl, kc), dst, false, &w[gi * mg * kc..], (kc, 1), &cols[gi * kc * nl..], (nl, 1), par)
         });
+        from_channel_major(&a, nb, rows, l, bias, o);
     }
     out
 }
 
-/// img (N, C, *ins) = col2im(W_g^T (kc x mg) @ a_n_g): the adjoint of `conv_fwd`.
-fn conv_adj<T: Elem>(a: &[T], w: &[T], g: &Geom, w_rows: usize) -> Vec<T> {
-    let (mg, kc, l, one) = dims(g, w_rows);
-    let iv = g.c * g.ivol();
-    let mut out = vec![T::ZERO; g.n * iv];
-    let mut cols = vec![T::ZERO; g.groups * kc * l];
-    if l == 0 || iv == 0 {
+/// img (N, C, *ins) = col2im(W_g^T (kc x mg) @ a_g) (+ bias): the adjoint of `conv_fwd`.
+fn conv_adj<T: Elem>(a: &[T], w: &[T], bias: Option<&[T]>, g: &Geom, w_rows: usize) -> Vec<T> {
+    let (mg, kc, l) = dims(g, w_rows);
+    let (iv, rows) = (g.ivol(), g.groups * mg);
+    let mut out = vec![T::ZERO; g.n * g.c * iv];
+    if let Some(b) = bias {
+        for_chunks(&mut out, iv, par_ok(g.n * g.c * iv), |p, plane| plane.fill(b[p % g.c]));
+    }
+    if l == 0 || out.is_empty() {
         return out;
     }
-    for (n, o) in out.chunks_mut(iv).enumerate() {
-        let an = &a[n * g.groups * mg * l..];
-        per_group(&mut cols, kc * l, g.groups, |gi, dst, par| {
-            gemm(
-                (kc, l, mg),
-                dst,
-                false,
-                &w[gi * mg * kc..],
-                (1, kc),
-                &an[gi * mg * l..],
-                (l, 1),
-                par,
-            )
+    let per = g.chunk();
+    for (ci, o) in out.chunks_mut(per * g.c * iv).enumerate() {
+        let (n0, nb) = (ci * per, o.len() / (g.c * iv));
+        let nl = nb * l;
+        let ap = to_channel_major(&a[n0 * rows * l..(n0 + nb) * rows * l], nb, rows, l);
+        let mut cols = vec![T::ZERO; g.groups * kc * nl];
+        per_group(&mut cols, kc * nl, g.groups, kc * nl * mg, |gi, dst, par| {
+            gemm((kc, nl, mg), dst, false, &w[gi * mg * kc..], (1, kc), &ap[gi * mg * nl..], (nl, 1), par)
         });
-        o.copy_from_slice(&col2im(&cols, &one));
+        col2im(&mut cols, g, nb, o);
     }
     out
 }
 
-/// dW (G*mg, kc) = sum_n a_n_g (mg x L) @ im2col(img_n)_g^T.
+/// dW (G*mg, kc) = sum over chunks of a_g (mg x nb*L) @ im2col(img)_g^T.
 fn conv_wgrad<T: Elem>(a: &[T], img: &[T], g: &Geom, w_rows: usize) -> Vec<T> {
-    let (mg, kc, l, one) = dims(g, w_rows);
-    let iv = g.c * g.ivol();
+    let (mg, kc, l) = dims(g, w_rows);
+    let (iv, rows) = (g.c * g.ivol(), g.groups * mg);
     let mut out = vec![T::ZERO; g.groups * mg * kc];
-    if l == 0 {
+    if l == 0 || g.n == 0 {
         return out;
     }
-    for n in 0..g.n {
-        let cols = im2col(&img[n * iv..(n + 1) * iv], &one);
-        let an = &a[n * g.groups * mg * l..];
-        per_group(&mut out, mg * kc, g.groups, |gi, dst, par| {
-            gemm(
-                (mg, kc, l),
-                dst,
-                n > 0,
-                &an[gi * mg * l..],
-                (l, 1),
-                &cols[gi * kc * l..],
-                (1, l),
-                par,
-            )
+    let per = g.chunk();
+    for n0 in (0..g.n).step_by(per) {
+        let nb = per.min(g.n - n0);
+        let nl = nb * l;
+        let ap = to_channel_major(&a[n0 * rows * l..(n0 + nb) * rows * l], nb, rows, l);
+        let mut cols = vec![T::ZERO; g.c * g.kvol() * nl];
+        im2col(&img[n0 * iv..(n0 + nb) * iv], g, nb, &mut cols);
+        per_group(&mut out, mg * kc, g.groups, mg * kc * nl, |gi, dst, par| {
+            gemm((mg, kc, nl), dst, n0 > 0, &ap[gi * mg * nl..], (nl, 1), &cols[gi * kc * nl..], (1, nl), par)
         });
     }
     out
@@ -324,7 +502,8 @@ enum Kind {
     WGrad,
 }
 
-/// One convolution kernel as a Candle op. `w_rows` is the weight's first dim.
+/// One convolution kernel as a Candle op. `w_rows` is the weight's first dim. Applied
+/// as a `CustomOp2` (no bias) or a `CustomOp3` whose third input is the bias.
 struct ConvOp {
     g: Geom,
     w_rows: usize,
@@ -347,43 +526,60 @@ impl ConvOp {
             kind,
         }
     }
-}
-
-impl CustomOp2 for ConvOp {
-    fn name(&self) -> &'static str {
+    fn op_name(&self) -> &'static str {
         match self.kind {
             Kind::Fwd => "conv",
             Kind::Adj => "conv_transpose",
             Kind::WGrad => "conv_weight_grad",
         }
     }
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
-        fn run<T: Elem>(op: &ConvOp, a: &[T], b: &[T]) -> Vec<T> {
-            match op.kind {
-                Kind::Fwd => conv_fwd(a, b, &op.g, op.w_rows),
-                Kind::Adj => conv_adj(a, b, &op.g, op.w_rows),
-                Kind::WGrad => conv_wgrad(a, b, &op.g, op.w_rows),
+    /// Multiply-adds of the GEMMs, to decide on threads.
+    fn work(&self) -> usize {
+        let (mg, kc, l) = dims(&self.g, self.w_rows);
+        self.g.n * self.g.groups * mg * kc * l
+    }
+    fn run<T: Elem>(&self, a: &[T], b: &[T], bias: Option<&[T]>) -> Vec<T> {
+        in_pool(self.work(), || match self.kind {
+            Kind::Fwd => conv_fwd(a, b, bias, &self.g, self.w_rows),
+            Kind::Adj => conv_adj(a, b, bias, &self.g, self.w_rows),
+            Kind::WGrad => conv_wgrad(a, b, &self.g, self.w_rows),
+        })
+    }
+    fn fwd(
+        &self,
+        (s1, l1): (&CpuStorage, &Layout),
+        (s2, l2): (&CpuStorage, &Layout),
+        bias: Option<(&CpuStorage, &Layout)>,
+    ) -> Result<(CpuStorage, Shape)> {
+        let name = self.op_name();
+        let out = match (s1, s2, bias) {
+            (CpuStorage::F32(a), CpuStorage::F32(b), None) => {
+                CpuStorage::F32(self.run(super::data(a, l1, name)?, super::data(b, l2, name)?, None))
             }
-        }
-        let name = self.name();
-        let out = match (s1, s2) {
-            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
-                CpuStorage::F32(run(self, super::data(a, l1, name)?, super::data(b, l2, name)?))
+            (CpuStorage::F32(a), CpuStorage::F32(b), Some((CpuStorage::F32(c), l3))) => CpuStorage::F32(self.run(
+                super::data(a, l1, name)?,
+                super::data(b, l2, name)?,
+                Some(super::data(c, l3, name)?),
+            )),
+            (CpuStorage::F64(a), CpuStorage::F64(b), None) => {
+                CpuStorage::F64(self.run(super::data(a, l1, name)?, super::data(b, l2, name)?, None))
             }
-            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
-                CpuStorage::F64(run(self, super::data(a, l1, name)?, super::data(b, l2, name)?))
-            }
+            (CpuStorage::F64(a), CpuStorage::F64(b), Some((CpuStorage::F64(c), l3))) => CpuStorage::F64(self.run(
+                super::data(a, l1, name)?,
+                super::data(b, l2, name)?,
+                Some(super::data(c, l3, name)?),
+            )),
             _ => candle_core::bail!("{name}: only float32 and float64 tensors of one dtype are supported"),
         };
         Ok((out, self.out_shape()))
     }
-    fn bwd(&self, x: &Tensor, w: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let grad = grad.contiguous()?;
+    /// Gradients of the image-side input and of the weight.
+    fn grads(&self, x: &Tensor, w: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
         let (dx, other) = match self.kind {
             // y = conv(img, w): d img = adj(grad, w), dW = wgrad(grad, img).
-            Kind::Fwd => (Kind::Adj, (&grad, x)),
+            Kind::Fwd => (Kind::Adj, (grad, x)),
             // img = adj(a, w): d a = conv(grad, w), dW = wgrad(a, grad).
-            Kind::Adj => (Kind::Fwd, (x, &grad)),
+            Kind::Adj => (Kind::Fwd, (x, grad)),
             Kind::WGrad => candle_core::bail!("conv: second-order gradients are not supported"),
         };
         let gx = if x.track_op() {
@@ -404,84 +600,76 @@ impl CustomOp2 for ConvOp {
     }
 }
 
-/// y (N, C, S) + b (C,) per channel, with the bias gradient summed by the fast kernels.
-struct BiasAdd;
-
-impl CustomOp2 for BiasAdd {
+impl CustomOp2 for ConvOp {
     fn name(&self) -> &'static str {
-        "bias_add"
+        self.op_name()
     }
     fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
-        fn run<T: Elem>(y: &[T], b: &[T], s: usize) -> Vec<T> {
-            let mut out = y.to_vec();
-            if s > 0 {
-                let c = b.len();
-                out.par_chunks_mut(s).enumerate().for_each(|(p, row)| {
-                    let v = b[p % c];
-                    row.iter_mut().for_each(|x| *x += v);
-                });
-            }
-            out
-        }
-        let s = l1.dims()[2];
-        let out = match (s1, s2) {
-            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
-                CpuStorage::F32(run(super::data(a, l1, "bias")?, super::data(b, l2, "bias")?, s))
-            }
-            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
-                CpuStorage::F64(run(super::data(a, l1, "bias")?, super::data(b, l2, "bias")?, s))
-            }
-            _ => candle_core::bail!("bias: only float32 and float64 tensors of one dtype are supported"),
-        };
-        Ok((out, l1.shape().clone()))
+        self.fwd((s1, l1), (s2, l2), None)
     }
-    fn bwd(&self, y: &Tensor, b: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let gy = if y.track_op() { Some(grad.clone()) } else { None };
+    fn bwd(&self, x: &Tensor, w: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        self.grads(x, w, &grad.contiguous()?)
+    }
+}
+
+impl CustomOp3 for ConvOp {
+    fn name(&self) -> &'static str {
+        self.op_name()
+    }
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        self.fwd((s1, l1), (s2, l2), Some((s3, l3)))
+    }
+    fn bwd(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        b: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let grad = grad.contiguous()?;
+        let (gx, gw) = self.grads(x, w, &grad)?;
         let gb = if b.track_op() {
-            Some(crate::kernels::sum_keepdim(grad, &[0, 2])?.reshape(b.shape())?)
+            let d = grad.dims();
+            let per_channel = grad.reshape((d[0], d[1], d[2] * d[3] * d[4]))?;
+            Some(crate::kernels::sum_keepdim(&per_channel, &[0, 2])?.reshape(b.shape())?)
         } else {
             None
         };
-        Ok((gy, gb))
+        Ok((gx, gw, gb))
     }
 }
 
-fn add_bias(y: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let d = y.dims().to_vec();
-    let s: usize = d[2..].iter().product();
-    y.reshape((d[0], d[1], s))?
-        .contiguous()?
-        .apply_op2(&b.contiguous()?, BiasAdd)?
-        .reshape(d)
+/// Apply `op` to the 5-d image-side input and the weight, with the bias if any.
+fn apply(x5: &Tensor, w: &Tensor, b: Option<&Tensor>, op: ConvOp) -> Result<Tensor> {
+    let w = w.contiguous()?;
+    match b {
+        Some(b) => x5.apply_op3(&w, &b.contiguous()?, op),
+        None => x5.apply_op2(&w, op),
+    }
 }
 
 /// x (N, C, D, H, W), w (Cout, C/G, kd, kh, kw) -> (N, Cout, od, oh, ow).
-fn conv_nd(x: &Tensor, w: &Tensor, g: Geom, cout: usize) -> Result<Tensor> {
+fn conv_nd(x: &Tensor, w: &Tensor, b: Option<&Tensor>, g: Geom, cout: usize) -> Result<Tensor> {
     let [d, h, wi] = g.ins;
     let x5 = x.reshape((g.n, g.c, d, h, wi))?.contiguous()?;
-    x5.apply_op2(
-        &w.contiguous()?,
-        ConvOp {
-            g,
-            w_rows: cout,
-            kind: Kind::Fwd,
-        },
-    )
+    apply(&x5, w, b, ConvOp { g, w_rows: cout, kind: Kind::Fwd })
 }
 
 /// x (N, Cin, Di, Hi, Wi), w (Cin, Cout/G, kd, kh, kw) -> (N, Cout, *g.ins): the adjoint of
 /// the convolution whose geometry `g` maps the output grid back onto x's grid.
-fn conv_transpose_nd(x: &Tensor, w: &Tensor, g: Geom, cin: usize) -> Result<Tensor> {
+fn conv_transpose_nd(x: &Tensor, w: &Tensor, b: Option<&Tensor>, g: Geom, cin: usize) -> Result<Tensor> {
     let [d, h, wi] = g.outs;
     let x5 = x.reshape((g.n, cin, d, h, wi))?.contiguous()?;
-    x5.apply_op2(
-        &w.contiguous()?,
-        ConvOp {
-            g,
-            w_rows: cin,
-            kind: Kind::Adj,
-        },
-    )
+    apply(&x5, w, b, ConvOp { g, w_rows: cin, kind: Kind::Adj })
 }
 
 fn err(op: &str, msg: String) -> PyErr {
@@ -629,7 +817,7 @@ fn _conv(
             pad: plo,
             dil,
         };
-        let y = py.detach(|| conv_nd(&x, &w, g, cout)).op(op)?;
+        let y = crate::errors::detach(py, op, || conv_nd(&x, &w, b.as_ref(), g, cout).op(op))?;
         (y, cout, outs)
     } else {
         if wd[0] != cin {
@@ -681,14 +869,10 @@ fn _conv(
             pad: plo,
             dil,
         };
-        let y = py.detach(|| conv_transpose_nd(&x, &w, g, cin)).op(op)?;
+        let y = crate::errors::detach(py, op, || conv_transpose_nd(&x, &w, b.as_ref(), g, cin).op(op))?;
         (y, cout, outs)
     };
     let (y, cout, outs) = out;
-    let y = match &b {
-        Some(b) => py.detach(|| add_bias(&y, b)).op(op)?,
-        None => y,
-    };
     let mut shape = vec![n, cout];
     shape.extend_from_slice(&outs[3 - nd..]);
     let y = y.reshape(shape).op(op)?;

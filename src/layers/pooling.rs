@@ -6,42 +6,47 @@
 //! along an axis, the list of valid input positions (and, for averages, that
 //! axis's factor of the divisor). The kernels walk the product of the three
 //! tables, one rayon task per block of (N, C) planes.
+use super::conv::{for_chunks, in_pool, par_ok};
 use super::{float_dispatch, Elem};
 use crate::dtype::DT;
 use crate::errors::{DTypeError, OpResult, ShapeError};
 use crate::tensor::PyTensor;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
 use pyo3::prelude::*;
-use rayon::prelude::*;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-/// One axis: output position `o` reads input positions `pos[offs[o]..offs[o + 1]]`.
+/// One window along one axis: input positions `first + j * step` for `j < count`
+/// (already cut to the input; `count` may be 0). Every pooling window is such an
+/// arithmetic run: dilation gives the step, padding and the input's ends cut it.
+#[derive(Clone, Copy, Debug)]
+struct Win {
+    first: usize,
+    count: usize,
+    step: usize,
+}
+
+/// One axis: the window of each output position, and (for averages) that axis's
+/// factor of the divisor.
 #[derive(Debug, Default)]
 struct Axis {
-    offs: Vec<usize>,
-    pos: Vec<usize>,
+    win: Vec<Win>,
     factor: Vec<f64>,
 }
 
 impl Axis {
     fn trivial() -> Axis {
         Axis {
-            offs: vec![0, 1],
-            pos: vec![0],
+            win: vec![Win { first: 0, count: 1, step: 1 }],
             factor: vec![1.0],
         }
     }
-    #[inline]
-    fn window(&self, o: usize) -> &[usize] {
-        &self.pos[self.offs[o]..self.offs[o + 1]]
-    }
-    fn push(&mut self, it: impl Iterator<Item = usize>, factor: f64) {
-        if self.offs.is_empty() {
-            self.offs.push(0);
-        }
-        self.pos.extend(it);
-        self.offs.push(self.pos.len());
+    fn push(&mut self, w: Win, factor: f64) {
+        self.win.push(w);
         self.factor.push(factor);
+    }
+    /// A window of consecutive positions `s..e`.
+    fn push_range(&mut self, s: usize, e: usize, factor: f64) {
+        self.push(Win { first: s, count: e.saturating_sub(s), step: 1 }, factor);
     }
 }
 
@@ -61,17 +66,23 @@ impl PoolGeom {
     fn ovol(&self) -> usize {
         self.outs.iter().product()
     }
-    /// Visit each output position with its flat index and the three windows.
+    /// Visit each output position (flat index `o`, per-axis position `at`) with the
+    /// flat input index of each of its window's rows (`rows`, reused) and the x-window.
     #[inline]
-    fn each(&self, mut f: impl FnMut(usize, [usize; 3], &[usize], &[usize], &[usize])) {
-        let [od, oh, ow] = self.outs;
+    fn each(&self, mut f: impl FnMut(usize, [usize; 3], &[usize], Win)) {
+        let [_, h, w] = self.ins;
+        let mut rows = Vec::new();
         let mut o = 0;
-        for z in 0..od {
-            let wz = self.axes[0].window(z);
-            for y in 0..oh {
-                let wy = self.axes[1].window(y);
-                for x in 0..ow {
-                    f(o, [z, y, x], wz, wy, self.axes[2].window(x));
+        for (z, wz) in self.axes[0].win.iter().enumerate() {
+            for (y, wy) in self.axes[1].win.iter().enumerate() {
+                rows.clear();
+                for a in 0..wz.count {
+                    for b in 0..wy.count {
+                        rows.push(((wz.first + a * wz.step) * h + wy.first + b * wy.step) * w);
+                    }
+                }
+                for (x, &wx) in self.axes[2].win.iter().enumerate() {
+                    f(o, [z, y, x], &rows, wx);
                     o += 1;
                 }
             }
@@ -81,82 +92,154 @@ impl PoolGeom {
         self.divisor
             .unwrap_or_else(|| self.axes[0].factor[at[0]] * self.axes[1].factor[at[1]] * self.axes[2].factor[at[2]])
     }
+    /// Work of one pass, to decide on threads.
+    fn work(&self) -> usize {
+        self.planes * (self.ivol() + self.ovol())
+    }
 }
 
-/// Planes per rayon task: enough work to be worth a task.
+/// Planes per parallel task: enough work to be worth a task.
 fn per_task(plane_work: usize) -> usize {
     ((1 << 14) / plane_work.max(1)).max(1)
 }
 
-/// Flat input index of the max of each window (NaN wins, as in PyTorch), or `usize::MAX` if empty.
-#[inline]
-fn argmax<T: Elem>(plane: &[T], h: usize, w: usize, wz: &[usize], wy: &[usize], wx: &[usize]) -> usize {
+/// Flat input index of the max of a window (NaN wins, the last NaN as in PyTorch),
+/// or `usize::MAX` if the window is empty. Branch-free selects: on real data which
+/// element wins is unpredictable, and mispredicted branches cost more than the loads.
+#[inline(always)]
+fn argmax<T: Elem>(plane: &[T], rows: &[usize], wx: Win) -> usize {
+    if rows.is_empty() || wx.count == 0 {
+        return usize::MAX;
+    }
+    // Starting from -inf at the first element gives that element when all are -inf.
+    let mut bi = rows[0] + wx.first;
     let mut best = T::NEG_INF;
-    let mut bi = usize::MAX;
-    for &z in wz {
-        for &y in wy {
-            let base = (z * h + y) * w;
-            for &x in wx {
-                let v = plane[base + x];
-                if bi == usize::MAX || v > best || v.is_nan() {
-                    best = v;
-                    bi = base + x;
-                }
-            }
+    for &r in rows {
+        let base = r + wx.first;
+        for j in 0..wx.count {
+            let i = base + j * wx.step;
+            let v = plane[i];
+            let take = (v > best) | v.is_nan();
+            best = if take { v } else { best };
+            bi = if take { i } else { bi };
         }
     }
     bi
 }
 
-fn max_fwd<T: Elem>(src: &[T], g: &PoolGeom) -> (Vec<T>, Vec<i64>) {
+/// `f(plane index, plane's input, plane's output)` for every plane, in blocks over
+/// rayon's threads when the pass is big enough.
+fn planes_do<T: Elem, U: Send>(
+    g: &PoolGeom,
+    src: &[T],
+    sv: usize,
+    out: &mut [U],
+    dv: usize,
+    f: impl Fn(&[T], &mut [U]) + Sync + Send,
+) {
+    let per = per_task(g.ivol() + g.ovol());
+    let run = |ci: usize, o: &mut [U]| {
+        for (p, dst) in o.chunks_mut(dv).enumerate() {
+            let pi = ci * per + p;
+            f(&src[pi * sv..(pi + 1) * sv], dst);
+        }
+    };
+    for_chunks(out, per * dv, par_ok(g.work()), run);
+}
+
+/// Each output's `at(argmax)` (`at(usize::MAX)` for an empty window).
+fn argmaxes<T: Elem, I: Copy + Send + Default>(src: &[T], g: &PoolGeom, at: impl Fn(usize) -> I + Sync + Send) -> Vec<I> {
     let (iv, ov) = (g.ivol(), g.ovol());
-    let [_, h, w] = g.ins;
-    let mut out = vec![T::ZERO; g.planes * ov];
-    let mut idx = vec![0i64; g.planes * ov];
+    let mut idx = vec![I::default(); g.planes * ov];
     if ov == 0 || iv == 0 {
-        return (out, idx);
+        return idx;
     }
-    let per = per_task(iv + ov);
-    out.par_chunks_mut(per * ov)
-        .zip(idx.par_chunks_mut(per * ov))
-        .enumerate()
-        .for_each(|(ci, (o, ix))| {
-            for (p, (op, ip)) in o.chunks_mut(ov).zip(ix.chunks_mut(ov)).enumerate() {
-                let plane = &src[(ci * per + p) * iv..(ci * per + p + 1) * iv];
-                g.each(|k, _, wz, wy, wx| {
-                    let bi = argmax(plane, h, w, wz, wy, wx);
-                    if bi != usize::MAX {
-                        op[k] = plane[bi];
-                        ip[k] = bi as i64;
-                    }
-                });
+    planes_do(g, src, iv, &mut idx, ov, |plane, ip| {
+        g.each(|k, _, rows, wx| ip[k] = at(argmax(plane, rows, wx)));
+    });
+    idx
+}
+
+fn max_fwd<T: Elem>(src: &[T], g: &PoolGeom) -> Vec<T> {
+    let (iv, ov) = (g.ivol(), g.ovol());
+    let mut out = vec![T::ZERO; g.planes * ov];
+    if ov == 0 || iv == 0 {
+        return out;
+    }
+    planes_do(g, src, iv, &mut out, ov, |plane, op| {
+        g.each(|k, _, rows, wx| {
+            let bi = argmax(plane, rows, wx);
+            if bi != usize::MAX {
+                op[k] = plane[bi];
             }
         });
-    (out, idx)
+    });
+    out
+}
+
+/// The forward of a max pool that will be differentiated: the outputs, and their
+/// argmaxes kept for the backward (`u32::MAX` marks an empty window).
+fn max_fwd_keep<T: Elem>(src: &[T], g: &PoolGeom, keep: &OnceLock<Vec<u32>>) -> Vec<T> {
+    let (iv, ov) = (g.ivol(), g.ovol());
+    let idx = argmaxes(src, g, |i| if i == usize::MAX { u32::MAX } else { i as u32 });
+    let mut out = vec![T::ZERO; g.planes * ov];
+    if ov > 0 && iv > 0 {
+        for_chunks(&mut out, ov, par_ok(g.planes * ov), |p, op| {
+            for (o, &i) in op.iter_mut().zip(&idx[p * ov..(p + 1) * ov]) {
+                if i != u32::MAX {
+                    *o = src[p * iv + i as usize];
+                }
+            }
+        });
+    }
+    let _ = keep.set(idx);
+    out
+}
+
+fn max_idx<T: Elem>(src: &[T], g: &PoolGeom) -> Vec<i64> {
+    argmaxes(src, g, |i| if i == usize::MAX { 0 } else { i as i64 })
+}
+
+/// d(input) of max pooling from kept argmaxes: a scatter of each output's gradient.
+fn max_scatter<T: Elem>(grad: &[T], idx: &[u32], g: &PoolGeom) -> Vec<T> {
+    let (iv, ov) = (g.ivol(), g.ovol());
+    let mut out = vec![T::ZERO; g.planes * iv];
+    if ov == 0 || iv == 0 {
+        return out;
+    }
+    for_chunks(&mut out, iv, par_ok(g.work()), |p, dst| {
+        for (&gv, &i) in grad[p * ov..(p + 1) * ov].iter().zip(&idx[p * ov..(p + 1) * ov]) {
+            if i != u32::MAX {
+                dst[i as usize] += gv;
+            }
+        }
+    });
+    out
 }
 
 /// d(input) of max pooling: each output's gradient goes to its window's argmax.
 fn max_bwd<T: Elem>(src: &[T], grad: &[T], g: &PoolGeom) -> Vec<T> {
     let (iv, ov) = (g.ivol(), g.ovol());
-    let [_, h, w] = g.ins;
     let mut out = vec![T::ZERO; g.planes * iv];
     if ov == 0 || iv == 0 {
         return out;
     }
+    // Input and gradient planes travel together: zip them as one source.
     let per = per_task(iv + ov);
-    out.par_chunks_mut(per * iv).enumerate().for_each(|(ci, o)| {
+    let run = |ci: usize, o: &mut [T]| {
         for (p, dst) in o.chunks_mut(iv).enumerate() {
             let pi = ci * per + p;
             let plane = &src[pi * iv..(pi + 1) * iv];
             let gp = &grad[pi * ov..(pi + 1) * ov];
-            g.each(|k, _, wz, wy, wx| {
-                let bi = argmax(plane, h, w, wz, wy, wx);
+            g.each(|k, _, rows, wx| {
+                let bi = argmax(plane, rows, wx);
                 if bi != usize::MAX {
                     dst[bi] += gp[k];
                 }
             });
         }
-    });
+    };
+    for_chunks(&mut out, per * iv, par_ok(g.work()), run);
     out
 }
 
@@ -164,65 +247,47 @@ fn max_bwd<T: Elem>(src: &[T], grad: &[T], g: &PoolGeom) -> Vec<T> {
 /// gradient over its window (`adjoint = true`, input and output swap roles).
 fn avg<T: Elem>(src: &[T], g: &PoolGeom, adjoint: bool) -> Vec<T> {
     let (iv, ov) = (g.ivol(), g.ovol());
-    let [_, h, w] = g.ins;
     let (sv, dv) = if adjoint { (ov, iv) } else { (iv, ov) };
     let mut out = vec![T::ZERO; g.planes * dv];
     if ov == 0 || iv == 0 {
         return out;
     }
-    let per = per_task(iv + ov);
-    out.par_chunks_mut(per * dv).enumerate().for_each(|(ci, o)| {
-        for (p, dst) in o.chunks_mut(dv).enumerate() {
-            let pi = ci * per + p;
-            let s = &src[pi * sv..(pi + 1) * sv];
-            g.each(|k, at, wz, wy, wx| {
-                let div = T::from_f64(g.divisor(at));
-                if adjoint {
-                    let v = s[k] / div;
-                    for &z in wz {
-                        for &y in wy {
-                            let base = (z * h + y) * w;
-                            for &x in wx {
-                                dst[base + x] += v;
-                            }
-                        }
+    planes_do(g, src, sv, &mut out, dv, |s, dst| {
+        g.each(|k, at, rows, wx| {
+            let div = T::from_f64(g.divisor(at));
+            if adjoint {
+                let v = s[k] / div;
+                for &r in rows {
+                    let base = r + wx.first;
+                    for j in 0..wx.count {
+                        dst[base + j * wx.step] += v;
                     }
-                } else {
-                    let mut acc = T::ZERO;
-                    let run = contiguous(wx);
-                    for &z in wz {
-                        for &y in wy {
-                            let base = (z * h + y) * w;
-                            match run {
-                                Some((x0, x1)) => acc += sum_run(&s[base + x0..base + x1]),
-                                None => {
-                                    for &x in wx {
-                                        acc += s[base + x];
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    dst[k] = acc / div;
                 }
-            });
-        }
+            } else {
+                let mut acc = T::ZERO;
+                for &r in rows {
+                    let base = r + wx.first;
+                    if wx.step == 1 {
+                        acc += sum_run(&s[base..base + wx.count]);
+                    } else {
+                        for j in 0..wx.count {
+                            acc += s[base + j * wx.step];
+                        }
+                    }
+                }
+                dst[k] = acc / div;
+            }
+        });
     });
     out
-}
-
-/// `Some((first, last + 1))` when a window is one run of consecutive positions.
-#[inline]
-fn contiguous(win: &[usize]) -> Option<(usize, usize)> {
-    match (win.first(), win.last()) {
-        (Some(&a), Some(&b)) if b + 1 - a == win.len() => Some((a, b + 1)),
-        _ => None,
-    }
 }
 
 /// Sum with 8 independent accumulators, so long runs vectorize.
 #[inline]
 fn sum_run<T: Elem>(v: &[T]) -> T {
+    if v.len() <= 4 {
+        return v.iter().fold(T::ZERO, |a, &b| a + b);
+    }
     let mut acc = [T::ZERO; 8];
     let chunks = v.chunks_exact(8);
     let rem = chunks.remainder();
@@ -243,8 +308,14 @@ fn out_shape(g: &PoolGeom, of_input: bool) -> Shape {
     Shape::from((g.planes, s[0], s[1], s[2]))
 }
 
-struct MaxPool(Arc<PoolGeom>);
+/// Argmaxes kept by a forward that will be differentiated.
+type Kept = Arc<OnceLock<Vec<u32>>>;
+
+/// Max pooling; with `Some(kept)` the forward keeps its argmaxes and the backward is a
+/// scatter (`MaxPoolScatter`), else the backward finds them again (`MaxPoolBwd`).
+struct MaxPool(Arc<PoolGeom>, Option<Kept>);
 struct MaxPoolBwd(Arc<PoolGeom>);
+struct MaxPoolScatter(Arc<PoolGeom>, Kept);
 struct MaxPoolIdx(Arc<PoolGeom>);
 struct AvgPool(Arc<PoolGeom>);
 struct AvgPoolAdj(Arc<PoolGeom>);
@@ -254,14 +325,32 @@ impl CustomOp1 for MaxPool {
         "max_pool"
     }
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let out = float_dispatch!(s, l, "max_pool", |v| max_fwd(v, &self.0).0);
-        Ok((out, out_shape(&self.0, false)))
+        let g = &self.0;
+        let out = match &self.1 {
+            Some(keep) => float_dispatch!(s, l, "max_pool", |v| in_pool(g.work(), || max_fwd_keep(v, g, keep))),
+            None => float_dispatch!(s, l, "max_pool", |v| in_pool(g.work(), || max_fwd(v, g))),
+        };
+        Ok((out, out_shape(g, false)))
     }
     fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
         let g = grad.contiguous()?;
+        if let Some(kept) = self.1.as_ref().filter(|k| k.get().is_some()) {
+            return Ok(Some(g.apply_op1_no_bwd(&MaxPoolScatter(self.0.clone(), kept.clone()))?));
+        }
         Ok(Some(
             arg.contiguous()?.apply_op2_no_bwd(&g, &MaxPoolBwd(self.0.clone()))?,
         ))
+    }
+}
+
+impl CustomOp1 for MaxPoolScatter {
+    fn name(&self) -> &'static str {
+        "max_pool_backward"
+    }
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let (g, idx) = (&self.0, self.1.get().map(|v| v.as_slice()).unwrap_or_default());
+        let out = float_dispatch!(s, l, "max_pool", |v| in_pool(g.work(), || max_scatter(v, idx, g)));
+        Ok((out, out_shape(g, true)))
     }
 }
 
@@ -271,16 +360,14 @@ impl CustomOp2 for MaxPoolBwd {
     }
     fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
         let out = match (s1, s2) {
-            (CpuStorage::F32(x), CpuStorage::F32(gr)) => CpuStorage::F32(max_bwd(
-                super::data(x, l1, "max_pool")?,
-                super::data(gr, l2, "max_pool")?,
-                &self.0,
-            )),
-            (CpuStorage::F64(x), CpuStorage::F64(gr)) => CpuStorage::F64(max_bwd(
-                super::data(x, l1, "max_pool")?,
-                super::data(gr, l2, "max_pool")?,
-                &self.0,
-            )),
+            (CpuStorage::F32(x), CpuStorage::F32(gr)) => {
+                let (x, gr) = (super::data(x, l1, "max_pool")?, super::data(gr, l2, "max_pool")?);
+                CpuStorage::F32(in_pool(self.0.work(), || max_bwd(x, gr, &self.0)))
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(gr)) => {
+                let (x, gr) = (super::data(x, l1, "max_pool")?, super::data(gr, l2, "max_pool")?);
+                CpuStorage::F64(in_pool(self.0.work(), || max_bwd(x, gr, &self.0)))
+            }
             _ => candle_core::bail!("max_pool: only float32 and float64 are supported"),
         };
         Ok((out, out_shape(&self.0, true)))
@@ -293,8 +380,8 @@ impl CustomOp1 for MaxPoolIdx {
     }
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
         let idx = match s {
-            CpuStorage::F32(v) => max_fwd(super::data(v, l, "max_pool")?, &self.0).1,
-            CpuStorage::F64(v) => max_fwd(super::data(v, l, "max_pool")?, &self.0).1,
+            CpuStorage::F32(v) => max_idx(super::data(v, l, "max_pool")?, &self.0),
+            CpuStorage::F64(v) => max_idx(super::data(v, l, "max_pool")?, &self.0),
             _ => candle_core::bail!("max_pool: only float32 and float64 are supported"),
         };
         Ok((CpuStorage::I64(idx), out_shape(&self.0, false)))
@@ -306,7 +393,7 @@ impl CustomOp1 for AvgPool {
         "avg_pool"
     }
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let out = float_dispatch!(s, l, "avg_pool", |v| avg(v, &self.0, false));
+        let out = float_dispatch!(s, l, "avg_pool", |v| in_pool(self.0.work(), || avg(v, &self.0, false)));
         Ok((out, out_shape(&self.0, false)))
     }
     fn bwd(&self, _arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
@@ -319,7 +406,7 @@ impl CustomOp1 for AvgPoolAdj {
         "avg_pool_backward"
     }
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let out = float_dispatch!(s, l, "avg_pool", |v| avg(v, &self.0, true));
+        let out = float_dispatch!(s, l, "avg_pool", |v| in_pool(self.0.work(), || avg(v, &self.0, true)));
         Ok((out, out_shape(&self.0, true)))
     }
     fn bwd(&self, _arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
@@ -457,17 +544,21 @@ fn run_max(
 ) -> PyResult<(Tensor, Option<Tensor>)> {
     let g = Arc::new(g);
     let x = t.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2])).op(op)?;
-    py.detach(|| {
-        let x = x.contiguous()?;
-        let y = x.apply_op1(MaxPool(g.clone()))?;
-        let idx = if return_indices {
-            Some(x.detach().apply_op1_no_bwd(&MaxPoolIdx(g.clone()))?)
-        } else {
-            None
+    crate::errors::detach(py, op, || {
+        let run = || -> Result<(Tensor, Option<Tensor>)> {
+            let x = x.contiguous()?;
+            // Keep the argmaxes when a backward will need them (u32 plane offsets).
+            let keep = (x.track_op() && g.ivol() < u32::MAX as usize).then(|| Arc::new(OnceLock::new()));
+            let y = x.apply_op1(MaxPool(g.clone(), keep))?;
+            let idx = if return_indices {
+                Some(x.detach().apply_op1_no_bwd(&MaxPoolIdx(g.clone()))?)
+            } else {
+                None
+            };
+            Ok((y, idx))
         };
-        Ok((y, idx))
+        run().op(op)
     })
-    .op(op)
 }
 
 /// `_core._max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, op)`:
@@ -502,14 +593,14 @@ fn _max_pool<'py>(
         .map(|(&(k, s, p, d, o), &n)| {
             let mut ax = Axis::default();
             for i in 0..o {
+                // Taps start + j * d for j < k, cut to 0..n.
                 let start = (i * s) as i64 - p as i64;
-                ax.push(
-                    (0..k)
-                        .map(|j| start + (j * d) as i64)
-                        .filter(|&q| q >= 0 && q < n as i64)
-                        .map(|q| q as usize),
-                    1.0,
-                );
+                let (d, n, k) = (d as i64, n as i64, k as i64);
+                let j0 = if start < 0 { (-start + d - 1) / d } else { 0 };
+                let j1 = if start >= n { 0 } else { ((n - 1 - start) / d + 1).min(k) };
+                let count = (j1 - j0).max(0) as usize;
+                let first = if count > 0 { (start + j0 * d) as usize } else { 0 };
+                ax.push(Win { first, count, step: d as usize }, 1.0);
             }
             ax
         })
@@ -575,7 +666,7 @@ fn _avg_pool(
                 let (vs, ve) = (start.max(0) as usize, end.min(n as i64).max(0) as usize);
                 let ve = ve.max(vs);
                 let f = if count_include_pad { pool } else { (ve - vs) as f64 };
-                ax.push(vs..ve, f);
+                ax.push_range(vs, ve, f);
             }
             ax
         })
@@ -589,7 +680,7 @@ fn _avg_pool(
         divisor: divisor_override.map(|d| d as f64),
     });
     let x = t.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2])).op(op)?;
-    let y = py.detach(|| x.contiguous()?.apply_op1(AvgPool(g.clone()))).op(op)?;
+    let y = crate::errors::detach(py, op, || x.contiguous().and_then(|x| x.apply_op1(AvgPool(g.clone()))).op(op))?;
     Ok(PyTensor::wrap_dt(finish(y, &dims, nd, outs, op)?, dt))
 }
 
@@ -622,7 +713,7 @@ fn _adaptive_pool<'py>(
             let mut ax = Axis::default();
             for i in 0..o {
                 let (s, e) = (i * n / o, ((i + 1) * n).div_ceil(o));
-                ax.push(s..e, (e - s) as f64);
+                ax.push_range(s, e, (e - s) as f64);
             }
             ax
         })
@@ -648,7 +739,7 @@ fn _adaptive_pool<'py>(
     }
     let g = Arc::new(g);
     let x = t.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2])).op(op)?;
-    let y = py.detach(|| x.contiguous()?.apply_op1(AvgPool(g.clone()))).op(op)?;
+    let y = crate::errors::detach(py, op, || x.contiguous().and_then(|x| x.apply_op1(AvgPool(g.clone()))).op(op))?;
     Ok(Bound::new(py, PyTensor::wrap_dt(finish(y, &dims, nd, outs, op)?, dt))?.into_any())
 }
 

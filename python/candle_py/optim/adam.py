@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import _core
 from .._core import Tensor
@@ -32,14 +32,35 @@ class Adam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
                                       decoupled_weight_decay=bool(decoupled_weight_decay or self._decoupled)))
 
-    def _update(self, p: Tensor, grad: Tensor, state: Dict[str, Any], group: Dict[str, Any]) -> Tensor:
-        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+    @staticmethod
+    def _init_state(p: Tensor, state: Dict[str, Any], group: Dict[str, Any]) -> None:
         if not state:
             state["step"] = _core.tensor(0.0)
             state["exp_avg"] = _core.zeros_like(p)
             state["exp_avg_sq"] = _core.zeros_like(p)
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = _core.zeros_like(p)
+
+    def _fused_step(self, group: Dict[str, Any], params: List[Tensor], grads: List[Tensor]) -> bool:
+        states = [self.state.setdefault(p, {}) for p in params]
+        for p, state in zip(params, states):
+            self._init_state(p, state, group)
+        amsgrad = bool(group["amsgrad"])
+        steps = [float(s["step"].item()) + 1 for s in states]
+        b1, b2 = group["betas"]
+        done = _core._adam_step(params, grads, [s["exp_avg"] for s in states],
+                                [s["exp_avg_sq"] for s in states], [s["max_exp_avg_sq"] for s in states] if amsgrad else [],
+                                steps, float(group["lr"]), float(b1), float(b2), float(group["eps"]),
+                                float(group["weight_decay"]), amsgrad, bool(group.get("maximize", False)),
+                                bool(group.get("decoupled_weight_decay", self._decoupled)))
+        if done:
+            for s, step in zip(states, steps):
+                s["step"] = _core.tensor(step)
+        return done
+
+    def _update(self, p: Tensor, grad: Tensor, state: Dict[str, Any], group: Dict[str, Any]) -> Tensor:
+        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        self._init_state(p, state, group)
         step = float(state["step"].item()) + 1
         state["step"] = _core.tensor(step)
         if wd != 0:

@@ -56,6 +56,11 @@ class Optimizer:
         """The new value of `p` (each optimizer defines its rule)."""
         raise NotImplementedError(f"{type(self).__name__} must define _update")
 
+    def _fused_step(self, group: Dict[str, Any], params: List[Tensor], grads: List[Tensor]) -> bool:
+        """Update `params` (those of `group` with a gradient) with one fused Rust call;
+        False when the fused kernel does not apply (then `_update` runs per parameter)."""
+        return False
+
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
         loss = None
         if closure is not None:
@@ -65,10 +70,12 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
-                for p in group["params"]:
-                    grad = p.grad
-                    if grad is None:
-                        continue
+                pairs = [(p, p.grad) for p in group["params"]]
+                params = [p for p, g in pairs if g is not None]
+                grads = [g for _, g in pairs if g is not None]
+                if not params or self._fused_step(group, params, grads):
+                    continue
+                for p, grad in zip(params, grads):
                     if group.get("maximize", False):
                         grad = -grad
                     state = self.state.setdefault(p, {})

@@ -1,8 +1,9 @@
 """SGD with momentum, dampening, Nesterov and weight decay (PyTorch's update)."""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
+from .. import _core
 from .._core import Tensor
 from .optimizer import Optimizer, ParamsT
 
@@ -37,3 +38,24 @@ class SGD(Optimizer):
             state["momentum_buffer"] = buf
             grad = grad + buf * momentum if group["nesterov"] else buf
         return p - grad * group["lr"]
+
+    def _fused_step(self, group: Dict[str, Any], params: List[Tensor], grads: List[Tensor]) -> bool:
+        momentum = group["momentum"]
+        bufs: List[Tensor] = []
+        fresh: List[bool] = []
+        if momentum != 0:
+            for p in params:
+                state = self.state.setdefault(p, {})
+                buf = state.get("momentum_buffer")
+                fresh.append(buf is None)
+                if buf is None:
+                    buf = state["momentum_buffer"] = _core.zeros_like(p)
+                bufs.append(buf)
+        done = _core._sgd_step(params, grads, bufs, fresh, float(group["lr"]), float(momentum),
+                               float(group["dampening"]), float(group["weight_decay"]), bool(group["nesterov"]),
+                               bool(group.get("maximize", False)))
+        if not done:  # the per-parameter path makes its buffers from the gradient itself
+            for p, new in zip(params, fresh):
+                if new:
+                    del self.state[p]["momentum_buffer"]
+        return done

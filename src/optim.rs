@@ -1,0 +1,392 @@
+//! Fused optimizer steps (`_core._sgd_step`, `_core._adam_step`): one call per
+//! parameter group and one pass per parameter that updates the parameter and its
+//! state buffers in place. The Python optimizers otherwise run a dozen small tensor
+//! ops per parameter, which dominates a training step of a small model.
+//!
+//! The arithmetic follows PyTorch's single-tensor CPU path (what `torch.optim` runs
+//! on CPU by default) operation by operation: Python-side scalars are computed in
+//! f64 and rounded once to the element type, as torch's CPU kernels do.
+//!
+//! The functions return False, touching nothing, when a tensor is not a contiguous
+//! float32/float64 CPU tensor of its parameter's shape and dtype or two of them share
+//! storage; the Python optimizer then takes its tensor-op path.
+use crate::tensor::PyTensor;
+use candle_core::{CpuStorage, DType, InplaceOp1, Layout, Result, Storage, Tensor};
+use pyo3::prelude::*;
+use rayon::prelude::*;
+use std::cell::RefCell;
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+/// Elements below which a parameter is updated on the calling thread.
+const PAR_MIN: usize = 1 << 16;
+
+trait Float:
+    Copy + Send + Sync + PartialOrd + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + Neg<Output = Self>
+{
+    fn of(v: f64) -> Self;
+    fn sqrt(self) -> Self;
+    fn is_nan(self) -> bool;
+}
+impl Float for f32 {
+    fn of(v: f64) -> f32 {
+        v as f32
+    }
+    fn sqrt(self) -> f32 {
+        f32::sqrt(self)
+    }
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+}
+impl Float for f64 {
+    fn of(v: f64) -> f64 {
+        v
+    }
+    fn sqrt(self) -> f64 {
+        f64::sqrt(self)
+    }
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+}
+
+/// SGD hyper-parameters of one group.
+#[derive(Clone, Copy)]
+struct Sgd {
+    lr: f64,
+    momentum: f64,
+    dampening: f64,
+    weight_decay: f64,
+    nesterov: bool,
+    maximize: bool,
+}
+
+/// Adam's hyper-parameters of one group, plus one parameter's step count.
+#[derive(Clone, Copy)]
+struct Adam {
+    lr: f64,
+    beta1: f64,
+    beta2: f64,
+    eps: f64,
+    weight_decay: f64,
+    maximize: bool,
+    decoupled: bool,
+    step: f64,
+}
+
+/// torch: `grad = -grad` (maximize), then `grad = grad.add(param, alpha=wd)`;
+/// the momentum buffer `buf.mul_(momentum).add_(grad, alpha=1 - dampening)` (or
+/// `clone(grad)` on its first step), nesterov `grad.add(buf, alpha=momentum)`, and
+/// `param.add_(grad, alpha=-lr)`.
+fn sgd_kernel<T: Float>(p: &mut [T], g: &[T], buf: Option<&mut [T]>, fresh: bool, h: &Sgd) {
+    let (wd, mom, damp, neg_lr) = (T::of(h.weight_decay), T::of(h.momentum), T::of(1.0 - h.dampening), T::of(-h.lr));
+    let (use_wd, max) = (h.weight_decay != 0.0, h.maximize);
+    let grad = |i: usize, p: T| {
+        let g = if max { -g[i] } else { g[i] };
+        if use_wd {
+            g + wd * p
+        } else {
+            g
+        }
+    };
+    match buf {
+        None => {
+            for (i, p) in p.iter_mut().enumerate() {
+                *p = *p + neg_lr * grad(i, *p);
+            }
+        }
+        Some(b) => {
+            for (i, (p, b)) in p.iter_mut().zip(b.iter_mut()).enumerate() {
+                let d = grad(i, *p);
+                *b = if fresh { d } else { *b * mom + damp * d };
+                let step = if h.nesterov { d + mom * *b } else { *b };
+                *p = *p + neg_lr * step;
+            }
+        }
+    }
+}
+
+/// torch's Adam: `param.mul_(1 - lr * wd)` (decoupled) or `grad = grad.add(param,
+/// alpha=wd)`; `exp_avg.lerp_(grad, 1 - beta1)`; `exp_avg_sq.mul_(beta2).addcmul_(grad,
+/// grad, value=1 - beta2)`; amsgrad's running maximum; `denom = (v.sqrt() /
+/// sqrt(bias_correction2)).add_(eps)`; `param.addcdiv_(exp_avg, denom, value=-lr /
+/// bias_correction1)`.
+fn adam_kernel<T: Float>(p: &mut [T], g: &[T], m: &mut [T], v: &mut [T], mut vmax: Option<&mut [T]>, h: &Adam) {
+    let bc1 = 1.0 - h.beta1.powf(h.step);
+    let bc2_sqrt = (1.0 - h.beta2.powf(h.step)).sqrt();
+    let w1 = 1.0 - h.beta1;
+    let (w, small) = (T::of(w1), w1.abs() < 0.5);
+    let one_minus_w = T::of(1.0) - w;
+    let (b2, c2) = (T::of(h.beta2), T::of(1.0 - h.beta2));
+    let (bc2s, eps, neg_step) = (T::of(bc2_sqrt), T::of(h.eps), T::of(-(h.lr / bc1)));
+    let (wd, decay) = (T::of(h.weight_decay), T::of(1.0 - h.lr * h.weight_decay));
+    let (use_wd, decoupled, max) = (h.weight_decay != 0.0, h.decoupled, h.maximize);
+    for i in 0..p.len() {
+        let mut pv = p[i];
+        let mut gv = if max { -g[i] } else { g[i] };
+        if use_wd {
+            if decoupled {
+                pv = pv * decay;
+            } else {
+                gv = gv + wd * pv;
+            }
+        }
+        // lerp(self, end, w): torch picks the form by |w| for accuracy.
+        let mv = if small { m[i] + w * (gv - m[i]) } else { gv - (gv - m[i]) * one_minus_w };
+        let vv = v[i] * b2 + c2 * gv * gv;
+        m[i] = mv;
+        v[i] = vv;
+        let vd = match vmax.as_deref_mut() {
+            Some(vm) => {
+                // torch.maximum: the larger, or NaN if either is.
+                let x = if vm[i].is_nan() { vm[i] } else if vv.is_nan() || vv > vm[i] { vv } else { vm[i] };
+                vm[i] = x;
+                x
+            }
+            None => vv,
+        };
+        let denom = vd.sqrt() / bc2s + eps;
+        p[i] = pv + neg_step * mv / denom;
+    }
+}
+
+/// An in-place Candle op that hands the storage to a closure.
+struct Inplace<'a>(RefCell<&'a mut dyn FnMut(&mut CpuStorage, &Layout) -> Result<()>>);
+
+impl InplaceOp1 for Inplace<'_> {
+    fn name(&self) -> &'static str {
+        "optimizer_step"
+    }
+    fn cpu_fwd(&self, s: &mut CpuStorage, l: &Layout) -> Result<()> {
+        (self.0.borrow_mut())(s, l)
+    }
+}
+
+/// Call `f` with the storages of `ts` write-locked, in order (nested in-place ops; the
+/// caller makes sure the storages are distinct, or the nested locks would deadlock).
+fn with_storages(
+    ts: &[Tensor],
+    held: Vec<&mut CpuStorage>,
+    f: &mut dyn FnMut(Vec<&mut CpuStorage>) -> Result<()>,
+) -> Result<()> {
+    let Some((first, rest)) = ts.split_first() else {
+        return f(held);
+    };
+    let mut held = Some(held);
+    let mut step = |s: &mut CpuStorage, _: &Layout| -> Result<()> {
+        let mut h: Vec<&mut CpuStorage> = held.take().expect("an in-place op runs once");
+        h.push(s);
+        with_storages(rest, h, f)
+    };
+    first.inplace_op1(&Inplace(RefCell::new(&mut step)))
+}
+
+/// The address of a tensor's storage, to tell shared storages apart.
+fn storage_addr(t: &Tensor) -> usize {
+    let (s, _) = t.storage_and_layout();
+    std::ptr::from_ref::<Storage>(&*s) as usize
+}
+
+/// Whether every tensor is a contiguous CPU tensor of `dtype` with `n` elements, at
+/// offset 0, and no two share storage.
+fn plain(ts: &[&Tensor], dtype: DType, n: usize) -> bool {
+    let ok = ts.iter().all(|t| {
+        t.device().is_cpu() && t.dtype() == dtype && t.elem_count() == n && t.layout().is_contiguous() && t.layout().start_offset() == 0
+    });
+    if !ok {
+        return false;
+    }
+    let mut addrs: Vec<usize> = ts.iter().map(|t| storage_addr(t)).collect();
+    addrs.sort_unstable();
+    addrs.windows(2).all(|w| w[0] != w[1])
+}
+
+fn slice_mut<T: 'static>(s: &mut CpuStorage, n: usize) -> &mut [T] {
+    let any: &mut dyn std::any::Any = match s {
+        CpuStorage::F32(v) => v,
+        CpuStorage::F64(v) => v,
+        _ => unreachable!("checked by plain()"),
+    };
+    &mut any.downcast_mut::<Vec<T>>().expect("checked by plain()")[..n]
+}
+
+/// Run `kernel(param, grad, buffers)` on one parameter: the parameter and buffers
+/// write-locked, the gradient read-locked; split over threads when large.
+fn update<T: Float + 'static>(
+    p: &Tensor,
+    g: &Tensor,
+    bufs: &[Tensor],
+    kernel: &(dyn Fn(&mut [T], &[T], &mut [&mut [T]]) + Sync),
+) -> Result<()> {
+    let n = p.elem_count();
+    let (gs, _) = g.storage_and_layout();
+    let gv: &[T] = match &*gs {
+        Storage::Cpu(CpuStorage::F32(v)) => (v as &dyn std::any::Any).downcast_ref::<Vec<T>>().map(|v| &v[..n]),
+        Storage::Cpu(CpuStorage::F64(v)) => (v as &dyn std::any::Any).downcast_ref::<Vec<T>>().map(|v| &v[..n]),
+        _ => None,
+    }
+    .ok_or_else(|| candle_core::Error::Msg("optimizer: gradient of another dtype".into()))?;
+    let mut all = vec![p.clone()];
+    all.extend(bufs.iter().cloned());
+    with_storages(&all, Vec::new(), &mut |mut ss| {
+        let mut views: Vec<&mut [T]> = ss.iter_mut().map(|s| slice_mut::<T>(s, n)).collect();
+        let (pv, rest) = views.split_first_mut().expect("the parameter is first");
+        if n >= PAR_MIN && rayon::current_num_threads() > 1 {
+            let chunk = n.div_ceil(rayon::current_num_threads() * 4).max(4096);
+            // One task per chunk index, each re-slicing every buffer at that chunk.
+            let ptrs: Vec<usize> = rest.iter_mut().map(|b| b.as_mut_ptr() as usize).collect();
+            let pp = pv.as_mut_ptr() as usize;
+            (0..n.div_ceil(chunk)).into_par_iter().for_each(|c| {
+                let (a, b) = (c * chunk, ((c + 1) * chunk).min(n));
+                // SAFETY: chunks [a, b) are disjoint across tasks, and every buffer holds
+                // n elements and stays locked until the parallel loop has finished.
+                let pc = unsafe { std::slice::from_raw_parts_mut((pp as *mut T).add(a), b - a) };
+                let mut bc: Vec<&mut [T]> = ptrs
+                    .iter()
+                    .map(|&q| unsafe { std::slice::from_raw_parts_mut((q as *mut T).add(a), b - a) })
+                    .collect();
+                kernel(pc, &gv[a..b], &mut bc);
+            });
+        } else {
+            kernel(pv, gv, rest);
+        }
+        Ok(())
+    })
+}
+
+type Tensors<'py> = Vec<Bound<'py, PyTensor>>;
+
+fn tensors(v: &[Bound<'_, PyTensor>]) -> Vec<Tensor> {
+    v.iter().map(|t| t.get().t()).collect()
+}
+
+/// Checks every parameter's tensors, then runs `each(i, dtype)` for every parameter
+/// with the GIL released when the step is large.
+fn run_all(
+    py: Python<'_>,
+    groups: &[Vec<Tensor>],
+    each: impl Fn(usize, DType) -> Result<()> + Send + Sync,
+) -> PyResult<bool> {
+    let n_params = groups[0].len();
+    if groups.iter().any(|g| g.len() != n_params) {
+        return Ok(false);
+    }
+    let mut total = 0;
+    for i in 0..n_params {
+        let p = &groups[0][i];
+        if !matches!(p.dtype(), DType::F32 | DType::F64) {
+            return Ok(false);
+        }
+        let ts: Vec<&Tensor> = groups.iter().map(|g| &g[i]).collect();
+        if !plain(&ts, p.dtype(), p.elem_count()) {
+            return Ok(false);
+        }
+        total += p.elem_count();
+    }
+    let go = || -> PyResult<bool> {
+        use crate::errors::OpResult;
+        for i in 0..n_params {
+            each(i, groups[0][i].dtype()).op("optimizer.step")?;
+        }
+        Ok(true)
+    };
+    if total >= 1 << 15 {
+        crate::errors::detach(py, "optimizer.step", go)
+    } else {
+        go()
+    }
+}
+
+/// `_core._sgd_step(params, grads, bufs, fresh, lr, momentum, dampening, weight_decay,
+/// nesterov, maximize) -> bool`: PyTorch's SGD step for one parameter group, in place.
+/// `bufs` are the momentum buffers (empty list without momentum); `fresh[i]` marks a
+/// buffer made for this step, which takes the gradient as it is (torch's `clone`).
+#[pyfunction]
+#[pyo3(signature = (params, grads, bufs, fresh, lr, momentum, dampening, weight_decay, nesterov, maximize))]
+#[allow(clippy::too_many_arguments)]
+fn _sgd_step(
+    py: Python<'_>,
+    params: Tensors<'_>,
+    grads: Tensors<'_>,
+    bufs: Tensors<'_>,
+    fresh: Vec<bool>,
+    lr: f64,
+    momentum: f64,
+    dampening: f64,
+    weight_decay: f64,
+    nesterov: bool,
+    maximize: bool,
+) -> PyResult<bool> {
+    let h = Sgd { lr, momentum, dampening, weight_decay, nesterov, maximize };
+    let mut groups = vec![tensors(&params), tensors(&grads)];
+    if momentum != 0.0 {
+        if fresh.len() != params.len() {
+            return Ok(false);
+        }
+        groups.push(tensors(&bufs));
+    }
+    let gs = &groups;
+    run_all(py, gs, |i, dt| {
+        let (p, g, b) = (&gs[0][i], &gs[1][i], &gs[2..].iter().map(|v| v[i].clone()).collect::<Vec<_>>());
+        let fr = fresh.get(i).copied().unwrap_or(false);
+        match dt {
+            DType::F32 => update::<f32>(p, g, b, &|p, g, b| sgd_kernel(p, g, b.first_mut().map(|x| &mut **x), fr, &h)),
+            _ => update::<f64>(p, g, b, &|p, g, b| sgd_kernel(p, g, b.first_mut().map(|x| &mut **x), fr, &h)),
+        }
+    })
+}
+
+/// `_core._adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr,
+/// beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled) -> bool`: PyTorch's
+/// Adam / AdamW step for one parameter group, in place. `steps[i]` is parameter i's
+/// step count after this step; `max_exp_avg_sqs` is empty without amsgrad.
+#[pyfunction]
+#[pyo3(signature = (params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled))]
+#[allow(clippy::too_many_arguments)]
+fn _adam_step(
+    py: Python<'_>,
+    params: Tensors<'_>,
+    grads: Tensors<'_>,
+    exp_avgs: Tensors<'_>,
+    exp_avg_sqs: Tensors<'_>,
+    max_exp_avg_sqs: Tensors<'_>,
+    steps: Vec<f64>,
+    lr: f64,
+    beta1: f64,
+    beta2: f64,
+    eps: f64,
+    weight_decay: f64,
+    amsgrad: bool,
+    maximize: bool,
+    decoupled: bool,
+) -> PyResult<bool> {
+    if steps.len() != params.len() {
+        return Ok(false);
+    }
+    let mut groups = vec![tensors(&params), tensors(&grads), tensors(&exp_avgs), tensors(&exp_avg_sqs)];
+    if amsgrad {
+        groups.push(tensors(&max_exp_avg_sqs));
+    }
+    let gs = &groups;
+    let base = Adam { lr, beta1, beta2, eps, weight_decay, maximize, decoupled, step: 0.0 };
+    run_all(py, gs, |i, dt| {
+        let h = Adam { step: steps[i], ..base };
+        let (p, g) = (&gs[0][i], &gs[1][i]);
+        let b: Vec<Tensor> = gs[2..].iter().map(|v| v[i].clone()).collect();
+        fn k<T: Float>(p: &mut [T], g: &[T], b: &mut [&mut [T]], h: &Adam) {
+            let (m, rest) = b.split_first_mut().expect("exp_avg");
+            let (v, rest) = rest.split_first_mut().expect("exp_avg_sq");
+            adam_kernel(p, g, m, v, rest.first_mut().map(|x| &mut **x), h);
+        }
+        match dt {
+            DType::F32 => update::<f32>(p, g, &b, &|p, g, b| k(p, g, b, &h)),
+            _ => update::<f64>(p, g, &b, &|p, g, b| k(p, g, b, &h)),
+        }
+    })
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_sgd_step, m)?)?;
+    m.add_function(wrap_pyfunction!(_adam_step, m)?)?;
+    Ok(())
+}
