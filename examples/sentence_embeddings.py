@@ -201,7 +201,7 @@ class BertModel(nn.Module):
 class SentenceEncoder:
     """Tokenizer + BertModel + masked mean pooling + L2 normalisation (all-MiniLM-L6-v2)."""
 
-    def __init__(self, path: Optional[Path] = None) -> None:
+    def __init__(self, path: Optional[Path] = None, device: Optional[str] = None) -> None:
         try:
             from tokenizers import Tokenizer
         except ImportError as e:  # pragma: no cover - depends on the environment
@@ -224,6 +224,10 @@ class SentenceEncoder:
         self.model = BertModel(cfg)
         self.model.load_state_dict(cp.load_file(str(path / "model.safetensors")), strict=True)
         self.model.eval()
+        if device is not None:
+            self.model.to(device)
+        # Token arrays go where the weights are (the default device unless `device` is given).
+        self.device = self.model.embeddings.word_embeddings.weight.device
         self.dim = cfg["hidden_size"]
 
     def tokenize(self, sentences: Sequence[str]) -> tuple:
@@ -236,13 +240,14 @@ class SentenceEncoder:
 
     def hidden_states(self, input_ids: np.ndarray, attention_mask: np.ndarray, token_type_ids: np.ndarray) -> cp.Tensor:
         with cp.no_grad():
-            return self.model(cp.from_numpy(input_ids), cp.from_numpy(attention_mask), cp.from_numpy(token_type_ids))
+            ids, mask, types = (cp.from_numpy(a).to(self.device) for a in (input_ids, attention_mask, token_type_ids))
+            return self.model(ids, mask, types)
 
     def _encode_batch(self, sentences: Sequence[str]) -> np.ndarray:
         ids, mask, types = self.tokenize(sentences)
         with cp.no_grad():
             hidden = self.hidden_states(ids, mask, types)
-            m = cp.from_numpy(mask.astype(np.float32)).unsqueeze(-1)  # (b, n, 1)
+            m = cp.from_numpy(mask.astype(np.float32)).to(self.device).unsqueeze(-1)  # (b, n, 1)
             summed = (hidden * m).sum(1)
             counts = m.sum(1).clamp(min=1e-9)
             emb = F.normalize(summed / counts, p=2, dim=1)

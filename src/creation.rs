@@ -10,16 +10,13 @@ use numpy::PyUntypedArray;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PySequence, PyString, PyTuple};
 
+/// Cast and place a new tensor; no `device=` means the default device.
 fn finish(t: PyTensor, dtype: Option<DT>, device: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
     let mut cur = t.t();
     let from = t.dt();
-    if let Some(d) = device {
-        if !d.is_none() {
-            let dev = device_arg(Some(d))?;
-            if !cur.device().same_device(&dev) {
-                cur = cur.to_device(&dev).op("tensor")?;
-            }
-        }
+    let dev = device_arg(device)?;
+    if !cur.device().same_device(&dev) {
+        cur = cur.to_device(&dev).op("tensor")?;
     }
     let to = dtype.unwrap_or(from);
     let cur = cast(&cur, from, to)?;
@@ -417,10 +414,11 @@ pub fn promoted(tensors: &Bound<'_, PyAny>, op: &str) -> PyResult<(Vec<Tensor>, 
 #[pyo3(signature = (tensors, dim=0))]
 fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<PyTensor> {
     let (ts, dt) = promoted(tensors, "cat")?;
+    let dev = ts[0].device().clone();
     // PyTorch skips 1-D empty tensors in cat (legacy behaviour users rely on).
     let ts: Vec<Tensor> = if ts.len() > 1 { ts.into_iter().filter(|t| !(t.rank() == 1 && t.dims()[0] == 0)).collect() } else { ts };
     if ts.is_empty() {
-        return Ok(PyTensor::wrap_dt(Tensor::zeros(0, dt.candle(), &Device::Cpu).op("cat")?, dt));
+        return Ok(PyTensor::wrap_dt(Tensor::zeros(0, dt.candle(), &dev).op("cat")?, dt));
     }
     let rank = ts[0].rank();
     if rank == 0 {

@@ -2,12 +2,18 @@
 //!
 //! Candle compares devices by identity, so each GPU device is created once and
 //! cached: two tensors made on "cuda:0" must land on the same Candle device.
+//!
+//! `set_default_device` is PyTorch's: creation functions called without
+//! `device=` put their result there (`CANDLE_PY_DEVICE=cuda pytest` relies on it).
 use crate::errors::{device_err, OpResult};
 use candle_core::{Device, DeviceLocation};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock, RwLock};
+
+/// Where creation functions put tensors when no device is named.
+static DEFAULT: RwLock<DevKind> = RwLock::new(DevKind::Cpu);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DevKind {
@@ -56,12 +62,30 @@ impl PyDevice {
             return Ok(d.clone());
         }
         let d = match self.kind {
-            DevKind::Cuda(i) => Device::new_cuda(i).op("device")?,
-            DevKind::Metal(i) => Device::new_metal(i).op("device")?,
+            // One stream per GPU shared by every thread, as PyTorch's default
+            // stream: `new_cuda` would use CUDA's per-thread stream, and a
+            // tensor made in one Python thread and read in another would then
+            // race with the kernel that wrote it.
+            DevKind::Cuda(i) => Device::new_cuda_with_stream(i),
+            DevKind::Metal(i) => Device::new_metal(i),
             DevKind::Cpu => unreachable!(),
-        };
+        }
+        .map_err(|e| self.open_err(e))?;
         cache.insert(self.kind, d.clone());
         Ok(d)
+    }
+
+    /// A device that does not open is a `DeviceError`: a build without the
+    /// feature says which one; a missing GPU or driver gets the driver's words.
+    fn open_err(&self, e: candle_core::Error) -> PyErr {
+        let err = crate::errors::candle_to_py("device", e);
+        Python::attach(|py| {
+            if err.is_instance_of::<crate::errors::DeviceError>(py) {
+                return err;
+            }
+            let msg = err.value(py).to_string();
+            device_err("device", format!("cannot open {}: {}", self.__str__(), msg.strip_prefix("device: ").unwrap_or(&msg)))
+        })
     }
 
     pub fn of(d: &Device) -> PyDevice {
@@ -139,31 +163,80 @@ pub fn extract_device(obj: &Bound<'_, PyAny>, index: Option<usize>) -> PyResult<
     )))
 }
 
-/// Optional device argument: None means CPU.
+/// The default device (`set_default_device`), CPU unless changed.
+pub fn default_device() -> PyResult<Device> {
+    let kind = *DEFAULT.read().unwrap_or_else(|p| p.into_inner());
+    PyDevice { kind }.candle()
+}
+
+/// Optional device argument: None means the default device.
 pub fn device_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Device> {
     match obj {
-        None => Ok(Device::Cpu),
-        Some(o) if o.is_none() => Ok(Device::Cpu),
-        Some(o) => extract_device(o, None)?.candle(),
+        Some(o) if !o.is_none() => extract_device(o, None)?.candle(),
+        _ => default_device(),
     }
 }
 
+/// `set_default_device(device)`: None resets to CPU. The device is opened
+/// here, so a missing GPU or feature fails now rather than at the next `zeros`.
+#[pyfunction]
+fn set_default_device(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    let d = match device {
+        Some(o) if !o.is_none() => extract_device(o, None)?,
+        _ => PyDevice { kind: DevKind::Cpu },
+    };
+    d.candle()?;
+    *DEFAULT.write().unwrap_or_else(|p| p.into_inner()) = d.kind;
+    Ok(())
+}
+
+#[pyfunction]
+fn get_default_device() -> PyDevice {
+    PyDevice { kind: *DEFAULT.read().unwrap_or_else(|p| p.into_inner()) }
+}
+
+/// Wait for the work queued on a GPU (timing GPU code needs it); no-op on CPU.
+#[pyfunction]
+#[pyo3(signature = (device=None))]
+fn synchronize(py: Python<'_>, device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    let d = device_arg(device)?;
+    crate::errors::detach(py, "synchronize", || d.synchronize().op("synchronize"))
+}
+
+/// Whether this build has the `cuda` / `metal` feature (a GPU may still be missing).
+#[pyfunction]
+fn cuda_is_built() -> bool {
+    cfg!(feature = "cuda")
+}
+
+#[pyfunction]
+fn metal_is_built() -> bool {
+    cfg!(feature = "metal")
+}
+
+/// Opening device 0 through the cache, so asking twice costs nothing.
 #[pyfunction]
 fn cuda_is_available() -> bool {
-    cfg!(feature = "cuda") && Device::new_cuda(0).is_ok()
+    cfg!(feature = "cuda") && PyDevice { kind: DevKind::Cuda(0) }.candle().is_ok()
 }
 
+#[cfg(feature = "cuda")]
 #[pyfunction]
 fn cuda_device_count() -> usize {
-    if !cfg!(feature = "cuda") {
-        return 0;
-    }
-    (0..64).take_while(|i| Device::new_cuda(*i).is_ok()).count()
+    // The driver's count, without opening a context on each GPU.
+    use candle_core::cuda_backend::cudarc::driver::CudaContext;
+    CudaContext::device_count().map(|n| n.max(0) as usize).unwrap_or(0)
+}
+
+#[cfg(not(feature = "cuda"))]
+#[pyfunction]
+fn cuda_device_count() -> usize {
+    0
 }
 
 #[pyfunction]
 fn metal_is_available() -> bool {
-    cfg!(feature = "metal") && Device::new_metal(0).is_ok()
+    cfg!(feature = "metal") && PyDevice { kind: DevKind::Metal(0) }.candle().is_ok()
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -171,5 +244,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_is_available, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_device_count, m)?)?;
     m.add_function(wrap_pyfunction!(metal_is_available, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_is_built, m)?)?;
+    m.add_function(wrap_pyfunction!(metal_is_built, m)?)?;
+    m.add_function(wrap_pyfunction!(set_default_device, m)?)?;
+    m.add_function(wrap_pyfunction!(get_default_device, m)?)?;
+    m.add_function(wrap_pyfunction!(synchronize, m)?)?;
     Ok(())
 }

@@ -2,7 +2,11 @@
 //! backward: sums over any dims, and softmax / log_softmax over any dim.
 //!
 //! Each is a Candle `CustomOp1` with its backward written out, so it takes part
-//! in autograd. Other devices and dtypes fall back to Candle's own ops.
+//! in autograd. The custom ops are CPU code; on other devices (CUDA, Metal)
+//! and for other dtypes each entry point below uses Candle's own ops, which
+//! run there with their backward: `sum_keepdim` Candle's sum, `softmax` a
+//! max-shifted exp/sum, `gelu_erf` Candle's gelu_erf. Only `prod_keepdim`
+//! copies to the CPU and back (Candle has no product reduction).
 use candle_core::{CpuStorage, CustomOp1, DType, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
@@ -660,11 +664,11 @@ impl CustomOp1 for Gelu {
     }
 }
 
-/// GELU with the exact erf form; the fast kernel for f32 on the CPU.
+/// GELU with the exact erf form; the fast kernel for f32 on the CPU, Candle's
+/// own `gelu_erf` (one kernel on every device, with its backward) elsewhere.
 pub fn gelu_erf(t: &Tensor) -> Result<Tensor> {
     if t.device().is_cpu() && t.dtype() == DType::F32 {
         return t.contiguous()?.apply_op1(Gelu { derivative: false });
     }
-    let half = (t.affine(std::f64::consts::FRAC_1_SQRT_2, 0.0)?.erf()? + 1.0)?;
-    t.mul(&half)?.affine(0.5, 0.0)
+    t.gelu_erf()
 }

@@ -284,7 +284,7 @@ impl PyTensor {
         requires_grad: bool,
     ) -> PyResult<Self> {
         let t = match data {
-            None => PyTensor::wrap(Tensor::zeros(0, DType::F32, &Device::Cpu).op("Tensor")?, false),
+            None => PyTensor::wrap(Tensor::zeros(0, DType::F32, &crate::device::default_device()?).op("Tensor")?, false),
             Some(d) => crate::creation::tensor_from_data(d, opt_dtype(dtype)?, device)?,
         };
         if requires_grad {

@@ -414,9 +414,8 @@ def test_attributes():
     assert t.size(0) == 2 and t.size(1) == 3 and t.size(-1) == 3
     with pytest.raises(IndexError):
         t.size(2)
-    assert str(t.device) == "cpu"
-    assert t.device == cp.device("cpu")
-    assert t.device.type == "cpu"
+    assert t.device == cp.get_default_device()  # cpu unless CANDLE_PY_DEVICE says otherwise
+    assert str(t.device) in ("cpu", "cuda:0", "metal:0")
     assert len(t) == 2
 
 
@@ -542,6 +541,9 @@ def test_cpu_device_forms():
 @pytest.mark.parametrize("dev, feature", [("cuda", "cuda"), ("cuda:1", "cuda"), ("metal", "metal")])
 def test_missing_device_raises_device_error(dev, feature):
     assert issubclass(cp.DeviceError, RuntimeError)
+    backend = cp.cuda if feature == "cuda" else cp.metal
+    if backend.is_available():
+        pytest.skip(f"this build has the {feature} feature and a device")
     for make in [
         lambda: cp.zeros(2, device=dev),
         lambda: cp.tensor([1.0], device=dev),
@@ -552,7 +554,8 @@ def test_missing_device_raises_device_error(dev, feature):
         with pytest.raises(cp.DeviceError) as ei:
             make()
         assert feature in str(ei.value)
-        assert "feature" in str(ei.value)
+        if not backend.is_built():  # a GPU build without a GPU names the device instead
+            assert "feature" in str(ei.value)
 
 
 def test_unknown_device_string():

@@ -12,6 +12,9 @@ from hypothesis.extra import numpy as hnp
 
 import candle_py as cp
 
+# Zero-copy views of tensor memory are CPU behaviour; on a GPU `numpy()` copies.
+pytestmark = pytest.mark.cpu_only
+
 DTYPES = [np.bool_, np.uint8, np.int16, np.int32, np.int64, np.uint32, np.float16, np.float32, np.float64, ml_dtypes.bfloat16]
 CP_OF = {
     np.dtype(np.bool_): cp.bool,

@@ -226,7 +226,7 @@ def isfinite(input: Tensor) -> Tensor:
 def isclose(input: Tensor, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
     """`|input - other| <= atol + rtol * |other|`, elementwise."""
     input = _check(input, "isclose")
-    other = other if isinstance(other, Tensor) else tensor(other, dtype=input.dtype)
+    other = other if isinstance(other, Tensor) else tensor(other, dtype=input.dtype, device=input.device)
     a, b = input.double(), other.double()
     close = (a - b).abs() <= atol + rtol * b.abs()
     close = close.logical_or(a == b)  # equal infinities

@@ -5,6 +5,10 @@
 //! single-threaded broadcast reductions (about 9x PyTorch). Here forward and
 //! backward are each one parallel pass over rows (layer norm) or channels
 //! (batch norm); statistics are accumulated in f64.
+//!
+//! The fused kernels are CPU code for f32/f64. Other devices and dtypes get
+//! the same math from Candle ops (`*_ops` below), which run on every device
+//! and carry Candle's backward.
 use crate::errors::{shape_err, OpResult};
 use crate::tensor::PyTensor;
 use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Storage, Tensor};
@@ -290,6 +294,56 @@ fn bn_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], op: &BatchNorm) -> (Vec<T>, 
     (dx, sums.iter().map(|p| T::of(p.1)).collect(), sums.iter().map(|p| T::of(p.0)).collect())
 }
 
+/// The fused kernels take CPU tensors of one dtype, f32 or f64.
+fn fused(ts: &[&Tensor]) -> bool {
+    let dt = ts[0].dtype();
+    matches!(dt, DType::F32 | DType::F64) && ts.iter().all(|t| t.device().is_cpu() && t.dtype() == dt)
+}
+
+/// Layer norm over rows of `d` from Candle ops (any device; mixed devices fail in Candle).
+fn layer_norm_ops(x: &Tensor, w: &Tensor, b: &Tensor, d: usize, eps: f64) -> Result<Tensor> {
+    if x.elem_count() == 0 {
+        return x.zeros_like();
+    }
+    let (odt, x) = (x.dtype(), &wide(x)?);
+    let rows = x.reshape(((), d))?;
+    let mean = rows.mean_keepdim(1)?;
+    let xc = rows.broadcast_sub(&mean)?;
+    let rstd = (xc.sqr()?.mean_keepdim(1)? + eps)?.sqrt()?.recip()?;
+    let (w, b) = (w.reshape((1, d))?.to_dtype(x.dtype())?, b.reshape((1, d))?.to_dtype(x.dtype())?);
+    xc.broadcast_mul(&rstd)?.broadcast_mul(&w)?.broadcast_add(&b)?.reshape(x.shape())?.to_dtype(odt)
+}
+
+/// Half-precision inputs are normalized in f32, as PyTorch does.
+fn wide(x: &Tensor) -> Result<Tensor> {
+    match x.dtype() {
+        DType::F16 | DType::BF16 => x.to_dtype(DType::F32),
+        _ => Ok(x.clone()),
+    }
+}
+
+/// Batch norm over dim 1 from Candle ops. With `batch_stats` the statistics are
+/// recomputed from `x` inside the graph, so the gradient flows through them.
+fn batch_norm_ops(x: &Tensor, w: &Tensor, b: &Tensor, mean: &Tensor, var: &Tensor, batch_stats: bool, eps: f64) -> Result<Tensor> {
+    if x.elem_count() == 0 {
+        return x.zeros_like();
+    }
+    let (odt, x) = (x.dtype(), &wide(x)?);
+    let c = x.dims()[1];
+    let x3 = x.reshape((x.dims()[0], c, ()))?;
+    let (xc, v) = if batch_stats {
+        let xc = x3.broadcast_sub(&x3.mean_keepdim(2)?.mean_keepdim(0)?)?;
+        let v = xc.sqr()?.mean_keepdim(2)?.mean_keepdim(0)?;
+        (xc, v)
+    } else {
+        let m = mean.detach().reshape((1, c, 1))?.to_dtype(x.dtype())?;
+        (x3.broadcast_sub(&m)?, var.detach().reshape((1, c, 1))?.to_dtype(x.dtype())?)
+    };
+    let rstd = (v + eps)?.sqrt()?.recip()?;
+    let (w, b) = (w.reshape((1, c, 1))?.to_dtype(x.dtype())?, b.reshape((1, c, 1))?.to_dtype(x.dtype())?);
+    xc.broadcast_mul(&rstd)?.broadcast_mul(&w)?.broadcast_add(&b)?.reshape(x.shape())?.to_dtype(odt)
+}
+
 /// `_layer_norm(x, weight, bias, d, eps)`: normalize over the last `d` elements.
 #[pyfunction]
 fn _layer_norm(py: Python<'_>, x: &Bound<'_, PyTensor>, weight: &Bound<'_, PyTensor>, bias: &Bound<'_, PyTensor>, d: usize, eps: f64) -> PyResult<PyTensor> {
@@ -297,6 +351,10 @@ fn _layer_norm(py: Python<'_>, x: &Bound<'_, PyTensor>, weight: &Bound<'_, PyTen
     let (w, b) = (weight.get().t(), bias.get().t());
     if w.elem_count() != d || b.elem_count() != d || (d > 0 && xt.elem_count() % d != 0) {
         return Err(shape_err("layer_norm", format!("weight {:?} / bias {:?} do not fit the last {d} elements of input {:?}", w.dims(), b.dims(), xt.dims())));
+    }
+    if !fused(&[&xt, &w, &b]) {
+        let out = crate::errors::detach(py, "layer_norm", || layer_norm_ops(&xt, &w, &b, d, eps).op("layer_norm"))?;
+        return Ok(PyTensor::wrap_dt(out, dt));
     }
     let op = LayerNorm { d, eps, stats: Mutex::new(Vec::new()) };
     let out = py
@@ -328,15 +386,19 @@ fn _batch_norm(
     }
     let c = xt.dims()[1];
     let s: usize = xt.dims()[2..].iter().product();
-    let to_vec = |t: &Tensor| -> PyResult<Vec<f64>> { t.flatten_all().and_then(|t| t.to_dtype(DType::F64)).and_then(|t| t.to_vec1::<f64>()).op("batch_norm") };
-    let mean_v = to_vec(&mean.get().t())?;
-    let var_v = to_vec(&var.get().t())?;
-    if mean_v.len() != c || var_v.len() != c {
-        return Err(shape_err("batch_norm", format!("statistics of {} channels for input {:?}", mean_v.len(), xt.dims())));
+    let (w, b) = (weight.get().t(), bias.get().t());
+    let (mt, vt) = (mean.get().t(), var.get().t());
+    if mt.elem_count() != c || vt.elem_count() != c {
+        return Err(shape_err("batch_norm", format!("statistics of {} channels for input {:?}", mt.elem_count(), xt.dims())));
     }
+    if !fused(&[&xt, &w, &b]) {
+        let out = crate::errors::detach(py, "batch_norm", || batch_norm_ops(&xt, &w, &b, &mt, &vt, batch_stats, eps).op("batch_norm"))?;
+        return Ok(PyTensor::wrap_dt(out, dt));
+    }
+    let to_vec = |t: &Tensor| -> PyResult<Vec<f64>> { t.flatten_all().and_then(|t| t.to_dtype(DType::F64)).and_then(|t| t.to_vec1::<f64>()).op("batch_norm") };
+    let (mean_v, var_v) = (to_vec(&mt)?, to_vec(&vt)?);
     let rstd = var_v.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
     let op = BatchNorm { c, s, mean: mean_v, rstd, batch_stats };
-    let (w, b) = (weight.get().t(), bias.get().t());
     let out = py
         .detach(|| xt.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, op))
         .op("batch_norm")?;

@@ -166,7 +166,7 @@ def get_metric(metric: Union[str, MetricFn], loss_name: Optional[str] = None) ->
 ArrayLike = Any
 
 
-def _as_tensor(a: ArrayLike, float_dtype: Optional[Any]) -> Tensor:
+def _as_tensor(a: ArrayLike, float_dtype: Optional[Any], device: Optional[Any] = None) -> Tensor:
     if isinstance(a, Tensor):
         t = a
     else:
@@ -178,6 +178,8 @@ def _as_tensor(a: ArrayLike, float_dtype: Optional[Any]) -> Tensor:
         t = _core.from_numpy(np.ascontiguousarray(arr))
     if float_dtype is not None and t.dtype.is_floating_point and t.dtype != float_dtype:
         t = t.to(float_dtype)
+    if device is not None and t.device != device:
+        t = t.to(device)  # batches go to the model's device (a DataLoader yields CPU tensors)
     return t.detach()
 
 
@@ -199,8 +201,10 @@ class _Batches:
     """Batches of (x, y) from arrays/tensors (sliced with `index_select`) or from a
     DataLoader / Dataset; `len()` is the number of steps."""
 
-    def __init__(self, x: Any, y: Any, batch_size: Optional[int], shuffle: bool, float_dtype: Optional[Any]) -> None:
+    def __init__(self, x: Any, y: Any, batch_size: Optional[int], shuffle: bool, float_dtype: Optional[Any],
+                 device: Optional[Any] = None) -> None:
         self.float_dtype = float_dtype
+        self.device = device
         self.loader: Optional[Iterable[Any]] = None
         self.x: Optional[Tensor] = None
         self.y: Optional[Tensor] = None
@@ -211,8 +215,8 @@ class _Batches:
                 raise ValueError("when x is a DataLoader, y must be None (the loader yields (x, y) batches)")
             self.loader = x
             return
-        self.x = _as_tensor(x, float_dtype)
-        self.y = None if y is None else _as_tensor(y, float_dtype)
+        self.x = _as_tensor(x, float_dtype, device)
+        self.y = None if y is None else _as_tensor(y, float_dtype, device)
         n = self.x.shape[0]
         if self.y is not None and self.y.shape[0] != n:
             raise ValueError(f"x and y have different numbers of samples: {n} and {self.y.shape[0]}")
@@ -232,13 +236,14 @@ class _Batches:
         if self.loader is not None:
             for batch in self.loader:
                 bx, by = _split_batch(batch)
-                yield _as_tensor(bx, self.float_dtype), (None if by is None else _as_tensor(by, None))
+                yield (_as_tensor(bx, self.float_dtype, self.device),
+                       None if by is None else _as_tensor(by, None, self.device))
             return
         assert self.x is not None
         if not self.shuffle and self.batch_size >= self.n:
             yield self.x, self.y
             return
-        order = _core.randperm(self.n) if self.shuffle else None
+        order = _core.randperm(self.n, device=self.x.device) if self.shuffle else None
         for start in range(0, self.n, self.batch_size):
             stop = min(start + self.batch_size, self.n)
             if order is None:
@@ -341,6 +346,12 @@ class Model(nn.Module):
                 return p.dtype
         return None
 
+    def _device(self) -> Any:
+        """Where the network's parameters live; inputs are moved there."""
+        for p in self.network.parameters():
+            return p.device
+        return _core.get_default_device()
+
     # -- compile --------------------------------------------------------------------------
     def compile(self, optimizer: Union[str, optim.Optimizer, Callable[..., optim.Optimizer]] = "adam",
                 loss: Union[str, LossFn, nn.Module, None] = None, metrics: Optional[Sequence[Union[str, MetricFn]]] = None,
@@ -402,7 +413,7 @@ class Model(nn.Module):
     def train_on_batch(self, x: ArrayLike, y: ArrayLike) -> float:
         """One optimizer step on one batch; returns the loss."""
         self._require_compiled("train_on_batch")
-        xb, yb = _as_tensor(x, self._float_dtype()), _as_tensor(y, None)
+        xb, yb = _as_tensor(x, self._float_dtype(), self._device()), _as_tensor(y, None, self._device())
         self.network.train()
         return self._train_step(xb, yb)[0]
 
@@ -437,22 +448,22 @@ class Model(nn.Module):
         if validation_split and validation_data is None:
             if isinstance(x, (DataLoader, Dataset)):
                 raise ValueError("validation_split is only supported for array or tensor inputs")
-            xt, yt = _as_tensor(x, fdt), _as_tensor(y, None)
+            xt, yt = _as_tensor(x, fdt, self._device()), _as_tensor(y, None, self._device())
             n = xt.shape[0]
             split = n - int(n * validation_split)
             if split <= 0 or split >= n:
                 raise ValueError(f"validation_split={validation_split} leaves no training or no validation samples of {n}")
             validation_data = (xt[split:], yt[split:])
             x, y = xt[:split], yt[:split]
-        train = _Batches(x, y, batch_size, shuffle, fdt)
+        train = _Batches(x, y, batch_size, shuffle, fdt, self._device())
         val = None
         if validation_data is not None:
             if isinstance(validation_data, (tuple, list)):
                 if len(validation_data) != 2:
                     raise ValueError("validation_data must be (x_val, y_val) or a DataLoader")
-                val = _Batches(validation_data[0], validation_data[1], batch_size, False, fdt)
+                val = _Batches(validation_data[0], validation_data[1], batch_size, False, fdt, self._device())
             else:
-                val = _Batches(validation_data, None, batch_size, False, fdt)
+                val = _Batches(validation_data, None, batch_size, False, fdt, self._device())
         history = History()
         cbs = CallbackList(list(callbacks or []) + [history])
         cbs.set_model(self)
@@ -527,7 +538,7 @@ class Model(nn.Module):
         a dict `{name: value}` with `return_dict=True`."""
         self._require_compiled("evaluate")
         verbose = 1 if verbose == "auto" else int(verbose)
-        batches = _Batches(x, y, batch_size, False, self._float_dtype())
+        batches = _Batches(x, y, batch_size, False, self._float_dtype(), self._device())
         bar = Progbar(len(batches) or None, verbose=verbose)
         result = self._evaluate_batches(batches, bar=bar)
         if return_dict:
@@ -540,7 +551,7 @@ class Model(nn.Module):
         array for NumPy/list input, a Tensor for Tensor or DataLoader input."""
         verbose = 1 if verbose == "auto" else int(verbose)
         as_numpy = not isinstance(x, (Tensor, DataLoader, Dataset)) and not hasattr(x, "__next__")
-        batches = _Batches(x, None, batch_size, False, self._float_dtype())
+        batches = _Batches(x, None, batch_size, False, self._float_dtype(), self._device())
         bar = Progbar(len(batches) or None, verbose=verbose)
         outs: List[Tensor] = []
         was_training = self.network.training
@@ -562,7 +573,7 @@ class Model(nn.Module):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if len(args) == 1 and not kwargs and isinstance(args[0], np.ndarray):
-            args = (_as_tensor(args[0], self._float_dtype()),)
+            args = (_as_tensor(args[0], self._float_dtype(), self._device()),)
         return super().__call__(*args, **kwargs)
 
     # -- summary -----------------------------------------------------------------------------
@@ -598,7 +609,8 @@ class Model(nn.Module):
             try:
                 net.eval()
                 with no_grad():
-                    sample = _core.zeros(1, *shape, dtype=dtype or self._input_dtype or self._float_dtype() or _core.float32)
+                    sample = _core.zeros(1, *shape, dtype=dtype or self._input_dtype or self._float_dtype() or _core.float32,
+                                         device=self._device())
                     out = net(sample)
                     shapes.setdefault(id(net), _fmt_shape(out))
             except Exception as e:  # a wrong guess of the input shape must not break summary()

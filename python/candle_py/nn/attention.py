@@ -189,8 +189,8 @@ def multi_head_attention_forward(
     k = static_k if static_k is not None else k.reshape(k.shape[0], bsz * h, hd).transpose(0, 1)
     v = static_v if static_v is not None else v.reshape(v.shape[0], bsz * h, hd).transpose(0, 1)
     if add_zero_attn:
-        k = _core.cat([k, _core.zeros(bsz * h, 1, hd, dtype=k.dtype)], 1)
-        v = _core.cat([v, _core.zeros(bsz * h, 1, hd, dtype=v.dtype)], 1)
+        k = _core.cat([k, _core.zeros(bsz * h, 1, hd, dtype=k.dtype, device=k.device)], 1)
+        v = _core.cat([v, _core.zeros(bsz * h, 1, hd, dtype=v.dtype, device=v.device)], 1)
         if attn_mask is not None:
             attn_mask = F.pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
@@ -198,7 +198,7 @@ def multi_head_attention_forward(
     src_len = k.shape[1]
     scores = (q * (1.0 / math.sqrt(hd))) @ k.transpose(1, 2)  # (B*H, L, S)
     if is_causal and attn_mask is None:
-        attn_mask = _core.ones(tgt_len, src_len, dtype=_core.bool).triu(1)
+        attn_mask = _core.ones(tgt_len, src_len, dtype=_core.bool, device=scores.device).triu(1)
     if attn_mask is not None:
         m = _as_additive(attn_mask, scores.dtype)
         if m.ndim == 2:

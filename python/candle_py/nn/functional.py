@@ -11,6 +11,7 @@ from typing import Any, Optional, Sequence
 
 from .. import _core
 from .._core import Tensor
+from ._devices import on_cpu, sdpa_math
 
 __all__ = [
     "linear", "bilinear", "relu", "relu6", "leaky_relu", "prelu", "rrelu", "elu", "selu", "celu",
@@ -182,7 +183,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if tensor.dtype.is_floating_point:
         raise TypeError("one_hot is only applicable to index tensors")
     n = int(tensor.max().item()) + 1 if num_classes < 0 else num_classes
-    classes = _core.arange(n)
+    classes = _core.arange(n, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).long()
 
 
@@ -338,12 +339,12 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Option
             if left:
                 s = list(out.shape)
                 s[dim] = left
-                parts.append(_core.full(tuple(s), fill, dtype=out.dtype))
+                parts.append(_core.full(tuple(s), fill, dtype=out.dtype, device=out.device))
             parts.append(out)
             if right:
                 s = list(out.shape)
                 s[dim] = right
-                parts.append(_core.full(tuple(s), fill, dtype=out.dtype))
+                parts.append(_core.full(tuple(s), fill, dtype=out.dtype, device=out.device))
             out = _core.cat(parts, dim)
             continue
         if mode == "reflect":
@@ -360,7 +361,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Option
             idx = [(j - left) % size for j in range(size + left + right)]
         else:
             raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
-        out = out.index_select(dim, _core.tensor(idx))
+        out = out.index_select(dim, _core.tensor(idx, device=out.device))
     return out
 
 
@@ -612,7 +613,7 @@ def _conv_nd(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: Any,
             raise ValueError(f"{op} padding must be 'same', 'valid', an int or a tuple, got {padding!r}")
     else:
         lo = hi = _tuple_n(padding, n, op, "padding")
-    out = _core._conv(x, weight, bias, list(stride), list(lo), list(hi), list(dilation), int(groups), False, [0] * n, op)
+    out = on_cpu(_core._conv, op, x, weight, bias, list(stride), list(lo), list(hi), list(dilation), int(groups), False, [0] * n, op)
     return out.squeeze(0) if unbatched else out
 
 
@@ -621,7 +622,7 @@ def _conv_transpose_nd(input: Tensor, weight: Tensor, bias: Optional[Tensor], st
     unbatched = _conv_rank(input, weight, n, op)
     x = input.unsqueeze(0) if unbatched else input
     p = _tuple_n(padding, n, op, "padding")
-    out = _core._conv(x, weight, bias, list(_tuple_n(stride, n, op, "stride")), list(p), list(p),
+    out = on_cpu(_core._conv, op, x, weight, bias, list(_tuple_n(stride, n, op, "stride")), list(p), list(p),
                       list(_tuple_n(dilation, n, op, "dilation")), int(groups), True,
                       list(_tuple_n(output_padding, n, op, "output_padding")), op)
     return out.squeeze(0) if unbatched else out
@@ -668,7 +669,7 @@ def _max_pool_nd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dil
                  return_indices: bool, n: int, op: str) -> Any:
     k, s, p = _pool_args(input, kernel_size, stride, padding, n, op)
     d = _tuple_n(dilation, n, op, "dilation")
-    return _core._max_pool(input, list(k), list(s), list(p), list(d), bool(ceil_mode), bool(return_indices), op)
+    return on_cpu(_core._max_pool, op, input, list(k), list(s), list(p), list(d), bool(ceil_mode), bool(return_indices), op)
 
 
 def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
@@ -689,7 +690,7 @@ def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 def _avg_pool_nd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool, count_include_pad: bool,
                  divisor_override: Optional[int], n: int, op: str) -> Tensor:
     k, s, p = _pool_args(input, kernel_size, stride, padding, n, op)
-    return _core._avg_pool(input, list(k), list(s), list(p), bool(ceil_mode), bool(count_include_pad),
+    return on_cpu(_core._avg_pool, op, input, list(k), list(s), list(p), bool(ceil_mode), bool(count_include_pad),
                            None if divisor_override is None else int(divisor_override), op)
 
 
@@ -720,27 +721,27 @@ def _adaptive_size(input: Tensor, output_size: Any, n: int, op: str) -> list:
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
-    return _core._adaptive_pool(input, _adaptive_size(input, output_size, 1, "adaptive_avg_pool1d:"), False, False, "adaptive_avg_pool1d:")
+    return on_cpu(_core._adaptive_pool, "adaptive_avg_pool1d:", input, _adaptive_size(input, output_size, 1, "adaptive_avg_pool1d:"), False, False, "adaptive_avg_pool1d:")
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
-    return _core._adaptive_pool(input, _adaptive_size(input, output_size, 2, "adaptive_avg_pool2d:"), False, False, "adaptive_avg_pool2d:")
+    return on_cpu(_core._adaptive_pool, "adaptive_avg_pool2d:", input, _adaptive_size(input, output_size, 2, "adaptive_avg_pool2d:"), False, False, "adaptive_avg_pool2d:")
 
 
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
-    return _core._adaptive_pool(input, _adaptive_size(input, output_size, 3, "adaptive_avg_pool3d:"), False, False, "adaptive_avg_pool3d:")
+    return on_cpu(_core._adaptive_pool, "adaptive_avg_pool3d:", input, _adaptive_size(input, output_size, 3, "adaptive_avg_pool3d:"), False, False, "adaptive_avg_pool3d:")
 
 
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
-    return _core._adaptive_pool(input, _adaptive_size(input, output_size, 1, "adaptive_max_pool1d:"), True, bool(return_indices), "adaptive_max_pool1d:")
+    return on_cpu(_core._adaptive_pool, "adaptive_max_pool1d:", input, _adaptive_size(input, output_size, 1, "adaptive_max_pool1d:"), True, bool(return_indices), "adaptive_max_pool1d:")
 
 
 def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
-    return _core._adaptive_pool(input, _adaptive_size(input, output_size, 2, "adaptive_max_pool2d:"), True, bool(return_indices), "adaptive_max_pool2d:")
+    return on_cpu(_core._adaptive_pool, "adaptive_max_pool2d:", input, _adaptive_size(input, output_size, 2, "adaptive_max_pool2d:"), True, bool(return_indices), "adaptive_max_pool2d:")
 
 
 def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
-    return _core._adaptive_pool(input, _adaptive_size(input, output_size, 3, "adaptive_max_pool3d:"), True, bool(return_indices), "adaptive_max_pool3d:")
+    return on_cpu(_core._adaptive_pool, "adaptive_max_pool3d:", input, _adaptive_size(input, output_size, 3, "adaptive_max_pool3d:"), True, bool(return_indices), "adaptive_max_pool3d:")
 
 
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest", align_corners: Optional[bool] = None, recompute_scale_factor: Optional[bool] = None, antialias: bool = False) -> Tensor:
@@ -782,6 +783,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if is_causal and attn_mask is not None:
         raise ValueError(f"{op}: attn_mask must not be given together with is_causal=True "
                          f"(got attn_mask of shape {tuple(attn_mask.shape)})")
+    if query.device.type != "cpu":  # the fused kernel is CPU code; PyTorch's math path elsewhere
+        return sdpa_math(query, key, value, attn_mask, float(dropout_p), bool(is_causal), scale, bool(enable_gqa))
     return _core._sdpa(query, key, value, attn_mask, float(dropout_p), bool(is_causal),
                        None if scale is None else float(scale), bool(enable_gqa))
 

@@ -68,7 +68,7 @@ def eye_(tensor: Tensor) -> Tensor:
     if tensor.ndim != 2:
         raise ValueError("eye_: only tensors with 2 dimensions are supported")
     with no_grad():
-        return tensor.copy_(_core.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype))
+        return tensor.copy_(_core.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype, device=tensor.device))
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
@@ -105,9 +105,9 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     """Normal values redrawn until they fall in [a, b]."""
     with no_grad():
         n = tensor.numel()
-        out = _core.empty(0, dtype=tensor.dtype)
+        out = _core.empty(0, dtype=tensor.dtype, device=tensor.device)
         while out.numel() < n:
-            draw = _core.randn(max(2 * n, 16), dtype=tensor.dtype) * std + mean
+            draw = _core.randn(max(2 * n, 16), dtype=tensor.dtype, device=tensor.device) * std + mean
             keep = draw[(draw >= a).logical_and(draw <= b)]
             out = _core.cat([out, keep])
         return tensor.copy_(out[:n].reshape(tuple(tensor.shape)))

@@ -8,7 +8,7 @@ a PyTorch checkpoint loads unchanged.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple, TypeVar, Union
 
 from .. import _core
 from .._core import Tensor
@@ -323,13 +323,17 @@ class Module:
     def to(self: T, *args: Any, **kwargs: Any) -> T:
         """Move and/or cast parameters and buffers in place (dtypes apply to floating point ones)."""
 
+        # Non-float tensors (int buffers) move but keep their dtype, as in PyTorch.
+        dev = kwargs.get("device")
+        for a in args:
+            if isinstance(a, Tensor):
+                dev = a.device
+            elif isinstance(a, (str, _core.device)) or (isinstance(a, int) and not isinstance(a, bool)):
+                dev = a
+
         def move(t: Tensor) -> Tensor:
             if t.dtype.is_floating_point:
                 return t.to(*args, **kwargs)
-            dev = kwargs.get("device")
-            for a in args:
-                if isinstance(a, (str, _core.device)):
-                    dev = a
             return t.to(dev) if dev is not None else t
 
         self._apply_to_tensors(move)
@@ -348,10 +352,14 @@ class Module:
         return self.to(_core.bfloat16)
 
     def cpu(self: T) -> T:
+        """Move every parameter and buffer to the CPU (the Parameter objects stay the same)."""
         return self.to("cpu")
 
-    def cuda(self: T, device: Optional[int] = None) -> T:
-        return self.to("cuda" if device is None else f"cuda:{device}")
+    def cuda(self: T, device: Optional[Union[int, str, _core.device]] = None) -> T:
+        """Move every parameter and buffer to a CUDA device (default `"cuda:0"`)."""
+        if device is None:
+            return self.to("cuda")
+        return self.to(f"cuda:{device}" if isinstance(device, int) else device)
 
     # -- state dicts ------------------------------------------------------------------
     def state_dict(self, *, destination: Optional[Dict[str, Tensor]] = None, prefix: str = "", keep_vars: bool = False) -> Dict[str, Tensor]:

@@ -34,7 +34,7 @@ def _resize_dim(x: Tensor, dim: int, out: int, scale: Optional[float], mode: str
     if mode == "nearest":
         s = (1.0 / scale) if scale else size / out
         idx = [min(int(math.floor(i * s)), size - 1) for i in range(out)]
-        return x.index_select(dim, _core.tensor(idx))
+        return x.index_select(dim, _core.tensor(idx, device=x.device))
     # Linear: each output sample mixes its two neighbouring inputs.
     if align_corners:
         s = (size - 1) / (out - 1) if out > 1 else 0.0
@@ -47,9 +47,9 @@ def _resize_dim(x: Tensor, dim: int, out: int, scale: Optional[float], mode: str
     lam = [v - i for v, i in zip(src, i0)]
     shape = [1] * x.ndim
     shape[dim] = out
-    w1 = _core.tensor(lam, dtype=x.dtype).reshape(shape)
-    a = x.index_select(dim, _core.tensor(i0))
-    b = x.index_select(dim, _core.tensor(i1))
+    w1 = _core.tensor(lam, dtype=x.dtype, device=x.device).reshape(shape)
+    a = x.index_select(dim, _core.tensor(i0, device=x.device))
+    b = x.index_select(dim, _core.tensor(i1, device=x.device))
     return a * (1 - w1) + b * w1
 
 

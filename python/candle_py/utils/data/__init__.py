@@ -153,8 +153,8 @@ class DataLoader(Generic[T]):
 
     def _batch(self, idx: List[int]) -> Any:
         if self._fast:
-            index = _core.tensor(idx)
             ds: TensorDataset = self.dataset  # type: ignore[assignment]
+            index = _core.tensor(idx, device=ds.tensors[0].device if ds.tensors else None)
             return tuple(t.index_select(0, index) for t in ds.tensors)
         return self.collate_fn([self.dataset[i] for i in idx])
 
