@@ -7,7 +7,7 @@
 //! The backward is three plain products (`dx = g W`, `dW = g^T x`, `db = sum(g)`)
 //! through Candle's own ops. Other dtypes and devices take Candle's matmul +
 //! broadcast add, with the same result.
-use crate::errors::{dtype_err, shape_err};
+use crate::errors::{dtype_err, shape_err, OpResult};
 use crate::layers::Elem;
 use crate::tensor::PyTensor;
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, DType, Layout, Result, Shape, Tensor};
@@ -178,13 +178,10 @@ fn _linear(py: Python<'_>, input: &Bound<'_, PyTensor>, weight: &Bound<'_, PyTen
     let lead = x.dims()[..x.rank() - 1].to_vec();
     let k = w.dims()[1];
     let m: usize = lead.iter().product();
-    let out = crate::errors::detach_op(py, OP, || {
-        let x2 = x.reshape((m, k))?;
-        let y = linear2d(&x2, &w, b.as_ref().map(|(t, _)| t))?;
-        let mut shape = lead.clone();
-        shape.push(n);
-        y.reshape(shape)
-    })?;
+    let mut shape = lead.clone();
+    shape.push(n);
+    let run = || -> Result<Tensor> { linear2d(&x.reshape((m, k))?, &w, b.as_ref().map(|(t, _)| t))?.reshape(shape) };
+    let out = crate::errors::detach(py, OP, || run().op(OP))?;
     Ok(PyTensor::wrap_dt(out, dt))
 }
 
