@@ -101,7 +101,7 @@ fn root(py: Python<'_>, out: &PyTensor, gradient: Option<&Bound<'_, PyAny>>, op:
                 ));
             }
             let g = g.detach().to_dtype(t.dtype()).op(op)?;
-            py.detach(|| t.mul(&g).and_then(|x| x.sum_all())).op(op)
+            crate::errors::detach_op(py, op, || t.mul(&g).and_then(|x| x.sum_all()))
         }
         _ => {
             if t.elem_count() != 1 {
@@ -116,7 +116,7 @@ fn root(py: Python<'_>, out: &PyTensor, gradient: Option<&Bound<'_, PyAny>>, op:
 }
 
 fn run_backward(py: Python<'_>, root: Tensor, op: &str) -> PyResult<candle_core::backprop::GradStore> {
-    crate::errors::guard(op, || py.detach(|| root.backward()).op(op))
+    crate::errors::detach_op(py, op, || root.backward())
 }
 
 #[pymethods]
@@ -197,6 +197,7 @@ impl PyTensor {
             Some(i) if !i.is_none() => Some(tensors_of(i)?.iter().map(|t| t.get().t().id()).collect()),
             _ => None,
         };
+        let mut work = Vec::new();
         for id in grads.get_ids() {
             if let Some(o) = &only {
                 if !o.contains(id) {
@@ -205,15 +206,24 @@ impl PyTensor {
             }
             let Some(slot) = slot_of(id) else { continue };
             let Some(g) = grads.get_id(*id) else { continue };
-            let mut cur = slot.lock().unwrap_or_else(|p| p.into_inner());
-            // Own storage: a gradient may share memory with another leaf's.
-            let new = match cur.take() {
-                None => py.detach(|| g.detach().copy()).op("backward")?,
-                Some(old) => py.detach(|| old.add(&g.detach())).op("backward")?,
-            };
-            *cur = Some(new);
+            work.push((slot, g.detach()));
         }
-        Ok(())
+        // Accumulate with the GIL released, and take each slot's lock only
+        // there: a thread that blocked on a slot while holding the GIL would
+        // deadlock with another thread's backward that holds the slot and waits
+        // for the GIL (two threads training one shared model).
+        crate::errors::detach_op(py, "backward", || {
+            for (slot, g) in &work {
+                let mut cur = slot.lock().unwrap_or_else(|p| p.into_inner());
+                // Own storage: a gradient may share memory with another leaf's.
+                let new = match cur.as_ref() {
+                    None => g.copy()?,
+                    Some(old) => old.add(g)?,
+                };
+                *cur = Some(new);
+            }
+            Ok(())
+        })
     }
 
     fn retain_grad(&self) -> PyResult<()> {

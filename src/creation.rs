@@ -430,7 +430,7 @@ fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<PyTenso
             return Err(crate::errors::shape_err("cat", format!("Tensors must have same number of dimensions: got {} and {}", rank, t.rank())));
         }
     }
-    let out = py.detach(|| Tensor::cat(&ts, d)).op("cat")?;
+    let out = crate::errors::detach_op(py, "cat", || Tensor::cat(&ts, d))?;
     Ok(PyTensor::wrap_dt(out, dt))
 }
 
@@ -445,7 +445,7 @@ fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<PyTen
             return Err(crate::errors::shape_err("stack", format!("stack expects each tensor to be equal size, but got {:?} and {:?}", ts[0].dims(), t.dims())));
         }
     }
-    let out = py.detach(|| Tensor::stack(&ts, d)).op("stack")?;
+    let out = crate::errors::detach_op(py, "stack", || Tensor::stack(&ts, d))?;
     Ok(PyTensor::wrap_dt(out, dt))
 }
 

@@ -230,7 +230,12 @@ pub fn extract_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DT> {
             DT::from_name(&name)
                 .ok_or_else(|| dtype_err("dtype", format!("numpy dtype {name} has no candle_py equivalent")))
         }
-        Err(_) => Err(dtype_err("dtype", format!("cannot interpret {} as a dtype", obj.repr()?))),
+        Err(_) => {
+            // One short line, whatever the object (a tensor's repr spans many).
+            let r = obj.repr()?.to_string();
+            let r = if r.contains('\n') || r.len() > 80 { format!("an object of type {}", obj.get_type().name()?) } else { r };
+            Err(dtype_err("dtype", format!("cannot interpret {r} as a dtype")))
+        }
     }
 }
 

@@ -137,13 +137,73 @@ pub fn detach<T: Send>(
     }
 }
 
-fn panic_err(op: &str, payload: Box<dyn std::any::Any + Send>) -> PyErr {
+/// `detach` for Candle work: `detach_op(py, "cat", || Tensor::cat(..))?`
+/// maps the Candle error (or a panic) to the exception for op `op`.
+pub fn detach_op<T: Send>(py: Python<'_>, op: &str, f: impl FnOnce() -> candle_core::Result<T> + Send) -> PyResult<T> {
+    detach(py, op, || f().op(op))
+}
+
+/// `detach` for helpers that return Candle results: the GIL is released only
+/// when `n` elements make it pay, and a panic comes back as a Candle error that
+/// `.op(name)` then maps to `BackendError` (`candle_to_py`'s catch-all arm).
+pub fn detach_if<T: Send>(n: usize, f: impl FnOnce() -> candle_core::Result<T> + Send) -> candle_core::Result<T> {
+    let run = || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .unwrap_or_else(|p| Err(CErr::Msg(format!("internal error in the backend: {}", panic_text(&p)))))
+    };
+    if n >= 1 << 15 {
+        Python::attach(|py| py.detach(run))
+    } else {
+        run()
+    }
+}
+
+fn panic_text(payload: &Box<dyn std::any::Any + Send>) -> String {
     let what = payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".to_string());
-    BackendError::new_err(format!("{op}: internal error in the backend: {what}"))
+    // One line: the exception message must stay short whatever the payload.
+    what.lines().next().unwrap_or("").chars().take(300).collect()
+}
+
+fn panic_err(op: &str, payload: Box<dyn std::any::Any + Send>) -> PyErr {
+    BackendError::new_err(format!("{op}: internal error in the backend: {}", panic_text(&payload)))
+}
+
+/// A Candle custom op whose CPU kernel panics (for `_debug_panic("op")`).
+struct PanicOp;
+impl candle_core::CustomOp1 for PanicOp {
+    fn name(&self) -> &'static str {
+        "panic"
+    }
+    fn cpu_fwd(&self, _: &candle_core::CpuStorage, _: &candle_core::Layout) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        panic!("deliberate panic inside a tensor op's kernel")
+    }
+}
+
+/// `_core._debug_panic(where)`: panic on purpose, so tests can check that a
+/// panic becomes `BackendError` and the interpreter lives on. `where` is
+/// "thread" (the calling thread, GIL released), "rayon" (a rayon worker),
+/// "op" (a Candle custom op, through `.op()`), or "guard" (GIL held).
+#[pyfunction]
+fn _debug_panic(py: Python<'_>, r#where: &str) -> PyResult<()> {
+    let op = "_debug_panic";
+    match r#where {
+        "thread" => detach(py, op, || -> PyResult<()> { panic!("deliberate panic in the calling thread") }),
+        "rayon" => detach(py, op, || {
+            use rayon::prelude::*;
+            let s: u64 = (0..1024u64).into_par_iter().map(|i| if i == 777 { panic!("deliberate panic in a rayon worker") } else { i }).sum();
+            Ok(s).map(|_| ())
+        }),
+        "op" => {
+            let t = candle_core::Tensor::zeros(4, candle_core::DType::F32, &candle_core::Device::Cpu).op(op)?;
+            detach_if(1 << 20, || t.apply_op1_no_bwd(&PanicOp)).op(op).map(|_| ())
+        }
+        "guard" => guard(op, || -> PyResult<()> { panic!("deliberate panic with the GIL held") }),
+        other => Err(value_err(op, format!("where must be 'thread', 'rayon', 'op' or 'guard', got {other:?}"))),
+    }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -152,5 +212,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DTypeError", py.get_type::<DTypeError>())?;
     m.add("DeviceError", py.get_type::<DeviceError>())?;
     m.add("BackendError", py.get_type::<BackendError>())?;
+    m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     Ok(())
 }

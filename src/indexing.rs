@@ -319,9 +319,7 @@ pub fn overwrite(dst: &PyTensor, src: Tensor, op: &str) -> PyResult<()> {
         let src = src.detach().force_contiguous().op(op)?;
         let start = t.layout().start_offset();
         let n = t.elem_count();
-        return crate::errors::guard(op, || {
-            crate::math::maybe_detach(n, || t.inplace_op2(&src, &WriteRange { start, len: n })).op(op)
-        });
+        return crate::math::maybe_detach(n, || t.inplace_op2(&src, &WriteRange { start, len: n })).op(op);
     }
     let (strides, start) = (t.stride().to_vec(), t.layout().start_offset());
     let dims = t.dims().to_vec();
@@ -338,7 +336,7 @@ impl PyTensor {
         let t = me.t();
         if let Some(items) = parse_basic(key)? {
             let plan = resolve(items, t.dims())?;
-            let out = py.detach(|| read_basic(&t, &plan)).op("index")?;
+            let out = crate::errors::detach_op(py, "index", || read_basic(&t, &plan))?;
             return Ok(Py::new(py, PyTensor::wrap(out, me.is_bool))?.into_any());
         }
         let f = py.import("candle_py._indexing")?.getattr("getitem_advanced")?;
@@ -422,7 +420,7 @@ impl PyTensor {
         let flat = t.flatten_all().op("slice_assign")?;
         let old = flat.index_select(&idx, 0).op("slice_assign")?;
         let delta = s.flatten_all().and_then(|s| s.sub(&old)).op("slice_assign")?;
-        let new = py.detach(|| flat.index_add(&idx, &delta, 0).and_then(|x| x.reshape(dims.as_slice()))).op("slice_assign")?;
+        let new = crate::errors::detach_op(py, "slice_assign", || flat.index_add(&idx, &delta, 0).and_then(|x| x.reshape(dims.as_slice())))?;
         Ok(PyTensor::wrap(new, self.is_bool))
     }
 

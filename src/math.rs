@@ -391,13 +391,10 @@ fn small_affine(x: &Tensor, mul: f64, add: f64) -> Option<Tensor> {
     }
 }
 
-/// Run `f` with the GIL released when the tensor is large enough for that to pay off.
-pub fn maybe_detach<T: Send>(n: usize, f: impl FnOnce() -> T + Send) -> T {
-    if n >= 1 << 15 {
-        Python::attach(|py| py.detach(f))
-    } else {
-        f()
-    }
+/// Run `f` with the GIL released when the tensor is large enough for that to
+/// pay off; a panic inside comes back as an error (see `errors::detach_if`).
+pub fn maybe_detach<T: Send>(n: usize, f: impl FnOnce() -> candle_core::Result<T> + Send) -> candle_core::Result<T> {
+    crate::errors::detach_if(n, f)
 }
 
 fn operand(other: &Bound<'_, PyAny>) -> PyResult<Option<Operand>> {
@@ -631,6 +628,14 @@ pub fn matmul(py: Python<'_>, a: &PyTensor, b: &PyTensor) -> PyResult<PyTensor> 
             format!("mat1 and mat2 shapes cannot be multiplied ({:?} and {:?})", at.dims(), bt.dims()),
         ));
     }
+    // Name both full shapes here; Candle's own message shows only the batch dims.
+    let (ba, bb) = (&at.dims()[..ra.saturating_sub(2)], &bt.dims()[..rb.saturating_sub(2)]);
+    if ba.iter().rev().zip(bb.iter().rev()).any(|(x, y)| x != y && *x != 1 && *y != 1) {
+        return Err(shape_err(
+            "matmul",
+            format!("batch dimensions {ba:?} and {bb:?} cannot be broadcast (shapes {:?} and {:?})", at.dims(), bt.dims()),
+        ));
+    }
     // Candle's gemm is for floats; integers go through f64 (exact below 2^53).
     let cdt = if dt.is_float() { dt } else { DT::F64 };
     let l = cast(&at, a.dt(), cdt)?;
@@ -638,14 +643,12 @@ pub fn matmul(py: Python<'_>, a: &PyTensor, b: &PyTensor) -> PyResult<PyTensor> 
     let l = if ra == 1 { l.unsqueeze(0).op("matmul")? } else { l };
     let r = if rb == 1 { r.unsqueeze(1).op("matmul")? } else { r };
     let run = |l: &Tensor, r: &Tensor| if l.rank() == 2 && r.rank() == 2 { l.matmul(r) } else { l.broadcast_matmul(r) };
-    let mut out = py
-        .detach(|| match run(&l, &r) {
-            // Candle's gemm takes transposed matrices but not every batch striding
-            // (e.g. heads split with transpose(1, 2)): retry on contiguous copies.
-            Err(_) if !l.is_contiguous() || !r.is_contiguous() => run(&l.contiguous()?, &r.contiguous()?),
-            res => res,
-        })
-        .op("matmul")?;
+    let mut out = crate::errors::detach_op(py, "matmul", || match run(&l, &r) {
+        // Candle's gemm takes transposed matrices but not every batch striding
+        // (e.g. heads split with transpose(1, 2)): retry on contiguous copies.
+        Err(_) if !l.is_contiguous() || !r.is_contiguous() => run(&l.contiguous()?, &r.contiguous()?),
+        res => res,
+    })?;
     if rb == 1 {
         out = out.squeeze(D::Minus1).op("matmul")?;
     }
@@ -672,10 +675,10 @@ macro_rules! unary_float {
         #[pymethods]
         impl PyTensor {
             $(
-            fn $name(&self, py: Python<'_>) -> PyResult<PyTensor> {
+            fn $name(&self) -> PyResult<PyTensor> {
                 let (t, dt) = float_input(self)?;
                 let f: fn(&Tensor) -> candle_core::Result<Tensor> = $f;
-                let out = if t.elem_count() > (1 << 15) { py.detach(|| f(&t)) } else { f(&t) }.op(stringify!($name))?;
+                let out = maybe_detach(t.elem_count(), || f(&t)).op(stringify!($name))?;
                 Ok(PyTensor::wrap_dt(out, dt))
             }
             )*
@@ -742,7 +745,7 @@ impl PyTensor {
     /// Exact GELU, `x * Phi(x)`: the parallel kernel behind `F.gelu` / `nn.GELU`.
     fn _gelu(&self, py: Python<'_>) -> PyResult<PyTensor> {
         let (t, dt) = float_input(self)?;
-        let out = py.detach(|| kernels::gelu_erf(&t)).op("gelu")?;
+        let out = crate::errors::detach_op(py, "gelu", || kernels::gelu_erf(&t))?;
         Ok(PyTensor::wrap_dt(out, dt))
     }
     fn relu(&self) -> PyResult<PyTensor> {
@@ -901,7 +904,7 @@ pub fn sum_dims(py: Python<'_>, t: &Tensor, dims: Option<&[usize]>, keepdim: boo
     if dims.is_empty() {
         return Ok(t.clone());
     }
-    let out = py.detach(|| kernels::sum_keepdim(t, dims)).op("sum")?;
+    let out = crate::errors::detach_op(py, "sum", || kernels::sum_keepdim(t, dims))?;
     if keepdim { Ok(out) } else { squeeze_dims(out, dims).op("sum") }
 }
 
@@ -1085,7 +1088,7 @@ impl PyTensor {
         // Candle's cumsum is a matmul: exact for floats, so integers go through f64.
         let cdt = if dt.is_float() { dt } else { DT::F64 };
         let x = cast(&t, src, cdt)?;
-        let out = py.detach(|| x.cumsum(d)).op("cumsum")?;
+        let out = crate::errors::detach_op(py, "cumsum", || x.cumsum(d))?;
         let out = if cdt != dt { out.round().op("cumsum")? } else { out };
         Ok(PyTensor::wrap_dt(cast(&out, cdt, dt)?, dt))
     }
@@ -1112,7 +1115,7 @@ impl PyTensor {
         let out = match dim {
             None => {
                 let flat = t.flatten_all().op("prod")?;
-                let p = py.detach(|| kernels::prod_keepdim(&flat, 0)).op("prod")?;
+                let p = crate::errors::detach_op(py, "prod", || kernels::prod_keepdim(&flat, 0))?;
                 if keepdim { p.reshape(vec![1usize; t.rank()]).op("prod")? } else { p.squeeze(0).op("prod")? }
             }
             Some(d) => {
@@ -1121,7 +1124,7 @@ impl PyTensor {
                     t.clone()
                 } else {
                     let d = norm_dim(d, t.rank(), "prod")?;
-                    let p = py.detach(|| kernels::prod_keepdim(&t, d)).op("prod")?;
+                    let p = crate::errors::detach_op(py, "prod", || kernels::prod_keepdim(&t, d))?;
                     if keepdim { p } else { p.squeeze(d).op("prod")? }
                 }
             }
@@ -1170,7 +1173,7 @@ impl PyTensor {
                 out = Tensor::zeros(shape, out.dtype(), out.device()).op(name)?;
                 continue;
             }
-            out = py.detach(|| if is_max { out.max_keepdim(d) } else { out.min_keepdim(d) }).op(name)?;
+            out = crate::errors::detach_op(py, name, || if is_max { out.max_keepdim(d) } else { out.min_keepdim(d) })?;
         }
         if !keepdim {
             out = squeeze_dims(out, &dims).op(name)?;
@@ -1212,7 +1215,7 @@ pub fn softmax_impl(py: Python<'_>, a: &PyTensor, dim: i64, dtype: Option<&Bound
         return Ok(PyTensor::wrap_dt(out, dt));
     }
     let d = norm_dim(dim, t.rank(), name)?;
-    let out = py.detach(|| kernels::softmax(&t, d, log)).op(name)?;
+    let out = crate::errors::detach_op(py, name, || kernels::softmax(&t, d, log))?;
     Ok(PyTensor::wrap_dt(out, dt))
 }
 

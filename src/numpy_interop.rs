@@ -88,7 +88,11 @@ pub fn from_numpy_array(arr: &Bound<'_, PyUntypedArray>) -> PyResult<PyTensor> {
         Tensor::from_raw_buffer(bytes, dt.candle(), &shape, &Device::Cpu)
     };
     // `arr` stays referenced on this frame, so the buffer outlives the copy.
-    let t = if nbytes > (1 << 16) { py.detach(load) } else { load() }.op("from_numpy")?;
+    let t = if nbytes > (1 << 16) {
+        crate::errors::detach_op(py, "from_numpy", load)?
+    } else {
+        crate::errors::guard("from_numpy", || load().op("from_numpy"))?
+    };
     Ok(PyTensor::wrap_dt(t, dt))
 }
 
@@ -131,11 +135,11 @@ pub fn to_numpy<'py>(slf: &Bound<'py, PyTensor>, writeable: bool) -> PyResult<Bo
     let dt = me.dt();
     let mut t = me.t().detach();
     if !t.device().is_cpu() {
-        t = py.detach(|| t.to_device(&Device::Cpu)).op("numpy")?;
+        t = crate::errors::detach_op(py, "numpy", || t.to_device(&Device::Cpu))?;
     }
     if t.layout().contiguous_offsets().is_none() {
         crate::tensor::check_alloc(t.elem_count(), dt.itemsize(), "numpy")?;
-        t = py.detach(|| t.contiguous()).op("numpy")?;
+        t = crate::errors::detach_op(py, "numpy", || t.contiguous())?;
     }
     let (start, _) = t.layout().contiguous_offsets().expect("contiguous after contiguous()");
     let data = {

@@ -1,13 +1,14 @@
 //! safetensors files in and out, with `safetensors.torch`'s names and semantics.
 //!
-//! Loading memory-maps the file and lets the `safetensors` crate validate the
-//! header (lengths, offsets, dtype/shape byte counts) before any tensor is
-//! built, so a corrupt or hostile file is a `ValueError`, not a crash or a huge
-//! allocation. Saving writes a temporary file in the same folder and renames it
-//! over the target, so an interrupted save never leaves a broken file behind.
+//! Loading memory-maps the file and validates the header (`header.rs`: lengths,
+//! offsets, dtype/shape byte counts, duplicate names, overflowing shapes)
+//! before any tensor is built, so a corrupt or hostile file is a `ValueError`
+//! naming the problem, not a crash or a huge allocation. Saving writes a
+//! temporary file in the same folder and renames it over the target, so an
+//! interrupted save never leaves a broken file behind.
 use crate::device::device_arg;
 use crate::dtype::DT;
-use crate::errors::{value_err, OpResult};
+use crate::errors::{detach, guard, value_err, OpResult};
 use crate::tensor::PyTensor;
 use candle_core::{CpuStorage, Device, Storage, Tensor};
 use pyo3::prelude::*;
@@ -16,22 +17,6 @@ use safetensors::tensor::{Dtype as St, SafeTensors, View};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::Write;
-
-fn dt_of(d: St) -> PyResult<DT> {
-    Ok(match d {
-        St::BOOL => DT::Bool,
-        St::U8 => DT::U8,
-        St::I16 => DT::I16,
-        St::I32 => DT::I32,
-        St::I64 => DT::I64,
-        St::U32 => DT::U32,
-        St::F16 => DT::F16,
-        St::BF16 => DT::BF16,
-        St::F32 => DT::F32,
-        St::F64 => DT::F64,
-        other => return Err(value_err("safetensors", format!("dtype {other:?} is not supported by candle_py"))),
-    })
-}
 
 fn st_of(d: DT) -> St {
     match d {
@@ -48,20 +33,24 @@ fn st_of(d: DT) -> St {
     }
 }
 
+mod header;
+
 type Loaded = (Vec<(String, Tensor, DT)>, Option<HashMap<String, String>>);
 
-/// Parse and copy every tensor out of a validated buffer (no GIL needed).
-fn read_all(buf: &[u8], dev: &Device) -> PyResult<Loaded> {
-    let st = SafeTensors::deserialize(buf).map_err(|e| value_err("safetensors", format!("invalid file: {e}")))?;
-    let (_, meta) = SafeTensors::read_metadata(buf).map_err(|e| value_err("safetensors", format!("invalid header: {e}")))?;
-    let mut names: Vec<&str> = st.names();
-    names.sort_unstable();
-    let mut out = Vec::with_capacity(names.len());
-    for name in names {
-        let view = st.tensor(name).map_err(|e| value_err("safetensors", format!("tensor {name:?}: {e}")))?;
-        let dt = dt_of(view.dtype())?;
-        let t = Tensor::from_raw_buffer(view.data(), dt.candle(), view.shape(), dev).op("safetensors")?;
-        out.push((name.to_string(), t, dt));
+/// Validate the layout (`header::validate`), then copy every tensor out of
+/// the buffer (no GIL needed). `op` and `what` (the file) prefix messages.
+fn read_all(buf: &[u8], dev: &Device, op: &str, what: &str) -> PyResult<Loaded> {
+    let bad = |msg: String| value_err(op, format!("{what}{msg}"));
+    let mut entries = header::validate(buf).map_err(bad)?;
+    // Second line of defence: the crate's own checks must agree.
+    let st = SafeTensors::deserialize(buf).map_err(|e| bad(format!("invalid file: {e}")))?;
+    let (_, meta) = SafeTensors::read_metadata(buf).map_err(|e| bad(format!("invalid header: {e}")))?;
+    entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    let mut out = Vec::with_capacity(entries.len());
+    for e in entries {
+        let view = st.tensor(&e.name).map_err(|err| bad(format!("tensor {:?}: {err}", e.name)))?;
+        let t = Tensor::from_raw_buffer(view.data(), e.dt.candle(), &e.shape, dev).op(op)?;
+        out.push((e.name, t, e.dt));
     }
     Ok((out, meta.metadata().clone()))
 }
@@ -74,13 +63,14 @@ fn to_dict<'py>(py: Python<'py>, items: Vec<(String, Tensor, DT)>) -> PyResult<B
     Ok(d)
 }
 
-fn map_file(path: &str) -> PyResult<memmap2::Mmap> {
+fn map_file(path: &str, op: &str) -> PyResult<memmap2::Mmap> {
     let f = std::fs::File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => pyo3::exceptions::PyFileNotFoundError::new_err(format!("safetensors: no such file: {path:?}")),
-        _ => value_err("safetensors", format!("cannot open {path:?}: {e}")),
+        std::io::ErrorKind::NotFound => pyo3::exceptions::PyFileNotFoundError::new_err(format!("{op}: no such file: {path:?}")),
+        _ => value_err(op, format!("cannot open {path:?}: {e}")),
     })?;
     // SAFETY: the map is read-only and only read while this call holds it.
-    unsafe { memmap2::Mmap::map(&f) }.map_err(|e| value_err("safetensors", format!("cannot map {path:?}: {e}")))
+    // (A file truncated by another process while mapped is outside our control.)
+    unsafe { memmap2::Mmap::map(&f) }.map_err(|e| value_err(op, format!("cannot map {path:?}: {e}")))
 }
 
 /// `load_file(path, device="cpu") -> dict[str, Tensor]` (memory-mapped read).
@@ -89,15 +79,16 @@ fn map_file(path: &str) -> PyResult<memmap2::Mmap> {
 fn load_file<'py>(py: Python<'py>, filename: std::path::PathBuf, device: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyDict>> {
     let dev = device_arg(device)?;
     let path = filename.to_string_lossy().to_string();
-    let map = map_file(&path)?;
-    let (items, _) = py.detach(|| read_all(&map, &dev))?;
+    let map = map_file(&path, "load_file")?;
+    let what = format!("{path}: ");
+    let (items, _) = detach(py, "load_file", || read_all(&map, &dev, "load_file", &what))?;
     to_dict(py, items)
 }
 
 /// `load(data: bytes) -> dict[str, Tensor]`.
 #[pyfunction]
 fn load<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyDict>> {
-    let (items, _) = read_all(data, &Device::Cpu)?;
+    let (items, _) = guard("load", || read_all(data, &Device::Cpu, "load", ""))?;
     to_dict(py, items)
 }
 
@@ -105,8 +96,10 @@ fn load<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyDict>> {
 #[pyfunction]
 fn load_metadata(filename: std::path::PathBuf) -> PyResult<Option<HashMap<String, String>>> {
     let path = filename.to_string_lossy().to_string();
-    let map = map_file(&path)?;
-    let (_, meta) = SafeTensors::read_metadata(&map).map_err(|e| value_err("safetensors", format!("invalid header: {e}")))?;
+    let map = map_file(&path, "load_metadata")?;
+    let bad = |msg: String| value_err("load_metadata", format!("{path}: {msg}"));
+    header::validate(&map).map_err(bad)?;
+    let (_, meta) = SafeTensors::read_metadata(&map).map_err(|e| bad(format!("invalid header: {e}")))?;
     Ok(meta.metadata().clone())
 }
 
@@ -136,9 +129,11 @@ fn bytes_of(t: &Tensor, item: usize) -> PyResult<Vec<u8>> {
     let t = t.to_device(&Device::Cpu).and_then(|t| t.contiguous()).op("save")?;
     let (start, end) = t.layout().contiguous_offsets().expect("contiguous");
     let (storage, _) = t.storage_and_layout();
+    // An empty view may carry an offset past its (empty) storage: no bytes.
+    let (start, end) = if t.elem_count() == 0 { (0, 0) } else { (start, end) };
     macro_rules! raw {
         ($v:expr) => {{
-            let s = &$v[start..end];
+            let s = $v.get(start..end).ok_or_else(|| value_err("save", "tensor storage is smaller than its layout"))?;
             // SAFETY: plain-old-data element slices viewed as bytes.
             unsafe { std::slice::from_raw_parts(s.as_ptr() as *const u8, s.len() * item) }.to_vec()
         }};
@@ -160,58 +155,75 @@ fn bytes_of(t: &Tensor, item: usize) -> PyResult<Vec<u8>> {
     })
 }
 
-fn entries(tensors: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Entry)>> {
+/// The dict's tensors, checked under the GIL; their bytes are copied later, without it.
+fn collect(tensors: &Bound<'_, PyDict>, op: &str) -> PyResult<Vec<(String, Tensor, DT)>> {
     let mut out = Vec::with_capacity(tensors.len());
     for (k, v) in tensors.iter() {
-        let name: String = k.extract().map_err(|_| crate::errors::type_err("save", "tensor names must be str"))?;
-        let t = v.cast::<PyTensor>().map_err(|_| crate::errors::type_err("save", format!("value for {name:?} is not a Tensor")))?;
-        let t = t.get();
-        let dt = t.dt();
-        let tt = t.t();
-        out.push((name, Entry { dtype: st_of(dt), shape: tt.dims().to_vec(), data: bytes_of(&tt, dt.itemsize())? }));
+        let name: String = k.extract().map_err(|_| crate::errors::type_err(op, "tensor names must be str"))?;
+        let t = v.cast::<PyTensor>().map_err(|_| crate::errors::type_err(op, format!("value for {name:?} is not a Tensor")))?;
+        let (t, dt) = t.get().t_dt();
+        out.push((name, t, dt));
     }
     Ok(out)
 }
 
-fn serialize(py: Python<'_>, tensors: &Bound<'_, PyDict>, metadata: Option<HashMap<String, String>>) -> PyResult<Vec<u8>> {
-    let items = entries(tensors)?;
-    py.detach(|| safetensors::tensor::serialize(items.iter().map(|(n, e)| (n.as_str(), e)), metadata))
-        .map_err(|e| value_err("save", format!("cannot serialize: {e}")))
+fn serialize(py: Python<'_>, tensors: &Bound<'_, PyDict>, metadata: Option<HashMap<String, String>>, op: &str) -> PyResult<Vec<u8>> {
+    let items = collect(tensors, op)?;
+    detach(py, op, || {
+        let mut entries = Vec::with_capacity(items.len());
+        for (name, t, dt) in &items {
+            entries.push((name.as_str(), Entry { dtype: st_of(*dt), shape: t.dims().to_vec(), data: bytes_of(t, dt.itemsize())? }));
+        }
+        safetensors::tensor::serialize(entries.iter().map(|(n, e)| (*n, e)), metadata).map_err(|e| value_err(op, format!("cannot serialize: {e}")))
+    })
 }
 
 /// `save(tensors, metadata=None) -> bytes`.
 #[pyfunction]
 #[pyo3(signature = (tensors, metadata=None))]
 fn save<'py>(py: Python<'py>, tensors: &Bound<'py, PyDict>, metadata: Option<HashMap<String, String>>) -> PyResult<Bound<'py, PyBytes>> {
-    let buf = serialize(py, tensors, metadata)?;
+    let buf = serialize(py, tensors, metadata, "save")?;
     Ok(PyBytes::new(py, &buf))
 }
 
-/// Write `data` to `path` atomically: temporary file in the same folder, fsync, rename.
+/// Write `data` to `path` atomically: a fresh temporary file in the same
+/// folder, fsync, rename over `path`, fsync the folder. A writer killed at any
+/// point leaves `path` as it was (at worst a stray `.NAME.PID.N.tmp` behind).
 pub fn write_atomic(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    // Unique per call, so two threads saving to one target never share a temporary file.
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.{}.{seq}.tmp", std::process::id()));
     let res = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         f.write_all(data)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
     if res.is_err() {
         let _ = std::fs::remove_file(&tmp);
+        return res;
     }
-    res
+    // Make the rename itself durable; not every filesystem allows opening a folder.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
 }
 
 /// `save_file(tensors, filename, metadata=None)`, atomic.
 #[pyfunction]
 #[pyo3(signature = (tensors, filename, metadata=None))]
 fn save_file(py: Python<'_>, tensors: &Bound<'_, PyDict>, filename: std::path::PathBuf, metadata: Option<HashMap<String, String>>) -> PyResult<()> {
-    let buf = serialize(py, tensors, metadata)?;
-    py.detach(|| write_atomic(&filename, &buf)).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => pyo3::exceptions::PyFileNotFoundError::new_err(format!("save_file: {}: {e}", filename.display())),
-        _ => pyo3::exceptions::PyOSError::new_err(format!("save_file: {}: {e}", filename.display())),
+    let buf = serialize(py, tensors, metadata, "save_file")?;
+    let shown = filename.display().to_string();
+    detach(py, "save_file", || {
+        write_atomic(&filename, &buf).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => pyo3::exceptions::PyFileNotFoundError::new_err(format!("save_file: {shown}: {e}")),
+            _ => pyo3::exceptions::PyOSError::new_err(format!("save_file: {shown}: {e}")),
+        })
     })
 }
 

@@ -112,7 +112,7 @@ impl PyTensor {
         let t = self.t();
         let req = shape_args(shape, "reshape")?;
         let s = infer_shape(&req, t.elem_count(), t.dims(), "reshape")?;
-        let out = py.detach(|| t.reshape(s)).op("reshape")?;
+        let out = crate::errors::detach_op(py, "reshape", || t.reshape(s))?;
         Ok(wrap_like(self, out))
     }
     /// `view` reshapes too; Candle copies when the input is not contiguous.
@@ -337,7 +337,7 @@ impl PyTensor {
         let d = norm_dim(dim, t.rank(), "index_select")?;
         let idx1 = idx.flatten_all().op("index_select")?;
         let u = checked_index(&idx1, t.dims()[d], "index_select")?;
-        let out = py.detach(|| t.index_select(&u, d)).op("index_select")?;
+        let out = crate::errors::detach_op(py, "index_select", || t.index_select(&u, d))?;
         let out = if idx.rank() == 0 { out.squeeze(d).and_then(|o| o.unsqueeze(d)).op("index_select")? } else { out };
         Ok(wrap_like(self, out))
     }
@@ -361,7 +361,7 @@ impl PyTensor {
             }
         }
         let u = checked_index(&idx, t.dims()[d], "gather")?;
-        let out = py.detach(|| src.contiguous()?.gather(&u.contiguous()?, d)).op("gather")?;
+        let out = crate::errors::detach_op(py, "gather", || src.contiguous()?.gather(&u.contiguous()?, d))?;
         Ok(wrap_like(self, out))
     }
     /// Out-of-place scatter: `out[index[i][j]][j] = src[i][j]` (dim 0), or `reduce="add"`.
@@ -402,8 +402,7 @@ impl PyTensor {
         // Built from index_add / where_cond on the flattened tensor rather than Candle's
         // scatter, whose backward sends the gradient to the overwritten places of self
         // and fails for an index smaller than self (PyTorch allows both).
-        let out = py
-            .detach(|| -> candle_core::Result<Tensor> {
+        let out = crate::errors::detach_op(py, "scatter", || -> candle_core::Result<Tensor> {
                 let dev = base.device();
                 let flat = base.flatten_all()?;
                 let src_flat = s.flatten_all()?;
@@ -429,8 +428,7 @@ impl PyTensor {
                 let sel = src_flat.index_select(&Tensor::from_vec(kept_pos, m, dev)?, 0)?;
                 let written = flat.zeros_like()?.index_add(&Tensor::from_vec(kept_off, m, dev)?, &sel, 0)?;
                 Tensor::from_vec(mask, n, dev)?.where_cond(&written, &flat)?.reshape(t.dims())
-            })
-            .op("scatter")?;
+            })?;
         Ok(wrap_like(self, out))
     }
     fn scatter_add(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyTensor>, src: &Bound<'_, PyAny>) -> PyResult<PyTensor> {

@@ -29,6 +29,14 @@ impl PyTensor {
     /// Wrap a fresh Candle result. Outside grad mode the result is cut from the graph.
     pub fn wrap(t: Tensor, is_bool: bool) -> PyTensor {
         let t = if t.track_op() && !t.is_variable() && !autograd::grad_enabled() { t.detach() } else { t };
+        // Candle slices storage from a view's start offset even when the view
+        // holds no element, so an empty view past the end of its storage
+        // (`x[:, 1]` of a (0, 3) tensor) panics in later ops: make it fresh.
+        let t = if t.layout().start_offset() != 0 && t.elem_count() == 0 {
+            Tensor::zeros(t.shape(), t.dtype(), t.device()).unwrap_or(t)
+        } else {
+            t
+        };
         let grad = OnceLock::new();
         if t.is_variable() {
             let _ = grad.set(autograd::slot_for(&t));
@@ -214,6 +222,10 @@ pub fn shape_args(args: &Bound<'_, PyTuple>, op: &str) -> PyResult<Vec<i64>> {
         if it.is_instance_of::<PyFloat>() {
             return Err(type_err(op, format!("size must contain ints, got float {}", it)));
         }
+        if it.is_instance_of::<PyInt>() && it.extract::<i64>().is_err() {
+            // A Python int past i64: a size no tensor can have, not a type mistake.
+            return Err(crate::errors::value_err(op, format!("size {it} is too large (sizes must fit in int64)")));
+        }
         out.push(it.extract::<i64>().map_err(|_| type_err(op, format!("size must contain ints, got {}", it.get_type().name().map(|n| n.to_string()).unwrap_or_default())))?);
     }
     Ok(out)
@@ -222,13 +234,15 @@ pub fn shape_args(args: &Bound<'_, PyTuple>, op: &str) -> PyResult<Vec<i64>> {
 pub fn nonneg_shape(v: &[i64], op: &str) -> PyResult<Vec<usize>> {
     let mut out = Vec::with_capacity(v.len());
     let mut total: usize = 1;
+    // An empty tensor allocates nothing: its other dims need only fit in int64.
+    let limit = if v.contains(&0) { i64::MAX as usize } else { 1usize << 40 };
     for &d in v {
         if d < 0 {
             return Err(value_err(op, format!("negative dimension {d} in size {v:?}")));
         }
         total = total
-            .checked_mul(d as usize)
-            .filter(|t| *t <= (1usize << 40))
+            .checked_mul((d as usize).max(1))
+            .filter(|t| *t <= limit)
             .ok_or_else(|| value_err(op, format!("size {v:?} is too large")))?;
         out.push(d as usize);
     }
@@ -461,7 +475,7 @@ impl PyTensor {
         if let Some(d) = want_dev {
             let dev = d.candle()?;
             if !t.device().same_device(&dev) {
-                t = py.detach(|| t.to_device(&dev)).op("to")?;
+                t = crate::errors::detach_op(py, "to", || t.to_device(&dev))?;
                 changed = true;
             }
         }
@@ -540,7 +554,7 @@ impl PyTensor {
             return Ok(slf.clone().unbind());
         }
         check_alloc(t.elem_count(), me.dt().itemsize(), "contiguous")?;
-        let out = slf.py().detach(|| t.contiguous()).op("contiguous")?;
+        let out = crate::errors::detach_op(slf.py(), "contiguous", || t.contiguous())?;
         Py::new(slf.py(), PyTensor::wrap(out, me.is_bool))
     }
 
@@ -551,7 +565,7 @@ impl PyTensor {
         let t = self.t();
         check_alloc(t.elem_count(), self.dt().itemsize(), "clone")?;
         // `copy()` records no backward; `force_contiguous` does (as a Copy op).
-        let out = py.detach(|| t.force_contiguous()).op("clone")?;
+        let out = crate::errors::detach_op(py, "clone", || t.force_contiguous())?;
         Ok(PyTensor::wrap(out, self.is_bool))
     }
 
@@ -561,7 +575,7 @@ impl PyTensor {
 
     fn __deepcopy__(&self, py: Python<'_>, _memo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         let t = self.t();
-        let out = py.detach(|| t.copy()).op("deepcopy")?;
+        let out = crate::errors::detach_op(py, "deepcopy", || t.copy())?;
         let r = PyTensor::wrap(out, self.is_bool);
         if self.t().is_variable() {
             r.set_requires_grad(true)?;
@@ -665,7 +679,7 @@ impl PyTensor {
         if t.device().same_device(&d) {
             return Ok(slf.clone().unbind());
         }
-        let out = slf.py().detach(|| t.to_device(&d)).op("to")?;
+        let out = crate::errors::detach_op(slf.py(), "to", || t.to_device(&d))?;
         Py::new(slf.py(), PyTensor::wrap(out, me.is_bool))
     }
 }

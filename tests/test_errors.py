@@ -199,6 +199,55 @@ def test_specific_exception_types():
         len(cp.tensor(1.0))
 
 
+# ---------------------------------------------------------------- Rust panics
+
+
+@pytest.mark.parametrize("where", ["thread", "rayon", "op", "guard"])
+def test_rust_panic_becomes_backend_error(where):
+    # _debug_panic panics on purpose through the same helpers every heavy op
+    # uses (errors::detach / detach_if / guard): in the calling thread with the
+    # GIL released, inside a rayon worker, inside a Candle op's kernel, and
+    # with the GIL held.
+    with pytest.raises(cp.BackendError) as ei:
+        cp._core._debug_panic(where)
+    msg = str(ei.value)
+    assert msg.startswith("_debug_panic: internal error in the backend: deliberate panic"), msg
+    assert len(msg.splitlines()) == 1 and ".rs:" not in msg
+    assert isinstance(ei.value, RuntimeError)  # catchable as the documented builtin
+    # Still alive and computing.
+    assert (cp.ones(2, 2) @ cp.ones(2, 2)).tolist() == [[2.0, 2.0], [2.0, 2.0]]
+
+
+def test_rust_panics_never_take_the_interpreter_down():
+    # In a child process: many panics, from several threads at once, then real
+    # work; the child must exit normally with every panic seen as BackendError.
+    code = (
+        "import threading, candle_py as cp\n"
+        "seen = []\n"
+        "def job():\n"
+        "    for w in ['thread', 'rayon', 'op', 'guard'] * 25:\n"
+        "        try:\n"
+        "            cp._core._debug_panic(w)\n"
+        "        except cp.BackendError:\n"
+        "            seen.append(w)\n"
+        "ts = [threading.Thread(target=job) for _ in range(4)]\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]\n"
+        "x = cp.randn(300, 300)\n"
+        "assert abs(float((x @ x).sum()) - float((x.numpy() @ x.numpy()).sum())) < 1.0\n"
+        "print(len(seen))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, RUST_BACKTRACE="0"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "400"
+    assert "PanicException" not in r.stderr and "abort" not in r.stderr.lower()
+
+
+def test_debug_panic_rejects_unknown_place():
+    with pytest.raises(ValueError, match="where must be"):
+        cp._core._debug_panic("nowhere")
+
+
 def test_integer_division_by_zero():
     with pytest.raises(ZeroDivisionError):
         cp.tensor([1, 2]) // 0

@@ -1,7 +1,11 @@
 """`candle_py.safetensors`: the same calls as `safetensors.torch`.
 
-`load_file` memory-maps and validates the file before building any tensor;
-`save_file` is atomic (a temporary file renamed over the target).
+`load_file` memory-maps the file and validates its header (lengths, offsets,
+dtype/shape byte counts, duplicate names, overflowing shapes) before building
+any tensor, so a corrupt or hostile file raises a one-line ValueError naming
+the problem and costs no allocation beyond its header. `save_file` is atomic:
+a temporary file in the same folder, fsynced, then renamed over the target, so
+a writer killed mid-save leaves the previous file intact.
 """
 from __future__ import annotations
 
@@ -17,7 +21,9 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 def load_file(filename: PathLike, device: Union[str, int, None] = "cpu") -> Dict[str, Tensor]:
-    """Read every tensor of a `.safetensors` file into a dict (names sorted)."""
+    """Read every tensor of a `.safetensors` file into a dict (names sorted).
+
+    The file is memory-mapped and validated first; a broken file raises ValueError."""
     return _st.load_file(os.fspath(filename), device)  # type: ignore[no-any-return]
 
 

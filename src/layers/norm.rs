@@ -357,12 +357,10 @@ fn _layer_norm(py: Python<'_>, x: &Bound<'_, PyTensor>, weight: &Bound<'_, PyTen
         return Ok(PyTensor::wrap_dt(out, dt));
     }
     let op = LayerNorm { d, eps, stats: Mutex::new(Vec::new()) };
-    let out = py
-        .detach(|| {
-            let (x, w, b) = (xt.contiguous()?, w.flatten_all()?.contiguous()?, b.flatten_all()?.contiguous()?);
-            x.apply_op3(&w, &b, op)
-        })
-        .op("layer_norm")?;
+    let out = crate::errors::detach_op(py, "layer_norm", || {
+        let (x, w, b) = (xt.contiguous()?, w.flatten_all()?.contiguous()?, b.flatten_all()?.contiguous()?);
+        x.apply_op3(&w, &b, op)
+    })?;
     Ok(PyTensor::wrap_dt(out, dt))
 }
 
@@ -399,9 +397,7 @@ fn _batch_norm(
     let (mean_v, var_v) = (to_vec(&mt)?, to_vec(&vt)?);
     let rstd = var_v.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
     let op = BatchNorm { c, s, mean: mean_v, rstd, batch_stats };
-    let out = py
-        .detach(|| xt.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, op))
-        .op("batch_norm")?;
+    let out = crate::errors::detach_op(py, "batch_norm", || xt.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, op))?;
     Ok(PyTensor::wrap_dt(out, dt))
 }
 

@@ -20,6 +20,12 @@ from .parameter import Buffer, Parameter
 from .rnn import GRU, LSTM
 from .snake import Snake1d
 from .upsampling import Upsample
+from ._typecheck import type_check_forwards as _type_check
+
+# Built-in layers' forward raises TypeError for a non-tensor input, as in PyTorch
+# (containers and Identity pass anything through, so they are left alone).
+_type_check([v for v in list(globals().values()) if isinstance(v, type) and issubclass(v, Module)
+             and v not in (Module, Sequential, ModuleList, ModuleDict, Identity)], Module)
 
 __all__ = [
     "functional", "init", "utils", "Snake1d", "Module", "StateDictError", "Parameter", "Buffer",

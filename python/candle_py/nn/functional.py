@@ -172,16 +172,21 @@ def embedding(
 ) -> Tensor:
     if input.dtype.is_floating_point or input.dtype == _core.bool:
         raise TypeError(
-            f"embedding: indices must be an integer tensor (int64 or int32), got {input.dtype}; convert with .long()"
+            f"embedding: indices must be an integer tensor (int64 or int32), got {input.dtype} of shape "
+            f"{tuple(input.shape)}; convert with .long()"
         )
     idx = input.reshape(-1)
-    out = weight.index_select(0, idx)
+    try:
+        out = weight.index_select(0, idx)
+    except IndexError as e:  # name the layer's op and shapes, not index_select
+        raise IndexError(f"embedding: {str(e).split(': ', 1)[-1]} (weight {tuple(weight.shape)}, "
+                         f"input {tuple(input.shape)})") from None
     return out.reshape(*tuple(input.shape), weight.shape[1])
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if tensor.dtype.is_floating_point:
-        raise TypeError("one_hot is only applicable to index tensors")
+        raise TypeError(f"one_hot is only applicable to index tensors, got {tensor.dtype} of shape {tuple(tensor.shape)}")
     n = int(tensor.max().item()) + 1 if num_classes < 0 else num_classes
     classes = _core.arange(n, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).long()
@@ -797,3 +802,10 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
     from .attention import multi_head_attention_forward as _mha
 
     return _mha(query, key, value, embed_dim_to_check, num_heads, *args, **kwargs)
+
+
+# Non-tensor inputs raise PyTorch's TypeError ("tanh(): argument 'input' (position 1)
+# must be Tensor, not list") instead of an AttributeError from inside.
+from ._typecheck import type_check_functions as _type_check  # noqa: E402
+
+_type_check(globals(), __all__)

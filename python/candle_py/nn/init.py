@@ -103,11 +103,23 @@ def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlin
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0) -> Tensor:
     """Normal values redrawn until they fall in [a, b]."""
+    if not (math.isfinite(mean) and math.isfinite(std) and std >= 0 and a < b):
+        raise ValueError(f"trunc_normal_: need finite mean and std >= 0 and a < b, got mean={mean}, std={std}, a={a}, b={b}")
     with no_grad():
         n = tensor.numel()
         out = _core.empty(0, dtype=tensor.dtype, device=tensor.device)
-        while out.numel() < n:
+        for _ in range(1000):  # a bound, not a hang, when [a, b] lies far in a tail
+            if out.numel() >= n:
+                break
             draw = _core.randn(max(2 * n, 16), dtype=tensor.dtype, device=tensor.device) * std + mean
             keep = draw[(draw >= a).logical_and(draw <= b)]
             out = _core.cat([out, keep])
+        if out.numel() < n:
+            raise ValueError(f"trunc_normal_: [{a}, {b}] is too far from mean={mean} (std={std}) to sample")
         return tensor.copy_(out[:n].reshape(tuple(tensor.shape)))
+
+
+# A non-tensor argument raises TypeError, not AttributeError (see _typecheck.py).
+from ._typecheck import type_check_functions as _type_check  # noqa: E402
+
+_type_check(globals(), __all__)

@@ -17,7 +17,8 @@ _Shape = Union[int, Sequence[int]]
 def _shape(s: _Shape, layer: str) -> Tuple[int, ...]:
     shape = (s,) if isinstance(s, int) else tuple(s)
     if not shape or any((not isinstance(d, int)) or d <= 0 for d in shape):
-        raise ValueError(f"[{layer}] normalized_shape must be positive integers, got {s!r}")
+        shown = f"a tensor of shape {tuple(s.shape)}" if hasattr(s, "shape") else repr(s)[:80]  # one line
+        raise ValueError(f"[{layer}] normalized_shape must be positive integers, got {shown}")
     return shape
 
 

@@ -142,7 +142,8 @@ class _AdaptivePoolNd(Module):
             raise ValueError(f"[{name}] output_size must be an int or a tuple of {self._nd} values, got {output_size!r}")
         for v in sizes:
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
-                raise ValueError(f"[{name}] output_size must contain positive integers (or None), got {output_size!r}")
+                shown = f"a tensor of shape {tuple(output_size.shape)}" if hasattr(output_size, "shape") else repr(output_size)
+                raise ValueError(f"[{name}] output_size must contain positive integers (or None), got {shown}")
         self.output_size = output_size
         if self._max:
             self.return_indices = return_indices

@@ -15,6 +15,9 @@ _Params = Union[Tensor, Iterable[Tensor]]
 
 def _grads(parameters: _Params) -> list[Tensor]:
     params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    for p in params:
+        if not isinstance(p, Tensor):
+            raise TypeError(f"clip_grad: parameters must be Tensors, got {type(p).__name__}")
     return [p for p in params if p.grad is not None]
 
 

@@ -28,6 +28,8 @@ class ParametrizationList(Module):
 
 
 def weight_norm(module: M, name: str = "weight", dim: Optional[int] = 0) -> M:
+    if not isinstance(module, Module):
+        raise TypeError(f"weight_norm: expected an nn.Module, got {type(module).__name__}")
     weight = module._parameters.get(name)
     if weight is None:
         raise ValueError(f"weight_norm: module {type(module).__name__} has no parameter {name!r}")

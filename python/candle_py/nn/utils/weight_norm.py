@@ -40,6 +40,8 @@ class _WeightNorm:
 
 def weight_norm(module: M, name: str = "weight", dim: Optional[int] = 0) -> M:
     """Reparametrize `module.<name>` as `g * v / ||v||` (norm over all dims but `dim`)."""
+    if not isinstance(module, Module):
+        raise TypeError(f"weight_norm: expected an nn.Module, got {type(module).__name__}")
     for hook in module._forward_pre_hooks.values():
         if isinstance(hook, _WeightNorm) and hook.name == name:
             raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
@@ -58,6 +60,8 @@ def weight_norm(module: M, name: str = "weight", dim: Optional[int] = 0) -> M:
 
 def remove_weight_norm(module: M, name: str = "weight") -> M:
     """Fold g and v back into one `weight` parameter."""
+    if not isinstance(module, Module):
+        raise TypeError(f"remove_weight_norm: expected an nn.Module, got {type(module).__name__}")
     for k, hook in list(module._forward_pre_hooks.items()):
         if isinstance(hook, _WeightNorm) and hook.name == name:
             w = hook.compute(module).detach()
