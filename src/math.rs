@@ -179,7 +179,7 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
     if let Operand::T(bt, bdt) = &b {
         if *bdt == adt && at.dims() == bt.dims() && adt.is_float() && matches!(op, Bin::Add | Bin::Sub | Bin::Mul | Bin::Div) {
             let (l, r) = if reflected { (bt, &at) } else { (&at, bt) };
-            if let Some(out) = small_direct(l, r, op) {
+            if let Some(out) = maybe_detach(l.elem_count(), || Ok(direct_binary(l, r, op))).op(name)? {
                 return Ok(PyTensor::wrap_dt(out, adt));
             }
             let out = maybe_detach(l.elem_count(), || match op {
@@ -236,7 +236,7 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
                 (Bin::Sub, true) => (-1.0, c),
                 _ => (c, 0.0),
             };
-            if let Some(out) = small_affine(&at, mul, add) {
+            if let Some(out) = maybe_detach(at.elem_count(), || Ok(direct_affine(&at, mul, add))).op(name)? {
                 return Ok(PyTensor::wrap_dt(out, dt));
             }
             let out = maybe_detach(at.elem_count(), || at.affine(mul, add)).op(name)?;
@@ -330,28 +330,28 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
     Ok(PyTensor::wrap_dt(out, out_dt))
 }
 
-/// Small contiguous CPU operands outside autograd: one tight loop into a new
-/// buffer, skipping Candle's generic dispatch (which dominates at this size).
-fn small_direct(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
-    // Up to here one vectorized loop beats Candle's rayon path, whose wake-ups
-    // dominate (and stall on a busy machine) at these sizes.
-    const SMALL: usize = 1 << 16;
-    let n = l.elem_count();
-    if n > SMALL || l.track_op() || r.track_op() || !l.device().is_cpu() || !l.is_contiguous() || !r.is_contiguous() {
+/// Contiguous CPU operands outside autograd: one tight vectorized loop into a
+/// new buffer, skipping Candle's generic dispatch (which dominates small ops),
+/// and split over rayon's pool for large ones. Candle's own parallel path runs on
+/// a second thread pool beside rayon's; on 2 cores the two pools' spinning
+/// workers starve each other, so large elementwise work stays on one pool.
+fn direct_binary(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
+    if l.track_op() || r.track_op() || !l.device().is_cpu() || !l.is_contiguous() || !r.is_contiguous() {
         return None;
     }
-    fn run<T: Copy + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(
+    fn run<T: Copy + Send + Sync + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(
         a: &[T],
         b: &[T],
         op: Bin,
     ) -> Vec<T> {
         match op {
-            Bin::Add => a.iter().zip(b).map(|(x, y)| *x + *y).collect(),
-            Bin::Sub => a.iter().zip(b).map(|(x, y)| *x - *y).collect(),
-            Bin::Mul => a.iter().zip(b).map(|(x, y)| *x * *y).collect(),
-            _ => a.iter().zip(b).map(|(x, y)| *x / *y).collect(),
+            Bin::Add => par_zip(a, b, |x, y| x + y),
+            Bin::Sub => par_zip(a, b, |x, y| x - y),
+            Bin::Mul => par_zip(a, b, |x, y| x * y),
+            _ => par_zip(a, b, |x, y| x / y),
         }
     }
+    let n = l.elem_count();
     let (la, _) = l.layout().contiguous_offsets()?;
     let (ra, _) = r.layout().contiguous_offsets()?;
     let (ls, _) = l.storage_and_layout();
@@ -368,11 +368,49 @@ fn small_direct(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
     }
 }
 
-/// `x * mul + add` for a small contiguous CPU tensor outside autograd, as Candle's
-/// affine computes it (same formula, same rounding), in one vectorized loop.
-fn small_affine(x: &Tensor, mul: f64, add: f64) -> Option<Tensor> {
+/// Up to this many elements one loop on the calling thread beats any split.
+const PAR_MIN: usize = 1 << 16;
+const PAR_CHUNK: usize = 1 << 14;
+
+/// `f(a[i], b[i])` for all i, in parallel chunks when long.
+fn par_zip<T: Copy + Send + Sync>(a: &[T], b: &[T], f: impl Fn(T, T) -> T + Sync) -> Vec<T> {
+    if a.len() <= PAR_MIN {
+        return a.iter().zip(b).map(|(x, y)| f(*x, *y)).collect();
+    }
+    par_fill(a.len(), |lo, dst| {
+        for ((d, x), y) in dst.iter_mut().zip(&a[lo..]).zip(&b[lo..]) {
+            d.write(f(*x, *y));
+        }
+    })
+}
+
+/// `f(a[i])` for all i, in parallel chunks when long.
+fn par_map<T: Copy + Send + Sync>(a: &[T], f: impl Fn(T) -> T + Sync) -> Vec<T> {
+    if a.len() <= PAR_MIN {
+        return a.iter().map(|x| f(*x)).collect();
+    }
+    par_fill(a.len(), |lo, dst| {
+        for (d, x) in dst.iter_mut().zip(&a[lo..]) {
+            d.write(f(*x));
+        }
+    })
+}
+
+/// A new `n`-element buffer whose chunks `fill(start, chunk)` writes in parallel.
+fn par_fill<T: Send>(n: usize, fill: impl Fn(usize, &mut [std::mem::MaybeUninit<T>]) + Sync) -> Vec<T> {
+    use rayon::prelude::*;
+    let mut out: Vec<T> = Vec::with_capacity(n);
+    out.spare_capacity_mut()[..n].par_chunks_mut(PAR_CHUNK).enumerate().for_each(|(c, dst)| fill(c * PAR_CHUNK, dst));
+    // SAFETY: the chunks cover 0..n and `fill` writes every element of its chunk.
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// `x * mul + add` for a contiguous CPU tensor outside autograd, as Candle's
+/// affine computes it (same formula, same rounding), in one vectorized pass.
+fn direct_affine(x: &Tensor, mul: f64, add: f64) -> Option<Tensor> {
     let n = x.elem_count();
-    if n > 1 << 16 || x.track_op() || !x.device().is_cpu() {
+    if x.track_op() || !x.device().is_cpu() {
         return None;
     }
     let (a, _) = x.layout().contiguous_offsets()?;
@@ -382,11 +420,9 @@ fn small_affine(x: &Tensor, mul: f64, add: f64) -> Option<Tensor> {
     match &*st {
         candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)) => {
             let (m, c) = (mul as f32, add as f32);
-            Tensor::from_vec(v[a..a + n].iter().map(|x| *x * m + c).collect::<Vec<f32>>(), shape, &dev).ok()
+            Tensor::from_vec(par_map(&v[a..a + n], |x| x * m + c), shape, &dev).ok()
         }
-        candle_core::Storage::Cpu(candle_core::CpuStorage::F64(v)) => {
-            Tensor::from_vec(v[a..a + n].iter().map(|x| *x * mul + add).collect::<Vec<f64>>(), shape, &dev).ok()
-        }
+        candle_core::Storage::Cpu(candle_core::CpuStorage::F64(v)) => Tensor::from_vec(par_map(&v[a..a + n], |x| x * mul + add), shape, &dev).ok(),
         _ => None,
     }
 }
