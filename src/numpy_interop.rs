@@ -231,7 +231,15 @@ impl PyTensor {
         if let Some(m) = max_version {
             kw.set_item("max_version", m)?;
         }
-        a.call_method("__dlpack__", (), Some(&kw))
+        // NumPy's BufferError (a dtype the requested DLPack version lacks) is a
+        // TypeError here, the documented exception for an unsupported dtype.
+        a.call_method("__dlpack__", (), Some(&kw)).map_err(|e| {
+            if e.is_instance_of::<pyo3::exceptions::PyBufferError>(slf.py()) {
+                crate::errors::type_err("__dlpack__", e.value(slf.py()).to_string())
+            } else {
+                e
+            }
+        })
     }
 
     fn __dlpack_device__(&self) -> (i32, i32) {

@@ -286,7 +286,7 @@ def api_entries() -> list[tuple[str, str, Any]]:
     e: list[tuple[str, str, Any]] = []
     e += [("cp." + n, "func", getattr(cp, n)) for n in _junk_sweep.function_names()]
     e += [("Tensor." + n, "method", n) for n in _junk_sweep.method_names()]
-    e += [("F." + n, "func", getattr(F, n)) for n in _public(F) if n not in ("on_cpu",)]
+    e += [("F." + n, "func", getattr(F, n)) for n in F.__all__]
     e += [("nn." + n, "func", getattr(nn, n)) for n in sorted(LAYERS)]  # constructors with junk
     e += [("nn." + n + ".forward", "layer", n) for n in sorted(LAYERS)]
     e += [("nn.init." + n, "func", getattr(nn.init, n)) for n in _public(nn.init) if n != "no_grad"]
