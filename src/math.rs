@@ -786,7 +786,7 @@ impl PyTensor {
     }
     fn relu(&self) -> PyResult<PyTensor> {
         let t = self.t();
-        Ok(PyTensor::wrap_dt(t.relu().op("relu")?, self.dt()))
+        Ok(PyTensor::wrap_dt(crate::layers::activation::relu(&t).op("relu")?, self.dt()))
     }
     fn square(&self) -> PyResult<PyTensor> {
         let t = self.t();

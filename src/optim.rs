@@ -18,7 +18,7 @@ use std::cell::RefCell;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 /// Elements below which a parameter is updated on the calling thread.
-const PAR_MIN: usize = 1 << 16;
+const PAR_MIN: usize = 1 << 18;
 
 trait Float:
     Copy + Send + Sync + PartialOrd + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + Neg<Output = Self>
@@ -111,7 +111,26 @@ fn sgd_kernel<T: Float>(p: &mut [T], g: &[T], buf: Option<&mut [T]>, fresh: bool
 /// grad, value=1 - beta2)`; amsgrad's running maximum; `denom = (v.sqrt() /
 /// sqrt(bias_correction2)).add_(eps)`; `param.addcdiv_(exp_avg, denom, value=-lr /
 /// bias_correction1)`.
-fn adam_kernel<T: Float>(p: &mut [T], g: &[T], m: &mut [T], v: &mut [T], mut vmax: Option<&mut [T]>, h: &Adam) {
+fn adam_kernel<T: Float>(p: &mut [T], g: &[T], m: &mut [T], v: &mut [T], vmax: Option<&mut [T]>, h: &Adam) {
+    let l2 = h.weight_decay != 0.0 && !h.decoupled;
+    // The loops are instantiated per (L2 decay, amsgrad) so each is branch-free and
+    // vectorizes; maximize and decoupled decay are exact multiplications by +-1 and 1.
+    match (l2, vmax) {
+        (false, None) => adam_loop::<T, false, false>(p, g, m, v, &mut [], h),
+        (true, None) => adam_loop::<T, true, false>(p, g, m, v, &mut [], h),
+        (false, Some(vm)) => adam_loop::<T, false, true>(p, g, m, v, vm, h),
+        (true, Some(vm)) => adam_loop::<T, true, true>(p, g, m, v, vm, h),
+    }
+}
+
+fn adam_loop<T: Float, const L2: bool, const AMS: bool>(
+    p: &mut [T],
+    g: &[T],
+    m: &mut [T],
+    v: &mut [T],
+    vmax: &mut [T],
+    h: &Adam,
+) {
     let bc1 = 1.0 - h.beta1.powf(h.step);
     let bc2_sqrt = (1.0 - h.beta2.powf(h.step)).sqrt();
     let w1 = 1.0 - h.beta1;
@@ -119,31 +138,27 @@ fn adam_kernel<T: Float>(p: &mut [T], g: &[T], m: &mut [T], v: &mut [T], mut vma
     let one_minus_w = T::of(1.0) - w;
     let (b2, c2) = (T::of(h.beta2), T::of(1.0 - h.beta2));
     let (bc2s, eps, neg_step) = (T::of(bc2_sqrt), T::of(h.eps), T::of(-(h.lr / bc1)));
-    let (wd, decay) = (T::of(h.weight_decay), T::of(1.0 - h.lr * h.weight_decay));
-    let (use_wd, decoupled, max) = (h.weight_decay != 0.0, h.decoupled, h.maximize);
-    for i in 0..p.len() {
-        let mut pv = p[i];
-        let mut gv = if max { -g[i] } else { g[i] };
-        if use_wd {
-            if decoupled {
-                pv = pv * decay;
-            } else {
-                gv = gv + wd * pv;
-            }
-        }
+    let wd = T::of(h.weight_decay);
+    let decay = T::of(if h.decoupled && h.weight_decay != 0.0 { 1.0 - h.lr * h.weight_decay } else { 1.0 });
+    let sign = T::of(if h.maximize { -1.0 } else { 1.0 });
+    let n = p.len();
+    let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
+    let vmax = if AMS { &mut vmax[..n] } else { vmax };
+    for i in 0..n {
+        let pv = p[i] * decay;
+        let gv = if L2 { g[i] * sign + wd * pv } else { g[i] * sign };
         // lerp(self, end, w): torch picks the form by |w| for accuracy.
         let mv = if small { m[i] + w * (gv - m[i]) } else { gv - (gv - m[i]) * one_minus_w };
         let vv = v[i] * b2 + c2 * gv * gv;
         m[i] = mv;
         v[i] = vv;
-        let vd = match vmax.as_deref_mut() {
-            Some(vm) => {
-                // torch.maximum: the larger, or NaN if either is.
-                let x = if vm[i].is_nan() { vm[i] } else if vv.is_nan() || vv > vm[i] { vv } else { vm[i] };
-                vm[i] = x;
-                x
-            }
-            None => vv,
+        let vd = if AMS {
+            // torch.maximum: the larger, or NaN if either is.
+            let x = if vmax[i].is_nan() { vmax[i] } else if vv.is_nan() || vv > vmax[i] { vv } else { vmax[i] };
+            vmax[i] = x;
+            x
+        } else {
+            vv
         };
         let denom = vd.sqrt() / bc2s + eps;
         p[i] = pv + neg_step * mv / denom;
@@ -385,7 +400,50 @@ fn _adam_step(
     })
 }
 
+/// Keep freed buffers for reuse. A training step frees and re-allocates the same
+/// 0.1-30 MB buffers (activations, gradients, their accumulations) every step; with
+/// glibc's defaults those come from fresh mmaps or a heap top that was just trimmed,
+/// so every step pays page faults for them again (a quarter of a small model's step).
+/// Freed memory stays in the process instead (as in caching allocators); a user's own
+/// MALLOC_* / GLIBC_TUNABLES settings win.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn keep_freed_memory() {
+    extern "C" {
+        fn mallopt(param: i32, value: i32) -> i32;
+    }
+    const M_TRIM_THRESHOLD: i32 = -1;
+    const M_MMAP_THRESHOLD: i32 = -3;
+    let user_set = ["MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some());
+    if !user_set {
+        // SAFETY: mallopt only changes glibc's allocation thresholds.
+        unsafe {
+            mallopt(M_MMAP_THRESHOLD, 32 << 20);
+            mallopt(M_TRIM_THRESHOLD, 256 << 20);
+        }
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn keep_freed_memory() {}
+
+/// Candle's own elementwise ops (those autograd runs to accumulate gradients) fan out
+/// to a spin-barrier thread pool. On a machine with few cores, whose other threads
+/// (rayon's, the caller's, other processes) are busy, the barrier's spinning waits for
+/// a descheduled worker: a small model's training step ran 4x slower. There they run
+/// on the calling thread; a user's CANDLE_NUM_THREADS wins. Must run before Candle's
+/// first parallel op (the pool reads the variable once).
+fn single_threaded_candle_barrier_on_small_machines() {
+    let few_cores = std::thread::available_parallelism().map_or(true, |n| n.get() <= 4);
+    if few_cores && std::env::var_os("CANDLE_NUM_THREADS").is_none() {
+        std::env::set_var("CANDLE_NUM_THREADS", "1");
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    keep_freed_memory();
+    single_threaded_candle_barrier_on_small_machines();
     m.add_function(wrap_pyfunction!(_sgd_step, m)?)?;
     m.add_function(wrap_pyfunction!(_adam_step, m)?)?;
     Ok(())

@@ -340,6 +340,36 @@ def test_fused_steps_on_large_parameters_match_numpy() -> None:
     np.testing.assert_allclose(np_(opt.state[q]["max_exp_avg_sq"]), v, rtol=1e-5, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [cp.float32, cp.float64])
+def test_fused_cross_entropy_matches_tensor_path(dtype: Any, monkeypatch: Any) -> None:
+    """`_core._cross_entropy` (one op, one-pass backward) against the tensor-op formula:
+    every reduction, class weights, ignore_index and label smoothing."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((7, 5))
+    t = cp.from_numpy(np.array([0, 4, 2, -100, 1, 3, 7]))
+    w = cp.from_numpy(rng.random(5)).to(dtype)
+    fused = cp._core._cross_entropy
+    for kwargs in [dict(), dict(reduction="sum"), dict(reduction="none", weight=w), dict(label_smoothing=0.3, weight=w),
+                   dict(label_smoothing=0.1, reduction="none"), dict(ignore_index=7, reduction="mean", weight=w)]:
+        out = []
+        for use in (True, False):
+            monkeypatch.setattr(cp._core, "_cross_entropy", fused if use else (lambda *a: None))
+            xt = cp.from_numpy(x).to(dtype).requires_grad_(True)
+            ignore = kwargs.get("ignore_index", -100)
+            tt = cp.where(t == -100, cp.tensor(0), t) if ignore == 7 else cp.where(t == 7, cp.tensor(-100), t)
+            loss = F.cross_entropy(xt, tt, **kwargs)
+            g = cp.from_numpy(np.linspace(0.5, 1.5, max(loss.numel(), 1)).reshape(tuple(loss.shape))).to(dtype)
+            (loss * g).sum().backward()
+            out.append((np_(loss), np_(xt.grad), loss.dtype))
+        tol = 1e-6 if dtype == cp.float32 else 1e-12
+        np.testing.assert_allclose(out[0][0], out[1][0], rtol=tol, atol=tol, err_msg=str(kwargs))
+        np.testing.assert_allclose(out[0][1], out[1][1], rtol=tol, atol=tol, err_msg=str(kwargs))
+        assert out[0][2] == out[1][2] == dtype
+    # Where the kernel does not apply it says so, and the tensor path raises its errors.
+    assert fused(cp.ones(4, 3), cp.tensor([0, 1, 5, 1]), None, -100, "mean", 0.0) is None
+    assert fused(cp.ones(4, 3, 2), cp.zeros(4, 2, dtype=cp.int64), None, -100, "mean", 0.0) is None
+
+
 def test_fused_step_falls_back_for_strided_grads() -> None:
     """A gradient that is a non-contiguous view takes the tensor path, with the same result;
     SGD's first momentum buffer is still the gradient itself."""

@@ -516,6 +516,16 @@ def _avg_pool(
 def _adaptive_pool(
     input: Tensor, output_size: Sequence[builtins.int], is_max: builtins.bool, return_indices: builtins.bool, op: str
 ) -> Any: ...
+# Private fused cross-entropy behind nn.functional.cross_entropy for (N, C) logits and
+# class-index targets; None where it does not apply (the Python path then runs).
+def _cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Optional[Tensor],
+    ignore_index: builtins.int,
+    reduction: str,
+    label_smoothing: builtins.float,
+) -> Optional[Tensor]: ...
 # Private fused optimizer steps behind optim.SGD / optim.Adam (src/optim.rs): update one
 # parameter group in place; False (nothing touched) when the fused kernel does not apply.
 def _sgd_step(

@@ -24,20 +24,28 @@ use rayon::prelude::*;
 /// Elements of one chunk's column matrix we aim for (64 MiB of f32); a chunk holds
 /// at least one sample.
 const COLS_BUDGET: usize = 1 << 24;
-/// Below this much work (elements touched, or multiply-adds) a pass stays on the
-/// calling thread: handing it to rayon costs more than it saves.
-const PAR_MIN: usize = 1 << 15;
+/// Below these a pass stays on the calling thread. Handing work to rayon costs tens
+/// of microseconds, and where cores are shared (other threads, other processes) a
+/// fork-join can wait a whole scheduler slice for its second thread: only work of
+/// about a millisecond or more on one core is worth splitting.
+const PAR_ELEMS: usize = 1 << 18;
+const PAR_MACS: usize = 1 << 23;
 
-/// Whether `work` is worth splitting over rayon's threads.
-pub(crate) fn par_ok(work: usize) -> bool {
-    work >= PAR_MIN && rayon::current_num_threads() > 1
+/// Whether a memory-bound pass over `elems` elements is worth splitting over threads.
+pub(crate) fn par_ok(elems: usize) -> bool {
+    elems >= PAR_ELEMS && rayon::current_num_threads() > 1
 }
 
-/// Run `f` on a rayon worker when it is big enough to go parallel, so the
-/// parallel passes inside it split from there instead of each paying a hand-off
-/// from the calling (Python) thread.
-pub(crate) fn in_pool<R: Send>(work: usize, f: impl FnOnce() -> R + Send) -> R {
-    if par_ok(work) && rayon::current_thread_index().is_none() {
+/// Whether GEMMs of `macs` multiply-adds are worth splitting over threads.
+pub(crate) fn par_gemm(macs: usize) -> bool {
+    macs >= PAR_MACS && rayon::current_num_threads() > 1
+}
+
+/// Run `f` on a rayon worker when it will go parallel (`par`), so the parallel passes
+/// inside it split from there instead of each paying a hand-off from the calling
+/// (Python) thread.
+pub(crate) fn in_pool<R: Send>(par: bool, f: impl FnOnce() -> R + Send) -> R {
+    if par && rayon::current_thread_index().is_none() {
         rayon::scope(|_| f())
     } else {
         f()
@@ -398,14 +406,14 @@ fn per_group<T: Elem>(
     f: impl Fn(usize, &mut [T], gemm::Parallelism) + Sync + Send,
 ) {
     let threads = rayon::current_num_threads();
-    if groups >= threads && groups > 1 && par_ok(work * groups) {
+    if groups >= threads && groups > 1 && (par_gemm(work * groups) || par_ok(chunk * groups)) {
         out.par_chunks_mut(chunk)
             .take(groups)
             .enumerate()
             .for_each(|(g, o)| f(g, o, gemm::Parallelism::None));
     } else {
         // gemm splits only above its own size threshold.
-        let par = if threads > 1 && work >= 1 << 18 {
+        let par = if par_gemm(work) {
             gemm::Parallelism::Rayon(threads)
         } else {
             gemm::Parallelism::None
@@ -533,13 +541,15 @@ impl ConvOp {
             Kind::WGrad => "conv_weight_grad",
         }
     }
-    /// Multiply-adds of the GEMMs, to decide on threads.
-    fn work(&self) -> usize {
+    /// Whether the op is big enough for threads: its GEMMs' multiply-adds, or the
+    /// columns it moves (depthwise convolutions are mostly the latter).
+    fn parallel(&self) -> bool {
         let (mg, kc, l) = dims(&self.g, self.w_rows);
-        self.g.n * self.g.groups * mg * kc * l
+        let g = &self.g;
+        par_gemm(g.n * g.groups * mg * kc * l) || par_ok(g.n * g.c * g.kvol() * l)
     }
     fn run<T: Elem>(&self, a: &[T], b: &[T], bias: Option<&[T]>) -> Vec<T> {
-        in_pool(self.work(), || match self.kind {
+        in_pool(self.parallel(), || match self.kind {
             Kind::Fwd => conv_fwd(a, b, bias, &self.g, self.w_rows),
             Kind::Adj => conv_adj(a, b, bias, &self.g, self.w_rows),
             Kind::WGrad => conv_wgrad(a, b, &self.g, self.w_rows),

@@ -129,7 +129,7 @@ impl CustomOp3 for LinearBias {
     }
     fn bwd(&self, x: &Tensor, w: &Tensor, _b: &Tensor, _res: &Tensor, g: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let (dx, dw) = grads(x, w, g)?;
-        Ok((Some(dx), Some(dw), Some(g.sum(0)?)))
+        Ok((Some(dx), Some(dw), Some(crate::kernels::sum_keepdim(g, &[0])?.squeeze(0)?)))
     }
 }
 

@@ -4,9 +4,11 @@
 use candle_core::{CpuStorage, Layout, Result};
 use pyo3::prelude::*;
 
+pub(crate) mod activation;
 mod attention;
 mod conv;
 mod linear;
+mod loss;
 mod norm;
 mod pooling;
 
@@ -86,5 +88,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     linear::register(m)?;
     norm::register(m)?;
     pooling::register(m)?;
+    loss::register(m)?;
     Ok(())
 }

@@ -57,9 +57,28 @@ struct PoolGeom {
     outs: [usize; 3],
     axes: [Axis; 3],
     divisor: Option<f64>,
+    /// For each (z, y) output row, the flat input offsets of its windows' rows:
+    /// `rows[row_at[zy]..row_at[zy + 1]]` (made once; every plane walks them).
+    rows: Vec<usize>,
+    row_at: Vec<usize>,
 }
 
 impl PoolGeom {
+    fn new(planes: usize, ins: [usize; 3], outs: [usize; 3], axes: [Axis; 3], divisor: Option<f64>) -> PoolGeom {
+        let [_, h, w] = ins;
+        let (mut rows, mut row_at) = (Vec::new(), vec![0]);
+        for wz in &axes[0].win {
+            for wy in &axes[1].win {
+                for a in 0..wz.count {
+                    for b in 0..wy.count {
+                        rows.push(((wz.first + a * wz.step) * h + wy.first + b * wy.step) * w);
+                    }
+                }
+                row_at.push(rows.len());
+            }
+        }
+        PoolGeom { planes, ins, outs, axes, divisor, rows, row_at }
+    }
     fn ivol(&self) -> usize {
         self.ins.iter().product()
     }
@@ -67,24 +86,36 @@ impl PoolGeom {
         self.outs.iter().product()
     }
     /// Visit each output position (flat index `o`, per-axis position `at`) with the
-    /// flat input index of each of its window's rows (`rows`, reused) and the x-window.
-    #[inline]
+    /// flat input offsets of its window's rows and its x-window.
+    #[inline(always)]
     fn each(&self, mut f: impl FnMut(usize, [usize; 3], &[usize], Win)) {
-        let [_, h, w] = self.ins;
-        let mut rows = Vec::new();
+        let (ny, ax) = (self.axes[1].win.len(), &self.axes[2].win);
         let mut o = 0;
-        for (z, wz) in self.axes[0].win.iter().enumerate() {
-            for (y, wy) in self.axes[1].win.iter().enumerate() {
-                rows.clear();
-                for a in 0..wz.count {
-                    for b in 0..wy.count {
-                        rows.push(((wz.first + a * wz.step) * h + wy.first + b * wy.step) * w);
-                    }
-                }
-                for (x, &wx) in self.axes[2].win.iter().enumerate() {
-                    f(o, [z, y, x], &rows, wx);
-                    o += 1;
-                }
+        for zy in 0..self.row_at.len() - 1 {
+            let rows = &self.rows[self.row_at[zy]..self.row_at[zy + 1]];
+            for (x, &wx) in ax.iter().enumerate() {
+                f(o, [zy / ny, zy % ny, x], rows, wx);
+                o += 1;
+            }
+        }
+    }
+    /// Whether every window is 2x2 of consecutive positions in one plane (MaxPool2d(2)
+    /// and the like): `argmax2x2` applies.
+    fn is_2x2(&self) -> bool {
+        let full = |a: &Axis, c: usize| a.win.iter().all(|w| w.count == c && w.step == 1);
+        full(&self.axes[0], 1) && full(&self.axes[1], 2) && full(&self.axes[2], 2)
+    }
+    /// `f(o, a, b)` for each output `o` of a 2x2 geometry, its window's rows starting at
+    /// flat offsets `a` and `b`.
+    #[inline(always)]
+    fn each_2x2(&self, mut f: impl FnMut(usize, usize, usize)) {
+        let ax = &self.axes[2].win;
+        let mut o = 0;
+        for zy in 0..self.row_at.len() - 1 {
+            let (r0, r1) = (self.rows[self.row_at[zy]], self.rows[self.row_at[zy] + 1]);
+            for wx in ax {
+                f(o, r0 + wx.first, r1 + wx.first);
+                o += 1;
             }
         }
     }
@@ -103,28 +134,149 @@ fn per_task(plane_work: usize) -> usize {
     ((1 << 14) / plane_work.max(1)).max(1)
 }
 
-/// Flat input index of the max of a window (NaN wins, the last NaN as in PyTorch),
-/// or `usize::MAX` if the window is empty. Branch-free selects: on real data which
-/// element wins is unpredictable, and mispredicted branches cost more than the loads.
+/// Float types with a branch-free window argmax. On real data which element of a
+/// window wins is unpredictable, and LLVM turns scalar selects in this loop back into
+/// branches (x86 cmov conversion) whose mispredictions cost more than the rest of max
+/// pooling; SSE2 compare-and-blend (baseline on x86-64) keeps it branch-free.
+trait Pick: Elem {
+    /// Flat input index of the max of a window (NaN wins, the last NaN as in PyTorch),
+    /// or `usize::MAX` if the window is empty.
+    fn argmax(plane: &[Self], rows: &[usize], wx: Win) -> usize;
+    /// The same for the 2x2 window `a, a + 1, b, b + 1` (in that order), as a tree of
+    /// three comparisons instead of a chain of four.
+    fn argmax2x2(plane: &[Self], a: usize, b: usize) -> usize;
+}
+
+/// Which of two window elements wins, `y` following `x` in visiting order: `y` when it
+/// is larger or NaN. Comparing the winners of consecutive runs gives the winner of the
+/// whole run, so windows can be reduced as trees.
 #[inline(always)]
-fn argmax<T: Elem>(plane: &[T], rows: &[usize], wx: Win) -> usize {
+fn later_wins<T: Elem>(x: T, y: T) -> bool {
+    (y > x) | y.is_nan()
+}
+
+/// The window's flat input indices, in PyTorch's visiting order (rows, then x).
+#[inline(always)]
+fn window_indices(plane_len: usize, rows: &[usize], wx: Win) -> Option<impl Iterator<Item = usize> + Clone + '_> {
     if rows.is_empty() || wx.count == 0 {
-        return usize::MAX;
+        return None;
     }
-    // Starting from -inf at the first element gives that element when all are -inf.
-    let mut bi = rows[0] + wx.first;
+    let last = rows.iter().max().copied().unwrap_or(0) + wx.first + (wx.count - 1) * wx.step;
+    assert!(last < plane_len, "pooling window outside its plane");
+    Some(rows.iter().flat_map(move |&r| (0..wx.count).map(move |j| r + wx.first + j * wx.step)))
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Pick for f32 {
+    #[inline(always)]
+    fn argmax(plane: &[f32], rows: &[usize], wx: Win) -> usize {
+        use std::arch::x86_64::*;
+        let Some(idx) = window_indices(plane.len(), rows, wx) else { return usize::MAX };
+        if plane.len() > i32::MAX as usize {
+            return argmax_plain(plane, idx);
+        }
+        // SAFETY: SSE2 is part of x86-64; every index was checked against the plane.
+        unsafe {
+            let mut best = _mm_set_ss(f32::NEG_INFINITY);
+            let mut bi = _mm_setzero_si128();
+            let mut first = true;
+            for i in idx {
+                let v = _mm_load_ss(plane.as_ptr().add(i));
+                let take = _mm_or_ps(_mm_cmplt_ss(best, v), _mm_cmpunord_ss(v, v));
+                best = _mm_or_ps(_mm_and_ps(take, v), _mm_andnot_ps(take, best));
+                let t = _mm_castps_si128(take);
+                let iv = _mm_cvtsi32_si128(i as i32);
+                // The first element is the answer when the whole window is -inf.
+                bi = if first { iv } else { _mm_or_si128(_mm_and_si128(t, iv), _mm_andnot_si128(t, bi)) };
+                first = false;
+            }
+            _mm_cvtsi128_si32(bi) as u32 as usize
+        }
+    }
+    #[inline(always)]
+    fn argmax2x2(plane: &[f32], a: usize, b: usize) -> usize {
+        argmax2x2_sel(plane, a, b)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Pick for f64 {
+    #[inline(always)]
+    fn argmax(plane: &[f64], rows: &[usize], wx: Win) -> usize {
+        use std::arch::x86_64::*;
+        let Some(idx) = window_indices(plane.len(), rows, wx) else { return usize::MAX };
+        // SAFETY: SSE2 is part of x86-64; every index was checked against the plane.
+        unsafe {
+            let mut best = _mm_set_sd(f64::NEG_INFINITY);
+            let mut bi = _mm_setzero_si128();
+            let mut first = true;
+            for i in idx {
+                let v = _mm_load_sd(plane.as_ptr().add(i));
+                let take = _mm_or_pd(_mm_cmplt_sd(best, v), _mm_cmpunord_sd(v, v));
+                best = _mm_or_pd(_mm_and_pd(take, v), _mm_andnot_pd(take, best));
+                let t = _mm_castpd_si128(take);
+                let iv = _mm_cvtsi64_si128(i as i64);
+                bi = if first { iv } else { _mm_or_si128(_mm_and_si128(t, iv), _mm_andnot_si128(t, bi)) };
+                first = false;
+            }
+            _mm_cvtsi128_si64(bi) as usize
+        }
+    }
+    #[inline(always)]
+    fn argmax2x2(plane: &[f64], a: usize, b: usize) -> usize {
+        argmax2x2_sel(plane, a, b)
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+impl Pick for f32 {
+    fn argmax(plane: &[f32], rows: &[usize], wx: Win) -> usize {
+        window_indices(plane.len(), rows, wx).map_or(usize::MAX, |idx| argmax_plain(plane, idx))
+    }
+    fn argmax2x2(plane: &[f32], a: usize, b: usize) -> usize {
+        argmax2x2_sel(plane, a, b)
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+impl Pick for f64 {
+    fn argmax(plane: &[f64], rows: &[usize], wx: Win) -> usize {
+        window_indices(plane.len(), rows, wx).map_or(usize::MAX, |idx| argmax_plain(plane, idx))
+    }
+    fn argmax2x2(plane: &[f64], a: usize, b: usize) -> usize {
+        argmax2x2_sel(plane, a, b)
+    }
+}
+
+/// The portable argmax over a non-empty window.
+fn argmax_plain<T: Elem>(plane: &[T], idx: impl Iterator<Item = usize> + Clone) -> usize {
+    // From -inf at the first index: that index when the whole window is -inf.
+    let Some(mut bi) = idx.clone().next() else { return usize::MAX };
     let mut best = T::NEG_INF;
-    for &r in rows {
-        let base = r + wx.first;
-        for j in 0..wx.count {
-            let i = base + j * wx.step;
-            let v = plane[i];
-            let take = (v > best) | v.is_nan();
-            best = if take { v } else { best };
-            bi = if take { i } else { bi };
+    for i in idx {
+        let v = plane[i];
+        if v > best || v.is_nan() {
+            best = v;
+            bi = i;
         }
     }
     bi
+}
+
+/// The 2x2 tree: the two pairs' winners are independent, so the short chains overlap;
+/// each pick is arithmetic on a comparison bit, so nothing branches on the data.
+#[inline(always)]
+fn argmax2x2_sel<T: Elem>(plane: &[T], a: usize, b: usize) -> usize {
+    let (p, q) = (&plane[a..a + 2], &plane[b..b + 2]);
+    let i = a + later_wins(p[0], p[1]) as usize;
+    let j = b + later_wins(q[0], q[1]) as usize;
+    // b >= a + 2 > i (the next row), so j - i does not wrap.
+    i + later_wins(plane[i], plane[j]) as usize * (j - i)
+}
+
+#[inline(always)]
+fn argmax<T: Pick>(plane: &[T], rows: &[usize], wx: Win) -> usize {
+    T::argmax(plane, rows, wx)
 }
 
 /// `f(plane index, plane's input, plane's output)` for every plane, in blocks over
@@ -148,25 +300,36 @@ fn planes_do<T: Elem, U: Send>(
 }
 
 /// Each output's `at(argmax)` (`at(usize::MAX)` for an empty window).
-fn argmaxes<T: Elem, I: Copy + Send + Default>(src: &[T], g: &PoolGeom, at: impl Fn(usize) -> I + Sync + Send) -> Vec<I> {
+fn argmaxes<T: Pick, I: Copy + Send + Default>(src: &[T], g: &PoolGeom, at: impl Fn(usize) -> I + Sync + Send) -> Vec<I> {
     let (iv, ov) = (g.ivol(), g.ovol());
     let mut idx = vec![I::default(); g.planes * ov];
     if ov == 0 || iv == 0 {
         return idx;
     }
+    let quad = g.is_2x2();
     planes_do(g, src, iv, &mut idx, ov, |plane, ip| {
-        g.each(|k, _, rows, wx| ip[k] = at(argmax(plane, rows, wx)));
+        if quad {
+            assert!(plane.len() >= g.ivol());
+            g.each_2x2(|k, a, b| ip[k] = at(T::argmax2x2(plane, a, b)));
+        } else {
+            g.each(|k, _, rows, wx| ip[k] = at(argmax(plane, rows, wx)));
+        }
     });
     idx
 }
 
-fn max_fwd<T: Elem>(src: &[T], g: &PoolGeom) -> Vec<T> {
+fn max_fwd<T: Pick>(src: &[T], g: &PoolGeom) -> Vec<T> {
     let (iv, ov) = (g.ivol(), g.ovol());
     let mut out = vec![T::ZERO; g.planes * ov];
     if ov == 0 || iv == 0 {
         return out;
     }
+    let quad = g.is_2x2();
     planes_do(g, src, iv, &mut out, ov, |plane, op| {
+        if quad {
+            g.each_2x2(|k, a, b| op[k] = plane[T::argmax2x2(plane, a, b)]);
+            return;
+        }
         g.each(|k, _, rows, wx| {
             let bi = argmax(plane, rows, wx);
             if bi != usize::MAX {
@@ -179,7 +342,7 @@ fn max_fwd<T: Elem>(src: &[T], g: &PoolGeom) -> Vec<T> {
 
 /// The forward of a max pool that will be differentiated: the outputs, and their
 /// argmaxes kept for the backward (`u32::MAX` marks an empty window).
-fn max_fwd_keep<T: Elem>(src: &[T], g: &PoolGeom, keep: &OnceLock<Vec<u32>>) -> Vec<T> {
+fn max_fwd_keep<T: Pick>(src: &[T], g: &PoolGeom, keep: &OnceLock<Vec<u32>>) -> Vec<T> {
     let (iv, ov) = (g.ivol(), g.ovol());
     let idx = argmaxes(src, g, |i| if i == usize::MAX { u32::MAX } else { i as u32 });
     let mut out = vec![T::ZERO; g.planes * ov];
@@ -196,7 +359,7 @@ fn max_fwd_keep<T: Elem>(src: &[T], g: &PoolGeom, keep: &OnceLock<Vec<u32>>) -> 
     out
 }
 
-fn max_idx<T: Elem>(src: &[T], g: &PoolGeom) -> Vec<i64> {
+fn max_idx<T: Pick>(src: &[T], g: &PoolGeom) -> Vec<i64> {
     argmaxes(src, g, |i| if i == usize::MAX { 0 } else { i as i64 })
 }
 
@@ -218,7 +381,7 @@ fn max_scatter<T: Elem>(grad: &[T], idx: &[u32], g: &PoolGeom) -> Vec<T> {
 }
 
 /// d(input) of max pooling: each output's gradient goes to its window's argmax.
-fn max_bwd<T: Elem>(src: &[T], grad: &[T], g: &PoolGeom) -> Vec<T> {
+fn max_bwd<T: Pick>(src: &[T], grad: &[T], g: &PoolGeom) -> Vec<T> {
     let (iv, ov) = (g.ivol(), g.ovol());
     let mut out = vec![T::ZERO; g.planes * iv];
     if ov == 0 || iv == 0 {
@@ -327,8 +490,8 @@ impl CustomOp1 for MaxPool {
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
         let g = &self.0;
         let out = match &self.1 {
-            Some(keep) => float_dispatch!(s, l, "max_pool", |v| in_pool(g.work(), || max_fwd_keep(v, g, keep))),
-            None => float_dispatch!(s, l, "max_pool", |v| in_pool(g.work(), || max_fwd(v, g))),
+            Some(keep) => float_dispatch!(s, l, "max_pool", |v| in_pool(par_ok(g.work()), || max_fwd_keep(v, g, keep))),
+            None => float_dispatch!(s, l, "max_pool", |v| in_pool(par_ok(g.work()), || max_fwd(v, g))),
         };
         Ok((out, out_shape(g, false)))
     }
@@ -349,7 +512,7 @@ impl CustomOp1 for MaxPoolScatter {
     }
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
         let (g, idx) = (&self.0, self.1.get().map(|v| v.as_slice()).unwrap_or_default());
-        let out = float_dispatch!(s, l, "max_pool", |v| in_pool(g.work(), || max_scatter(v, idx, g)));
+        let out = float_dispatch!(s, l, "max_pool", |v| in_pool(par_ok(g.work()), || max_scatter(v, idx, g)));
         Ok((out, out_shape(g, true)))
     }
 }
@@ -362,11 +525,11 @@ impl CustomOp2 for MaxPoolBwd {
         let out = match (s1, s2) {
             (CpuStorage::F32(x), CpuStorage::F32(gr)) => {
                 let (x, gr) = (super::data(x, l1, "max_pool")?, super::data(gr, l2, "max_pool")?);
-                CpuStorage::F32(in_pool(self.0.work(), || max_bwd(x, gr, &self.0)))
+                CpuStorage::F32(in_pool(par_ok(self.0.work()), || max_bwd(x, gr, &self.0)))
             }
             (CpuStorage::F64(x), CpuStorage::F64(gr)) => {
                 let (x, gr) = (super::data(x, l1, "max_pool")?, super::data(gr, l2, "max_pool")?);
-                CpuStorage::F64(in_pool(self.0.work(), || max_bwd(x, gr, &self.0)))
+                CpuStorage::F64(in_pool(par_ok(self.0.work()), || max_bwd(x, gr, &self.0)))
             }
             _ => candle_core::bail!("max_pool: only float32 and float64 are supported"),
         };
@@ -393,7 +556,7 @@ impl CustomOp1 for AvgPool {
         "avg_pool"
     }
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let out = float_dispatch!(s, l, "avg_pool", |v| in_pool(self.0.work(), || avg(v, &self.0, false)));
+        let out = float_dispatch!(s, l, "avg_pool", |v| in_pool(par_ok(self.0.work()), || avg(v, &self.0, false)));
         Ok((out, out_shape(&self.0, false)))
     }
     fn bwd(&self, _arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
@@ -406,7 +569,7 @@ impl CustomOp1 for AvgPoolAdj {
         "avg_pool_backward"
     }
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let out = float_dispatch!(s, l, "avg_pool", |v| in_pool(self.0.work(), || avg(v, &self.0, true)));
+        let out = float_dispatch!(s, l, "avg_pool", |v| in_pool(par_ok(self.0.work()), || avg(v, &self.0, true)));
         Ok((out, out_shape(&self.0, true)))
     }
     fn bwd(&self, _arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
@@ -606,13 +769,7 @@ fn _max_pool<'py>(
         })
         .collect();
     let outs = outs3(&win.iter().map(|w| w.4).collect::<Vec<_>>());
-    let g = PoolGeom {
-        planes: planes(&dims, nd),
-        ins: ins3(&dims, nd),
-        outs,
-        axes: axes3(axes),
-        divisor: None,
-    };
+    let g = PoolGeom::new(planes(&dims, nd), ins3(&dims, nd), outs, axes3(axes), None);
     let (y, idx) = run_max(py, &t, g, return_indices, op)?;
     let y = PyTensor::wrap_dt(finish(y, &dims, nd, outs, op)?, dt);
     match idx {
@@ -672,13 +829,7 @@ fn _avg_pool(
         })
         .collect();
     let outs = outs3(&win.iter().map(|w| w.4).collect::<Vec<_>>());
-    let g = Arc::new(PoolGeom {
-        planes: planes(&dims, nd),
-        ins: ins3(&dims, nd),
-        outs,
-        axes: axes3(axes),
-        divisor: divisor_override.map(|d| d as f64),
-    });
+    let g = Arc::new(PoolGeom::new(planes(&dims, nd), ins3(&dims, nd), outs, axes3(axes), divisor_override.map(|d| d as f64)));
     let x = t.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2])).op(op)?;
     let y = crate::errors::detach(py, op, || x.contiguous().and_then(|x| x.apply_op1(AvgPool(g.clone()))).op(op))?;
     Ok(PyTensor::wrap_dt(finish(y, &dims, nd, outs, op)?, dt))
@@ -719,13 +870,7 @@ fn _adaptive_pool<'py>(
         })
         .collect();
     let outs = outs3(&os);
-    let g = PoolGeom {
-        planes: planes(&dims, nd),
-        ins: ins3(&dims, nd),
-        outs,
-        axes: axes3(axes),
-        divisor: None,
-    };
+    let g = PoolGeom::new(planes(&dims, nd), ins3(&dims, nd), outs, axes3(axes), None);
     if is_max {
         let (y, idx) = run_max(py, &t, g, return_indices, op)?;
         let y = PyTensor::wrap_dt(finish(y, &dims, nd, outs, op)?, dt);

@@ -479,6 +479,11 @@ def cross_entropy(
     reduction = _legacy(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+    if isinstance(input, Tensor) and isinstance(target, Tensor) and not target.dtype.is_floating_point:
+        # (N, C) logits with class indices: one fused op (None where it does not apply).
+        fused = _core._cross_entropy(input, target, weight, int(ignore_index), reduction, float(label_smoothing))
+        if fused is not None:
+            return fused
     class_dim = 0 if input.ndim == 1 else 1
     logp = input.log_softmax(class_dim)
     c = input.shape[class_dim]

@@ -54,8 +54,9 @@ class Adam(Optimizer):
                                 float(group["weight_decay"]), amsgrad, bool(group.get("maximize", False)),
                                 bool(group.get("decoupled_weight_decay", self._decoupled)))
         if done:
+            made: Dict[float, Tensor] = {}  # one step tensor per distinct count (they are replaced, never mutated)
             for s, step in zip(states, steps):
-                s["step"] = _core.tensor(step)
+                s["step"] = made.get(step) or made.setdefault(step, _core.tensor(step))
         return done
 
     def _update(self, p: Tensor, grad: Tensor, state: Dict[str, Any], group: Dict[str, Any]) -> Tensor:
