@@ -46,6 +46,17 @@ fn wrap_like(me: &PyTensor, t: Tensor) -> PyTensor {
     PyTensor::wrap(t, me.is_bool)
 }
 
+/// A 0-d `me` and its index (0-d or 1-d) as 1-d tensors, plus the index's own dims.
+fn as_1d<'py>(py: Python<'py>, me: &PyTensor, index: &Bound<'py, PyTensor>, op: &str) -> PyResult<(Bound<'py, PyTensor>, Bound<'py, PyTensor>, Vec<usize>)> {
+    let it = index.get().t();
+    if it.rank() > 1 {
+        return Err(shape_err(op, format!("Index tensor must have the same number of dimensions as input tensor: {:?} vs []", it.dims())));
+    }
+    let one = Bound::new(py, wrap_like(me, me.t().reshape(1).op(op)?))?;
+    let i1 = Bound::new(py, PyTensor::wrap_dt(it.flatten_all().op(op)?, index.get().dt()))?;
+    Ok((one, i1, it.dims().to_vec()))
+}
+
 fn int_index(idx: &PyTensor, op: &str) -> PyResult<Tensor> {
     let dt = idx.dt();
     if dt.is_float() || dt == DT::Bool {
@@ -343,6 +354,14 @@ impl PyTensor {
     }
     fn gather(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
         let t = self.t();
+        if t.rank() == 0 {
+            // As PyTorch: a 0-d self is one element along dim 0 (the 1-d path
+            // below indexes dims()[d], which a 0-d tensor lacks).
+            norm_dim(dim, 0, "gather")?;
+            let (one, i1, idims) = as_1d(py, self, index, "gather")?;
+            let out = one.get().gather(py, 0, &i1)?;
+            return Ok(wrap_like(self, out.t().reshape(idims).op("gather")?));
+        }
         let idx = int_index(index.get(), "gather")?;
         let d = norm_dim(dim, t.rank(), "gather")?;
         if idx.rank() != t.rank() {
@@ -368,6 +387,16 @@ impl PyTensor {
     #[pyo3(signature = (dim, index, src=None, value=None, *, reduce=None))]
     fn scatter(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyTensor>, src: Option<&Bound<'_, PyAny>>, value: Option<&Bound<'_, PyAny>>, reduce: Option<&str>) -> PyResult<PyTensor> {
         let t = self.t();
+        if t.rank() == 0 {
+            norm_dim(dim, 0, "scatter")?; // a 0-d self is one element along dim 0, as in PyTorch
+            let (one, i1, _) = as_1d(py, self, index, "scatter")?;
+            let s1 = match src.map(|s| s.cast::<PyTensor>()) {
+                Some(Ok(s)) => Some(Bound::new(py, PyTensor::wrap_dt(s.get().t().flatten_all().op("scatter")?, s.get().dt()))?.into_any()),
+                _ => src.cloned(),
+            };
+            let out = one.get().scatter(py, 0, &i1, s1.as_ref(), value, reduce)?;
+            return Ok(wrap_like(self, out.t().reshape(()).op("scatter")?));
+        }
         let d = norm_dim(dim, t.rank(), "scatter")?;
         let idx = int_index(index.get(), "scatter")?;
         let srcv = src.or(value).ok_or_else(|| type_err("scatter", "expected src or value"))?;

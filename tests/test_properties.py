@@ -211,3 +211,40 @@ def test_broadcasting_matches_numpy_or_raises(shape_a, shape_b, op):
     got = getattr(cp, op)(cp.from_numpy(a), cp.from_numpy(b)).numpy()
     assert got.shape == np.shape(want)
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+# ------------------------------------------------------------------ what the campaign found
+
+
+def test_fuzz_findings_stay_fixed():
+    """Each line was a crash, a hang or an undocumented exception found by
+    tools/fuzz_campaign.py or the properties above; they stay fixed."""
+    from candle_py import nn
+    from candle_py.nn import functional as F
+
+    # Rust panics on an empty view whose offset lies past its (empty) storage.
+    e = cp.zeros(0, 3)[:, 1]
+    assert e.reshape(0, 0).tril().shape == (0, 0) and e.sum().item() == 0.0
+    assert cp.safetensors.load(cp.safetensors.save({"e": e}))["e"].shape == (0,)
+    # Rust panics on gather/scatter of a 0-d tensor (PyTorch treats it as one element).
+    assert cp.tensor(3).scatter_add(0, cp.tensor([0, 0]), cp.tensor([1, 2])).item() == 6
+    assert cp.tensor(3).gather(0, cp.tensor([0, 0])).tolist() == [3, 3]
+    # Endless loop in trunc_normal_ with a NaN mean or a > b.
+    with pytest.raises(ValueError):
+        nn.init.trunc_normal_(cp.zeros(3), mean=float("nan"))
+    with pytest.raises(ValueError):
+        nn.init.trunc_normal_(cp.zeros(3), a=1.0, b=-1.0)
+    # An empty tensor whose other dims are huge, and sizes past int64.
+    assert cp.zeros(2**62, 0).shape == (2**62, 0)
+    with pytest.raises(ValueError, match="too large"):
+        cp.zeros(2**63)
+    # AttributeError / BufferError instead of TypeError.
+    for call in (lambda: F.softplus(cp.ones(2), ()), lambda: cp.tensor([1.0], dtype=cp.bfloat16).__dlpack__(),
+                 lambda: nn.utils.weight_norm([1, 2]), lambda: nn.utils.clip_grad_norm_([[1, 2]], 1.0),
+                 lambda: nn.BatchNorm1d(2)(slice(None)), lambda: F.tanh([1.0]), lambda: nn.init.zeros_(0.0)):
+        with pytest.raises(TypeError):
+            call()
+    # Messages that echoed a tensor's multi-line repr.
+    with pytest.raises(TypeError) as ei:
+        cp.as_tensor([1], cp.ones(3, 3))
+    assert len(str(ei.value).splitlines()) == 1

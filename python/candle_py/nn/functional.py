@@ -117,6 +117,9 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    if not isinstance(beta, (int, float)) or not isinstance(threshold, (int, float)):
+        raise TypeError(f"softplus(): beta and threshold must be numbers, got {type(beta).__name__} "
+                        f"and {type(threshold).__name__}")
     scaled = input * beta
     soft = (scaled.clamp(max=threshold)).exp().log1p() / beta
     return _core.where(scaled > threshold, input, soft)
