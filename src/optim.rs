@@ -79,30 +79,42 @@ struct Adam {
 /// `clone(grad)` on its first step), nesterov `grad.add(buf, alpha=momentum)`, and
 /// `param.add_(grad, alpha=-lr)`.
 fn sgd_kernel<T: Float>(p: &mut [T], g: &[T], buf: Option<&mut [T]>, fresh: bool, h: &Sgd) {
+    // One loop per (weight decay, momentum kind), each branch-free so it vectorizes;
+    // maximize is an exact multiplication by -1.
+    let l2 = h.weight_decay != 0.0;
+    match (buf, l2) {
+        (None, false) => sgd_loop::<T, false, 0>(p, g, &mut [], h),
+        (None, true) => sgd_loop::<T, true, 0>(p, g, &mut [], h),
+        (Some(b), false) if fresh => sgd_loop::<T, false, 1>(p, g, b, h),
+        (Some(b), true) if fresh => sgd_loop::<T, true, 1>(p, g, b, h),
+        (Some(b), false) => sgd_loop::<T, false, 2>(p, g, b, h),
+        (Some(b), true) => sgd_loop::<T, true, 2>(p, g, b, h),
+    }
+}
+
+/// `BUF`: 0 without momentum, 1 for a fresh buffer (it takes the gradient), 2 else.
+fn sgd_loop<T: Float, const L2: bool, const BUF: u8>(p: &mut [T], g: &[T], b: &mut [T], h: &Sgd) {
     let (wd, mom, damp, neg_lr) = (T::of(h.weight_decay), T::of(h.momentum), T::of(1.0 - h.dampening), T::of(-h.lr));
-    let (use_wd, max) = (h.weight_decay != 0.0, h.maximize);
-    let grad = |i: usize, p: T| {
-        let g = if max { -g[i] } else { g[i] };
-        if use_wd {
-            g + wd * p
-        } else {
-            g
-        }
-    };
-    match buf {
-        None => {
-            for (i, p) in p.iter_mut().enumerate() {
-                *p = *p + neg_lr * grad(i, *p);
+    let sign = T::of(if h.maximize { -1.0 } else { 1.0 });
+    let nesterov = h.nesterov;
+    let n = p.len();
+    let g = &g[..n];
+    let b = if BUF > 0 { &mut b[..n] } else { b };
+    for i in 0..n {
+        let d = if L2 { g[i] * sign + wd * p[i] } else { g[i] * sign };
+        let step = match BUF {
+            0 => d,
+            _ => {
+                let nb = if BUF == 1 { d } else { b[i] * mom + damp * d };
+                b[i] = nb;
+                if nesterov {
+                    d + mom * nb
+                } else {
+                    nb
+                }
             }
-        }
-        Some(b) => {
-            for (i, (p, b)) in p.iter_mut().zip(b.iter_mut()).enumerate() {
-                let d = grad(i, *p);
-                *b = if fresh { d } else { *b * mom + damp * d };
-                let step = if h.nesterov { d + mom * *b } else { *b };
-                *p = *p + neg_lr * step;
-            }
-        }
+        };
+        p[i] = p[i] + neg_lr * step;
     }
 }
 

@@ -5,6 +5,7 @@ Fixtures come from tools/make_fixtures_conv.py; no torch here."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -402,15 +403,16 @@ def _np_max_pool2d(x: np.ndarray, k: tuple, s: tuple, p: tuple, d: tuple, ceil: 
 
     oh, ow = out(h, 0), out(w, 1)
     y = np.full((n, c, oh, ow), -np.inf)
-    idx = np.zeros((n, c, oh, ow), dtype=np.int64)
+    idx = np.full((n, c, oh, ow), -1, dtype=np.int64)
     for i in range(oh):
         for j in range(ow):
             for a in range(k[0]):
                 for b in range(k[1]):
                     r, q = i * s[0] - p[0] + a * d[0], j * s[1] - p[1] + b * d[1]
                     if 0 <= r < h and 0 <= q < w:
+                        # PyTorch: the first maximum, or the last NaN; the first element to start.
                         v = x[:, :, r, q]
-                        better = v > y[:, :, i, j]
+                        better = (v > y[:, :, i, j]) | np.isnan(v) | (idx[:, :, i, j] < 0)
                         y[:, :, i, j] = np.where(better, v, y[:, :, i, j])
                         idx[:, :, i, j] = np.where(better, r * w + q, idx[:, :, i, j])
     return y, idx
@@ -449,3 +451,47 @@ def test_max_pool_backward_twice_and_all_negative_infinity() -> None:
     y.sum().backward(retain_graph=True)
     y.sum().backward()
     assert x.grad.tolist() == [[[[2.0, 0.0], [0.0, 0.0]]]]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k,s,p", [((2, 2), (2, 2), (0, 0)), ((2, 2), (1, 1), (0, 0)), ((3, 3), (2, 2), (1, 1))])
+def test_max_pool_ties_nan_and_infinities_pick_like_torch(dtype: Any, k: tuple, s: tuple, p: tuple) -> None:
+    """Ties go to the first maximum, NaN wins (the last NaN), all -inf gives the first
+    element: on the 2x2 tree path and the general one, float32 and float64."""
+    rng = np.random.default_rng(21)
+    x = rng.integers(-2, 3, (3, 2, 8, 6)).astype(dtype)  # many ties
+    x[rng.random(x.shape) < 0.08] = np.nan
+    x[rng.random(x.shape) < 0.08] = -np.inf
+    x[0, 0, :2, :2] = -np.inf
+    ref, ridx = _np_max_pool2d(x, k, s, p, (1, 1), False)
+    y, idx = F.max_pool2d(cp.from_numpy(x), k, s, p, return_indices=True)
+    np.testing.assert_array_equal(np.asarray(idx), ridx)
+    np.testing.assert_array_equal(np.asarray(y), ref)
+    xt = cp.from_numpy(x).requires_grad_(True)
+    F.max_pool2d(xt, k, s, p).sum().backward()
+    gx = np.zeros(x.shape).reshape(3, 2, -1)
+    for a in range(3):
+        for b in range(2):
+            np.add.at(gx[a, b], ridx[a, b].ravel(), 1.0)
+    np.testing.assert_array_equal(np.asarray(xt.grad), gx.reshape(x.shape))
+
+
+def test_conv_backward_twice_with_kept_columns() -> None:
+    """The forward keeps its columns for the weight gradient and the bias gradient is
+    summed by that kernel: both must follow each backward's upstream gradient."""
+    cp.manual_seed(4)
+    conv = nn.Conv2d(2, 3, 3, padding=1)
+    x = cp.randn(4, 2, 5, 5)
+    y = conv(x)
+    grads = []
+    for seed in (1, 2):
+        g = cp.from_numpy(np.random.default_rng(seed).standard_normal(tuple(y.shape)).astype(np.float32))
+        conv.zero_grad()
+        (y * g).sum().backward(retain_graph=True)
+        grads.append((np.asarray(conv.weight.grad).copy(), np.asarray(conv.bias.grad).copy(), g))
+    for gw, gb, g in grads:
+        np.testing.assert_allclose(gb, np.asarray(g).sum(axis=(0, 2, 3)), rtol=1e-5, atol=1e-5)
+        ref = conv.weight.detach().clone().requires_grad_(True)
+        (F.conv2d(x, ref, None, padding=1) * g).sum().backward()  # a fresh forward and backward
+        np.testing.assert_allclose(gw, np.asarray(ref.grad), rtol=1e-5, atol=1e-5)
+    assert not np.allclose(grads[0][1], grads[1][1])

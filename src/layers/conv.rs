@@ -20,6 +20,7 @@ use crate::tensor::PyTensor;
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor};
 use pyo3::prelude::*;
 use rayon::prelude::*;
+use std::sync::{Arc, OnceLock};
 
 /// Elements of one chunk's column matrix we aim for (64 MiB of f32); a chunk holds
 /// at least one sample.
@@ -431,8 +432,56 @@ fn dims(g: &Geom, w_rows: usize) -> (usize, usize, usize) {
     (w_rows / g.groups, g.c / g.groups * g.kvol(), g.ovol())
 }
 
-/// a (N, G*mg, L) = W_g (mg x kc) @ im2col(img)_g (+ bias): a plain convolution.
-fn conv_fwd<T: Elem>(img: &[T], w: &[T], bias: Option<&[T]>, g: &Geom, w_rows: usize) -> Vec<T> {
+/// Columns kept from a forward for the weight gradient (at most this many elements:
+/// PyTorch's slow convolution keeps them too, but memory stays bounded).
+const KEEP_COLS_MAX: usize = 1 << 22;
+
+/// A buffer a forward or a weight-gradient kernel hands back to the backward.
+enum Buf {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+/// The element types a `Buf` holds.
+trait Keep: Elem {
+    fn wrap(v: Vec<Self>) -> Buf;
+    fn view(b: &Buf) -> Option<&[Self]>;
+}
+impl Keep for f32 {
+    fn wrap(v: Vec<f32>) -> Buf {
+        Buf::F32(v)
+    }
+    fn view(b: &Buf) -> Option<&[f32]> {
+        match b {
+            Buf::F32(v) => Some(v),
+            Buf::F64(_) => None,
+        }
+    }
+}
+impl Keep for f64 {
+    fn wrap(v: Vec<f64>) -> Buf {
+        Buf::F64(v)
+    }
+    fn view(b: &Buf) -> Option<&[f64]> {
+        match b {
+            Buf::F64(v) => Some(v),
+            Buf::F32(_) => None,
+        }
+    }
+}
+
+impl Buf {
+    fn tensor(self, shape: &Shape, device: &candle_core::Device) -> Result<Tensor> {
+        match self {
+            Buf::F32(v) => Tensor::from_vec(v, shape, device),
+            Buf::F64(v) => Tensor::from_vec(v, shape, device),
+        }
+    }
+}
+
+/// a (N, G*mg, L) = W_g (mg x kc) @ im2col(img)_g (+ bias): a plain convolution. With
+/// `keep`, a batch that is one chunk leaves its columns there for the weight gradient.
+fn conv_fwd<T: Keep>(img: &[T], w: &[T], bias: Option<&[T]>, g: &Geom, w_rows: usize, keep: Option<&OnceLock<Buf>>) -> Vec<T> {
     let (mg, kc, l) = dims(g, w_rows);
     let (iv, rows) = (g.c * g.ivol(), g.groups * mg);
     let mut out = vec![T::ZERO; g.n * rows * l];
@@ -450,6 +499,9 @@ fn conv_fwd<T: Elem>(img: &[T], w: &[T], bias: Option<&[T]>, g: &Geom, w_rows: u
             gemm((mg, nl, kc), dst, false, &w[gi * mg * kc..], (kc, 1), &cols[gi * kc * nl..], (nl, 1), par)
         });
         from_channel_major(&a, nb, rows, l, bias, o);
+        if let Some(keep) = keep.filter(|_| nb == g.n && cols.len() <= KEEP_COLS_MAX) {
+            let _ = keep.set(T::wrap(cols));
+        }
     }
     out
 }
@@ -479,12 +531,25 @@ fn conv_adj<T: Elem>(a: &[T], w: &[T], bias: Option<&[T]>, g: &Geom, w_rows: usi
     out
 }
 
-/// dW (G*mg, kc) = sum over chunks of a_g (mg x nb*L) @ im2col(img)_g^T.
-fn conv_wgrad<T: Elem>(a: &[T], img: &[T], g: &Geom, w_rows: usize) -> Vec<T> {
+/// dW (G*mg, kc) = sum over chunks of a_g (mg x nb*L) @ im2col(img)_g^T. `kept` are the
+/// forward's columns of the whole batch, if it kept them; with `bias_sink` the rows of
+/// `a` are also summed there (the bias gradient, from the permuted copy at hand).
+fn conv_wgrad<T: Keep>(
+    a: &[T],
+    img: &[T],
+    g: &Geom,
+    w_rows: usize,
+    kept: Option<&[T]>,
+    bias_sink: Option<&OnceLock<Buf>>,
+) -> Vec<T> {
     let (mg, kc, l) = dims(g, w_rows);
     let (iv, rows) = (g.c * g.ivol(), g.groups * mg);
     let mut out = vec![T::ZERO; g.groups * mg * kc];
+    let mut bias = vec![T::ZERO; rows];
     if l == 0 || g.n == 0 {
+        if let Some(sink) = bias_sink {
+            let _ = sink.set(T::wrap(bias));
+        }
         return out;
     }
     let per = g.chunk();
@@ -492,11 +557,27 @@ fn conv_wgrad<T: Elem>(a: &[T], img: &[T], g: &Geom, w_rows: usize) -> Vec<T> {
         let nb = per.min(g.n - n0);
         let nl = nb * l;
         let ap = to_channel_major(&a[n0 * rows * l..(n0 + nb) * rows * l], nb, rows, l);
-        let mut cols = vec![T::ZERO; g.c * g.kvol() * nl];
-        im2col(&img[n0 * iv..(n0 + nb) * iv], g, nb, &mut cols);
+        let mine;
+        let cols: &[T] = match kept.filter(|k| nb == g.n && k.len() == g.c * g.kvol() * nl) {
+            Some(k) => k,
+            None => {
+                let mut c = vec![T::ZERO; g.c * g.kvol() * nl];
+                im2col(&img[n0 * iv..(n0 + nb) * iv], g, nb, &mut c);
+                mine = c;
+                &mine
+            }
+        };
         per_group(&mut out, mg * kc, g.groups, mg * kc * nl, |gi, dst, par| {
             gemm((mg, kc, nl), dst, n0 > 0, &ap[gi * mg * nl..], (nl, 1), &cols[gi * kc * nl..], (1, nl), par)
         });
+        if bias_sink.is_some() {
+            for (b, row) in bias.iter_mut().zip(ap.chunks_exact(nl)) {
+                *b += row.iter().fold(T::ZERO, |s, &v| s + v);
+            }
+        }
+    }
+    if let Some(sink) = bias_sink {
+        let _ = sink.set(T::wrap(bias));
     }
     out
 }
@@ -516,6 +597,12 @@ struct ConvOp {
     g: Geom,
     w_rows: usize,
     kind: Kind,
+    /// A `Fwd` whose weight needs a gradient keeps its columns in `cols` (shared with the
+    /// ops its backward makes, which read them).
+    keep_cols: bool,
+    cols: Arc<OnceLock<Buf>>,
+    /// A `WGrad` that also sums the bias gradient, for one backward call.
+    bias_sink: Option<Arc<OnceLock<Buf>>>,
 }
 
 impl ConvOp {
@@ -527,11 +614,17 @@ impl ConvOp {
             Kind::WGrad => Shape::from((self.w_rows, g.c / g.groups * g.kvol())),
         }
     }
+    fn new(g: Geom, w_rows: usize, kind: Kind, keep_cols: bool) -> ConvOp {
+        ConvOp { g, w_rows, kind, keep_cols, cols: Arc::new(OnceLock::new()), bias_sink: None }
+    }
     fn with(&self, kind: Kind) -> ConvOp {
         ConvOp {
             g: self.g.clone(),
             w_rows: self.w_rows,
             kind,
+            keep_cols: false,
+            cols: self.cols.clone(),
+            bias_sink: None,
         }
     }
     fn op_name(&self) -> &'static str {
@@ -548,11 +641,13 @@ impl ConvOp {
         let g = &self.g;
         par_gemm(g.n * g.groups * mg * kc * l) || par_ok(g.n * g.c * g.kvol() * l)
     }
-    fn run<T: Elem>(&self, a: &[T], b: &[T], bias: Option<&[T]>) -> Vec<T> {
+    fn run<T: Keep>(&self, a: &[T], b: &[T], bias: Option<&[T]>) -> Vec<T> {
+        let keep = self.keep_cols.then_some(&*self.cols);
+        let kept = self.cols.get().and_then(T::view);
         in_pool(self.parallel(), || match self.kind {
-            Kind::Fwd => conv_fwd(a, b, bias, &self.g, self.w_rows),
+            Kind::Fwd => conv_fwd(a, b, bias, &self.g, self.w_rows, keep),
             Kind::Adj => conv_adj(a, b, bias, &self.g, self.w_rows),
-            Kind::WGrad => conv_wgrad(a, b, &self.g, self.w_rows),
+            Kind::WGrad => conv_wgrad(a, b, &self.g, self.w_rows, kept, self.bias_sink.as_deref()),
         })
     }
     fn fwd(
@@ -583,8 +678,15 @@ impl ConvOp {
         };
         Ok((out, self.out_shape()))
     }
-    /// Gradients of the image-side input and of the weight.
-    fn grads(&self, x: &Tensor, w: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    /// Gradients of the image-side input and of the weight, and (with `bias_sink`, for a
+    /// `Fwd` whose weight needs one) the bias gradient summed along the way.
+    fn grads(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        grad: &Tensor,
+        bias_sink: Option<Arc<OnceLock<Buf>>>,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
         let (dx, other) = match self.kind {
             // y = conv(img, w): d img = adj(grad, w), dW = wgrad(grad, img).
             Kind::Fwd => (Kind::Adj, (grad, x)),
@@ -598,10 +700,10 @@ impl ConvOp {
             None
         };
         let gw = if w.track_op() {
-            let dw = other
-                .0
-                .contiguous()?
-                .apply_op2_no_bwd(&other.1.contiguous()?, &self.with(Kind::WGrad))?;
+            let mut op = self.with(Kind::WGrad);
+            // The weight gradient's `a` is the upstream gradient only for a plain convolution.
+            op.bias_sink = bias_sink.filter(|_| self.kind == Kind::Fwd);
+            let dw = other.0.contiguous()?.apply_op2_no_bwd(&other.1.contiguous()?, &op)?;
             Some(dw.reshape(w.shape())?)
         } else {
             None
@@ -618,7 +720,7 @@ impl CustomOp2 for ConvOp {
         self.fwd((s1, l1), (s2, l2), None)
     }
     fn bwd(&self, x: &Tensor, w: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        self.grads(x, w, &grad.contiguous()?)
+        self.grads(x, w, &grad.contiguous()?, None)
     }
 }
 
@@ -646,13 +748,17 @@ impl CustomOp3 for ConvOp {
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let grad = grad.contiguous()?;
-        let (gx, gw) = self.grads(x, w, &grad)?;
-        let gb = if b.track_op() {
-            let d = grad.dims();
-            let per_channel = grad.reshape((d[0], d[1], d[2] * d[3] * d[4]))?;
-            Some(crate::kernels::sum_keepdim(&per_channel, &[0, 2])?.reshape(b.shape())?)
-        } else {
-            None
+        let sink = b.track_op().then(|| Arc::new(OnceLock::new()));
+        let (gx, gw) = self.grads(x, w, &grad, sink.clone())?;
+        let summed = sink.and_then(|s| Arc::try_unwrap(s).ok()).and_then(|s| s.into_inner());
+        let gb = match summed {
+            Some(buf) => Some(buf.tensor(b.shape(), b.device())?),
+            None if b.track_op() => {
+                let d = grad.dims();
+                let per_channel = grad.reshape((d[0], d[1], d[2] * d[3] * d[4]))?;
+                Some(crate::kernels::sum_keepdim(&per_channel, &[0, 2])?.reshape(b.shape())?)
+            }
+            None => None,
         };
         Ok((gx, gw, gb))
     }
@@ -671,7 +777,8 @@ fn apply(x5: &Tensor, w: &Tensor, b: Option<&Tensor>, op: ConvOp) -> Result<Tens
 fn conv_nd(x: &Tensor, w: &Tensor, b: Option<&Tensor>, g: Geom, cout: usize) -> Result<Tensor> {
     let [d, h, wi] = g.ins;
     let x5 = x.reshape((g.n, g.c, d, h, wi))?.contiguous()?;
-    apply(&x5, w, b, ConvOp { g, w_rows: cout, kind: Kind::Fwd })
+    let keep = w.track_op() && crate::autograd::grad_enabled();
+    apply(&x5, w, b, ConvOp::new(g, cout, Kind::Fwd, keep))
 }
 
 /// x (N, Cin, Di, Hi, Wi), w (Cin, Cout/G, kd, kh, kw) -> (N, Cout, *g.ins): the adjoint of
@@ -679,7 +786,7 @@ fn conv_nd(x: &Tensor, w: &Tensor, b: Option<&Tensor>, g: Geom, cout: usize) -> 
 fn conv_transpose_nd(x: &Tensor, w: &Tensor, b: Option<&Tensor>, g: Geom, cin: usize) -> Result<Tensor> {
     let [d, h, wi] = g.outs;
     let x5 = x.reshape((g.n, cin, d, h, wi))?.contiguous()?;
-    apply(&x5, w, b, ConvOp { g, w_rows: cin, kind: Kind::Adj })
+    apply(&x5, w, b, ConvOp::new(g, cin, Kind::Adj, false))
 }
 
 fn err(op: &str, msg: String) -> PyErr {

@@ -150,6 +150,7 @@ trait Pick: Elem {
 /// Which of two window elements wins, `y` following `x` in visiting order: `y` when it
 /// is larger or NaN. Comparing the winners of consecutive runs gives the winner of the
 /// whole run, so windows can be reduced as trees.
+#[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 fn later_wins<T: Elem>(x: T, y: T) -> bool {
     (y > x) | y.is_nan()
@@ -195,7 +196,25 @@ impl Pick for f32 {
     }
     #[inline(always)]
     fn argmax2x2(plane: &[f32], a: usize, b: usize) -> usize {
-        argmax2x2_sel(plane, a, b)
+        use std::arch::x86_64::*;
+        assert!(a + 1 < b && b + 1 < plane.len() && plane.len() <= i32::MAX as usize);
+        // SAFETY: SSE2 is part of x86-64; a, a + 1, b, b + 1 are inside the plane.
+        unsafe {
+            let ld = |i: usize| _mm_load_ss(plane.as_ptr().add(i));
+            let ix = |i: usize| _mm_cvtsi32_si128(i as i32);
+            // `y` (later) wins over `x` when larger or NaN: mask of all ones.
+            let later = |x: __m128, y: __m128| _mm_or_ps(_mm_cmplt_ss(x, y), _mm_cmpunord_ss(y, y));
+            let pick = |m: __m128, y: __m128, x: __m128| _mm_or_ps(_mm_and_ps(m, y), _mm_andnot_ps(m, x));
+            let picki = |m: __m128, y: __m128i, x: __m128i| {
+                let m = _mm_castps_si128(m);
+                _mm_or_si128(_mm_and_si128(m, y), _mm_andnot_si128(m, x))
+            };
+            let (p0, p1, q0, q1) = (ld(a), ld(a + 1), ld(b), ld(b + 1));
+            let (m1, m2) = (later(p0, p1), later(q0, q1));
+            let (v1, i1) = (pick(m1, p1, p0), picki(m1, ix(a + 1), ix(a)));
+            let (v2, i2) = (pick(m2, q1, q0), picki(m2, ix(b + 1), ix(b)));
+            _mm_cvtsi128_si32(picki(later(v1, v2), i2, i1)) as u32 as usize
+        }
     }
 }
 
@@ -224,7 +243,24 @@ impl Pick for f64 {
     }
     #[inline(always)]
     fn argmax2x2(plane: &[f64], a: usize, b: usize) -> usize {
-        argmax2x2_sel(plane, a, b)
+        use std::arch::x86_64::*;
+        assert!(a + 1 < b && b + 1 < plane.len());
+        // SAFETY: SSE2 is part of x86-64; a, a + 1, b, b + 1 are inside the plane.
+        unsafe {
+            let ld = |i: usize| _mm_load_sd(plane.as_ptr().add(i));
+            let ix = |i: usize| _mm_cvtsi64_si128(i as i64);
+            let later = |x: __m128d, y: __m128d| _mm_or_pd(_mm_cmplt_sd(x, y), _mm_cmpunord_sd(y, y));
+            let pick = |m: __m128d, y: __m128d, x: __m128d| _mm_or_pd(_mm_and_pd(m, y), _mm_andnot_pd(m, x));
+            let picki = |m: __m128d, y: __m128i, x: __m128i| {
+                let m = _mm_castpd_si128(m);
+                _mm_or_si128(_mm_and_si128(m, y), _mm_andnot_si128(m, x))
+            };
+            let (p0, p1, q0, q1) = (ld(a), ld(a + 1), ld(b), ld(b + 1));
+            let (m1, m2) = (later(p0, p1), later(q0, q1));
+            let (v1, i1) = (pick(m1, p1, p0), picki(m1, ix(a + 1), ix(a)));
+            let (v2, i2) = (pick(m2, q1, q0), picki(m2, ix(b + 1), ix(b)));
+            _mm_cvtsi128_si64(picki(later(v1, v2), i2, i1)) as usize
+        }
     }
 }
 
@@ -263,8 +299,9 @@ fn argmax_plain<T: Elem>(plane: &[T], idx: impl Iterator<Item = usize> + Clone) 
     bi
 }
 
-/// The 2x2 tree: the two pairs' winners are independent, so the short chains overlap;
-/// each pick is arithmetic on a comparison bit, so nothing branches on the data.
+/// The portable 2x2 tree: the two pairs' winners are independent, so the short
+/// chains overlap.
+#[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 fn argmax2x2_sel<T: Elem>(plane: &[T], a: usize, b: usize) -> usize {
     let (p, q) = (&plane[a..a + 2], &plane[b..b + 2]);
