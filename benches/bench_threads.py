@@ -12,6 +12,13 @@ first table runs each op with one kernel thread (RAYON_NUM_THREADS=1), the
 second with the default. A pure-Python loop (which holds the GIL) is the
 control: it cannot speed up.
 
+Reading the first table: ops whose kernels are our own rayon loops (sum,
+softmax, max) hand their work to rayon's pool, which RAYON_NUM_THREADS=1
+shrinks to one worker shared by both Python threads, so they serialise there
+even though the GIL is free; ops that run on the calling thread (gemm, Candle's
+elementwise and conv paths) overlap fully. With default kernel threads both
+cores are already busy inside one op, so two Python threads gain little.
+
 Run: OPENBLAS_NUM_THREADS=1 python benches/bench_threads.py
 Each configuration runs in a child process, because the rayon pool size is
 fixed at start-up.

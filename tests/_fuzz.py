@@ -72,6 +72,8 @@ class Hang(BaseException):
 
 def _alarm(signum: int, frame: Any) -> None:
     raise Hang()
+
+
 _DEFAULT_DEVICE = cp.get_default_device()
 
 
@@ -113,9 +115,8 @@ def run(name: str, what: str, thunk: Callable[[], Any]) -> Any:
         report(name, what, f"HANG: still running after {HANG_SECONDS:.0f} s")
     except (KeyboardInterrupt, SystemExit):
         raise
-    except AssertionError:
-        raise
-    except BaseException as e:  # noqa: BLE001 - PanicException, OverflowError, AttributeError, ...
+    except BaseException as e:  # noqa: BLE001 - PanicException, AttributeError, AssertionError, ...
+        # (report's own AssertionError, raised in a handler above, is not caught here.)
         report(name, what, f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}")
     finally:
         if timed:
