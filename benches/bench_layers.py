@@ -90,6 +90,10 @@ def main() -> None:
          lambda: tn.Conv3d(8, 16, 3, padding=1)),
         (f"conv_transpose2d {b}x64x28x28 -> 32, k4 s2 p1", (b, 64, 28, 28),
          lambda: nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1), lambda: tn.ConvTranspose2d(64, 32, 4, stride=2, padding=1)),
+        # The digits conv net of bench_training.py: small images, where per-op overhead shows.
+        ("conv2d 64x16x4x4 -> 32, k3 p1 (digits)", (64, 16, 4, 4), lambda: nn.Conv2d(16, 32, 3, padding=1),
+         lambda: tn.Conv2d(16, 32, 3, padding=1)),
+        ("max_pool2d 64x16x8x8, k2 (digits)", (64, 16, 8, 8), lambda: nn.MaxPool2d(2), lambda: tn.MaxPool2d(2)),
         (f"max_pool2d {b}x64x112x112, k3 s2 p1", (b, 64, 112, 112), lambda: nn.MaxPool2d(3, 2, 1),
          lambda: tn.MaxPool2d(3, 2, 1)),
         (f"avg_pool2d {b}x64x112x112, k2", (b, 64, 112, 112), lambda: nn.AvgPool2d(2), lambda: tn.AvgPool2d(2)),

@@ -15,8 +15,9 @@ use pyo3::prelude::*;
 
 const OP: &str = "linear";
 
-/// Below this many multiply-adds one thread is faster than waking the pool.
-const PAR_MIN_FLOPS: usize = 1 << 18;
+/// Below this many multiply-adds (about a millisecond on one core) one thread is
+/// faster than waking the pool, and cannot stall on a busy second core.
+const PAR_MIN_FLOPS: usize = 1 << 23;
 
 /// The (row, column) strides and start of a 2-D layout.
 fn mat(l: &Layout) -> (usize, isize, isize) {
@@ -100,6 +101,11 @@ fn cpu_fwd(x: (&CpuStorage, &Layout), w: (&CpuStorage, &Layout), b: Option<(&Cpu
 
 /// `dx = g W`, `dW = g^T x` for the 2-D operands.
 fn grads(x: &Tensor, w: &Tensor, g: &Tensor) -> Result<(Tensor, Tensor)> {
+    // The forward kernel reads strided operands: dx = g (w^T)^T and dW = g^T (x^T)^T with
+    // the same size-based threading as the forward (Candle's matmul always wakes the pool).
+    if g.device().is_cpu() && matches!(g.dtype(), DType::F32 | DType::F64) && g.dtype() == x.dtype() && g.dtype() == w.dtype() {
+        return Ok((g.apply_op2_no_bwd(&w.t()?, &Linear)?, g.t()?.apply_op2_no_bwd(&x.t()?, &Linear)?));
+    }
     Ok((g.matmul(w)?, g.t()?.matmul(x)?))
 }
 
