@@ -370,25 +370,29 @@ def test_conv_1d_3d_match_2d_embedding() -> None:
 
 
 def test_conv_batch_chunks_agree_with_single_samples() -> None:
-    """A batch whose columns exceed one chunk (64 channels x 3x3 taps x 64x64 positions per
-    sample) gives each sample what it gives alone; the weight gradient sums them."""
+    """A batch whose columns exceed one chunk (32 channels x 3x3 taps x 32x32 positions
+    per sample: 3 samples per chunk, so chunks of 3, 3 and 1) gives each sample what it
+    gives alone; the weight and bias gradients sum over the chunks."""
     rng = np.random.default_rng(5)
-    x = rng.standard_normal((9, 64, 64, 64)).astype(np.float32)
-    conv = nn.Conv2d(64, 2, 3, padding=1)
-    xt = cp.from_numpy(x)
+    x = rng.standard_normal((7, 32, 32, 32)).astype(np.float32)
+    conv = nn.Conv2d(32, 4, 3, padding=1)
+    xt = cp.from_numpy(x).requires_grad_(True)
     y = conv(xt)
-    y.sum().backward()
-    gw_all = np.asarray(conv.weight.grad).copy()
-    gw_sum = np.zeros_like(gw_all)
-    for i in (0, 6, 8):  # one sample from each side of the chunk boundary (7 per chunk)
-        with cp.no_grad():
-            yi = conv(cp.from_numpy(x[i:i + 1]))
-        np.testing.assert_allclose(np.asarray(y.detach())[i], np.asarray(yi)[0], atol=1e-4, rtol=1e-4)
-    for i in range(9):
+    g = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+    (y * cp.from_numpy(g)).sum().backward()
+    gw_all, gb_all, gx_all = (np.asarray(t.grad).copy() for t in (conv.weight, conv.bias, xt))
+    gw_sum, gb_sum = np.zeros_like(gw_all), np.zeros_like(gb_all)
+    for i in range(7):
         conv.zero_grad()
-        conv(cp.from_numpy(x[i:i + 1])).sum().backward()
+        xi = cp.from_numpy(x[i:i + 1]).requires_grad_(True)
+        yi = conv(xi)
+        np.testing.assert_allclose(np.asarray(y.detach())[i], np.asarray(yi.detach())[0], atol=1e-4, rtol=1e-4)
+        (yi * cp.from_numpy(g[i:i + 1])).sum().backward()
         gw_sum += np.asarray(conv.weight.grad)
+        gb_sum += np.asarray(conv.bias.grad)
+        np.testing.assert_allclose(gx_all[i], np.asarray(xi.grad)[0], atol=1e-4, rtol=1e-4)
     np.testing.assert_allclose(gw_all, gw_sum, rtol=1e-3, atol=1e-2)
+    np.testing.assert_allclose(gb_all, gb_sum, rtol=1e-4, atol=1e-3)
 
 
 def _np_max_pool2d(x: np.ndarray, k: tuple, s: tuple, p: tuple, d: tuple, ceil: bool) -> tuple:

@@ -3,9 +3,14 @@
 //! divisor_override) and flat per-plane indices for `return_indices`.
 //!
 //! Every variant reduces to per-axis window tables: for each output position
-//! along an axis, the list of valid input positions (and, for averages, that
-//! axis's factor of the divisor). The kernels walk the product of the three
-//! tables, one rayon task per block of (N, C) planes.
+//! along an axis, its window as an arithmetic run of valid input positions (and,
+//! for averages, that axis's factor of the divisor). The kernels walk the product
+//! of the three tables plane by plane (blocks of planes over rayon's threads when
+//! the pass is large).
+//!
+//! Max pooling compares branch-free (which element wins is unpredictable on real
+//! data), 2x2 windows as a small tree, and a forward that will be differentiated
+//! keeps its argmaxes so the backward is a scatter.
 use super::conv::{for_chunks, in_pool, par_ok};
 use super::{float_dispatch, Elem};
 use crate::dtype::DT;
