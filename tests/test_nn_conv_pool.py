@@ -499,3 +499,19 @@ def test_conv_backward_twice_with_kept_columns() -> None:
         (F.conv2d(x, ref, None, padding=1) * g).sum().backward()  # a fresh forward and backward
         np.testing.assert_allclose(gw, np.asarray(ref.grad), rtol=1e-5, atol=1e-5)
     assert not np.allclose(grads[0][1], grads[1][1])
+
+
+def test_max_pool_2x2_over_many_planes() -> None:
+    """MaxPool2d(2) over planes stacked as one tall image, in several blocks of rows."""
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((4, 8, 64, 64)).astype(np.float32)
+    x[rng.random(x.shape) < 0.01] = np.nan
+    ref, ridx = _np_max_pool2d(x, (2, 2), (2, 2), (0, 0), (1, 1), False)
+    y, idx = F.max_pool2d(cp.from_numpy(x), 2, return_indices=True)
+    np.testing.assert_array_equal(np.asarray(idx), ridx)
+    np.testing.assert_array_equal(np.asarray(y), ref.astype(np.float32))
+    xt = cp.from_numpy(x).requires_grad_(True)
+    with cp.no_grad():
+        np.testing.assert_array_equal(np.asarray(F.max_pool2d(xt, 2)), ref.astype(np.float32))
+    F.max_pool2d(xt, 2).sum().backward()
+    assert float(np.asarray(xt.grad).sum()) == ref.size

@@ -110,6 +110,15 @@ impl PoolGeom {
         let full = |a: &Axis, c: usize| a.win.iter().all(|w| w.count == c && w.step == 1);
         full(&self.axes[0], 1) && full(&self.axes[1], 2) && full(&self.axes[2], 2)
     }
+    /// Whether the 2x2 windows tile 2-d planes exactly (`tiled_2x2` applies), with
+    /// flat indices over all `len` input elements within the SSE kernels' i32 range.
+    fn is_tiled_2x2(&self, len: usize) -> bool {
+        let [d, h, w] = self.ins;
+        let [od, oh, ow] = self.outs;
+        let at = |a: &Axis| a.win.iter().enumerate().all(|(o, win)| win.first == 2 * o);
+        self.is_2x2() && d == 1 && od == 1 && h == 2 * oh && w == 2 * ow && at(&self.axes[1]) && at(&self.axes[2])
+            && len <= i32::MAX as usize
+    }
     /// `f(o, a, b)` for each output `o` of a 2x2 geometry, its window's rows starting at
     /// flat offsets `a` and `b`.
     #[inline(always)]
@@ -342,10 +351,34 @@ fn planes_do<T: Elem, U: Send>(
 }
 
 /// Each output's `at(argmax)` (`at(usize::MAX)` for an empty window).
+/// 2x2 windows tiling 2-d planes of even height and width (MaxPool2d(2) without
+/// padding): the planes stack into one tall image, so the loop runs over all output
+/// rows at once instead of paying per-plane overhead on small planes.
+/// Each output is `f(i, p)` of its argmax `i` (flat over all planes) in plane `p`.
+fn tiled_2x2<T: Pick, U: Send>(src: &[T], g: &PoolGeom, out: &mut [U], f: impl Fn(usize, usize) -> U + Sync + Send) {
+    let [_, _, w] = g.ins;
+    let [_, oh, ow] = g.outs;
+    let rows_per_task = ((1 << 14) / (2 * w).max(1)).max(1);
+    for_chunks(out, rows_per_task * ow, par_ok(g.work()), |ci, o| {
+        for (j, orow) in o.chunks_mut(ow).enumerate() {
+            let r = ci * rows_per_task + j; // output row over all planes
+            let (p, a0) = (r / oh, r * 2 * w); // rows 2r and 2r + 1 of the tall image
+            for (x, d) in orow.iter_mut().enumerate() {
+                let i = T::argmax2x2(src, a0 + 2 * x, a0 + w + 2 * x);
+                *d = f(i, p);
+            }
+        }
+    });
+}
+
 fn argmaxes<T: Pick, I: Copy + Send + Default>(src: &[T], g: &PoolGeom, at: impl Fn(usize) -> I + Sync + Send) -> Vec<I> {
     let (iv, ov) = (g.ivol(), g.ovol());
     let mut idx = vec![I::default(); g.planes * ov];
     if ov == 0 || iv == 0 {
+        return idx;
+    }
+    if g.is_tiled_2x2(src.len()) {
+        tiled_2x2(src, g, &mut idx, |i, p| at(i - p * iv));
         return idx;
     }
     let quad = g.is_2x2();
@@ -364,6 +397,10 @@ fn max_fwd<T: Pick>(src: &[T], g: &PoolGeom) -> Vec<T> {
     let (iv, ov) = (g.ivol(), g.ovol());
     let mut out = vec![T::ZERO; g.planes * ov];
     if ov == 0 || iv == 0 {
+        return out;
+    }
+    if g.is_tiled_2x2(src.len()) {
+        tiled_2x2(src, g, &mut out, |i, _| src[i]);
         return out;
     }
     let quad = g.is_2x2();
