@@ -180,13 +180,16 @@ fn for_rows(g: &Geom, off: [isize; 3], mut f: impl FnMut(usize, usize, usize, us
 fn copy_run<T: Copy>(d: &mut [T], s: &[T]) {
     #[inline(always)]
     fn two<T: Copy, const K: usize>(d: &mut [T], s: &[T]) {
-        // Whole-array moves: `copy_from_slice` would be an out-of-line call here.
+        // Fixed-size copies become a few vector moves (`copy_from_slice` would be an
+        // out-of-line call, arrays a trip through the stack).
         let n = d.len();
-        let (a, b): ([T; K], [T; K]) = (s[..K].try_into().unwrap(), s[n - K..n].try_into().unwrap());
-        let d0: &mut [T; K] = (&mut d[..K]).try_into().unwrap();
-        *d0 = a;
-        let d1: &mut [T; K] = (&mut d[n - K..]).try_into().unwrap();
-        *d1 = b;
+        assert!(n >= K && s.len() >= n);
+        // SAFETY: both copies stay inside `d` and `s` (checked), which are different
+        // buffers; the two destination ranges may overlap, with the same values.
+        unsafe {
+            std::ptr::copy_nonoverlapping(s.as_ptr(), d.as_mut_ptr(), K);
+            std::ptr::copy_nonoverlapping(s.as_ptr().add(n - K), d.as_mut_ptr().add(n - K), K);
+        }
     }
     let n = d.len();
     match n {
@@ -198,6 +201,29 @@ fn copy_run<T: Copy>(d: &mut [T], s: &[T]) {
         16..=31 => two::<T, 16>(d, s),
         32..=64 => two::<T, 32>(d, s),
         _ => d.copy_from_slice(s),
+    }
+}
+
+/// Fill a run with `v`; short runs (padding rows of small images) as two overlapping
+/// fixed-size stores instead of a `memset` call.
+#[inline(always)]
+fn fill_run<T: Copy>(d: &mut [T], v: T) {
+    #[inline(always)]
+    fn two<T: Copy, const K: usize>(d: &mut [T], v: T) {
+        let n = d.len();
+        let d0: &mut [T; K] = (&mut d[..K]).try_into().unwrap();
+        *d0 = [v; K];
+        let d1: &mut [T; K] = (&mut d[n - K..]).try_into().unwrap();
+        *d1 = [v; K];
+    }
+    match d.len() {
+        0 => {}
+        1 => d[0] = v,
+        2..=3 => two::<T, 2>(d, v),
+        4..=7 => two::<T, 4>(d, v),
+        8..=15 => two::<T, 8>(d, v),
+        16..=31 => two::<T, 16>(d, v),
+        _ => d.fill(v),
     }
 }
 
@@ -284,7 +310,7 @@ fn im2col<T: Elem>(x: &[T], g: &Geom, nb: usize, cols: &mut [MaybeUninit<T>]) {
                     d[z] = zero;
                 }
                 for &(at, len) in &plan.gaps {
-                    d[at..at + len].fill(zero);
+                    fill_run(&mut d[at..at + len], zero);
                 }
             }
             return;

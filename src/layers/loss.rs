@@ -7,6 +7,7 @@
 //! with label smoothing `ls`, `smooth = -sum_c w[c] * logp[c]`, combined as
 //! `(1 - ls) * nll + ls / C * smooth`; rows whose target is `ignore_index` count 0;
 //! "mean" divides by the sum of `w[t]` over the counted rows.
+use super::conv::{for_chunks, par_ok};
 use super::Elem;
 use crate::tensor::PyTensor;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};
@@ -48,27 +49,41 @@ fn row_stats<T: Elem + Into<f64>>(row: &[T]) -> (f64, f64) {
     (max, sum.ln())
 }
 
+/// Rows per parallel task.
+fn rows_per_task(c: usize) -> usize {
+    ((1 << 14) / c.max(1)).max(1)
+}
+
 fn forward<T: Elem + Into<f64>>(x: &[T], s: &Spec) -> Vec<T> {
     let mut per = vec![0.0f64; s.n];
-    for (i, row) in x.chunks_exact(s.c).enumerate() {
-        let Some(t) = s.target[i] else { continue };
-        let (max, lse) = row_stats(row);
-        let logp = |k: usize| row[k].into() - max - lse;
-        let mut loss = -s.w(t) * logp(t) * (1.0 - s.smoothing);
-        if s.smoothing > 0.0 {
-            let smooth: f64 = match &s.weight {
-                Some(w) => -(0..s.c).map(|k| w[k] * logp(k)).sum::<f64>(),
-                None => -(0..s.c).map(logp).sum::<f64>(),
-            };
-            loss += smooth * s.smoothing / s.c as f64;
+    let rows = rows_per_task(s.c);
+    for_chunks(&mut per, rows, par_ok(x.len()), |ci, out| {
+        for (j, o) in out.iter_mut().enumerate() {
+            let i = ci * rows + j;
+            *o = row_loss(&x[i * s.c..(i + 1) * s.c], i, s);
         }
-        per[i] = loss;
-    }
+    });
     match s.reduction {
         Reduction::None => per.into_iter().map(T::from_f64).collect(),
         Reduction::Sum => vec![T::from_f64(per.iter().sum())],
         Reduction::Mean => vec![T::from_f64(per.iter().sum::<f64>() / s.denom())],
     }
+}
+
+/// Row `i`'s loss (0 for an ignored row).
+fn row_loss<T: Elem + Into<f64>>(row: &[T], i: usize, s: &Spec) -> f64 {
+    let Some(t) = s.target[i] else { return 0.0 };
+    let (max, lse) = row_stats(row);
+    let logp = |k: usize| row[k].into() - max - lse;
+    let mut loss = -s.w(t) * logp(t) * (1.0 - s.smoothing);
+    if s.smoothing > 0.0 {
+        let smooth: f64 = match &s.weight {
+            Some(w) => -(0..s.c).map(|k| w[k] * logp(k)).sum::<f64>(),
+            None => -(0..s.c).map(logp).sum::<f64>(),
+        };
+        loss += smooth * s.smoothing / s.c as f64;
+    }
+    loss
 }
 
 /// d loss / d x for upstream gradient `g` (one value, or one per row for "none"):
@@ -80,21 +95,25 @@ fn backward<T: Elem + Into<f64>>(x: &[T], g: &[T], s: &Spec) -> Vec<T> {
         Reduction::Mean => g[0].into() / s.denom(),
         _ => g[0].into(),
     };
-    let ls = s.smoothing;
-    for (i, (row, d)) in x.chunks_exact(s.c).zip(out.chunks_exact_mut(s.c)).enumerate() {
-        let Some(t) = s.target[i] else { continue };
-        let scale = if s.reduction == Reduction::None { g[i].into() } else { scale0 };
-        let (max, lse) = row_stats(row);
-        let wt = s.w(t) * (1.0 - ls);
-        for (k, (dv, &xv)) in d.iter_mut().zip(row).enumerate() {
-            let p = (xv.into() - max - lse).exp();
-            let mut v = wt * (p - if k == t { 1.0 } else { 0.0 });
-            if ls > 0.0 {
-                v += ls / s.c as f64 * (p * wsum - s.w(k));
+    let rows = rows_per_task(s.c);
+    for_chunks(&mut out, rows * s.c, par_ok(x.len()), |ci, block| {
+        for (j, d) in block.chunks_exact_mut(s.c).enumerate() {
+            let i = ci * rows + j;
+            let Some(t) = s.target[i] else { continue };
+            let row = &x[i * s.c..(i + 1) * s.c];
+            let scale = if s.reduction == Reduction::None { g[i].into() } else { scale0 };
+            let (max, lse) = row_stats(row);
+            let (wt, ls) = (s.w(t) * (1.0 - s.smoothing), s.smoothing);
+            for (k, (dv, &xv)) in d.iter_mut().zip(row).enumerate() {
+                let p = (xv.into() - max - lse).exp();
+                let mut v = wt * (p - if k == t { 1.0 } else { 0.0 });
+                if ls > 0.0 {
+                    v += ls / s.c as f64 * (p * wsum - s.w(k));
+                }
+                *dv = T::from_f64(scale * v);
             }
-            *dv = T::from_f64(scale * v);
         }
-    }
+    });
     out
 }
 
