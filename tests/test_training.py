@@ -370,6 +370,23 @@ def test_fused_cross_entropy_matches_tensor_path(dtype: Any, monkeypatch: Any) -
     assert fused(cp.ones(4, 3, 2), cp.zeros(4, 2, dtype=cp.int64), None, -100, "mean", 0.0) is None
 
 
+def test_fused_cross_entropy_on_large_logits(monkeypatch: Any) -> None:
+    """Logits big enough to be split over threads by rows give the tensor path's result."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((300, 1000)).astype(np.float32)
+    t = cp.from_numpy(rng.integers(0, 1000, 300))
+    out = []
+    for fused in (True, False):
+        if not fused:
+            monkeypatch.setattr(cp._core, "_cross_entropy", lambda *a: None)
+        xt = cp.from_numpy(x).requires_grad_(True)
+        loss = F.cross_entropy(xt, t, label_smoothing=0.1)
+        loss.backward()
+        out.append((loss.item(), np_(xt.grad)))
+    assert abs(out[0][0] - out[1][0]) < 1e-5
+    np.testing.assert_allclose(out[0][1], out[1][1], atol=1e-8, rtol=1e-4)
+
+
 def test_fused_step_falls_back_for_strided_grads() -> None:
     """A gradient that is a non-contiguous view takes the tensor path, with the same result;
     SGD's first momentum buffer is still the gradient itself."""
