@@ -515,3 +515,18 @@ def test_max_pool_2x2_over_many_planes() -> None:
         np.testing.assert_array_equal(np.asarray(F.max_pool2d(xt, 2)), ref.astype(np.float32))
     F.max_pool2d(xt, 2).sum().backward()
     assert float(np.asarray(xt.grad).sum()) == ref.size
+
+
+def test_global_average_pool_is_the_plane_mean() -> None:
+    """Windows of whole consecutive rows (global pooling) sum as one run, both ways."""
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal((3, 5, 7, 6))
+    xt = cp.from_numpy(x).requires_grad_(True)
+    y = F.adaptive_avg_pool2d(xt, 1)
+    np.testing.assert_allclose(np.asarray(y.detach()), x.mean(axis=(2, 3), keepdims=True), rtol=1e-12, atol=1e-12)
+    g = rng.standard_normal((3, 5, 1, 1))
+    (y * cp.from_numpy(g)).sum().backward()
+    np.testing.assert_allclose(np.asarray(xt.grad), np.broadcast_to(g / 42, x.shape), rtol=1e-12, atol=1e-12)
+    # Rows 2..5 of a 7-row plane: one run too, with padding counted as PyTorch counts it.
+    y2 = F.avg_pool2d(cp.from_numpy(x), (4, 6), stride=(3, 6))
+    np.testing.assert_allclose(np.asarray(y2)[:, :, 1, 0], x[:, :, 3:7, :].mean(axis=(2, 3)), rtol=1e-12)

@@ -494,9 +494,23 @@ fn avg<T: Elem>(src: &[T], g: &PoolGeom, adjoint: bool) -> Vec<T> {
     if ov == 0 || iv == 0 {
         return out;
     }
+    let w = g.ins[2];
     planes_do(g, src, sv, &mut out, dv, |s, dst| {
         g.each(|k, at, rows, wx| {
             let div = T::from_f64(g.divisor(at));
+            // Whole consecutive rows (global pooling, AdaptiveAvgPool2d(1)): one run.
+            let run = (wx.first == 0 && wx.count == w && wx.step == 1 && !rows.is_empty())
+                .then(|| (rows[0], rows.len() * w))
+                .filter(|&(r0, _)| rows.iter().enumerate().all(|(i, &r)| r == r0 + i * w));
+            if let Some((r0, len)) = run {
+                if adjoint {
+                    let v = s[k] / div;
+                    dst[r0..r0 + len].iter_mut().for_each(|d| *d += v);
+                } else {
+                    dst[k] = sum_run(&s[r0..r0 + len]) / div;
+                }
+                return;
+            }
             if adjoint {
                 let v = s[k] / div;
                 for &r in rows {
