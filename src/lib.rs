@@ -12,13 +12,16 @@ mod layers;
 mod math;
 mod numpy_interop;
 mod optim;
+mod parallel;
 mod random;
+mod runtime;
 mod safetensors_io;
 mod shape_ops;
 mod tensor;
 
 #[pymodule(gil_used = false)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    runtime::configure();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
     dtype::register(m)?;

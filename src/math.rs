@@ -332,7 +332,7 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
 
 /// Contiguous CPU operands outside autograd: one tight vectorized loop into a
 /// new buffer, skipping Candle's generic dispatch (which dominates small ops),
-/// and split over rayon's pool for large ones. Candle's own parallel path runs on
+/// and split over rayon's pool for large ones (`crate::parallel`'s policy). Candle's own parallel path runs on
 /// a second thread pool beside rayon's; on 2 cores the two pools' spinning
 /// workers starve each other, so large elementwise work stays on one pool.
 fn direct_binary(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
@@ -345,10 +345,10 @@ fn direct_binary(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
         op: Bin,
     ) -> Vec<T> {
         match op {
-            Bin::Add => par_zip(a, b, |x, y| x + y),
-            Bin::Sub => par_zip(a, b, |x, y| x - y),
-            Bin::Mul => par_zip(a, b, |x, y| x * y),
-            _ => par_zip(a, b, |x, y| x / y),
+            Bin::Add => crate::parallel::zip_map(a, b, |x, y| x + y),
+            Bin::Sub => crate::parallel::zip_map(a, b, |x, y| x - y),
+            Bin::Mul => crate::parallel::zip_map(a, b, |x, y| x * y),
+            _ => crate::parallel::zip_map(a, b, |x, y| x / y),
         }
     }
     let n = l.elem_count();
@@ -368,44 +368,6 @@ fn direct_binary(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
     }
 }
 
-/// Up to this many elements one loop on the calling thread beats any split.
-const PAR_MIN: usize = 1 << 16;
-const PAR_CHUNK: usize = 1 << 14;
-
-/// `f(a[i], b[i])` for all i, in parallel chunks when long.
-fn par_zip<T: Copy + Send + Sync>(a: &[T], b: &[T], f: impl Fn(T, T) -> T + Sync) -> Vec<T> {
-    if a.len() <= PAR_MIN {
-        return a.iter().zip(b).map(|(x, y)| f(*x, *y)).collect();
-    }
-    par_fill(a.len(), |lo, dst| {
-        for ((d, x), y) in dst.iter_mut().zip(&a[lo..]).zip(&b[lo..]) {
-            d.write(f(*x, *y));
-        }
-    })
-}
-
-/// `f(a[i])` for all i, in parallel chunks when long.
-fn par_map<T: Copy + Send + Sync>(a: &[T], f: impl Fn(T) -> T + Sync) -> Vec<T> {
-    if a.len() <= PAR_MIN {
-        return a.iter().map(|x| f(*x)).collect();
-    }
-    par_fill(a.len(), |lo, dst| {
-        for (d, x) in dst.iter_mut().zip(&a[lo..]) {
-            d.write(f(*x));
-        }
-    })
-}
-
-/// A new `n`-element buffer whose chunks `fill(start, chunk)` writes in parallel.
-fn par_fill<T: Send>(n: usize, fill: impl Fn(usize, &mut [std::mem::MaybeUninit<T>]) + Sync) -> Vec<T> {
-    use rayon::prelude::*;
-    let mut out: Vec<T> = Vec::with_capacity(n);
-    out.spare_capacity_mut()[..n].par_chunks_mut(PAR_CHUNK).enumerate().for_each(|(c, dst)| fill(c * PAR_CHUNK, dst));
-    // SAFETY: the chunks cover 0..n and `fill` writes every element of its chunk.
-    unsafe { out.set_len(n) };
-    out
-}
-
 /// `x * mul + add` for a contiguous CPU tensor outside autograd, as Candle's
 /// affine computes it (same formula, same rounding), in one vectorized pass.
 fn direct_affine(x: &Tensor, mul: f64, add: f64) -> Option<Tensor> {
@@ -420,9 +382,9 @@ fn direct_affine(x: &Tensor, mul: f64, add: f64) -> Option<Tensor> {
     match &*st {
         candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)) => {
             let (m, c) = (mul as f32, add as f32);
-            Tensor::from_vec(par_map(&v[a..a + n], |x| x * m + c), shape, &dev).ok()
+            Tensor::from_vec(crate::parallel::map(&v[a..a + n], |x| x * m + c), shape, &dev).ok()
         }
-        candle_core::Storage::Cpu(candle_core::CpuStorage::F64(v)) => Tensor::from_vec(par_map(&v[a..a + n], |x| x * mul + add), shape, &dev).ok(),
+        candle_core::Storage::Cpu(candle_core::CpuStorage::F64(v)) => Tensor::from_vec(crate::parallel::map(&v[a..a + n], |x| x * mul + add), shape, &dev).ok(),
         _ => None,
     }
 }

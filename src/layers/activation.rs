@@ -3,7 +3,7 @@
 //! each a pass and an allocation; in a small network's training step that costs
 //! more than the layers around it. The mask is PyTorch's: the gradient flows where
 //! the input is > 0 (Candle's `>=` differs at exact zeros).
-use super::conv::{for_chunks, par_ok};
+use crate::parallel::{map, zip_map};
 use super::Elem;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};
 
@@ -11,30 +11,13 @@ struct Relu;
 /// `(x, grad) -> grad * (x > 0)`.
 struct ReluGrad;
 
-const CHUNK: usize = 1 << 14;
-
-/// `f(a chunk, b chunk, dst chunk)` over equal-length chunks into a new vector
-/// (`b` is `a` for one-input maps).
-fn map<T: Elem>(a: &[T], b: &[T], f: impl Fn(&[T], &[T], &mut [T]) + Sync + Send) -> Vec<T> {
-    let mut out = vec![T::ZERO; a.len()];
-    for_chunks(&mut out, CHUNK, par_ok(a.len()), |i, d| {
-        let r = i * CHUNK..i * CHUNK + d.len();
-        f(&a[r.clone()], &b[r], d)
-    });
-    out
-}
-
 fn relu_fwd<T: Elem>(x: &[T]) -> Vec<T> {
     // NaN stays NaN (`v < 0` is false), as torch.relu.
-    map(x, x, |s, _, d| d.iter_mut().zip(s).for_each(|(d, &v)| *d = if v < T::ZERO { T::ZERO } else { v }))
+    map(x, |v| if v < T::ZERO { T::ZERO } else { v })
 }
 
 fn relu_bwd<T: Elem>(x: &[T], g: &[T]) -> Vec<T> {
-    map(x, g, |xs, gs, d| {
-        for ((d, &gv), &xv) in d.iter_mut().zip(gs).zip(xs) {
-            *d = if xv > T::ZERO { gv } else { T::ZERO };
-        }
-    })
+    zip_map(x, g, |xv, gv| if xv > T::ZERO { gv } else { T::ZERO })
 }
 
 impl CustomOp1 for Relu {

@@ -16,9 +16,10 @@
 //! forward whose weight needs a gradient keeps its columns (bounded) for the weight
 //! gradient, which also sums the bias gradient from the permuted upstream gradient.
 //!
-//! The threading policy (`par_ok`, `par_gemm`, `in_pool`, `for_chunks`) lives here and
-//! is shared by pooling and ReLU.
+//! The threading policy (`par_ok`, `par_gemm`, `in_pool`, `for_chunks`) is
+//! `crate::parallel`'s.
 use super::Elem;
+use crate::parallel::{filled, for_chunks, in_pool, par_gemm, par_ok};
 use crate::dtype::DT;
 use crate::errors::{DTypeError, OpResult, ShapeError};
 use crate::tensor::PyTensor;
@@ -32,56 +33,6 @@ use std::sync::{Arc, OnceLock};
 /// Elements of one chunk's column matrix we aim for (4 MiB of f32, so the columns
 /// stay in cache between im2col and the GEMM); a chunk holds at least one sample.
 const COLS_BUDGET: usize = 1 << 20;
-/// Below these a pass stays on the calling thread. Handing work to rayon costs tens
-/// of microseconds, and where cores are shared (other threads, other processes) a
-/// fork-join can wait a whole scheduler slice for its second thread: only work of
-/// about a millisecond or more on one core is worth splitting.
-const PAR_ELEMS: usize = 1 << 18;
-const PAR_MACS: usize = 1 << 23;
-
-/// Whether a memory-bound pass over `elems` elements is worth splitting over threads.
-pub(crate) fn par_ok(elems: usize) -> bool {
-    elems >= PAR_ELEMS && rayon::current_num_threads() > 1
-}
-
-/// Whether GEMMs of `macs` multiply-adds are worth splitting over threads.
-pub(crate) fn par_gemm(macs: usize) -> bool {
-    macs >= PAR_MACS && rayon::current_num_threads() > 1
-}
-
-/// Run `f` on a rayon worker when it will go parallel (`par`), so the parallel passes
-/// inside it split from there instead of each paying a hand-off from the calling
-/// (Python) thread.
-pub(crate) fn in_pool<R: Send>(par: bool, f: impl FnOnce() -> R + Send) -> R {
-    if par && rayon::current_thread_index().is_none() {
-        rayon::scope(|_| f())
-    } else {
-        f()
-    }
-}
-
-/// `f(i, chunk)` over `v.chunks_mut(size)`, in parallel when `par`.
-pub(crate) fn for_chunks<T: Send>(v: &mut [T], size: usize, par: bool, f: impl Fn(usize, &mut [T]) + Sync + Send) {
-    if size == 0 {
-        return;
-    }
-    if par {
-        v.par_chunks_mut(size).enumerate().for_each(|(i, c)| f(i, c));
-    } else {
-        v.chunks_mut(size).enumerate().for_each(|(i, c)| f(i, c));
-    }
-}
-
-/// A vector of `n` elements that `fill` writes in full before anything reads them:
-/// GEMM outputs, permutes and gathers skip the zero fill, a pass over memory.
-fn filled<T: Copy>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
-    let mut v: Vec<T> = Vec::with_capacity(n);
-    fill(&mut v.spare_capacity_mut()[..n]);
-    // SAFETY: every caller's `fill` writes all `n` elements (documented at each call).
-    unsafe { v.set_len(n) };
-    v
-}
-
 /// Initialized elements seen as possibly-uninitialized ones (same layout), to read from.
 fn as_uninit<T>(s: &[T]) -> &[MaybeUninit<T>] {
     // SAFETY: MaybeUninit<T> has T's layout, and initialized values are valid for it.

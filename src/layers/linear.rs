@@ -15,10 +15,6 @@ use pyo3::prelude::*;
 
 const OP: &str = "linear";
 
-/// Below this many multiply-adds (about a millisecond on one core) one thread is
-/// faster than waking the pool, and cannot stall on a busy second core.
-const PAR_MIN_FLOPS: usize = 1 << 23;
-
 /// The (row, column) strides and start of a 2-D layout.
 fn mat(l: &Layout) -> (usize, isize, isize) {
     let s = l.stride();
@@ -52,7 +48,7 @@ fn forward<T: Elem>(
     }
     let (xo, x_rs, x_cs) = mat(xl);
     let (wo, w_rs, w_cs) = mat(wl);
-    let par = if m * n * k >= PAR_MIN_FLOPS {
+    let par = if crate::parallel::par_gemm(m * n * k) {
         gemm::Parallelism::Rayon(rayon::current_num_threads())
     } else {
         gemm::Parallelism::None

@@ -7,7 +7,7 @@
 //! with label smoothing `ls`, `smooth = -sum_c w[c] * logp[c]`, combined as
 //! `(1 - ls) * nll + ls / C * smooth`; rows whose target is `ignore_index` count 0;
 //! "mean" divides by the sum of `w[t]` over the counted rows.
-use super::conv::{for_chunks, par_ok};
+use crate::parallel::{for_chunks, par_ok};
 use super::Elem;
 use crate::tensor::PyTensor;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};

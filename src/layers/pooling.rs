@@ -11,7 +11,7 @@
 //! Max pooling compares branch-free (which element wins is unpredictable on real
 //! data), 2x2 windows as a small tree, and a forward that will be differentiated
 //! keeps its argmaxes so the backward is a scatter.
-use super::conv::{for_chunks, in_pool, par_ok};
+use crate::parallel::{for_chunks, in_pool, par_ok};
 use super::{float_dispatch, Elem};
 use crate::dtype::DT;
 use crate::errors::{DTypeError, OpResult, ShapeError};

@@ -1,0 +1,50 @@
+//! Process-wide settings made once, when `_core` is imported and before any
+//! Candle op runs: the allocator and Candle's thread pools are global, so these
+//! belong to no one op. A user's own environment variables always win.
+
+/// Keep freed buffers for reuse. A training step frees and re-allocates the same
+/// 0.1-30 MB buffers (activations, gradients, their accumulations) every step; with
+/// glibc's defaults those come from fresh mmaps or a heap top that was just trimmed,
+/// so every step pays page faults for them again (a quarter of a small model's step).
+/// Freed memory stays in the process instead (as in caching allocators); a user's own
+/// MALLOC_* / GLIBC_TUNABLES settings win.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn keep_freed_memory() {
+    extern "C" {
+        fn mallopt(param: i32, value: i32) -> i32;
+    }
+    const M_TRIM_THRESHOLD: i32 = -1;
+    const M_MMAP_THRESHOLD: i32 = -3;
+    let user_set = ["MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some());
+    if !user_set {
+        // SAFETY: mallopt only changes glibc's allocation thresholds.
+        unsafe {
+            mallopt(M_MMAP_THRESHOLD, 32 << 20);
+            mallopt(M_TRIM_THRESHOLD, 256 << 20);
+        }
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn keep_freed_memory() {}
+
+/// Candle's own elementwise ops (those autograd runs to accumulate gradients) fan out
+/// to a spin-barrier thread pool. On a machine with few cores, whose other threads
+/// (rayon's, the caller's, other processes) are busy, the barrier's spinning waits for
+/// a descheduled worker: a small model's training step ran 4x slower. There they run
+/// on the calling thread; a user's CANDLE_NUM_THREADS wins. Must run before Candle's
+/// first parallel op (the pool reads the variable once).
+fn single_threaded_candle_barrier_on_small_machines() {
+    let few_cores = std::thread::available_parallelism().map_or(true, |n| n.get() <= 4);
+    if few_cores && std::env::var_os("CANDLE_NUM_THREADS").is_none() {
+        std::env::set_var("CANDLE_NUM_THREADS", "1");
+    }
+}
+
+/// Apply the settings above; called first thing in the module's init.
+pub fn configure() {
+    keep_freed_memory();
+    single_threaded_candle_barrier_on_small_machines();
+}
