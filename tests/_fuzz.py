@@ -312,23 +312,33 @@ def prop_api_junk(data: Any) -> str:
     name, kind, target = data.draw(st.sampled_from(API), label="api")
     a = data.draw(args, label="args")
     kw = data.draw(kwargs, label="kwargs")
-    if kind == "func":
-        what = describe(name, a, kw)
-        run(name, what, lambda: target(*a, **kw))
-    elif kind == "method":
+    recv = None
+    if kind == "method":
         recv = data.draw(tensors(), label="self")
+    elif kind == "layer":
+        recv = LAYERS[target]()
+        if data.draw(st.booleans(), label="eval"):
+            recv.eval()
+    return call_api(name, kind, target, recv, a, kw)
+
+
+def call_api(name: str, kind: str, target: Any, recv: Any, a: tuple, kw: dict) -> str:
+    """Call one API entry (a method of `recv`, a layer: `recv` or a fresh one, or a
+    function) with `a`/`kw` under `run`'s checks; returns the call's description."""
+    if kind == "method":
         what = describe(f"{short(recv)}.{target}", a, kw)
 
         def call() -> Any:
             attr = getattr(recv, target)
             return attr(*a, **kw) if callable(attr) else attr
         run(name, what, call)
+        return what
+    if kind == "layer":
+        fn = recv if recv is not None else LAYERS[target]()
     else:
-        layer = LAYERS[target]()
-        if data.draw(st.booleans(), label="eval"):
-            layer.eval()
-        what = describe(name, a, kw)
-        run(name, what, lambda: layer(*a, **kw))
+        fn = target
+    what = describe(name, a, kw)
+    run(name, what, lambda: fn(*a, **kw))
     return what
 
 
@@ -338,19 +348,10 @@ def prop_tensor_args(data: Any) -> str:
     name, kind, target = data.draw(st.sampled_from(API), label="api")
     a = tuple(data.draw(st.lists(tensors(), min_size=1, max_size=3), label="tensors"))
     kw = data.draw(st.dictionaries(st.sampled_from(["dim", "keepdim"]), st.integers(-5, 5), max_size=1), label="kw")
+    recv = None
     if kind == "method":
         recv, a = a[0], a[1:]
-        what = describe(f"{short(recv)}.{target}", a, kw)
-
-        def call() -> Any:
-            attr = getattr(recv, target)
-            return attr(*a, **kw) if callable(attr) else attr
-        run(name, what, call)
-        return what
-    fn = LAYERS[target]() if kind == "layer" else target
-    what = describe(name, a, kw)
-    run(name, what, lambda: fn(*a, **kw))
-    return what
+    return call_api(name, kind, target, recv, a, kw)
 
 
 def prop_safetensors_bytes(data: Any) -> str:
@@ -438,19 +439,8 @@ def prop_plausible_args(data: Any) -> str:
     n = data.draw(st.integers(need, max(need, min(most, need + 2))), label="n")
     a = data.draw(st.lists(plausible, min_size=n, max_size=n).map(tuple), label="args")
     kw = data.draw(st.dictionaries(st.sampled_from(kws), plausible, max_size=2), label="kwargs") if kws else {}
-    if kind == "method":
-        recv = data.draw(tensors(), label="self")
-        what = describe(f"{short(recv)}.{target}", a, kw)
-
-        def call() -> Any:
-            attr = getattr(recv, target)
-            return attr(*a, **kw) if callable(attr) else attr
-        run(name, what, call)
-        return what
-    fn = LAYERS[target]() if kind == "layer" else target
-    what = describe(name, a, kw)
-    run(name, what, lambda: fn(*a, **kw))
-    return what
+    recv = data.draw(tensors(), label="self") if kind == "method" else None
+    return call_api(name, kind, target, recv, a, kw)
 
 
 def prop_layer_shapes(data: Any) -> str:

@@ -138,11 +138,12 @@ def test_clip_grad_norm_matches_torch() -> None:
 
 
 # -- optimizer API -------------------------------------------------------------------------------
-def _train_steps(model: nn.Module, opt: optim.Optimizer, n: int, seed: int = 0) -> List[float]:
+def _train_steps(model: nn.Module, opt: optim.Optimizer, n: int, seed: int = 0, dtype: Any = cp.float32) -> List[float]:
+    """`n` cross-entropy steps on seeded (6, 4) batches of `dtype`; the losses."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n):
-        x = cp.from_numpy(rng.standard_normal((6, 4)).astype(np.float32))
+        x = cp.from_numpy(rng.standard_normal((6, 4))).to(dtype)
         y = cp.from_numpy(rng.integers(0, 3, 6).astype(np.int64))
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
@@ -268,20 +269,6 @@ FUSED_CONFIGS = [
 ]
 
 
-def _steps_with(model: nn.Module, opt: optim.Optimizer, dtype: Any, n: int = 5) -> List[float]:
-    rng = np.random.default_rng(4)
-    out = []
-    for _ in range(n):
-        x = cp.from_numpy(rng.standard_normal((6, 4))).to(dtype)
-        y = cp.from_numpy(rng.integers(0, 3, 6).astype(np.int64))
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        out.append(loss.item())
-    return out
-
-
 @pytest.mark.parametrize("dtype", [cp.float32, cp.float64])
 @pytest.mark.parametrize("name,kwargs", FUSED_CONFIGS)
 def test_fused_step_matches_tensor_path(name: str, kwargs: Dict[str, Any], dtype: Any, monkeypatch: Any) -> None:
@@ -295,11 +282,11 @@ def test_fused_step_matches_tensor_path(name: str, kwargs: Dict[str, Any], dtype
     used: List[bool] = []
     monkeypatch.setattr(cp._core, kernel, lambda *args: used.append(fused(*args)) or used[-1])
     opt_a = getattr(optim, name)(a.parameters(), **kwargs)
-    la = _steps_with(a, opt_a, dtype)
+    la = _train_steps(a, opt_a, 5, seed=4, dtype=dtype)
     assert used and all(used), "the fused kernel must take plain CPU float tensors"
     monkeypatch.setattr(cp._core, kernel, lambda *args: False)
     opt_b = getattr(optim, name)(b.parameters(), **kwargs)
-    lb = _steps_with(b, opt_b, dtype)
+    lb = _train_steps(b, opt_b, 5, seed=4, dtype=dtype)
     tol = 1e-6 if dtype == cp.float32 else 1e-12
     np.testing.assert_allclose(la, lb, rtol=tol, atol=tol)
     for (k, va), vb in zip(a.state_dict().items(), b.state_dict().values()):

@@ -112,9 +112,7 @@ class _ConvNd(Module):
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
-            fan_in = self.weight.shape[1]
-            for k in self.weight.shape[2:]:
-                fan_in *= k
+            fan_in, _ = init._fans(self.weight)
             bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
             init.uniform_(self.bias, -bound, bound)
 
