@@ -74,6 +74,38 @@ class BertEmbeddings(nn.Module):
         return self.dropout(self.LayerNorm(x))
 
 
+class Padding:
+    """Where each sentence's real tokens sit in the padded (batch, seq) grid.
+
+    The dense layers (Linear, LayerNorm, GELU) treat tokens independently, so they run
+    on the packed real tokens only, (tokens, hidden): padding is up to a third of a
+    batch and would cost as much matmul time. Only attention needs the padded
+    (batch, seq) layout; `pad`/`unpad` move between the two with one row gather each.
+    """
+
+    def __init__(self, attention_mask: cp.Tensor) -> None:
+        b, n = attention_mask.shape
+        self.batch, self.seq = b, n
+        keep = attention_mask.cpu().numpy().reshape(-1) != 0
+        rows = np.flatnonzero(keep)
+        # Padded slot -> packed row. Pad slots read row 0: attention masks them as keys
+        # and their query outputs are dropped, so their values never matter.
+        inv = np.zeros(b * n, dtype=np.int64)
+        inv[rows] = np.arange(len(rows))
+        device = attention_mask.device
+        self.rows = cp.from_numpy(rows.astype(np.int64)).to(device)
+        self.inv = cp.from_numpy(inv).to(device)
+        self.mask = cp.from_numpy(keep.reshape(b, n)).to(device)
+
+    def pad(self, x: cp.Tensor) -> cp.Tensor:
+        """(tokens, h) -> (batch, seq, h)."""
+        return x.index_select(0, self.inv).reshape(self.batch, self.seq, x.shape[-1])
+
+    def unpad(self, x: cp.Tensor) -> cp.Tensor:
+        """(batch, seq, ...) -> (tokens, prod(...))."""
+        return x.reshape(self.batch * self.seq, -1).index_select(0, self.rows)
+
+
 class BertSelfAttention(nn.Module):
     def __init__(self, cfg: dict) -> None:
         super().__init__()
@@ -85,19 +117,18 @@ class BertSelfAttention(nn.Module):
         self.value = nn.Linear(h, h)
         self.dropout_p = cfg["attention_probs_dropout_prob"]
 
-    def _heads(self, x: cp.Tensor, b: int, n: int) -> cp.Tensor:
-        return x.reshape(b, n, self.num_heads, self.head_dim).transpose(1, 2)
+    def _heads(self, x: cp.Tensor, pad: Padding) -> cp.Tensor:
+        return pad.pad(x).reshape(pad.batch, pad.seq, self.num_heads, self.head_dim).transpose(1, 2)
 
-    def forward(self, x: cp.Tensor, mask: cp.Tensor) -> cp.Tensor:
-        b, n, h = x.shape
-        q = self._heads(self.query(x), b, n)
-        k = self._heads(self.key(x), b, n)
-        v = self._heads(self.value(x), b, n)
+    def forward(self, x: cp.Tensor, pad: Padding) -> cp.Tensor:
+        """Packed tokens (tokens, h) in and out; attention itself over the padded batch."""
+        q, k, v = (self._heads(f(x), pad) for f in (self.query, self.key, self.value))
         # mask: (b, 1, 1, n) boolean, True where the key is a real token.
+        mask = pad.mask.reshape(pad.batch, 1, 1, pad.seq)
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0
         )
-        return out.transpose(1, 2).reshape(b, n, h)
+        return pad.unpad(out.transpose(1, 2))
 
 
 class BertSelfOutput(nn.Module):
@@ -118,8 +149,8 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(cfg)
         self.output = BertSelfOutput(cfg)
 
-    def forward(self, x: cp.Tensor, mask: cp.Tensor) -> cp.Tensor:
-        return self.output(self.self(x, mask), x)
+    def forward(self, x: cp.Tensor, pad: Padding) -> cp.Tensor:
+        return self.output(self.self(x, pad), x)
 
 
 class BertIntermediate(nn.Module):
@@ -153,8 +184,8 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(cfg)
         self.output = BertOutput(cfg)
 
-    def forward(self, x: cp.Tensor, mask: cp.Tensor) -> cp.Tensor:
-        a = self.attention(x, mask)
+    def forward(self, x: cp.Tensor, pad: Padding) -> cp.Tensor:
+        a = self.attention(x, pad)
         return self.output(self.intermediate(a), a)
 
 
@@ -163,9 +194,9 @@ class BertEncoder(nn.Module):
         super().__init__()
         self.layer = nn.ModuleList([BertLayer(cfg) for _ in range(cfg["num_hidden_layers"])])
 
-    def forward(self, x: cp.Tensor, mask: cp.Tensor) -> cp.Tensor:
+    def forward(self, x: cp.Tensor, pad: Padding) -> cp.Tensor:
         for layer in self.layer:
-            x = layer(x, mask)
+            x = layer(x, pad)
         return x
 
 
@@ -189,12 +220,13 @@ class BertModel(nn.Module):
         self.pooler = BertPooler(cfg)
 
     def forward(self, input_ids: cp.Tensor, attention_mask: cp.Tensor, token_type_ids: Optional[cp.Tensor] = None) -> cp.Tensor:
-        """The last layer's hidden states, (batch, seq, hidden)."""
+        """The last layer's hidden states, (batch, seq, hidden); zeros at padding."""
         if token_type_ids is None:
             token_type_ids = cp.zeros_like(input_ids)
-        b, n = input_ids.shape
-        mask = (attention_mask != 0).reshape(b, 1, 1, n)
-        return self.encoder(self.embeddings(input_ids, token_type_ids), mask)
+        pad = Padding(attention_mask)
+        x = pad.unpad(self.embeddings(input_ids, token_type_ids))
+        hidden = pad.pad(self.encoder(x, pad))
+        return hidden * pad.mask.unsqueeze(-1).to(hidden.dtype)
 
 
 # -- sentence-transformers' pipeline -------------------------------------------------------

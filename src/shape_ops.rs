@@ -87,6 +87,68 @@ fn checked_index(idx: &Tensor, size: usize, op: &str) -> PyResult<Tensor> {
     fixed.to_dtype(DType::U32).op(op)
 }
 
+/// `index_select` as one pass of row copies, for contiguous CPU data that records
+/// no graph (inference, `no_grad`): Candle's op plus the bounds check costs several
+/// passes over the index and a per-element copy. `None` where it does not apply.
+fn gather_untracked(py: Python<'_>, t: &Tensor, idx: &Tensor, d: usize) -> PyResult<Option<Tensor>> {
+    const OP: &str = "index_select";
+    let tracked = t.track_op() && crate::autograd::grad_enabled();
+    if tracked || !t.device().is_cpu() || !idx.device().is_cpu() || !t.is_contiguous() || idx.dtype() != DType::I64 {
+        return Ok(None);
+    }
+    let size = t.dims()[d];
+    let raw = idx.to_vec1::<i64>().op(OP)?;
+    let mut rows = Vec::with_capacity(raw.len());
+    for &i in &raw {
+        let j = if i < 0 { i + size as i64 } else { i };
+        if j < 0 || j >= size as i64 {
+            return Err(index_err(OP, format!("index {i} is out of bounds for dimension with size {size}")));
+        }
+        rows.push(j as usize);
+    }
+    let outer: usize = t.dims()[..d].iter().product();
+    let inner: usize = t.dims()[d + 1..].iter().product();
+    let mut dims = t.dims().to_vec();
+    dims[d] = rows.len();
+    let (st, l) = t.storage_and_layout();
+    let candle_core::Storage::Cpu(cs) = &*st else { return Ok(None) };
+    let start = l.start_offset();
+    macro_rules! go {
+        ($($v:ident),*) => {
+            match cs {
+                $(candle_core::CpuStorage::$v(src) => {
+                    let src = &src[start..];
+                    let out = crate::errors::detach(py, OP, || Ok(gather_rows(src, outer, size, inner, &rows)))?;
+                    Tensor::from_vec(out, dims, &candle_core::Device::Cpu).op(OP)?
+                })*
+                _ => return Ok(None),
+            }
+        };
+    }
+    Ok(Some(go!(U8, U32, I16, I32, I64, BF16, F16, F32, F64)))
+}
+
+/// Rows `rows` (each `inner` elements) of each of `outer` blocks of `size` rows.
+fn gather_rows<T: Copy + Send + Sync>(src: &[T], outer: usize, size: usize, inner: usize, rows: &[usize]) -> Vec<T> {
+    let n = rows.len();
+    let total = outer * n * inner;
+    if total == 0 {
+        return Vec::new();
+    }
+    let per = (16384 / inner).max(1);
+    crate::parallel::filled(total, |out| {
+        crate::parallel::for_chunks(out, per * inner, crate::parallel::par_ok(total), |c, dst| {
+            for (k, o) in dst.chunks_mut(inner).enumerate() {
+                let r = c * per + k;
+                let from = ((r / n) * size + rows[r % n]) * inner;
+                for (o, &v) in o.iter_mut().zip(&src[from..from + inner]) {
+                    o.write(v);
+                }
+            }
+        })
+    })
+}
+
 /// Row-major offsets into a contiguous tensor of shape `dims` written by `scatter`
 /// along `d`: element `p` of the index (shape `idims`) goes to `p` with its
 /// `d`-coordinate replaced by the index value.
@@ -347,8 +409,13 @@ impl PyTensor {
         }
         let d = norm_dim(dim, t.rank(), "index_select")?;
         let idx1 = idx.flatten_all().op("index_select")?;
-        let u = checked_index(&idx1, t.dims()[d], "index_select")?;
-        let out = crate::errors::detach_op(py, "index_select", || t.index_select(&u, d))?;
+        let out = match gather_untracked(py, &t, &idx1, d)? {
+            Some(out) => out,
+            None => {
+                let u = checked_index(&idx1, t.dims()[d], "index_select")?;
+                crate::errors::detach_op(py, "index_select", || t.index_select(&u, d))?
+            }
+        };
         let out = if idx.rank() == 0 { out.squeeze(d).and_then(|o| o.unsqueeze(d)).op("index_select")? } else { out };
         Ok(wrap_like(self, out))
     }

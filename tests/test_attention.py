@@ -102,6 +102,60 @@ def test_non_contiguous_inputs() -> None:
     np.testing.assert_allclose(np.asarray(out), ref, atol=1e-5)
 
 
+STRIDED_CASES = [
+    # (B, L, S, Hq, Hkv, D, Dv, mask kind, causal, gqa, dtype)
+    (2, 28, 28, 12, 12, 32, 32, "pad", False, False, np.float32),   # BERT-style padding mask, L not a multiple of 16
+    (3, 74, 74, 4, 4, 16, 16, "pad", False, False, np.float32),     # two K panels, last one partial
+    (1, 70, 130, 2, 2, 16, 24, "full", False, False, np.float32),   # full float mask, Lq != Lk, dv padded to 32
+    (2, 37, 37, 4, 4, 64, 64, None, True, False, np.float32),       # causal, odd length
+    (2, 20, 33, 8, 2, 16, 16, "pad", False, True, np.float32),      # grouped heads read in place
+    (2, 9, 11, 3, 3, 8, 8, "pad", False, False, np.float64),        # the generic (non-AVX-512) path
+]
+
+
+@pytest.mark.parametrize("case", STRIDED_CASES, ids=lambda c: f"L{c[1]}S{c[2]}H{c[3]}-{c[4]}{'-causal' if c[8] else ''}{'-gqa' if c[9] else ''}-{np.dtype(c[10]).name}")
+def test_transposed_views_read_in_place_match_contiguous(case) -> None:
+    """(B, L, H, D) projections viewed as (B, H, L, D): the kernel reads them where they
+    are and writes its output in (B, L, H, Dv) order. Values must equal the contiguous
+    call exactly, gradients too, and the caller's transpose(1, 2) must be contiguous."""
+    B, L, S, Hq, Hkv, D, Dv, mk, causal, gqa, dt = case
+    rng = np.random.default_rng(L * 31 + S)
+    qn = rng.standard_normal((B, L, Hq, D)).astype(dt)
+    kn = rng.standard_normal((B, S, Hkv, D)).astype(dt)
+    vn = rng.standard_normal((B, S, Hkv, Dv)).astype(dt)
+    mask = None
+    if mk == "pad":
+        keep = np.ones((B, S), bool)
+        keep[0, S - 5:] = False
+        mask = cp.from_numpy(keep.reshape(B, 1, 1, S))
+    elif mk == "full":
+        mask = cp.from_numpy(rng.standard_normal((B, 1, L, S)).astype(dt))
+    kw = dict(attn_mask=mask, is_causal=causal, enable_gqa=gqa)
+
+    views = [cp.from_numpy(a).requires_grad_(True) for a in (qn, kn, vn)]
+    out_v = F.scaled_dot_product_attention(*(t.transpose(1, 2) for t in views), **kw)
+    conts = [cp.from_numpy(np.ascontiguousarray(a.transpose(0, 2, 1, 3))).requires_grad_(True) for a in (qn, kn, vn)]
+    out_c = F.scaled_dot_product_attention(*conts, **kw)
+
+    assert tuple(out_v.shape) == (B, Hq, L, Dv)
+    np.testing.assert_array_equal(np.asarray(out_v.detach()), np.asarray(out_c.detach()))
+    if Hq > 1:
+        assert out_v.transpose(1, 2).is_contiguous(), "output not stored in (B, L, H, Dv) order"
+    if not gqa:
+        kref, vref = (a.transpose(0, 2, 1, 3) for a in (kn, vn))
+        m = None if mask is None else np.asarray(mask)
+        ref = _naive(qn.transpose(0, 2, 1, 3), kref, vref, m, causal)
+        np.testing.assert_allclose(np.asarray(out_v.detach()), ref, atol=1e-5 if dt == np.float32 else 1e-12)
+
+    w = rng.standard_normal((B, Hq, L, Dv)).astype(dt)
+    (out_v * cp.from_numpy(w)).sum().backward()
+    (out_c * cp.from_numpy(w)).sum().backward()
+    for tv, tc in zip(views, conts):
+        g = np.asarray(tv.grad).transpose(0, 2, 1, 3)
+        np.testing.assert_allclose(g, np.asarray(tc.grad), rtol=0, atol=1e-6 if dt == np.float32 else 1e-12)
+        assert np.abs(g).sum() > 0
+
+
 def test_no_grad_result_is_detached() -> None:
     q = cp.randn(1, 2, 3, 4).requires_grad_(True)
     with cp.no_grad():

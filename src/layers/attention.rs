@@ -184,6 +184,21 @@ struct Geo {
     q_len: usize,
     k_len: usize,
     v_len: usize,
+    /// Elements between consecutive rows (sequence positions) of q, k, v and the
+    /// output. The forward reads transposed head views in place, so these need not
+    /// be d / dv; the backward's geometry is always the contiguous one.
+    q_rs: usize,
+    k_rs: usize,
+    v_rs: usize,
+    o_rs: usize,
+    /// Where output entry `n` starts.
+    o_off: Vec<usize>,
+    /// The distinct k / v slices (their start offsets) and which one entry `n` reads:
+    /// K and V are packed once per slice, however many entries share it.
+    k_slices: Vec<usize>,
+    k_idx: Vec<usize>,
+    v_slices: Vec<usize>,
+    v_idx: Vec<usize>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -347,43 +362,55 @@ struct Packed {
     kt: Vec<f32>,
     vp: Vec<f32>,
     sp: usize,
+    /// Keys per K^T panel: 64, or all of them (rounded to 16) when fewer.
+    pw: usize,
     dvp: usize,
 }
 
 fn pack(g: &Geo, k: &[f32], v: &[f32]) -> Packed {
     let (s, d, dv) = (g.s, g.d, g.dv);
     let dvp = dv.div_ceil(16) * 16;
-    let nk = if s * d == 0 { 0 } else { g.k_len / (s * d) };
-    let nv = if s * dv == 0 { 0 } else { g.v_len / (s * dv) };
+    let (nk, nv) = (g.k_slices.len(), g.v_slices.len());
+    let (k_rs, v_rs) = (g.k_rs, g.v_rs);
     // K^T in panels of 64 keys: panel p holds [d][64] contiguous, so the
     // micro-kernel streams it (a plain (d, s) transpose would alias in L1).
-    let sp = s.div_ceil(64) * 64;
-    let mut kt = vec![0f32; nk * d * sp];
-    if nk > 0 {
-        kt.par_chunks_mut(d * sp).enumerate().for_each(|(u, dst)| {
-            let src = &k[u * s * d..(u + 1) * s * d];
-            for j in 0..s {
-                let base = (j / 64) * d * 64 + (j % 64);
-                for dd in 0..d {
-                    dst[base + dd * 64] = src[j * d + dd];
+    // Short sequences take one panel of s keys rounded to 16, not 64.
+    let pw = s.div_ceil(16).clamp(1, 4) * 16;
+    let sp = s.div_ceil(pw) * pw;
+    // Each panel row is written left to right (reading the key rows, which sit in
+    // L1, with a stride); columns past the last key are zeroed, nothing else is.
+    let kt = crate::parallel::filled(nk * d * sp, |kt| {
+        crate::parallel::for_chunks(kt, d * sp, crate::parallel::par_ok(nk * d * sp), |u, dst| {
+            let src = &k[g.k_slices[u]..];
+            for (pi, panel) in dst.chunks_mut(d * pw).enumerate() {
+                let j0 = pi * pw;
+                let keys = s.min(j0 + pw) - j0;
+                for (dd, prow) in panel.chunks_mut(pw).enumerate() {
+                    for (jj, o) in prow[..keys].iter_mut().enumerate() {
+                        o.write(src[(j0 + jj) * k_rs + dd]);
+                    }
+                    for o in prow[keys..].iter_mut() {
+                        o.write(0.0);
+                    }
                 }
             }
-        });
-    }
+        })
+    });
     let vp = if dvp == dv {
         Vec::new()
     } else {
         let mut vp = vec![0f32; nv * s * dvp];
-        if nv > 0 {
+        if nv > 0 && s * dvp > 0 {
             vp.par_chunks_mut(s * dvp).enumerate().for_each(|(u, dst)| {
+                let base = g.v_slices[u];
                 for j in 0..s {
-                    dst[j * dvp..j * dvp + dv].copy_from_slice(&v[(u * s + j) * dv..(u * s + j + 1) * dv]);
+                    dst[j * dvp..j * dvp + dv].copy_from_slice(&v[base + j * v_rs..base + j * v_rs + dv]);
                 }
             });
         }
         vp
     };
-    Packed { kt, vp, sp, dvp }
+    Packed { kt, vp, sp, pw, dvp }
 }
 
 /// `C[R x 16*NC] (+)= alpha * A[R x k] B[k x 16*NC]`, A rows of stride `a_rs`
@@ -426,19 +453,26 @@ unsafe fn ukr<const R: usize, const NC: usize>(k: usize, a: *const f32, a_rs: us
         kk += 1;
     }
     let al = _mm512_set1_ps(alpha);
+    let ninf = _mm512_set1_ps(f32::NEG_INFINITY);
     let mut r = 0;
     while r < R {
-        let mut mx = _mm512_set1_ps(f32::NEG_INFINITY);
+        let mut mx = ninf;
+        let rl = ep.row_lim(r);
         let mut cc = 0;
         while cc < NC {
             let cp = c.add(r * c_rs + cc * 16);
+            // Lanes at or past the row's limit: -inf, and the mask is not read there
+            // (a masked load does not touch memory in masked-off lanes).
+            let live = rl.saturating_sub(cc * 16);
+            let km: __mmask16 = if live >= 16 { 0xFFFF } else { ((1u32 << live) - 1) as __mmask16 };
             let v = if add {
                 _mm512_fmadd_ps(acc[r][cc], al, _mm512_loadu_ps(cp))
             } else if !ep.mask.is_null() {
-                _mm512_fmadd_ps(acc[r][cc], al, _mm512_loadu_ps(ep.mask.add(r * ep.m_rs + cc * 16)))
+                _mm512_fmadd_ps(acc[r][cc], al, _mm512_maskz_loadu_ps(km, ep.mask.add(r * ep.m_rs + cc * 16)))
             } else {
                 _mm512_mul_ps(acc[r][cc], al)
             };
+            let v = if km == 0xFFFF { v } else { _mm512_mask_blend_ps(km, ninf, v) };
             _mm512_storeu_ps(cp, v);
             mx = _mm512_max_ps(mx, v);
             cc += 1;
@@ -459,16 +493,33 @@ struct Epi {
     mask: *const f32,
     m_rs: usize,
     rmax: *mut f32,
+    /// Columns from this tile's first on that take part (the rest are padding up to
+    /// 16 lanes, or past the end of the mask row): stored as -inf, never read.
+    lim: usize,
+    /// Causal: row r keeps columns below `diag + r + 1` (the query index minus the
+    /// key index of the tile's corner); `None` when not causal.
+    diag: Option<isize>,
 }
 
 impl Epi {
-    const NONE: Epi = Epi { mask: std::ptr::null(), m_rs: 0, rmax: std::ptr::null_mut() };
+    const NONE: Epi = Epi { mask: std::ptr::null(), m_rs: 0, rmax: std::ptr::null_mut(), lim: usize::MAX, diag: None };
     #[inline(always)]
     unsafe fn at(self, r0: usize, c0: usize) -> Epi {
         Epi {
             mask: if self.mask.is_null() { self.mask } else { self.mask.add(r0 * self.m_rs + c0) },
             m_rs: self.m_rs,
             rmax: if self.rmax.is_null() { self.rmax } else { self.rmax.add(r0) },
+            lim: self.lim.saturating_sub(c0),
+            diag: self.diag.map(|d| d + r0 as isize - c0 as isize),
+        }
+    }
+
+    /// Columns of row `r` that take part, counted from the tile's first.
+    #[inline(always)]
+    fn row_lim(self, r: usize) -> usize {
+        match self.diag {
+            Some(d) => self.lim.min((d + r as isize + 1).max(0) as usize),
+            None => self.lim,
         }
     }
 }
@@ -528,50 +579,51 @@ unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, pk: Option<&Packed>, 
     acc[..h * acc_rs].iter_mut().for_each(|a| *a = T::ZERO);
     m[..h].iter_mut().for_each(|a| *a = T::NEG_INF);
     lsum[..h].iter_mut().for_each(|a| *a = T::ZERO);
-    let qp = x.q.as_ptr().add(g.q_off[n] + i0 * d);
+    let qp = x.q.as_ptr().add(g.q_off[n] + i0 * g.q_rs);
     // Causal rows i attend keys j <= i: the block needs keys below i1.
     let s_end = if c.causal { s.min(i1) } else { s };
     let mut j0 = 0;
     while j0 < s_end {
         let w = BK.min(s_end - j0);
-        let vp = x.v.as_ptr().add(g.v_off[n] + j0 * dv);
+        let vp = x.v.as_ptr().add(g.v_off[n] + j0 * g.v_rs);
         let mut fused = false;
         // S = scale * Q K^T (h x w), rows of stride sc_rs.
         let sc_rs = match pk {
             Some(p) => {
                 let wp = w.div_ceil(16) * 16;
-                let kt = p.kt.as_ptr().add(g.k_off[n] / (s * d) * d * p.sp + j0 * d);
-                // Fuse the mask add and the row max into the tile store when the
-                // tile has no padded columns and the mask is a plain row slice.
-                fused = wp == w && (x.mask.is_none() || g.m_cs == 1);
+                let kt = p.kt.as_ptr().add(g.k_idx[n] * d * p.sp + j0 * d);
+                // Fuse the mask add, the causal cut, the -inf of padded columns and
+                // the row max into the tile store when the mask is a plain row slice.
+                fused = x.mask.is_none() || g.m_cs == 1;
                 let ep = if fused {
                     m_blk[..h].iter_mut().for_each(|a| *a = T::NEG_INF);
                     Epi {
                         mask: x.mask.map_or(std::ptr::null(), |mk| mk.as_ptr().add(g.m_off[n] + i0 * g.m_rs + j0) as *const f32),
                         m_rs: g.m_rs,
                         rmax: m_blk.as_mut_ptr() as *mut f32,
+                        lim: w,
+                        diag: c.causal.then_some(i0 as isize - j0 as isize),
                     }
                 } else {
                     Epi::NONE
                 };
-                mm16(h, wp, d, qp as *const f32, d, kt, 64, d * 64, sc.as_mut_ptr() as *mut f32, wp, false, c.scale as f32, ep);
+                mm16(h, wp, d, qp as *const f32, g.q_rs, kt, p.pw, d * p.pw, sc.as_mut_ptr() as *mut f32, wp, false, c.scale as f32, ep);
                 wp
             }
             None => {
-                let kp = x.k.as_ptr().add(g.k_off[n] + j0 * d);
-                mm(h, w, d, sc.as_mut_ptr(), w, false, qp, d, 1, kp, 1, d, scale);
+                let kp = x.k.as_ptr().add(g.k_off[n] + j0 * g.k_rs);
+                mm(h, w, d, sc.as_mut_ptr(), w, false, qp, g.q_rs, 1, kp, 1, g.k_rs, scale);
                 w
             }
         };
         for r in 0..h {
             let i = i0 + r;
-            let row = &mut sc[r * sc_rs..r * sc_rs + w];
+            // A fused tile's row is -inf from its limit to the padded width (a multiple
+            // of 16), so the exp runs over whole vectors.
+            let row = &mut sc[r * sc_rs..r * sc_rs + if fused { sc_rs } else { w }];
             let lim = if c.causal { (i + 1).saturating_sub(j0).min(w) } else { w };
-            let bmax = if fused && lim == w {
+            let bmax = if fused {
                 m_blk[r]
-            } else if fused {
-                // Diagonal causal block: the mask is in already, cut at `lim`.
-                prep_row(row, None, 1, lim)
             } else {
                 let mrow = x.mask.map(|mk| &mk[g.m_off[n] + i * g.m_rs + j0 * g.m_cs..]);
                 prep_row(row, mrow, g.m_cs, lim)
@@ -593,7 +645,7 @@ unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, pk: Option<&Packed>, 
             lsum[r] = lsum[r] + ps;
             if let Some((thr, inv)) = drop {
                 let base = ((n * l + i) * s + j0) as u64;
-                for (jj, p) in row.iter_mut().enumerate() {
+                for (jj, p) in row[..w].iter_mut().enumerate() {
                     *p = *p * keep_factor(c.seed, base + jj as u64, thr, inv);
                 }
             }
@@ -601,17 +653,17 @@ unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, pk: Option<&Packed>, 
         // acc += P V (h x dv).
         match pk {
             Some(p) => {
-                let vpp = if p.vp.is_empty() { vp as *const f32 } else { p.vp.as_ptr().add(g.v_off[n] / (s * dv) * s * p.dvp + j0 * p.dvp) };
-                mm16(h, p.dvp, w, sc.as_ptr() as *const f32, sc_rs, vpp, p.dvp, 64, acc.as_mut_ptr() as *mut f32, p.dvp, true, 1.0, Epi::NONE);
+                let (vpp, v_rs) = if p.vp.is_empty() { (vp as *const f32, g.v_rs) } else { (p.vp.as_ptr().add(g.v_idx[n] * s * p.dvp + j0 * p.dvp), p.dvp) };
+                mm16(h, p.dvp, w, sc.as_ptr() as *const f32, sc_rs, vpp, v_rs, 64, acc.as_mut_ptr() as *mut f32, p.dvp, true, 1.0, Epi::NONE);
             }
-            None => mm(h, dv, w, acc.as_mut_ptr(), dv, true, sc.as_ptr(), w, 1, vp, dv, 1, T::ONE),
+            None => mm(h, dv, w, acc.as_mut_ptr(), dv, true, sc.as_ptr(), w, 1, vp, g.v_rs, 1, T::ONE),
         }
         j0 += w;
     }
-    let o = out.0.add((n * l + i0) * dv);
+    let o = out.0.add(g.o_off[n] + i0 * g.o_rs);
     for r in 0..h {
         let ls = lsum[r];
-        let dst = std::slice::from_raw_parts_mut(o.add(r * dv), dv);
+        let dst = std::slice::from_raw_parts_mut(o.add(r * g.o_rs), dv);
         if ls == T::ZERO {
             dst.iter_mut().for_each(|v| *v = T::ZERO);
             *lse.0.add(n * l + i0 + r) = T::INF;
@@ -896,6 +948,13 @@ fn cpu_slice<'a, T: AF>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
     }
 }
 
+/// The storage from the layout's first element on: the forward reads strided
+/// inputs through their own row and batch strides (see `Geo`).
+fn cpu_slice_from<'a, T: AF>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
+    let v = T::slice(s).ok_or_else(|| candle_core::Error::Msg(format!("{OP}: unexpected storage dtype")))?;
+    Ok(&v[l.start_offset()..])
+}
+
 fn storage_slice<'a, T: AF>(s: &'a Storage, l: &Layout) -> Result<&'a [T]> {
     match s {
         Storage::Cpu(c) => cpu_slice(c, l),
@@ -905,6 +964,10 @@ fn storage_slice<'a, T: AF>(s: &'a Storage, l: &Layout) -> Result<&'a [T]> {
 
 struct Sdpa {
     geo: Geo,
+    /// The backward's geometry (contiguous inputs and output) when the forward's differs.
+    geo_c: Option<Geo>,
+    /// The output is stored as (..., L, H, dv) and handed out as its transposed view.
+    interleave: bool,
     cfg: Cfg,
     /// The additive mask in the compute dtype (its own, unexpanded shape).
     mask: Option<Tensor>,
@@ -926,7 +989,15 @@ impl Sdpa {
     }
 
     fn bwd_t<T: AF>(&self, q: &Tensor, k: &Tensor, v: &Tensor, o: &Tensor, d_o: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
-        let d_o = d_o.contiguous()?;
+        let (q, k, v) = (q.contiguous()?, k.contiguous()?, v.contiguous()?);
+        let (o, d_o) = if self.interleave {
+            // (..., L, H, dv) back to the (..., H, L, dv) the backward reads.
+            let r = o.rank();
+            (o.transpose(r - 3, r - 2)?.contiguous()?, d_o.transpose(r - 3, r - 2)?.contiguous()?)
+        } else {
+            (o.clone(), d_o.contiguous()?)
+        };
+        let geo = self.geo_c.as_ref().unwrap_or(&self.geo);
         let (gq, lq) = q.storage_and_layout();
         let (gk, lk) = k.storage_and_layout();
         let (gv, lv) = v.storage_and_layout();
@@ -946,7 +1017,7 @@ impl Sdpa {
             v: storage_slice::<T>(&gv, lv)?,
             mask,
         };
-        let (dq, dk, dv) = backward(&self.geo, &self.cfg, x, storage_slice::<T>(&go, lo)?, storage_slice::<T>(&gd, ld)?, lse);
+        let (dq, dk, dv) = backward(geo, &self.cfg, x, storage_slice::<T>(&go, lo)?, storage_slice::<T>(&gd, ld)?, lse);
         let dev = Device::Cpu;
         Ok((Tensor::from_vec(dq, q.shape(), &dev)?, Tensor::from_vec(dk, k.shape(), &dev)?, Tensor::from_vec(dv, v.shape(), &dev)?))
     }
@@ -958,8 +1029,8 @@ impl CustomOp3 for Sdpa {
     }
     fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout, s3: &CpuStorage, l3: &Layout) -> Result<(CpuStorage, Shape)> {
         match s1 {
-            CpuStorage::F32(_) => self.fwd::<f32>(cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?),
-            CpuStorage::F64(_) => self.fwd::<f64>(cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?),
+            CpuStorage::F32(_) => self.fwd::<f32>(cpu_slice_from(s1, l1)?, cpu_slice_from(s2, l2)?, cpu_slice_from(s3, l3)?),
+            CpuStorage::F64(_) => self.fwd::<f64>(cpu_slice_from(s1, l1)?, cpu_slice_from(s2, l2)?, cpu_slice_from(s3, l3)?),
             _ => candle_core::bail!("{OP}: the fused kernel runs on float32 and float64"),
         }
     }
@@ -997,10 +1068,10 @@ fn pad_left(x: &[usize], rank: usize) -> Vec<usize> {
     v
 }
 
-/// Per-n offsets of an input whose (padded) batch dims are `xb`, into an output
-/// batch of dims `ob`; `group` divides the index of the last batch dim (grouped heads).
-fn offsets(ob: &[usize], xb: &[usize], inner: usize, group: usize) -> Vec<usize> {
-    let st = bcast_strides(xb, inner);
+/// Per-n offsets of an input whose (padded) batch dims are `xb` with strides `st`,
+/// into an output batch of dims `ob`; `group` divides the index of the last batch
+/// dim (grouped heads).
+fn offsets(ob: &[usize], xb: &[usize], st: &[usize], group: usize) -> Vec<usize> {
     let n: usize = ob.iter().product();
     let mut out = Vec::with_capacity(n);
     let mut idx = vec![0usize; ob.len()];
@@ -1020,6 +1091,29 @@ fn offsets(ob: &[usize], xb: &[usize], inner: usize, group: usize) -> Vec<usize>
         }
     }
     out
+}
+
+/// Batch strides (padded on the left to `rank`, 0 where a dim broadcasts) and row
+/// stride of `t` when the forward can read it where it is: on the CPU, in the
+/// compute dtype, with unit stride along the feature dim. `None`: it is copied.
+fn in_place(t: &Tensor, cdt: DType, rank: usize) -> Option<(Vec<usize>, usize)> {
+    let (dims, st) = (t.dims(), t.layout().stride());
+    let r = dims.len();
+    if !t.device().is_cpu() || t.dtype() != cdt || r < 2 || (st[r - 1] != 1 && dims[r - 1] > 1) {
+        return None;
+    }
+    let mut b = vec![0; rank + 2 - r];
+    b.extend(dims[..r - 2].iter().zip(st).map(|(&n, &x)| if n == 1 { 0 } else { x }));
+    Some((b, st[r - 2]))
+}
+
+/// The distinct values of `off` (sorted) and, for each entry, which one it is.
+fn slices(off: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let mut u = off.to_vec();
+    u.sort_unstable();
+    u.dedup();
+    let idx = off.iter().map(|o| u.binary_search(o).unwrap_or(0)).collect();
+    (u, idx)
 }
 
 fn injective(off: &[usize]) -> bool {
@@ -1176,7 +1270,7 @@ fn _sdpa(
                 ));
             }
             let mb = pad_left(&md[..md.len() - 2], rank);
-            m_off = offsets(&ob, &mb, ml * ms, 1);
+            m_off = offsets(&ob, &mb, &bcast_strides(&mb, ml * ms), 1);
             m_rs = if ml == 1 { 0 } else { ms };
             m_cs = if ms == 1 { 0 } else { 1 };
             let mt = mt.to_device(&Device::Cpu).op(OP)?;
@@ -1190,27 +1284,63 @@ fn _sdpa(
             Some(add.detach())
         }
     };
-    let q_off = offsets(&ob, &qb, l * d, 1);
-    let k_off = offsets(&ob, &kb2, s * d, kg);
-    let v_off = offsets(&ob, &vb2, s * dv, vg);
-    let geo = Geo {
-        n,
-        l,
-        s,
-        d,
-        dv,
-        q_inj: injective(&q_off),
-        k_inj: injective(&k_off),
-        v_inj: injective(&v_off),
-        q_off,
-        k_off,
-        v_off,
-        m_off,
-        m_rs,
-        m_cs,
-        q_len: q.elem_count(),
-        k_len: k.elem_count(),
-        v_len: v.elem_count(),
+    // Inputs the forward reads in place (transposed head views need no copy); the
+    // rest get a contiguous copy in the compute dtype.
+    let (qs, ks, vs) = (in_place(&q, cdt, rank), in_place(&k, cdt, rank), in_place(&v, cdt, rank));
+    let cont_q = (bcast_strides(&qb, l * d), d);
+    let cont_k = (bcast_strides(&kb2, s * d), d);
+    let cont_v = (bcast_strides(&vb2, s * dv), dv);
+    let heads = if rank > 0 { ob[rank - 1] } else { 1 };
+    // A query read as the transposed view of (..., L, H, d) gets its output in that
+    // order too, so the caller's `transpose(1, 2).reshape(...)` costs no copy.
+    let interleave = qs.as_ref().is_some_and(|(st, rs)| rank > 0 && heads > 1 && qb[rank - 1] == heads && st[rank - 1] == d && *rs == heads * d);
+    let build = |(qst, q_rs): &(Vec<usize>, usize), (kst, k_rs): &(Vec<usize>, usize), (vst, v_rs): &(Vec<usize>, usize), il: bool| {
+        let q_off = offsets(&ob, &qb, qst, 1);
+        let k_off = offsets(&ob, &kb2, kst, kg);
+        let v_off = offsets(&ob, &vb2, vst, vg);
+        let (o_off, o_rs) = if il {
+            ((0..n).map(|i| (i / heads) * l * heads * dv + (i % heads) * dv).collect(), heads * dv)
+        } else {
+            ((0..n).map(|i| i * l * dv).collect(), dv)
+        };
+        let (k_slices, k_idx) = slices(&k_off);
+        let (v_slices, v_idx) = slices(&v_off);
+        Geo {
+            n,
+            l,
+            s,
+            d,
+            dv,
+            q_inj: injective(&q_off),
+            k_inj: injective(&k_off),
+            v_inj: injective(&v_off),
+            q_off,
+            k_off,
+            v_off,
+            m_off: m_off.clone(),
+            m_rs,
+            m_cs,
+            q_len: q.elem_count(),
+            k_len: k.elem_count(),
+            v_len: v.elem_count(),
+            q_rs: *q_rs,
+            k_rs: *k_rs,
+            v_rs: *v_rs,
+            o_rs,
+            o_off,
+            k_slices,
+            k_idx,
+            v_slices,
+            v_idx,
+        }
+    };
+    let geo_c = build(&cont_q, &cont_k, &cont_v, false);
+    let strided = qs.is_some() || ks.is_some() || vs.is_some();
+    let (geo, geo_c) = if strided {
+        let pick = |x: &Option<(Vec<usize>, usize)>, c: &(Vec<usize>, usize)| x.clone().unwrap_or_else(|| c.clone());
+        (build(&pick(&qs, &cont_q), &pick(&ks, &cont_k), &pick(&vs, &cont_v), interleave), Some(geo_c))
+    } else {
+        (geo_c, None)
     };
     let scale = scale.unwrap_or(1.0 / (d as f64).sqrt());
     let seed = if dropout_p > 0.0 {
@@ -1221,14 +1351,28 @@ fn _sdpa(
     };
     let cfg = Cfg { causal: is_causal, scale, dropout: dropout_p, seed };
     let mut out_shape = ob.clone();
-    out_shape.extend([l, dv]);
+    if interleave {
+        out_shape.insert(rank - 1, l);
+    } else {
+        out_shape.push(l);
+    }
+    out_shape.push(dv);
     let dev = q.device().clone();
-    let op = Sdpa { geo, cfg, mask, out_shape, lse: Mutex::new(None) };
+    let op = Sdpa { geo, geo_c, interleave, cfg, mask, out_shape, lse: Mutex::new(None) };
     let y = py
         .detach(|| -> Result<Tensor> {
-            let prep = |t: &Tensor| -> Result<Tensor> { t.to_device(&Device::Cpu)?.to_dtype(cdt)?.contiguous() };
-            let (q, k, v) = (prep(&q)?, prep(&k)?, prep(&v)?);
-            let y = q.apply_op3(&k, &v, op)?;
+            let prep = |t: &Tensor, direct: bool| -> Result<Tensor> {
+                if direct {
+                    Ok(t.clone())
+                } else {
+                    t.to_device(&Device::Cpu)?.to_dtype(cdt)?.contiguous()
+                }
+            };
+            let (q, k, v) = (prep(&q, qs.is_some())?, prep(&k, ks.is_some())?, prep(&v, vs.is_some())?);
+            let mut y = q.apply_op3(&k, &v, op)?;
+            if interleave {
+                y = y.transpose(rank - 1, rank)?;
+            }
             y.to_dtype(qdt.candle())?.to_device(&dev)
         })
         .op(OP)?;

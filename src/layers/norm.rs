@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use rayon::prelude::*;
 use std::sync::Mutex;
 
-trait Fl: Copy + Send + Sync + 'static {
+trait Fl: Copy + Send + Sync + 'static + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self> + std::ops::Mul<Output = Self> {
     fn f(self) -> f64;
     fn of(v: f64) -> Self;
 }
@@ -81,14 +81,15 @@ struct LayerNorm {
     stats: Mutex<Vec<(f64, f64)>>,
 }
 
-/// Sum of `f(v)` over a row with 8 independent f64 lanes, so the loop vectorizes.
+/// Sum of `f(v)` over a row with 32 independent f64 lanes, so the loop vectorizes
+/// into four accumulators (one would wait on the add latency every step).
 #[inline(always)]
 fn lane_sum<T: Fl>(xs: &[T], f: impl Fn(f64) -> f64) -> f64 {
-    let mut acc = [0.0f64; 8];
-    let chunks = xs.chunks_exact(8);
+    let mut acc = [0.0f64; 32];
+    let chunks = xs.chunks_exact(32);
     let rem = chunks.remainder();
     for c in chunks {
-        for k in 0..8 {
+        for k in 0..32 {
             acc[k] += f(c[k].f());
         }
     }
@@ -101,8 +102,11 @@ fn ln_rows<T: Fl>(x: &[T], w: &[T], b: &[T], out: &mut [T], stats: &mut [(f64, f
         let mean = lane_sum(xr, |v| v) / d as f64;
         let var = lane_sum(xr, |v| (v - mean) * (v - mean)) / d as f64;
         let rstd = 1.0 / (var + eps).sqrt();
-        for i in 0..d {
-            o[i] = T::of((xr[i].f() - mean) * rstd * w[i].f() + b[i].f());
+        // Statistics in f64, the row itself in its own dtype (as PyTorch): the f32
+        // pass runs 16 lanes wide instead of 8.
+        let (m, r) = (T::of(mean), T::of(rstd));
+        for (((o, &x), &w), &b) in o.iter_mut().zip(xr).zip(&w[..d]).zip(&b[..d]) {
+            *o = (x - m) * r * w + b;
         }
         *st = (mean, rstd);
     }
@@ -116,15 +120,13 @@ unsafe fn ln_rows_avx512<T: Fl>(x: &[T], w: &[T], b: &[T], out: &mut [T], stats:
 
 fn ln_forward<T: Fl>(x: &[T], w: &[T], b: &[T], d: usize, eps: f64) -> (Vec<T>, Vec<(f64, f64)>) {
     let rows = if d == 0 { 0 } else { x.len() / d };
-    let mut out = vec![T::of(0.0); x.len()];
     let mut stats = vec![(0.0, 0.0); rows];
     if d == 0 {
-        return (out, stats);
+        return (vec![T::of(0.0); x.len()], stats);
     }
     #[cfg(target_arch = "x86_64")]
     let wide = std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("fma");
-    const ROWS: usize = 8;
-    out.par_chunks_mut(d * ROWS).zip(x.par_chunks(d * ROWS)).zip(stats.par_chunks_mut(ROWS)).for_each(|((o, xr), st)| {
+    let run = |(o, (xr, st)): (&mut [T], (&[T], &mut [(f64, f64)]))| {
         #[cfg(target_arch = "x86_64")]
         if wide {
             // SAFETY: the CPU features were detected above.
@@ -132,6 +134,18 @@ fn ln_forward<T: Fl>(x: &[T], w: &[T], b: &[T], d: usize, eps: f64) -> (Vec<T>, 
             return;
         }
         ln_rows(xr, w, b, o, st, d, eps);
+    };
+    // Blocks of about 16K elements: a few per thread, each worth a hand-off.
+    let block = (16384 / d).max(1);
+    let out = crate::parallel::filled(x.len(), |out| {
+        // SAFETY: `ln_rows` writes every element of every row before anything reads it
+        // (f32/f64 have no invalid bit patterns and no drop).
+        let out = unsafe { &mut *(out as *mut [std::mem::MaybeUninit<T>] as *mut [T]) };
+        if crate::parallel::par_ok(x.len()) {
+            out.par_chunks_mut(d * block).zip(x.par_chunks(d * block).zip(stats.par_chunks_mut(block))).for_each(run);
+        } else {
+            run((out, (x, &mut stats)));
+        }
     });
     (out, stats)
 }
