@@ -409,6 +409,8 @@ impl PyTensor {
         }
         let d = norm_dim(dim, t.rank(), "index_select")?;
         let idx1 = idx.flatten_all().op("index_select")?;
+        // Candle's index_select (and the row copy) read contiguous sources only.
+        let t = if t.is_contiguous() { t } else { t.contiguous().op("index_select")? };
         let out = match gather_untracked(py, &t, &idx1, d)? {
             Some(out) => out,
             None => {

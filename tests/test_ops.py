@@ -1051,6 +1051,37 @@ def test_index_select_gather(data):
         t.index_select(d, cp.tensor([n]))
 
 
+def test_index_select_row_copy_path_matches_graph_path():
+    """Untracked contiguous CPU sources take a one-pass row copy; tracked ones keep
+    Candle's op (with its backward). Both must give NumPy's answer, in parallel
+    sizes too, for bools, and with negative indices."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((600, 7, 80)).astype(np.float32)  # 336k elements: split over threads
+    idx = rng.integers(-600, 600, size=900)
+    want = np.take(a, idx, axis=0)
+    t = cp.from_numpy(a)
+    np.testing.assert_array_equal(np.asarray(t.index_select(0, cp.from_numpy(idx))), want)
+    with cp.no_grad():
+        tracked = cp.from_numpy(a).requires_grad_(True)
+        np.testing.assert_array_equal(np.asarray(tracked.index_select(0, cp.from_numpy(idx))), want)
+    mid = rng.integers(0, 7, size=5)
+    np.testing.assert_array_equal(np.asarray(t.index_select(1, cp.from_numpy(mid))), np.take(a, mid, axis=1))
+    # a non-contiguous source (Candle's path) and a bool one (the row copy)
+    np.testing.assert_array_equal(np.asarray(t.transpose(0, 2).index_select(0, cp.tensor([3, -1]))), np.take(a.transpose(2, 1, 0), [3, -1], axis=0))
+    b = a > 0
+    got = cp.from_numpy(b).index_select(2, cp.tensor([0, 79, 5]))
+    assert got.dtype == cp.bool
+    np.testing.assert_array_equal(np.asarray(got), np.take(b, [0, 79, 5], axis=2))
+    # the graph path still differentiates: each selected row gets its count
+    x = cp.from_numpy(a[:4, 0, :3].copy()).requires_grad_(True)
+    x.index_select(0, cp.tensor([1, 1, -1])).sum().backward()
+    np.testing.assert_array_equal(np.asarray(x.grad), np.array([[0] * 3, [2] * 3, [0] * 3, [1] * 3], np.float32))
+    with pytest.raises(IndexError, match="out of bounds"):
+        t.index_select(0, cp.tensor([600]))
+    with pytest.raises(IndexError, match="out of bounds"):
+        t.index_select(0, cp.tensor([-601]))
+
+
 def test_index_select_rejects_float_index():
     with pytest.raises(TypeError):
         cp.ones(3).index_select(0, cp.tensor([0.0]))

@@ -207,6 +207,8 @@ struct Cfg {
     scale: f64,
     dropout: f64,
     seed: u64,
+    /// Keep the per-row logsumexp for a backward; inference skips it (a log per row).
+    lse: bool,
 }
 
 impl Cfg {
@@ -385,6 +387,13 @@ fn pack(g: &Geo, k: &[f32], v: &[f32]) -> Packed {
             for (pi, panel) in dst.chunks_mut(d * pw).enumerate() {
                 let j0 = pi * pw;
                 let keys = s.min(j0 + pw) - j0;
+                if keys > 0 && (j0 + keys - 1) * k_rs + d <= src.len() && pw * k_rs <= i32::MAX as usize {
+                    // SAFETY: the packed path runs only where AVX-512 was detected; the
+                    // check above keeps every gathered element inside `src`, and each
+                    // panel row is pw (a multiple of 16) elements long.
+                    unsafe { transpose_panel(src.as_ptr().add(j0 * k_rs), k_rs, keys, d, pw, panel.as_mut_ptr() as *mut f32) };
+                    continue;
+                }
                 for (dd, prow) in panel.chunks_mut(pw).enumerate() {
                     for (jj, o) in prow[..keys].iter_mut().enumerate() {
                         o.write(src[(j0 + jj) * k_rs + dd]);
@@ -411,6 +420,34 @@ fn pack(g: &Geo, k: &[f32], v: &[f32]) -> Packed {
         vp
     };
     Packed { kt, vp, sp, pw, dvp }
+}
+
+/// Panel row `dd` = element `dd` of keys 0..keys (rows `k_rs` apart), zeros up to `pw`:
+/// 16 keys per masked gather instead of one scattered store per element.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn transpose_panel(src: *const f32, k_rs: usize, keys: usize, d: usize, pw: usize, dst: *mut f32) {
+    use std::arch::x86_64::*;
+    let lanes = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(k_rs as i32));
+    for dd in 0..d {
+        let mut jb = 0;
+        while jb < pw {
+            let live = keys.saturating_sub(jb).min(16);
+            let km: __mmask16 = if live >= 16 { 0xFFFF } else { ((1u32 << live) - 1) as __mmask16 };
+            let v = if km == 0 {
+                _mm512_setzero_ps()
+            } else {
+                _mm512_mask_i32gather_ps::<4>(_mm512_setzero_ps(), km, lanes, src.add(jb * k_rs + dd) as *const f32)
+            };
+            _mm512_storeu_ps(dst.add(dd * pw + jb), v);
+            jb += 16;
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn transpose_panel(_: *const f32, _: usize, _: usize, _: usize, _: usize, _: *mut f32) {
+    unreachable!("the packed kernel runs only with AVX-512")
 }
 
 /// `C[R x 16*NC] (+)= alpha * A[R x k] B[k x 16*NC]`, A rows of stride `a_rs`
@@ -666,13 +703,17 @@ unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, pk: Option<&Packed>, 
         let dst = std::slice::from_raw_parts_mut(o.add(r * g.o_rs), dv);
         if ls == T::ZERO {
             dst.iter_mut().for_each(|v| *v = T::ZERO);
-            *lse.0.add(n * l + i0 + r) = T::INF;
+            if c.lse {
+                *lse.0.add(n * l + i0 + r) = T::INF;
+            }
         } else {
             let inv = T::ONE / ls;
             for (v, &a) in dst.iter_mut().zip(&acc[r * acc_rs..r * acc_rs + dv]) {
                 *v = a * inv;
             }
-            *lse.0.add(n * l + i0 + r) = m[r] + ls.ln_();
+            if c.lse {
+                *lse.0.add(n * l + i0 + r) = m[r] + ls.ln_();
+            }
         }
     }
 }
@@ -693,8 +734,9 @@ unsafe fn fwd_task_avx2<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, n: usize, i0: us
 
 /// The forward over all (batch, query block) tasks: output (n, l, dv) and logsumexp (n, l).
 fn forward<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec<T>) {
-    let mut out = vec![T::ZERO; g.n * g.l * g.dv];
-    let mut lse = vec![T::ZERO; g.n * g.l];
+    // Every row of `out` (and of `lse` when kept) is written by exactly one task below.
+    let mut out: Vec<T> = Vec::with_capacity(g.n * g.l * g.dv);
+    let mut lse: Vec<T> = Vec::with_capacity(if c.lse { g.n * g.l } else { 0 });
     let nqb = g.l.div_ceil(BQ);
     let (op, lp) = (SyncPtr(out.as_mut_ptr()), SyncPtr(lse.as_mut_ptr()));
     let simd = simd_level();
@@ -709,7 +751,11 @@ fn forward<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec<T>) {
     let pk = packed.as_ref();
     let bk = BK.min(g.s.max(1)).div_ceil(16) * 16;
     let accw = g.dv.div_ceil(16) * 16;
-    (0..g.n * nqb).into_par_iter().for_each_init(
+    // Scratch is made once per rayon split: a minimum split length keeps that to
+    // a few per thread when there are many small tasks (short sequences).
+    let tasks = g.n * nqb;
+    let min_len = (tasks / (8 * rayon::current_num_threads())).max(1);
+    (0..tasks).into_par_iter().with_min_len(min_len).for_each_init(
         || FwdWs { sc: vec![T::ZERO; BQ * bk], acc: vec![T::ZERO; BQ * accw], m: vec![T::ZERO; BQ], l: vec![T::ZERO; BQ], m_blk: vec![T::ZERO; BQ] },
         |ws, t| {
             let (n, qb) = (t / nqb, t % nqb);
@@ -727,6 +773,13 @@ fn forward<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec<T>) {
             }
         },
     );
+    // SAFETY: the tasks above wrote every element (see the allocation).
+    unsafe {
+        out.set_len(g.n * g.l * g.dv);
+        if c.lse {
+            lse.set_len(g.n * g.l);
+        }
+    }
     (out, lse)
 }
 
@@ -1276,8 +1329,13 @@ fn _sdpa(
             let mt = mt.to_device(&Device::Cpu).op(OP)?;
             let add = if mdt == DT::Bool {
                 let bits = mt.flatten_all().and_then(|t| t.to_vec1::<u8>()).op(OP)?;
-                let vals: Vec<f64> = bits.iter().map(|&b| if b != 0 { 0.0 } else { f64::NEG_INFINITY }).collect();
-                Tensor::from_vec(vals, md.as_slice(), &Device::Cpu).and_then(|t| t.to_dtype(cdt)).op(OP)?
+                if cdt == DType::F64 {
+                    let vals: Vec<f64> = bits.iter().map(|&b| if b != 0 { 0.0 } else { f64::NEG_INFINITY }).collect();
+                    Tensor::from_vec(vals, md.as_slice(), &Device::Cpu).op(OP)?
+                } else {
+                    let vals: Vec<f32> = bits.iter().map(|&b| if b != 0 { 0.0 } else { f32::NEG_INFINITY }).collect();
+                    Tensor::from_vec(vals, md.as_slice(), &Device::Cpu).op(OP)?
+                }
             } else {
                 mt.to_dtype(cdt).and_then(|t| t.contiguous()).op(OP)?
             };
@@ -1349,7 +1407,8 @@ fn _sdpa(
     } else {
         0
     };
-    let cfg = Cfg { causal: is_causal, scale, dropout: dropout_p, seed };
+    let needs_grad = crate::autograd::grad_enabled() && (q.track_op() || k.track_op() || v.track_op());
+    let cfg = Cfg { causal: is_causal, scale, dropout: dropout_p, seed, lse: needs_grad };
     let mut out_shape = ob.clone();
     if interleave {
         out_shape.insert(rank - 1, l);

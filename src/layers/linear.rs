@@ -37,51 +37,78 @@ fn forward<T: Elem>(
     });
     let (xo, x_rs, x_cs) = mat(xl);
     let (wo, w_rs, w_cs) = mat(wl);
-    // Rows split into one block per thread, each a single-threaded GEMM: gemm's own
-    // rayon mode synchronises per cache block and scales poorly on medium products
-    // (2 threads gave 1.2-1.5x one instead of ~1.9x at BERT-sized layers).
-    let threads = if crate::parallel::par_gemm(m * n * k) { rayon::current_num_threads() } else { 1 };
-    let rows = m.div_ceil(threads).max(1);
-    crate::parallel::filled(m * n, |dst| {
-        crate::parallel::for_chunks(dst, rows * n, threads > 1, |i, d| {
-            let r0 = i * rows;
-            let mr = d.len() / n.max(1);
-            match &bias_row {
-                Some(row) => d.chunks_mut(n).for_each(|r| r.iter_mut().zip(row).for_each(|(o, &v)| { o.write(v); })),
-                None => d.iter_mut().for_each(|o| { o.write(T::ZERO); }),
-            }
-            if mr == 0 || n == 0 || k == 0 {
-                return;
-            }
-            // SAFETY: the layouts describe (m, k) and (n, k) matrices inside `x` and `w`
-            // (checked by Candle when the tensors were made); `d` is rows r0..r0+mr of the
-            // (m, n) row-major output, initialised just above.
-            unsafe {
-                gemm::gemm(
-                    mr,
-                    n,
-                    k,
-                    d.as_mut_ptr() as *mut T,
-                    1,
-                    n as isize,
-                    true,
-                    x.as_ptr().offset(xo as isize + r0 as isize * x_rs),
-                    x_cs,
-                    x_rs,
-                    // W^T: element (kk, j) of the right operand is w[j, kk].
-                    w.as_ptr().add(wo),
-                    w_rs,
-                    w_cs,
-                    T::ONE,
-                    T::ONE,
-                    false,
-                    false,
-                    false,
-                    gemm::Parallelism::None,
-                );
-            }
+    // The destination starts as the broadcast bias (GEMM then accumulates into it).
+    let mut out = crate::parallel::filled(m * n, |dst| {
+        let rows = (16384 / n.max(1)).max(1);
+        crate::parallel::for_chunks(dst, rows * n.max(1), crate::parallel::par_ok(m * n), |_, d| match &bias_row {
+            Some(row) => d.chunks_mut(n).for_each(|r| r.iter_mut().zip(row).for_each(|(o, &v)| { o.write(v); })),
+            None => d.iter_mut().for_each(|o| { o.write(T::ZERO); }),
         })
-    })
+    });
+    if m == 0 || n == 0 || k == 0 {
+        return out;
+    }
+    // One block per thread, each a single-threaded GEMM: gemm's own rayon mode
+    // synchronises per cache block and scales poorly on medium products (2 threads
+    // gave 1.2-1.5x one instead of ~1.9x at BERT-sized layers). Blocks of columns
+    // (each thread reads only its part of W) unless rows far outnumber columns; a
+    // block of rows re-reads all of W per thread, which costs most at small m.
+    let threads = if crate::parallel::par_gemm(m * n * k) { rayon::current_num_threads() } else { 1 };
+    let by_cols = threads > 1 && m < 4 * n && n >= 32 * threads;
+    let (step, total) = if by_cols { (n.div_ceil(threads).div_ceil(16) * 16, n) } else { (m.div_ceil(threads), m) };
+    let dst = SyncPtr(out.as_mut_ptr());
+    let block = |t: usize| {
+        let (a, b) = ((t * step).min(total), ((t + 1) * step).min(total));
+        if a == b {
+            return;
+        }
+        let (r0, mr, c0, nc) = if by_cols { (0, m, a, b - a) } else { (a, b - a, 0, n) };
+        // SAFETY: the layouts describe (m, k) and (n, k) matrices inside `x` and `w`
+        // (checked by Candle when the tensors were made); `dst` is the (m, n) row-major
+        // output, initialised above, and blocks write disjoint rows or columns of it.
+        unsafe {
+            gemm::gemm(
+                mr,
+                nc,
+                k,
+                dst.ptr().add(r0 * n + c0),
+                1,
+                n as isize,
+                true,
+                x.as_ptr().offset(xo as isize + r0 as isize * x_rs),
+                x_cs,
+                x_rs,
+                // W^T: element (kk, j) of the right operand is w[j, kk].
+                w.as_ptr().offset(wo as isize + c0 as isize * w_rs),
+                w_rs,
+                w_cs,
+                T::ONE,
+                T::ONE,
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+        }
+    };
+    if threads > 1 {
+        use rayon::prelude::*;
+        (0..threads).into_par_iter().for_each(block);
+    } else {
+        block(0);
+    }
+    out
+}
+
+/// The output pointer shared by the GEMM blocks (each writes its own part).
+struct SyncPtr<T>(*mut T);
+unsafe impl<T> Send for SyncPtr<T> {}
+unsafe impl<T> Sync for SyncPtr<T> {}
+impl<T> SyncPtr<T> {
+    /// Through a method, so closures capture the wrapper (Sync), not the raw field.
+    fn ptr(&self) -> *mut T {
+        self.0
+    }
 }
 
 fn cpu_fwd(x: (&CpuStorage, &Layout), w: (&CpuStorage, &Layout), b: Option<(&CpuStorage, &Layout)>) -> Result<(CpuStorage, Shape)> {
