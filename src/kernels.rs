@@ -651,9 +651,8 @@ unsafe fn gelu_chunk_avx2(src: &[f32], dst: &mut [f32], grad: bool) {
 
 fn gelu_map(src: &[f32], grad: bool) -> Vec<f32> {
     let (wide, simd) = (has_avx512(), has_avx2_fma());
-    crate::parallel::filled(src.len(), |out| {
-        // SAFETY: every chunk is written in full by `gelu_chunk*` before anything reads it.
-        let out = unsafe { &mut *(out as *mut [std::mem::MaybeUninit<f32>] as *mut [f32]) };
+    // Every chunk is written in full by `gelu_chunk*` before anything reads it.
+    crate::parallel::filled_plain(src.len(), |out: &mut [f32]| {
         crate::parallel::for_chunks(out, GRAIN, crate::parallel::par_ok(src.len()), |i, d| {
             let s = &src[i * GRAIN..i * GRAIN + d.len()];
             #[cfg(target_arch = "x86_64")]

@@ -55,6 +55,29 @@ pub(crate) fn filled<T: Copy>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])
     v
 }
 
+/// `filled` for kernels that write through plain slices of a float type (f32/f64:
+/// no invalid bit patterns, no drop): `fill` must write every element before it
+/// reads any (documented at each call).
+pub(crate) fn filled_plain<T: Copy>(n: usize, fill: impl FnOnce(&mut [T])) -> Vec<T> {
+    filled(n, |out| {
+        // SAFETY: MaybeUninit<T> has T's layout; callers write all of it before reading.
+        fill(unsafe { &mut *(out as *mut [MaybeUninit<T>] as *mut [T]) })
+    })
+}
+
+/// A raw pointer that tasks writing disjoint regions may share. Read it through
+/// `ptr()`, so closures capture the wrapper (Send + Sync), not the bare field.
+#[derive(Clone, Copy)]
+pub(crate) struct SyncPtr<T>(pub(crate) *mut T);
+unsafe impl<T> Send for SyncPtr<T> {}
+unsafe impl<T> Sync for SyncPtr<T> {}
+impl<T> SyncPtr<T> {
+    #[inline(always)]
+    pub(crate) fn ptr(&self) -> *mut T {
+        self.0
+    }
+}
+
 /// Elements per chunk of an elementwise pass (64 KiB of f32).
 const ELEM_CHUNK: usize = 1 << 14;
 

@@ -20,6 +20,7 @@ use crate::errors::{dtype_err, shape_err, value_err, OpResult};
 use crate::tensor::PyTensor;
 use candle_core::{CpuStorage, CustomOp3, DType, Device, Layout, Result, Shape, Storage, Tensor};
 use pyo3::prelude::*;
+use crate::parallel::SyncPtr;
 use rayon::prelude::*;
 use std::sync::Mutex;
 
@@ -145,18 +146,6 @@ fn simd_level() -> Simd {
         }
     }
     Simd::Plain
-}
-
-/// A raw pointer that tasks writing disjoint regions may share.
-#[derive(Clone, Copy)]
-struct SyncPtr<T>(*mut T);
-unsafe impl<T> Send for SyncPtr<T> {}
-unsafe impl<T> Sync for SyncPtr<T> {}
-impl<T> SyncPtr<T> {
-    #[inline(always)]
-    fn ptr(&self) -> *mut T {
-        self.0
-    }
 }
 
 /// Everything about the shapes: sizes and, per output batch entry `n`, where

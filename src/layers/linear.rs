@@ -56,7 +56,7 @@ fn forward<T: Elem>(
     let threads = if crate::parallel::par_gemm(m * n * k) { rayon::current_num_threads() } else { 1 };
     let by_cols = threads > 1 && m < 4 * n && n >= 32 * threads;
     let (step, total) = if by_cols { (n.div_ceil(threads).div_ceil(16) * 16, n) } else { (m.div_ceil(threads), m) };
-    let dst = SyncPtr(out.as_mut_ptr());
+    let dst = crate::parallel::SyncPtr(out.as_mut_ptr());
     let block = |t: usize| {
         let (a, b) = ((t * step).min(total), ((t + 1) * step).min(total));
         if a == b {
@@ -98,17 +98,6 @@ fn forward<T: Elem>(
         block(0);
     }
     out
-}
-
-/// The output pointer shared by the GEMM blocks (each writes its own part).
-struct SyncPtr<T>(*mut T);
-unsafe impl<T> Send for SyncPtr<T> {}
-unsafe impl<T> Sync for SyncPtr<T> {}
-impl<T> SyncPtr<T> {
-    /// Through a method, so closures capture the wrapper (Sync), not the raw field.
-    fn ptr(&self) -> *mut T {
-        self.0
-    }
 }
 
 fn cpu_fwd(x: (&CpuStorage, &Layout), w: (&CpuStorage, &Layout), b: Option<(&CpuStorage, &Layout)>) -> Result<(CpuStorage, Shape)> {

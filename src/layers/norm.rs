@@ -137,10 +137,8 @@ fn ln_forward<T: Fl>(x: &[T], w: &[T], b: &[T], d: usize, eps: f64) -> (Vec<T>, 
     };
     // Blocks of about 16K elements: a few per thread, each worth a hand-off.
     let block = (16384 / d).max(1);
-    let out = crate::parallel::filled(x.len(), |out| {
-        // SAFETY: `ln_rows` writes every element of every row before anything reads it
-        // (f32/f64 have no invalid bit patterns and no drop).
-        let out = unsafe { &mut *(out as *mut [std::mem::MaybeUninit<T>] as *mut [T]) };
+    // `ln_rows` writes every element of every row before anything reads it.
+    let out = crate::parallel::filled_plain(x.len(), |out: &mut [T]| {
         if crate::parallel::par_ok(x.len()) {
             out.par_chunks_mut(d * block).zip(x.par_chunks(d * block).zip(stats.par_chunks_mut(block))).for_each(run);
         } else {
