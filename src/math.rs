@@ -193,6 +193,12 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
         }
     }
     let mut dt = result_dt(adt, at.rank() == 0, &b);
+    // True division of integers/bools computes in float32, as PyTorch: each operand is
+    // converted from its own dtype (casting to the integer result type first would
+    // wrap, e.g. a 0-d int64 -1 into uint8 255).
+    if op == Bin::Div && !dt.is_float() {
+        dt = DT::F32;
+    }
     let dev = at.device().clone();
     // Pow with a scalar exponent: special forms that stay exact and differentiable.
     if op == Bin::Pow && !reflected {
@@ -284,14 +290,8 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
         Bin::Add => l.add(&r),
         Bin::Sub => l.sub(&r),
         Bin::Mul => l.mul(&r),
-        Bin::Div => {
-            if !dt.is_float() {
-                dt = DT::F32;
-                l.to_dtype(DType::F32).and_then(|l| l.div(&r.to_dtype(DType::F32)?))
-            } else {
-                l.div(&r)
-            }
-        }
+        // Float by now (integer division was promoted above); `simple` normally takes it.
+        Bin::Div => l.div(&r),
         Bin::FloorDiv | Bin::Rem => {
             if dt.is_float() {
                 let q = l.div(&r).and_then(|q| q.floor()).op(name)?;

@@ -470,7 +470,17 @@ impl PyTensor {
         let idx = int_index(index.get(), "scatter")?;
         let srcv = src.or(value).ok_or_else(|| type_err("scatter", "expected src or value"))?;
         let s = match srcv.cast::<PyTensor>() {
-            Ok(s) => cast(&s.get().t(), s.get().dt(), self.dt())?,
+            Ok(s) => {
+                let st = cast(&s.get().t(), s.get().dt(), self.dt())?;
+                if src.is_none() && st.rank() == 0 {
+                    // `value` given as a 0-d tensor: a number, as PyTorch reads it.
+                    st.broadcast_as(idx.dims()).op("scatter")?
+                } else if st.rank() != idx.rank() {
+                    return Err(shape_err("scatter", format!("Index tensor must have the same number of dimensions as src tensor: {:?} vs {:?}", idx.dims(), st.dims())));
+                } else {
+                    st
+                }
+            }
             Err(_) => {
                 let sc = crate::tensor::extract_scalar(srcv).ok_or_else(|| type_err("scatter", "src must be a Tensor or a number"))?;
                 sc.tensor(self.dt(), t.device())?.broadcast_as(idx.dims()).op("scatter")?

@@ -1215,3 +1215,24 @@ def test_matmul_on_non_contiguous_batched_views() -> None:
     xt = cp.tensor(a, requires_grad=True)
     (xt.transpose(1, 2) @ cp.tensor(b)).sum().backward()
     assert xt.grad is not None and xt.grad.shape == a.shape
+
+
+def test_true_division_of_integers_converts_each_operand_to_float():
+    """Found by hypothesis: uint8 / 0-d int64 -1 cast -1 to uint8 (255) before dividing."""
+    a = cp.tensor(np.array([1, 4], np.uint8))
+    for b in (cp.tensor(-1), cp.tensor([-1, -1]), -1):
+        got = a / b
+        assert got.dtype == cp.float32
+        np.testing.assert_array_equal(np.asarray(got), np.array([-1.0, -4.0], np.float32))
+    np.testing.assert_array_equal(np.asarray(cp.tensor([7]) / cp.tensor(2)), np.array([3.5], np.float32))
+    np.testing.assert_array_equal(np.asarray(cp.tensor([True, False]) / cp.tensor([True, True])), np.array([1.0, 0.0], np.float32))
+
+
+def test_scatter_value_as_0d_tensor_and_src_rank_mismatch():
+    """Found by the property tests: a 0-d tensor `value` panicked; it is a number, as in
+    PyTorch, and a src of another rank than the index is a ShapeError."""
+    np.testing.assert_array_equal(np.asarray(cp.tensor([0.0, 1.0]).scatter(0, cp.tensor([1]), None, cp.tensor(5))), [0.0, 5.0])
+    assert cp.tensor(0.0).scatter(0, cp.tensor(0), None, cp.tensor(5)).item() == 5.0
+    assert cp.tensor(0.0).scatter(0, cp.tensor(0), cp.tensor(7.0)).item() == 7.0
+    with pytest.raises(cp.ShapeError, match="same number of dimensions"):
+        cp.tensor([0.0, 1.0]).scatter(0, cp.tensor([1]), cp.tensor(5.0))
