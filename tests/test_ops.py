@@ -787,6 +787,29 @@ def test_softmax_large_inputs_are_stable(data):
     np.testing.assert_allclose(t.log_softmax(dim).numpy(), np_softmax(a.astype(np.float64), dim, log=True), rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("n", [3, 70, 1024])
+@pytest.mark.parametrize("last", [True, False])
+def test_softmax_masked_entries_are_exact_zeros_and_nan_propagates(n, last):
+    # Masked scores (-inf, -1e30, or anything past exp's range) weigh exactly 0, as in
+    # PyTorch; a subnormal there (it was 1.2e-38) also made a following matmul 27x slower.
+    row = np.zeros(n, np.float32)
+    row[1:] = np.resize(np.float32([-np.inf, -1e30, -104.0, -88.0]), n - 1)
+    rows = np.stack([row, row[::-1].copy()])
+    t = cp.tensor(rows) if last else cp.tensor(rows.T.copy()).t()  # a non-contiguous last dim
+    s = t.softmax(-1).numpy()
+    expect = (rows == rows.max(axis=1, keepdims=True)).astype(np.float32)
+    expect /= expect.sum(axis=1, keepdims=True)
+    np.testing.assert_array_equal(s, expect)
+    assert not ((s != 0) & (np.abs(s) < np.finfo(np.float32).tiny)).any()
+    logs = t.log_softmax(-1).numpy()
+    assert np.isneginf(logs[rows == -np.inf]).all()
+    # NaN anywhere in a row makes the whole row NaN (PyTorch's result).
+    rows[0, n // 2] = np.nan
+    t = cp.tensor(rows) if last else cp.tensor(rows.T.copy()).t()
+    s = t.softmax(-1).numpy()
+    assert np.isnan(s[0]).all() and not np.isnan(s[1]).any()
+
+
 @given(data=st.data())
 def test_all_any(data):
     name = data.draw(st.sampled_from(ALL))
