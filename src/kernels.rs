@@ -432,6 +432,14 @@ mod tests {
         }
     }
 
+    #[test]
+    fn fast_erf_saturates_past_the_clamp() {
+        for x in [4.0f32, 4.5, 100.0, 1e30, f32::INFINITY] {
+            assert_eq!(fast_erf(x), 1.0);
+            assert_eq!(fast_erf(-x), -1.0);
+        }
+    }
+
     /// erf by its Taylor series (|x| < 3) or the continued-fraction tail: a reference only.
     fn libm_erf(x: f64) -> f64 {
         if x.abs() < 3.0 {
@@ -590,10 +598,23 @@ pub fn prod_keepdim(t: &Tensor, dim: usize) -> Result<Tensor> {
 }
 
 /// erf for f32 as a branch-free rational function of x^2 on [-4, 4] (the
-/// approximation Eigen and XLA use; max abs error 3e-7, near the clamp), so loops vectorize.
+/// approximation Eigen and XLA use; max abs error 3e-7, near the clamp), so loops
+/// vectorize. Past the clamp it is exactly +-1 (f32's erf rounds to 1 from 3.92):
+/// the approximation's 1 - 1.8e-7 there made GELU(-1000) -8.9e-5 instead of -0.
 #[inline(always)]
 pub fn fast_erf(x: f32) -> f32 {
-    let x = x.max(-4.0).min(4.0);
+    let e = erf_in_range(x.max(-4.0).min(4.0));
+    if x >= 4.0 {
+        1.0
+    } else if x <= -4.0 {
+        -1.0
+    } else {
+        e
+    }
+}
+
+#[inline(always)]
+fn erf_in_range(x: f32) -> f32 {
     let x2 = x * x;
     let mut p = -2.726_142_3e-10_f32;
     p = p * x2 + 2.770_681_4e-8;
@@ -656,6 +677,8 @@ unsafe fn gelu_chunk_avx512(src: &[f32], dst: &mut [f32], grad: bool) {
         let r = _mm512_rcp14_ps(q);
         let r = _mm512_mul_ps(r, _mm512_fnmadd_ps(q, r, two));
         let erf = _mm512_mul_ps(_mm512_mul_ps(z, p), r);
+        // Exactly +-1 where z was clamped (see fast_erf): z is +-4 there.
+        let erf = _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_EQ_OQ>(_mm512_abs_ps(z), hi), erf, _mm512_mul_ps(z, c(0.25)));
         let y = _mm512_mul_ps(_mm512_mul_ps(half, x), _mm512_add_ps(one, erf));
         _mm512_storeu_ps(dst.as_mut_ptr().add(i), y);
         i += 16;

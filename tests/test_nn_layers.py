@@ -2,6 +2,7 @@
 plus the Module protocol: state_dict keys, load_state_dict reports, repr."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import candle_py as cp
@@ -300,3 +301,17 @@ def test_functional_multi_head_attention_matches_module() -> None:
     )
     assert_close(out, t["output"], 1e-4, 1e-4, "functional MHA output")
     assert_close(w, t["weights"], 1e-4, 1e-4, "functional MHA weights")
+
+
+@pytest.mark.parametrize("n", [5, 64, 300_000])  # scalar tail, 16-lane loop, threaded
+def test_gelu_tails_match_pytorch(n: int) -> None:
+    # x * Phi(x) is below 6e-9 in size for x <= -6 (PyTorch gives -0 there); the erf
+    # approximation once stopped at 1 - 1.8e-7, so GELU(-1000) came out as -8.9e-5.
+    neg = np.float32([-6.0, -10.0, -100.0, -1000.0, -1e30])
+    pos = np.float32([6.0, 10.0, 100.0, 1000.0, 1e30])
+    x = np.resize(np.concatenate([neg, pos, [np.nan]]), n).astype(np.float32)
+    y = nn.GELU()(cp.tensor(x)).numpy()
+    is_neg, is_pos = np.isin(x, neg), np.isin(x, pos)
+    assert np.abs(y[is_neg]).max() <= 1e-8
+    np.testing.assert_array_equal(y[is_pos], x[is_pos])
+    assert np.isnan(y[np.isnan(x)]).all()
