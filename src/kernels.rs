@@ -63,18 +63,23 @@ impl Float for f64 {
     }
 }
 
+/// `fast_exp`'s range: from just above ln(f32::MIN_POSITIVE) (-87.33654), so no
+/// result is subnormal, to the last x whose 2^n does not overflow (x log2 e
+/// rounds to 127; the true value passes f32::MAX only at 88.7228).
+const EXP_LO: f32 = -87.3365;
+const EXP_HI: f32 = 88.376;
+
 /// exp for f32 without branches, so loops over it vectorize: 2^n * p(r) with
 /// |r| <= ln2/2 and a degree-6 polynomial (error about 1 ulp, as Cephes' expf).
-/// Below ln(f32::MIN_POSITIVE) it gives exactly 0 rather than a subnormal (a
-/// masked score of -1e30 or -inf must weigh nothing, and subnormals make every
-/// later product slow: a causal softmax fed to a matmul ran 27x slower); above
-/// 88.376 +inf (where 2^n would overflow; the true value passes f32::MAX at
-/// 88.7228); NaN stays NaN (selects, which vectorize, not branches).
+/// Below `EXP_LO` it gives exactly 0 rather than a subnormal (a masked score of
+/// -1e30 or -inf must weigh nothing, and subnormals make every later product
+/// slow: a causal softmax fed to a matmul ran 27x slower); above `EXP_HI` +inf;
+/// NaN stays NaN (selects, which vectorize, not branches).
 #[inline(always)]
 pub fn fast_exp(x: f32) -> f32 {
-    let e = exp_in_range(x.max(-87.0).min(88.37));
-    let e = if x < -87.336_55 { 0.0 } else { e };
-    let e = if x > 88.376 { f32::INFINITY } else { e };
+    let e = exp_in_range(x.max(EXP_LO).min(EXP_HI));
+    let e = if x < EXP_LO { 0.0 } else { e };
+    let e = if x > EXP_HI { f32::INFINITY } else { e };
     if x.is_nan() { x } else { e }
 }
 
@@ -462,11 +467,15 @@ mod tests {
 
     #[test]
     fn fast_exp_is_accurate() {
-        let mut x = -87.0f32;
-        while x < 88.37 {
+        let mut x = EXP_LO;
+        while x <= EXP_HI {
             let (a, b) = (fast_exp(x), x.exp());
             assert!(((a - b) / b).abs() < 3e-7, "x={x} {a} {b}");
             x += 0.0137;
+        }
+        for x in [EXP_LO, -87.3, -87.1, 88.37, EXP_HI] {
+            let (a, b) = (fast_exp(x), x.exp());
+            assert!(((a - b) / b).abs() < 3e-7, "x={x} {a} {b}");
         }
     }
 
@@ -475,7 +484,7 @@ mod tests {
         for x in [f32::NEG_INFINITY, -1e30, -104.0, -88.0, -87.34] {
             assert_eq!(fast_exp(x), 0.0, "x={x}");
         }
-        assert!(fast_exp(-87.33) >= f32::MIN_POSITIVE);
+        assert!(fast_exp(EXP_LO) >= f32::MIN_POSITIVE);
         assert_eq!(fast_exp(0.0), 1.0);
         assert_eq!(fast_exp(88.8), f32::INFINITY);
         assert_eq!(fast_exp(f32::INFINITY), f32::INFINITY);
