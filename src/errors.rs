@@ -143,6 +143,9 @@ pub fn detach_op<T: Send>(py: Python<'_>, op: &str, f: impl FnOnce() -> candle_c
     detach(py, op, || f().op(op))
 }
 
+/// Elements from which releasing the GIL around an op pays for its cost (~100 ns).
+pub const DETACH_ELEMS: usize = 1 << 15;
+
 /// `detach` for helpers that return Candle results: the GIL is released only
 /// when `n` elements make it pay, and a panic comes back as a Candle error that
 /// `.op(name)` then maps to `BackendError` (`candle_to_py`'s catch-all arm).
@@ -151,7 +154,7 @@ pub fn detach_if<T: Send>(n: usize, f: impl FnOnce() -> candle_core::Result<T> +
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
             .unwrap_or_else(|p| Err(CErr::Msg(format!("internal error in the backend: {}", panic_text(&p)))))
     };
-    if n >= 1 << 15 {
+    if n >= DETACH_ELEMS {
         Python::attach(|py| py.detach(run))
     } else {
         run()

@@ -48,6 +48,20 @@ impl PyTensor {
         Self::wrap(t, dt == DT::Bool)
     }
 
+    /// Wrap a tensor just made from a buffer (`Tensor::from_vec`): not in the graph,
+    /// not a view, so none of `wrap`'s checks apply. The dispatch fast path uses it.
+    pub fn wrap_fresh(t: Tensor) -> PyTensor {
+        debug_assert!(!t.track_op() && t.layout().start_offset() == 0);
+        PyTensor { inner: RwLock::new(t), is_bool: false, grad: OnceLock::new() }
+    }
+
+    /// The current value, borrowed under the read lock (no clone: two atomics fewer
+    /// than `t()`, which matters on the per-op dispatch path).
+    #[inline]
+    pub fn read(&self) -> std::sync::RwLockReadGuard<'_, Tensor> {
+        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    }
+
     #[inline]
     pub fn t(&self) -> Tensor {
         self.inner.read().unwrap_or_else(|p| p.into_inner()).clone()

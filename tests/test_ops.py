@@ -489,6 +489,32 @@ def test_inplace_is_seen_by_other_references():
     assert alias.tolist() == [-1.0, 4.0]
 
 
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_same_shape_dispatch_path_edge_cases(dt):
+    """Small same-shape float ops take a lock-only fast path: an operand used twice,
+    strided views, empty tensors, fresh results and autograd must all still hold."""
+    x = cp.tensor([1.5, -2.0, 4.0, 0.25], dtype=getattr(cp, dt))
+    for op, want in [("add", [3.0, -4.0, 8.0, 0.5]), ("sub", [0.0] * 4), ("mul", [2.25, 4.0, 16.0, 0.0625]), ("truediv", [1.0] * 4)]:
+        got = PYOP[op](x, x)
+        assert got.dtype == x.dtype and got.tolist() == want
+    # The result is a new tensor: writing to it leaves the operands alone.
+    y = x + x
+    y.add_(1.0)
+    assert x.tolist() == [1.5, -2.0, 4.0, 0.25]
+    # Strided views and broadcasting fall back to the general path with the same values.
+    m = cp.tensor(np.arange(12, dtype=dt).reshape(3, 4))
+    np.testing.assert_array_equal((m.t() + m.t()).numpy(), 2 * np.arange(12, dtype=dt).reshape(3, 4).T)
+    np.testing.assert_array_equal((m[:, ::2] * m[:, 1::2]).numpy(), np.arange(0, 12, 2, dtype=dt).reshape(3, 2) * np.arange(1, 12, 2, dtype=dt).reshape(3, 2))
+    e = cp.zeros(0, 3, dtype=getattr(cp, dt))
+    assert (e - e).shape == (0, 3)
+    # Operands in the graph are not taken by the fast path: gradients flow.
+    w = cp.tensor([1.0, 2.0, 3.0], dtype=getattr(cp, dt), requires_grad=True)
+    (w * w + w / w).sum().backward()
+    assert w.grad.tolist() == [2.0, 4.0, 6.0]
+    with cp.no_grad():
+        assert not (w * w).requires_grad
+
+
 def test_pow_of_negative_bases():
     x = cp.tensor([-3.0, -2.0, 0.0, 2.0])
     check(x ** cp.tensor([3.0, 2.0, 0.0, 0.5]), [-27.0, 4.0, 1.0, math.sqrt(2)], "float32")
