@@ -1,6 +1,7 @@
 //! candle_py's compiled core: module wiring only. Each area registers itself.
 use pyo3::prelude::*;
 
+mod alloc;
 mod autograd;
 mod creation;
 mod device;
@@ -18,6 +19,9 @@ mod runtime;
 mod safetensors_io;
 mod shape_ops;
 mod tensor;
+
+#[global_allocator]
+static HEAP: alloc::HugePageAlloc = alloc::HugePageAlloc;
 
 #[pymodule(gil_used = false)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {

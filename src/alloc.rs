@@ -1,0 +1,70 @@
+//! The Rust heap of this extension: the system allocator, with large buffers marked
+//! for transparent huge pages.
+//!
+//! Why: every op result is a fresh buffer, and a fresh large buffer is mapped by the
+//! kernel on first touch, one 4 KiB page fault at a time. At 256 MiB (softmax of a
+//! (64, 1024, 1024) tensor) that is 65,536 faults, about a third of the op's time, and
+//! the two threads writing the output serialize on the kernel's page-table locks.
+//! Linux distributions commonly ship THP in "madvise" mode (on only where asked), so
+//! we ask: a buffer of `HUGE_MIN` bytes or more gets `MADV_HUGEPAGE`, and is then
+//! mapped 2 MiB per fault. Small allocations (shapes, per-op bookkeeping) are untouched.
+//! Elsewhere than Linux this is the plain system allocator.
+use std::alloc::{GlobalAlloc, Layout, System};
+
+/// From this size on a buffer is worth huge pages: it spans at least one aligned
+/// 2 MiB page whatever its start, and the `madvise` call (~1 us) is small beside
+/// the faults it saves (512 per 2 MiB).
+#[cfg(target_os = "linux")]
+const HUGE_MIN: usize = 4 << 20;
+
+pub struct HugePageAlloc;
+
+#[cfg(target_os = "linux")]
+#[inline]
+unsafe fn advise(p: *mut u8, size: usize) {
+    if p.is_null() || size < HUGE_MIN {
+        return;
+    }
+    // madvise wants a page-aligned start; the kernel then backs the aligned 2 MiB
+    // pieces inside the range with huge pages. Failure (THP off, old kernel) only
+    // means the buffer gets normal pages, so its result is ignored.
+    let page = 4096usize;
+    let start = (p as usize).div_ceil(page) * page;
+    let end = p as usize + size;
+    if end > start {
+        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+#[inline]
+unsafe fn advise(_: *mut u8, _: usize) {}
+
+// SAFETY: every call forwards to `System` with the caller's arguments; `advise` only
+// changes how the kernel backs memory the allocation already owns.
+unsafe impl GlobalAlloc for HugePageAlloc {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc(layout);
+        advise(p, layout.size());
+        p
+    }
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // Fresh large blocks come from mmap already zeroed, so calloc does not touch
+        // them and the advice still applies before the first write.
+        let p = System.alloc_zeroed(layout);
+        advise(p, layout.size());
+        p
+    }
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = System.realloc(ptr, layout, new_size);
+        advise(p, new_size);
+        p
+    }
+}
