@@ -25,6 +25,41 @@ def median_time(fn: Callable[[], object], *, repeat: int = 7, number: int = 1, w
     return statistics.median(_rounds(fn, repeat, number, warmup))
 
 
+def interleaved_rounds(
+    fns: dict[str, Callable[[], object]], *, repeat: int, number: int = 1, warmup: int = 1, settle: float = 0.05
+) -> dict[str, list[float]]:
+    """Seconds per call of each function in each of `repeat` interleaved rounds: each
+    round runs `number` calls of every function in turn, so a slow spell of a shared
+    machine hits all sides alike.
+
+    Each side's round starts after `settle` idle seconds: torch's OpenMP workers spin
+    for a while after a parallel op (GOMP's default wait policy), and a round timed
+    right after one shares the cores with those spinning threads (on 2 cores that made
+    a multi-threaded `sum` look 25% slower than it is)."""
+    for f in fns.values():
+        for _ in range(warmup):
+            f()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, f in fns.items():
+            time.sleep(settle)
+            t0 = time.perf_counter()
+            for _ in range(number):
+                f()
+            times[k].append((time.perf_counter() - t0) / number)
+    return times
+
+
+def interleaved(
+    fns: dict[str, Optional[Callable[[], object]]], *, repeat: int, number: int = 1, warmup: int = 1, settle: float = 0.05
+) -> dict[str, Optional[float]]:
+    """Median seconds per call of each function (None where the function is None),
+    from `interleaved_rounds`."""
+    live = {k: f for k, f in fns.items() if f is not None}
+    times = interleaved_rounds(live, repeat=repeat, number=number, warmup=warmup, settle=settle)
+    return {k: (statistics.median(times[k]) if k in times else None) for k in fns}
+
+
 def best_time(fn: Callable[[], object], repeat: int, number: int = 10) -> float:
     """Minimum over `repeat` rounds of the mean seconds per call of `number` calls."""
     return min(_rounds(fn, repeat, number, 1))

@@ -12,35 +12,20 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
 from typing import Callable, Optional
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _harness import fmt_time, try_torch  # noqa: E402
+from _harness import fmt_time, interleaved, try_torch  # noqa: E402
 
 import candle_py as cp  # noqa: E402
 import candle_py.nn.functional as F  # noqa: E402
 
 torch = try_torch()
 QUICK = "--quick" in sys.argv
-
-
-def interleaved(fns: dict[str, Optional[Callable[[], object]]], repeat: int) -> dict[str, Optional[float]]:
-    live = {k: f for k, f in fns.items() if f is not None}
-    for f in live.values():
-        f()
-    times: dict[str, list[float]] = {k: [] for k in live}
-    for _ in range(repeat):
-        for k, f in live.items():
-            t0 = time.perf_counter()
-            f()
-            times[k].append(time.perf_counter() - t0)
-    return {k: (statistics.median(times[k]) if k in times else None) for k in fns}
 
 
 _CAUSAL: dict[tuple[int, int], cp.Tensor] = {}
@@ -107,7 +92,7 @@ def bench(shape: tuple[int, int, int, int], kind: str, repeat: int, with_naive: 
     name = f"{shape} {kind}"
     rows = []
     for label, fns in (("fwd", fwd), ("fwd+bwd", bwd)):
-        r = interleaved(fns, repeat)
+        r = interleaved(fns, repeat=repeat)
         rows.append((f"{name} {label}", r["fused"], r["torch"], r["naive"]))
     return rows
 

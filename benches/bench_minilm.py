@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _harness import fmt_time, median_time, try_torch  # noqa: E402
+from _harness import fmt_time, interleaved_rounds, try_torch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,12 +91,9 @@ def main() -> None:
             st.encode(sentences, batch_size=args.batch_size, convert_to_numpy=True)
 
     # Interleave the two sides round by round, so a change in machine load hits both alike.
-    c_rounds: list[float] = []
-    t_rounds: list[float] = []
-    for _ in range(repeat):
-        c_rounds.append(median_time(run_ours, repeat=1, warmup=0))
-        if run_torch is not None:
-            t_rounds.append(median_time(run_torch, repeat=1, warmup=0))
+    fns = {"ours": run_ours} if run_torch is None else {"ours": run_ours, "torch": run_torch}
+    rounds = interleaved_rounds(fns, repeat=repeat, warmup=0)
+    c_rounds, t_rounds = rounds["ours"], rounds.get("torch", [])
     c = statistics.median(c_rounds)
     t = statistics.median(t_rounds) if t_rounds else None
 
