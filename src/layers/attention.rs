@@ -52,9 +52,10 @@ trait AF:
     const ONE: Self;
     const NEG_INF: Self;
     const INF: Self;
-    fn exp_(self) -> Self;
+    /// `FMA`: the caller runs with FMA enabled (`kernels::madd`).
+    fn exp_<const FMA: bool>(self) -> Self;
     /// `exp(x)` for `x <= 0` or `-inf` (giving exactly 0), with no branch.
-    fn exp_np_(self) -> Self;
+    fn exp_np_<const FMA: bool>(self) -> Self;
     fn ln_(self) -> Self;
     fn from_f64_(v: f64) -> Self;
     fn slice(s: &CpuStorage) -> Option<&[Self]>;
@@ -66,12 +67,12 @@ impl AF for f32 {
     const NEG_INF: f32 = f32::NEG_INFINITY;
     const INF: f32 = f32::INFINITY;
     #[inline(always)]
-    fn exp_(self) -> f32 {
-        crate::kernels::fast_exp(self)
+    fn exp_<const FMA: bool>(self) -> f32 {
+        crate::kernels::fast_exp::<FMA>(self)
     }
     #[inline(always)]
-    fn exp_np_(self) -> f32 {
-        crate::kernels::fast_exp_nonpos(self)
+    fn exp_np_<const FMA: bool>(self) -> f32 {
+        crate::kernels::fast_exp_nonpos::<FMA>(self)
     }
     fn ln_(self) -> f32 {
         self.ln()
@@ -95,11 +96,11 @@ impl AF for f64 {
     const NEG_INF: f64 = f64::NEG_INFINITY;
     const INF: f64 = f64::INFINITY;
     #[inline(always)]
-    fn exp_(self) -> f64 {
+    fn exp_<const FMA: bool>(self) -> f64 {
         self.exp()
     }
     #[inline(always)]
-    fn exp_np_(self) -> f64 {
+    fn exp_np_<const FMA: bool>(self) -> f64 {
         self.exp()
     }
     fn ln_(self) -> f64 {
@@ -263,20 +264,20 @@ fn prep_row<T: AF>(sc: &mut [T], mask: Option<&[T]>, m_cs: usize, lim: usize) ->
 
 /// `p = exp(x - m)` in place (0 where x is -inf); returns the row sum.
 #[inline(always)]
-fn exp_row<T: AF>(sc: &mut [T], m: T) -> T {
+fn exp_row<T: AF, const FMA: bool>(sc: &mut [T], m: T) -> T {
     let mut acc = [T::ZERO; 16];
     let mut chunks = sc.chunks_exact_mut(16);
     for c in &mut chunks {
         for k in 0..16 {
             let x = c[k];
-            let p = (x - m).exp_np_();
+            let p = (x - m).exp_np_::<FMA>();
             c[k] = p;
             acc[k] = acc[k] + p;
         }
     }
     let mut s = T::ZERO;
     for x in chunks.into_remainder() {
-        let p = (*x - m).exp_np_();
+        let p = (*x - m).exp_np_::<FMA>();
         *x = p;
         s = s + p;
     }
@@ -595,7 +596,7 @@ unsafe fn mm16(m: usize, n: usize, k: usize, a: *const f32, a_rs: usize, b: *con
 /// One forward task: query rows `i0..i1` of batch entry `n`, all key blocks.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, pk: Option<&Packed>, n: usize, i0: usize, i1: usize, out: SyncPtr<T>, lse: SyncPtr<T>, ws: &mut FwdWs<T>) {
+unsafe fn fwd_task<T: AF, const FMA: bool>(g: &Geo, c: &Cfg, x: &Inputs<T>, pk: Option<&Packed>, n: usize, i0: usize, i1: usize, out: SyncPtr<T>, lse: SyncPtr<T>, ws: &mut FwdWs<T>) {
     let (l, s, d, dv) = (g.l, g.s, g.d, g.dv);
     let h = i1 - i0;
     let scale = T::from_f64_(c.scale);
@@ -659,9 +660,9 @@ unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, pk: Option<&Packed>, 
                 row.iter_mut().for_each(|p| *p = T::ZERO);
                 continue;
             }
-            let ps = exp_row(row, m_new);
+            let ps = exp_row::<T, FMA>(row, m_new);
             if m[r] != m_new {
-                let alpha = if m[r] == T::NEG_INF { T::ZERO } else { (m[r] - m_new).exp_() };
+                let alpha = if m[r] == T::NEG_INF { T::ZERO } else { (m[r] - m_new).exp_::<FMA>() };
                 lsum[r] = lsum[r] * alpha;
                 for a in acc[r * acc_rs..r * acc_rs + dv].iter_mut() {
                     *a = *a * alpha;
@@ -711,14 +712,14 @@ unsafe fn fwd_task<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, pk: Option<&Packed>, 
 #[target_feature(enable = "avx512f,avx2,fma")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn fwd_task_avx512<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, pk: Option<&Packed>, n: usize, i0: usize, i1: usize, out: SyncPtr<T>, lse: SyncPtr<T>, ws: &mut FwdWs<T>) {
-    fwd_task(g, c, x, pk, n, i0, i1, out, lse, ws)
+    fwd_task::<T, true>(g, c, x, pk, n, i0, i1, out, lse, ws)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn fwd_task_avx2<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>, n: usize, i0: usize, i1: usize, out: SyncPtr<T>, lse: SyncPtr<T>, ws: &mut FwdWs<T>) {
-    fwd_task(g, c, x, None, n, i0, i1, out, lse, ws)
+    fwd_task::<T, true>(g, c, x, None, n, i0, i1, out, lse, ws)
 }
 
 /// The forward over all (batch, query block) tasks: output (n, l, dv) and logsumexp (n, l).
@@ -757,7 +758,7 @@ fn forward<T: AF>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec<T>) {
                     Simd::Avx512 => fwd_task_avx512(g, c, x, pk, n, i0, i1, op, lp, ws),
                     #[cfg(target_arch = "x86_64")]
                     Simd::Avx2 => fwd_task_avx2(g, c, x, n, i0, i1, op, lp, ws),
-                    _ => fwd_task(g, c, x, None, n, i0, i1, op, lp, ws),
+                    _ => fwd_task::<T, false>(g, c, x, None, n, i0, i1, op, lp, ws),
                 }
             }
         },
@@ -792,7 +793,7 @@ struct BwdIo<'a, T> {
 /// One backward task: batch entry `n`, key blocks `c, c + stride, ...`; dK and dV
 /// of those blocks are owned by the task, dQ goes to `dq_base` (exclusive to the task).
 #[inline(always)]
-unsafe fn bwd_task<T: AF>(g: &Geo, c: &Cfg, io: &BwdIo<T>, n: usize, chunk: usize, stride: usize, dq_base: *mut T, dk_base: *mut T, dv_base: *mut T, ws: &mut BwdWs<T>) {
+unsafe fn bwd_task<T: AF, const FMA: bool>(g: &Geo, c: &Cfg, io: &BwdIo<T>, n: usize, chunk: usize, stride: usize, dq_base: *mut T, dk_base: *mut T, dv_base: *mut T, ws: &mut BwdWs<T>) {
     let (l, s, d, dvn) = (g.l, g.s, g.d, g.dv);
     let x = &io.x;
     let scale = T::from_f64_(c.scale);
@@ -824,7 +825,7 @@ unsafe fn bwd_task<T: AF>(g: &Geo, c: &Cfg, io: &BwdIo<T>, n: usize, chunk: usiz
                 let lim = if c.causal { (i + 1).saturating_sub(j0).min(w) } else { w };
                 let mrow = x.mask.map(|mk| &mk[g.m_off[n] + i * g.m_rs + j0 * g.m_cs..]);
                 prep_row(row, mrow, g.m_cs, lim);
-                exp_row(row, lse_i);
+                exp_row::<T, FMA>(row, lse_i);
             }
             // dP = dO V^T (h x w).
             mm(h, w, dvn, dp.as_mut_ptr(), w, false, dop, dvn, 1, vp, 1, dvn, T::ONE);
@@ -861,13 +862,13 @@ unsafe fn bwd_task<T: AF>(g: &Geo, c: &Cfg, io: &BwdIo<T>, n: usize, chunk: usiz
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn bwd_task_avx512<T: AF>(g: &Geo, c: &Cfg, io: &BwdIo<T>, n: usize, chunk: usize, stride: usize, dq: *mut T, dk: *mut T, dv: *mut T, ws: &mut BwdWs<T>) {
-    bwd_task(g, c, io, n, chunk, stride, dq, dk, dv, ws)
+    bwd_task::<T, true>(g, c, io, n, chunk, stride, dq, dk, dv, ws)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn bwd_task_avx2<T: AF>(g: &Geo, c: &Cfg, io: &BwdIo<T>, n: usize, chunk: usize, stride: usize, dq: *mut T, dk: *mut T, dv: *mut T, ws: &mut BwdWs<T>) {
-    bwd_task(g, c, io, n, chunk, stride, dq, dk, dv, ws)
+    bwd_task::<T, true>(g, c, io, n, chunk, stride, dq, dk, dv, ws)
 }
 
 /// Add `full` (n entries of `block` elements) into `dst` at `off[n]`, in parallel over distinct targets.
@@ -947,7 +948,7 @@ fn backward<T: AF>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &[T], lse: &[T]
                     Simd::Avx512 => bwd_task_avx512(g, c, io_ref, n, ch, chunks, dq, dk, dv, ws),
                     #[cfg(target_arch = "x86_64")]
                     Simd::Avx2 => bwd_task_avx2(g, c, io_ref, n, ch, chunks, dq, dk, dv, ws),
-                    _ => bwd_task(g, c, io_ref, n, ch, chunks, dq, dk, dv, ws),
+                    _ => bwd_task::<T, false>(g, c, io_ref, n, ch, chunks, dq, dk, dv, ws),
                 }
             }
         },
