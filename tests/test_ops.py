@@ -173,14 +173,26 @@ ARITH = ["add", "sub", "mul", "truediv", "floordiv", "mod", "pow"]
 CMP = ["eq", "ne", "lt", "le", "gt", "ge"]
 
 
+def rounded(x: np.ndarray, name: str) -> np.ndarray:
+    """`x` as dtype `name` holds it (half types rounded for real), floats widened to float64."""
+    if name == "float16":
+        return x.astype(np.float16).astype(np.float64)
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return x.astype(ml_dtypes.bfloat16).astype(np.float64)
+    x = x.astype(DTYPES[name][1])
+    return x.astype(np.float64) if name in FLOATS else x
+
+
 def np_binary(op: str, a: np.ndarray, b: np.ndarray, out: str) -> np.ndarray:
     """Reference in NumPy for `a (op) b` with PyTorch's semantics and result dtype `out`."""
     with silence(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if op in CMP:
-            ct = np.float64 if out in FLOATS else None
-            aa = a.astype(ct) if ct else a.astype(DTYPES[out][1])
-            bb = b.astype(ct) if ct else b.astype(DTYPES[out][1])
+            # Both sides are cast to the common dtype first, as PyTorch does: a 0-d
+            # float32 2.00001 rounds to 2.0 against a float16 tensor and compares equal.
+            aa, bb = rounded(a, out), rounded(b, out)
             return getattr(np, {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}[op])(aa, bb)
         if out in FLOATS:
             aa, bb = a.astype(np.float64), b.astype(np.float64)
