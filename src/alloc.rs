@@ -8,6 +8,7 @@
 //! Linux distributions commonly ship THP in "madvise" mode (on only where asked), so
 //! we ask: a buffer of `HUGE_MIN` bytes or more gets `MADV_HUGEPAGE`, and is then
 //! mapped 2 MiB per fault. Small allocations (shapes, per-op bookkeeping) are untouched.
+//! NumPy does the same for its array buffers of 4 MiB and more.
 //! Elsewhere than Linux this is the plain system allocator.
 use std::alloc::{GlobalAlloc, Layout, System};
 

@@ -27,3 +27,28 @@ def test_rss_flat_over_small_ops_and_training_steps():
     assert res["small_ops"]["growth"] <= 0.05, res
     assert res["train_steps"]["growth"] <= 0.05, res
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def _thp_mode() -> str:
+    try:
+        text = open("/sys/kernel/mm/transparent_hugepage/enabled").read()
+    except OSError:
+        return "unavailable"
+    return text.split("[", 1)[1].split("]", 1)[0] if "[" in text else "unavailable"
+
+
+@pytest.mark.skipif(_thp_mode() not in ("always", "madvise"), reason="transparent huge pages are off here")
+def test_large_results_are_mapped_with_huge_pages():
+    """A 64 MiB result is asked for huge pages (src/alloc.rs): mapping it in 4 KiB pages
+    takes 16,384 page faults, about a third of a softmax's time at this size."""
+    import resource
+
+    import candle_py as cp
+
+    x = cp.randn(16, 1024, 1024)
+    x.softmax(-1)  # warm-up: one-time allocations of the op's own
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    y = x.softmax(-1)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    assert y.shape == (16, 1024, 1024)
+    assert faults < 16_384 // 4, f"{faults} page faults for a 64 MiB result"
