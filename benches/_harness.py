@@ -8,16 +8,8 @@ from typing import Callable, Optional
 
 
 def _rounds(fn: Callable[[], object], repeat: int, number: int, warmup: int) -> list[float]:
-    """Seconds per call of `fn` in each of `repeat` rounds of `number` calls."""
-    for _ in range(warmup):
-        fn()
-    rounds = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        rounds.append((time.perf_counter() - t0) / number)
-    return rounds
+    """Seconds per call of `fn` in each of `repeat` rounds of `number` calls (back to back)."""
+    return interleaved_rounds({"fn": fn}, repeat=repeat, number=number, warmup=warmup, settle=0.0)["fn"]
 
 
 def median_time(fn: Callable[[], object], *, repeat: int = 7, number: int = 1, warmup: int = 1) -> float:

@@ -26,11 +26,12 @@ unsafe fn advise(p: *mut u8, size: usize) {
     if p.is_null() || size < HUGE_MIN {
         return;
     }
-    // madvise wants a page-aligned start; the kernel then backs the aligned 2 MiB
-    // pieces inside the range with huge pages. Failure (THP off, old kernel) only
-    // means the buffer gets normal pages, so its result is ignored.
-    let page = 4096usize;
-    let start = (p as usize).div_ceil(page) * page;
+    // Only whole aligned 2 MiB pieces can be huge pages, so the advice starts at the
+    // first 2 MiB boundary (page-aligned, as madvise wants, whatever the base page
+    // size). Failure (THP off, old kernel) only means the buffer gets normal pages,
+    // so its result is ignored.
+    const HUGE_PAGE: usize = 2 << 20;
+    let start = (p as usize).next_multiple_of(HUGE_PAGE);
     let end = p as usize + size;
     if end > start {
         libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);

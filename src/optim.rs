@@ -317,7 +317,7 @@ fn run_all(
         }
         Ok(true)
     };
-    if total >= 1 << 15 {
+    if total >= crate::errors::DETACH_ELEMS {
         crate::errors::detach(py, "optimizer.step", go)
     } else {
         go()

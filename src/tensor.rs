@@ -64,7 +64,7 @@ impl PyTensor {
 
     #[inline]
     pub fn t(&self) -> Tensor {
-        self.inner.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.read().clone()
     }
 
     pub fn replace(&self, t: Tensor) {
@@ -87,13 +87,13 @@ impl PyTensor {
     /// The Candle tensor and the Python-level dtype, read under one lock.
     #[inline]
     pub fn t_dt(&self) -> (Tensor, DT) {
-        let g = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        let g = self.read();
         (g.clone(), self.dt_of(&g))
     }
 
     /// The Python-level dtype, read under the lock without cloning the tensor (hot path).
     pub fn dt(&self) -> DT {
-        self.dt_of(&self.inner.read().unwrap_or_else(|p| p.into_inner()))
+        self.dt_of(&self.read())
     }
 
     #[inline]
