@@ -52,11 +52,6 @@ def interleaved(
     return {k: (statistics.median(times[k]) if k in times else None) for k in fns}
 
 
-def best_time(fn: Callable[[], object], repeat: int, number: int = 10) -> float:
-    """Minimum over `repeat` rounds of the mean seconds per call of `number` calls."""
-    return min(_rounds(fn, repeat, number, 1))
-
-
 def fmt_time(s: Optional[float]) -> str:
     if s is None:
         return "-"
