@@ -670,7 +670,7 @@ pub fn matmul(py: Python<'_>, a: &PyTensor, b: &PyTensor) -> PyResult<PyTensor> 
     let r = cast(&bt, b.dt(), cdt)?;
     let l = if ra == 1 { l.unsqueeze(0).op("matmul")? } else { l };
     let r = if rb == 1 { r.unsqueeze(1).op("matmul")? } else { r };
-    let run = |l: &Tensor, r: &Tensor| if l.rank() == 2 && r.rank() == 2 { l.matmul(r) } else { l.broadcast_matmul(r) };
+    let run = |l: &Tensor, r: &Tensor| if l.rank() == 2 && r.rank() == 2 { crate::layers::linear::matmul2d(l, r) } else { l.broadcast_matmul(r) };
     let mut out = crate::errors::detach_op(py, "matmul", || match run(&l, &r) {
         // Candle's gemm takes transposed matrices but not every batch striding
         // (e.g. heads split with transpose(1, 2)): retry on contiguous copies.

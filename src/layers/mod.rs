@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 pub(crate) mod activation;
 mod attention;
 mod conv;
-mod linear;
+pub(crate) mod linear;
 mod loss;
 mod norm;
 mod pooling;
