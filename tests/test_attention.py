@@ -156,6 +156,33 @@ def test_transposed_views_read_in_place_match_contiguous(case) -> None:
         assert np.abs(g).sum() > 0
 
 
+def test_views_of_a_fused_qkv_projection_read_in_place() -> None:
+    """q, k, v as views of one (B, L, 3, H, D) projection (rows 3*H*D long, as after
+    a fused QKV linear): same values and gradients as contiguous copies, and the
+    output still comes back in (B, L, H, D) order."""
+    B, L, H, D = 2, 37, 4, 16
+    rng = np.random.default_rng(7)
+    qkv_n = rng.standard_normal((B, L, 3, H, D)).astype(np.float32)
+    keep = np.ones((B, L), bool)
+    keep[1, L - 6:] = False
+    mask = cp.from_numpy(keep.reshape(B, 1, 1, L))
+    qkv = cp.from_numpy(qkv_n).requires_grad_(True)
+    out_v = F.scaled_dot_product_attention(*(qkv[:, :, i].transpose(1, 2) for i in range(3)), attn_mask=mask)
+    conts = [cp.from_numpy(np.ascontiguousarray(qkv_n[:, :, i].transpose(0, 2, 1, 3))).requires_grad_(True) for i in range(3)]
+    out_c = F.scaled_dot_product_attention(*conts, attn_mask=mask)
+    np.testing.assert_array_equal(np.asarray(out_v.detach()), np.asarray(out_c.detach()))
+    assert out_v.transpose(1, 2).is_contiguous(), "output not stored in (B, L, H, D) order"
+    ref = _naive(*(qkv_n[:, :, i].transpose(0, 2, 1, 3) for i in range(3)), np.asarray(mask), False)
+    np.testing.assert_allclose(np.asarray(out_v.detach()), ref, atol=1e-5)
+    w = rng.standard_normal((B, H, L, D)).astype(np.float32)
+    (out_v * cp.from_numpy(w)).sum().backward()
+    (out_c * cp.from_numpy(w)).sum().backward()
+    g = np.asarray(qkv.grad)
+    for i, tc in enumerate(conts):
+        np.testing.assert_allclose(g[:, :, i].transpose(0, 2, 1, 3), np.asarray(tc.grad), rtol=0, atol=1e-6)
+        assert np.abs(g[:, :, i]).sum() > 0
+
+
 def test_no_grad_result_is_detached() -> None:
     q = cp.randn(1, 2, 3, 4).requires_grad_(True)
     with cp.no_grad():

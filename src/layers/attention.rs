@@ -1413,8 +1413,9 @@ fn _sdpa(
     let cont_v = (bcast_strides(&vb2, s * dv), dv);
     let heads = if rank > 0 { ob[rank - 1] } else { 1 };
     // A query read as the transposed view of (..., L, H, d) gets its output in that
-    // order too, so the caller's `transpose(1, 2).reshape(...)` costs no copy.
-    let interleave = qs.as_ref().is_some_and(|(st, rs)| rank > 0 && heads > 1 && qb[rank - 1] == heads && st[rank - 1] == d && *rs == heads * d);
+    // order too, so the caller's `transpose(1, 2).reshape(...)` costs no copy. Rows
+    // may be longer than H * d: q as one part of a fused (..., L, 3 * H * d) projection.
+    let interleave = qs.as_ref().is_some_and(|(st, rs)| rank > 0 && heads > 1 && qb[rank - 1] == heads && st[rank - 1] == d && *rs >= heads * d);
     let build = |(qst, q_rs): &(Vec<usize>, usize), (kst, k_rs): &(Vec<usize>, usize), (vst, v_rs): &(Vec<usize>, usize), il: bool| {
         let q_off = offsets(&ob, &qb, qst, 1);
         let k_off = offsets(&ob, &kb2, kst, kg);
