@@ -7,6 +7,7 @@ import pytest
 
 import candle_py as cp
 import candle_py.nn as nn
+import candle_py.nn.functional as F
 from nn_fixtures import assert_close, cases, group, load
 
 ELEMENTWISE = {"ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid", "Tanh",
@@ -315,3 +316,22 @@ def test_gelu_tails_match_pytorch(n: int) -> None:
     assert np.abs(y[is_neg]).max() <= 1e-8
     np.testing.assert_array_equal(y[is_pos], x[is_pos])
     assert np.isnan(y[np.isnan(x)]).all()
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (5, 1, 7), (3, 2, 9), (1, 384, 1536), (70, 33, 1), (780, 384, 384), (4, 0, 3)])
+@pytest.mark.parametrize("bias", [False, True])
+def test_linear_and_matmul_write_every_output_element(m, k, n, bias) -> None:
+    """Without a bias the GEMM writes into uninitialised memory (no zero fill): every
+    path of the gemm crate (k <= 2, vector shapes, k = 0, threaded blocks) must still
+    write each element, and `a @ b` (same kernel, W = b^T) too. Repeated so a stale
+    buffer from an earlier result would show."""
+    rng = np.random.default_rng(m * 1000 + k * 10 + n)
+    for _ in range(3):
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        w = rng.standard_normal((n, k)).astype(np.float32)
+        b = rng.standard_normal(n).astype(np.float32)
+        ref = x.astype(np.float64) @ w.T.astype(np.float64) + (b if bias else 0)
+        got = F.linear(cp.from_numpy(x), cp.from_numpy(w), cp.from_numpy(b) if bias else None).numpy()
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+        got_mm = (cp.from_numpy(x) @ cp.from_numpy(np.ascontiguousarray(w.T))).numpy()
+        np.testing.assert_allclose(got_mm, x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-4, atol=1e-4)
