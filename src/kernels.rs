@@ -118,7 +118,7 @@ fn exp_in_range<const FMA: bool>(x: f32) -> f32 {
     p * f32::from_bits((ni.wrapping_add(127) as u32) << 23)
 }
 
-fn has_avx512() -> bool {
+pub(crate) fn has_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::is_x86_feature_detected!("avx512f") && has_avx2_fma()

@@ -335,3 +335,21 @@ def test_linear_and_matmul_write_every_output_element(m, k, n, bias) -> None:
         np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
         got_mm = (cp.from_numpy(x) @ cp.from_numpy(np.ascontiguousarray(w.T))).numpy()
         np.testing.assert_allclose(got_mm, x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("rows,d", [(3, 1), (3, 7), (2, 8), (4, 9), (2, 16), (3, 17), (2, 31), (2, 32), (5, 33),
+                                    (3, 100), (7, 384), (2, 385), (1200, 384)])
+def test_layer_norm_every_row_length(rows: int, d: int) -> None:
+    """The f32 kernel widens 32, then 8 values at a time and masks the output tail:
+    each split of a row (and the threaded pass, 1200 x 384) against float64 NumPy,
+    on rows with a large mean, where a one-pass variance would lose digits."""
+    rng = np.random.default_rng(rows * 1000 + d)
+    x = (rng.standard_normal((rows, d)) * 3 + 50).astype(np.float32)
+    w = rng.standard_normal(d).astype(np.float32)
+    b = rng.standard_normal(d).astype(np.float32)
+    x64 = x.astype(np.float64)
+    mean = x64.mean(-1, keepdims=True)
+    ref = (x64 - mean) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5) * w + b
+    got = F.layer_norm(cp.from_numpy(x), (d,), cp.from_numpy(w), cp.from_numpy(b), eps=1e-5).numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
+    assert got.shape == (rows, d)
