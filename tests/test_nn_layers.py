@@ -340,16 +340,26 @@ def test_linear_and_matmul_write_every_output_element(m, k, n, bias) -> None:
 @pytest.mark.parametrize("rows,d", [(3, 1), (3, 7), (2, 8), (4, 9), (2, 16), (3, 17), (2, 31), (2, 32), (5, 33),
                                     (3, 100), (7, 384), (2, 385), (1200, 384)])
 def test_layer_norm_every_row_length(rows: int, d: int) -> None:
-    """The f32 kernel widens 32, then 8 values at a time and masks the output tail:
-    each split of a row (and the threaded pass, 1200 x 384) against float64 NumPy,
-    on rows with a large mean, where a one-pass variance would lose digits."""
+    """The f32 kernels widen 32 (forward) or 8 values at a time with a scalar or
+    masked tail: each split of a row (and the threaded passes, 1200 x 384) against
+    float64 NumPy, output and the gradients of input, weight and bias, on rows with
+    a large mean, where a one-pass variance would lose digits."""
     rng = np.random.default_rng(rows * 1000 + d)
     x = (rng.standard_normal((rows, d)) * 3 + 50).astype(np.float32)
     w = rng.standard_normal(d).astype(np.float32)
     b = rng.standard_normal(d).astype(np.float32)
-    x64 = x.astype(np.float64)
-    mean = x64.mean(-1, keepdims=True)
-    ref = (x64 - mean) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5) * w + b
-    got = F.layer_norm(cp.from_numpy(x), (d,), cp.from_numpy(w), cp.from_numpy(b), eps=1e-5).numpy()
-    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
-    assert got.shape == (rows, d)
+    g = rng.standard_normal((rows, d)).astype(np.float32)
+    x64, w64, g64 = x.astype(np.float64), w.astype(np.float64), g.astype(np.float64)
+    rstd = 1 / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
+    xhat = (x64 - x64.mean(-1, keepdims=True)) * rstd
+    gw = g64 * w64
+    ref_dx = rstd * (gw - gw.mean(-1, keepdims=True) - xhat * (gw * xhat).mean(-1, keepdims=True))
+
+    xt, wt, bt = (cp.from_numpy(a).requires_grad_(True) for a in (x, w, b))
+    y = F.layer_norm(xt, (d,), wt, bt, eps=1e-5)
+    np.testing.assert_allclose(y.detach().numpy(), xhat * w64 + b, rtol=1e-4, atol=1e-5)
+    assert y.shape == (rows, d)
+    (y * cp.from_numpy(g)).sum().backward()
+    np.testing.assert_allclose(xt.grad.numpy(), ref_dx, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(wt.grad.numpy(), (g64 * xhat).sum(0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(bt.grad.numpy(), g64.sum(0), rtol=1e-4, atol=1e-4)

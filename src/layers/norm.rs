@@ -24,8 +24,22 @@ trait Fl: Copy + Send + Sync + 'static + std::ops::Add<Output = Self> + std::ops
     fn ln_rows_simd(_x: &[Self], _w: &[Self], _b: &[Self], _out: &mut [Self], _stats: &mut [(f64, f64)], _d: usize, _eps: f64) -> bool {
         false
     }
+    /// `ln_bwd_rows` through a hand-vectorized kernel, as `ln_rows_simd`.
+    fn ln_bwd_rows_simd(_xc: &[Self], _gc: &[Self], _ws: &[Self], _sc: &[(f64, f64)], _dxc: &mut [Self], _dw: &mut [f64], _db: &mut [f64], _d: usize) -> bool {
+        false
+    }
 }
 impl Fl for f32 {
+    #[cfg(target_arch = "x86_64")]
+    fn ln_bwd_rows_simd(xc: &[f32], gc: &[f32], ws: &[f32], sc: &[(f64, f64)], dxc: &mut [f32], dw: &mut [f64], db: &mut [f64], d: usize) -> bool {
+        if !crate::kernels::has_avx512() {
+            return false;
+        }
+        assert!(xc.len() == sc.len() * d && gc.len() == xc.len() && dxc.len() == xc.len() && ws.len() >= d && dw.len() >= d && db.len() >= d);
+        // SAFETY: AVX-512F, AVX2 and FMA were detected; the lengths are checked above.
+        unsafe { ln_bwd_rows_f32_avx512(xc, gc, ws, sc, dxc, dw, db, d) };
+        true
+    }
     #[cfg(target_arch = "x86_64")]
     fn ln_rows_simd(x: &[f32], w: &[f32], b: &[f32], out: &mut [f32], stats: &mut [(f64, f64)], d: usize, eps: f64) -> bool {
         if !crate::kernels::has_avx512() {
@@ -255,41 +269,132 @@ impl CustomOp3 for LayerNorm {
     }
 }
 
+/// One task's rows of the layer-norm backward: `dx` for each row, and the task's
+/// partial `dw` (sum of g * xhat) and `db` (sum of g) added into `dw`, `db`.
+/// The two row sums run in 8 independent f64 lanes (one accumulator would wait on
+/// the add latency at every element), so the loops vectorize.
+#[inline(always)]
+fn ln_bwd_rows<T: Fl>(xc: &[T], gc: &[T], ws: &[T], sc: &[(f64, f64)], dxc: &mut [T], dw: &mut [f64], db: &mut [f64], d: usize) {
+    const L: usize = 8;
+    let d8 = d / L * L;
+    let ws = &ws[..d];
+    for (r, &(mean, rstd)) in sc.iter().enumerate() {
+        let (xr, gr) = (&xc[r * d..(r + 1) * d], &gc[r * d..(r + 1) * d]);
+        let (mut a1, mut a2) = ([0.0f64; L], [0.0f64; L]);
+        // Fixed-size chunks: no bounds checks in the loop body, so it vectorizes.
+        let chunks = xr[..d8].chunks_exact(L).zip(gr.chunks_exact(L)).zip(ws.chunks_exact(L));
+        for ((((xc, gc), wc), dwc), dbc) in chunks.zip(dw.chunks_exact_mut(L)).zip(db.chunks_exact_mut(L)) {
+            for l in 0..L {
+                let (xh, gv) = ((xc[l].f() - mean) * rstd, gc[l].f());
+                let gw = gv * wc[l].f();
+                a1[l] += gw;
+                a2[l] += gw * xh;
+                dwc[l] += gv * xh;
+                dbc[l] += gv;
+            }
+        }
+        let (mut s1, mut s2) = (a1.iter().sum::<f64>(), a2.iter().sum::<f64>());
+        for j in d8..d {
+            let (xh, gv) = ((xr[j].f() - mean) * rstd, gr[j].f());
+            let gw = gv * ws[j].f();
+            s1 += gw;
+            s2 += gw * xh;
+            dw[j] += gv * xh;
+            db[j] += gv;
+        }
+        let (m1, m2) = (s1 / d as f64, s2 / d as f64);
+        for ((o, &x), (&g, &w)) in dxc[r * d..(r + 1) * d].iter_mut().zip(xr).zip(gr.iter().zip(ws)) {
+            let xh = (x.f() - mean) * rstd;
+            *o = T::of(rstd * (g.f() * w.f() - m1 - xh * m2));
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn ln_bwd_rows_avx512<T: Fl>(xc: &[T], gc: &[T], ws: &[T], sc: &[(f64, f64)], dxc: &mut [T], dw: &mut [f64], db: &mut [f64], d: usize) {
+    ln_bwd_rows(xc, gc, ws, sc, dxc, dw, db, d)
+}
+
+/// `ln_bwd_rows` for f32 with AVX-512: 8 values at a time widened to f64, the row
+/// sums and the dw/db partials updated with vector FMAs (the generic loop leaves
+/// the two row sums scalar).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn ln_bwd_rows_f32_avx512(xc: &[f32], gc: &[f32], ws: &[f32], sc: &[(f64, f64)], dxc: &mut [f32], dw: &mut [f64], db: &mut [f64], d: usize) {
+    use std::arch::x86_64::*;
+    let d8 = d / 8 * 8;
+    let (w, dwp, dbp) = (ws.as_ptr(), dw.as_mut_ptr(), db.as_mut_ptr());
+    let wide = |p: *const f32| _mm512_cvtps_pd(_mm256_loadu_ps(p));
+    for (r, &(mean, rstd)) in sc.iter().enumerate() {
+        let (xr, gr, o) = (xc.as_ptr().add(r * d), gc.as_ptr().add(r * d), dxc.as_mut_ptr().add(r * d));
+        let (mv, rv) = (_mm512_set1_pd(mean), _mm512_set1_pd(rstd));
+        let (mut a1, mut a2) = (_mm512_setzero_pd(), _mm512_setzero_pd());
+        let mut i = 0;
+        while i < d8 {
+            let xh = _mm512_mul_pd(_mm512_sub_pd(wide(xr.add(i)), mv), rv);
+            let gv = wide(gr.add(i));
+            let gw = _mm512_mul_pd(gv, wide(w.add(i)));
+            a1 = _mm512_add_pd(a1, gw);
+            a2 = _mm512_fmadd_pd(gw, xh, a2);
+            _mm512_storeu_pd(dwp.add(i), _mm512_fmadd_pd(gv, xh, _mm512_loadu_pd(dwp.add(i))));
+            _mm512_storeu_pd(dbp.add(i), _mm512_add_pd(gv, _mm512_loadu_pd(dbp.add(i))));
+            i += 8;
+        }
+        let (mut s1, mut s2) = (_mm512_reduce_add_pd(a1), _mm512_reduce_add_pd(a2));
+        for j in d8..d {
+            let (xh, gv) = ((*xr.add(j) as f64 - mean) * rstd, *gr.add(j) as f64);
+            let gw = gv * *w.add(j) as f64;
+            s1 += gw;
+            s2 += gw * xh;
+            *dwp.add(j) += gv * xh;
+            *dbp.add(j) += gv;
+        }
+        let (m1, m2) = (s1 / d as f64, s2 / d as f64);
+        let (m1v, m2v) = (_mm512_set1_pd(m1), _mm512_set1_pd(m2));
+        let mut i = 0;
+        while i < d8 {
+            let xh = _mm512_mul_pd(_mm512_sub_pd(wide(xr.add(i)), mv), rv);
+            let t = _mm512_sub_pd(_mm512_sub_pd(_mm512_mul_pd(wide(gr.add(i)), wide(w.add(i))), m1v), _mm512_mul_pd(xh, m2v));
+            _mm256_storeu_ps(o.add(i), _mm512_cvtpd_ps(_mm512_mul_pd(rv, t)));
+            i += 8;
+        }
+        for j in d8..d {
+            let xh = (*xr.add(j) as f64 - mean) * rstd;
+            *o.add(j) = (rstd * (*gr.add(j) as f64 * *w.add(j) as f64 - m1 - xh * m2)) as f32;
+        }
+    }
+}
+
 fn ln_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], stats: &[(f64, f64)], d: usize) -> (Vec<T>, Vec<T>, Vec<T>) {
     let mut dx = vec![T::of(0.0); xs.len()];
     if d == 0 {
         return (dx, Vec::new(), Vec::new());
     }
-    const ROWS: usize = 16;
-    // Per-task partial sums for dw and db, combined after.
-    let partial: Vec<(Vec<f64>, Vec<f64>)> = dx
-        .par_chunks_mut(d * ROWS)
-        .zip(xs.par_chunks(d * ROWS))
-        .zip(gs.par_chunks(d * ROWS))
-        .zip(stats.par_chunks(ROWS))
-        .map(|(((dxc, xc), gc), sc)| {
-            let (mut dw, mut db) = (vec![0.0; d], vec![0.0; d]);
-            for (r, &(mean, rstd)) in sc.iter().enumerate() {
-                let (xr, gr) = (&xc[r * d..(r + 1) * d], &gc[r * d..(r + 1) * d]);
-                let (mut s1, mut s2) = (0.0, 0.0);
-                for i in 0..d {
-                    let (xh, gv) = ((xr[i].f() - mean) * rstd, gr[i].f());
-                    let gw = gv * ws[i].f();
-                    s1 += gw;
-                    s2 += gw * xh;
-                    dw[i] += gv * xh;
-                    db[i] += gv;
-                }
-                let (m1, m2) = (s1 / d as f64, s2 / d as f64);
-                let dxr = &mut dxc[r * d..(r + 1) * d];
-                for i in 0..d {
-                    let xh = (xr[i].f() - mean) * rstd;
-                    dxr[i] = T::of(rstd * (gr[i].f() * ws[i].f() - m1 - xh * m2));
-                }
-            }
-            (dw, db)
-        })
-        .collect();
+    let rows = xs.len() / d;
+    let wide = crate::kernels::has_avx512();
+    // A few tasks per thread, each with its own dw/db partial sums (combined after).
+    let per = rows.div_ceil(4 * rayon::current_num_threads()).max(16);
+    let task = |((dxc, xc), (gc, sc)): ((&mut [T], &[T]), (&[T], &[(f64, f64)]))| {
+        let (mut dw, mut db) = (vec![0.0; d], vec![0.0; d]);
+        if T::ln_bwd_rows_simd(xc, gc, ws, sc, dxc, &mut dw, &mut db, d) {
+            return (dw, db);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if wide {
+            // SAFETY: the CPU features were detected above.
+            unsafe { ln_bwd_rows_avx512(xc, gc, ws, sc, dxc, &mut dw, &mut db, d) };
+            return (dw, db);
+        }
+        let _ = wide;
+        ln_bwd_rows(xc, gc, ws, sc, dxc, &mut dw, &mut db, d);
+        (dw, db)
+    };
+    let partial: Vec<(Vec<f64>, Vec<f64>)> = if crate::parallel::par_ok(xs.len()) {
+        dx.par_chunks_mut(d * per).zip(xs.par_chunks(d * per)).zip(gs.par_chunks(d * per).zip(stats.par_chunks(per))).map(task).collect()
+    } else {
+        vec![task(((&mut dx, xs), (gs, stats)))]
+    };
     let (mut dw, mut db) = (vec![0.0; d], vec![0.0; d]);
     for (pw, pb) in partial {
         for i in 0..d {
