@@ -339,16 +339,18 @@ def test_linear_and_matmul_write_every_output_element(m, k, n, bias) -> None:
 
 @pytest.mark.parametrize("rows,d", [(3, 1), (3, 7), (2, 8), (4, 9), (2, 16), (3, 17), (2, 31), (2, 32), (5, 33),
                                     (3, 100), (7, 384), (2, 385), (1200, 384)])
-def test_layer_norm_every_row_length(rows: int, d: int) -> None:
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_every_row_length(rows: int, d: int, dtype: type) -> None:
     """The f32 kernels widen 32 (forward) or 8 values at a time with a scalar or
     masked tail: each split of a row (and the threaded passes, 1200 x 384) against
     float64 NumPy, output and the gradients of input, weight and bias, on rows with
-    a large mean, where a one-pass variance would lose digits."""
+    a large mean, where a one-pass variance would lose digits. float64 takes the
+    generic loops."""
     rng = np.random.default_rng(rows * 1000 + d)
-    x = (rng.standard_normal((rows, d)) * 3 + 50).astype(np.float32)
-    w = rng.standard_normal(d).astype(np.float32)
-    b = rng.standard_normal(d).astype(np.float32)
-    g = rng.standard_normal((rows, d)).astype(np.float32)
+    x = (rng.standard_normal((rows, d)) * 3 + 50).astype(dtype)
+    w = rng.standard_normal(d).astype(dtype)
+    b = rng.standard_normal(d).astype(dtype)
+    g = rng.standard_normal((rows, d)).astype(dtype)
     x64, w64, g64 = x.astype(np.float64), w.astype(np.float64), g.astype(np.float64)
     rstd = 1 / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
     xhat = (x64 - x64.mean(-1, keepdims=True)) * rstd
