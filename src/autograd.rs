@@ -101,7 +101,15 @@ fn root(py: Python<'_>, out: &PyTensor, gradient: Option<&Bound<'_, PyAny>>, op:
                 ));
             }
             let g = g.detach().to_dtype(t.dtype()).op(op)?;
-            crate::errors::detach_op(py, op, || t.mul(&g).and_then(|x| x.sum_all()))
+            crate::errors::detach_op(py, op, || {
+                // `g` is a constant: only `t`'s side of the product is differentiated.
+                let prod = crate::math::one_side_tracked(&t, &g, crate::math::Bin::Mul).unwrap_or_else(|| t.mul(&g))?;
+                if prod.rank() == 0 {
+                    return Ok(prod);
+                }
+                let all: Vec<usize> = (0..prod.rank()).collect();
+                crate::kernels::sum_keepdim(&prod, &all)?.reshape(())
+            })
         }
         _ => {
             if t.elem_count() != 1 {

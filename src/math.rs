@@ -182,6 +182,9 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
             if let Some(out) = maybe_detach(l.elem_count(), || Ok(direct_binary(l, r, op))).op(name)? {
                 return Ok(PyTensor::wrap_dt(out, adt));
             }
+            if let Some(out) = maybe_detach(l.elem_count(), || one_side_tracked(l, r, op).transpose()).op(name)? {
+                return Ok(PyTensor::wrap_dt(out, adt));
+            }
             let out = maybe_detach(l.elem_count(), || match op {
                 Bin::Add => l.add(r),
                 Bin::Sub => l.sub(r),
@@ -366,6 +369,67 @@ fn direct_binary(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
             Tensor::from_vec(run(&a[la..la + n], &b[ra..ra + n], op), shape, &candle_core::Device::Cpu).ok()
         }
         _ => None,
+    }
+}
+
+/// `a (op) b` where exactly one side is in the autograd graph (a loss weight, a
+/// mask, a target): Candle's `Mul` backward differentiates both operands, each
+/// gradient costing a product plus a zero fill and an add over the whole tensor,
+/// even for the side nobody asked about. This op computes the forward in one
+/// parallel pass and, in the backward, only the tracked side's gradient. `None`
+/// where it does not apply (both or neither side tracked, strided, not CPU f32/f64).
+pub(crate) fn one_side_tracked(l: &Tensor, r: &Tensor, op: Bin) -> Option<candle_core::Result<Tensor>> {
+    if l.track_op() == r.track_op() || !l.device().is_cpu() || !matches!(l.dtype(), DType::F32 | DType::F64) {
+        return None;
+    }
+    l.layout().contiguous_offsets()?;
+    r.layout().contiguous_offsets()?;
+    Some(l.apply_op2(r, OneSideTracked { op, left: l.track_op() }))
+}
+
+struct OneSideTracked {
+    op: Bin,
+    /// Whether the left operand is the tracked one.
+    left: bool,
+}
+
+impl candle_core::CustomOp2 for OneSideTracked {
+    fn name(&self) -> &'static str {
+        self.op.name()
+    }
+    fn cpu_fwd(&self, s1: &candle_core::CpuStorage, l1: &candle_core::Layout, s2: &candle_core::CpuStorage, l2: &candle_core::Layout) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        use candle_core::CpuStorage as C;
+        fn run<T: Copy + Send + Sync + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(a: &[T], b: &[T], op: Bin) -> Vec<T> {
+            match op {
+                Bin::Add => crate::parallel::zip_map(a, b, |x, y| x + y),
+                Bin::Sub => crate::parallel::zip_map(a, b, |x, y| x - y),
+                Bin::Mul => crate::parallel::zip_map(a, b, |x, y| x * y),
+                _ => crate::parallel::zip_map(a, b, |x, y| x / y),
+            }
+        }
+        let (Some((a0, a1)), Some((b0, b1))) = (l1.contiguous_offsets(), l2.contiguous_offsets()) else {
+            candle_core::bail!("{}: expected contiguous operands", self.op.name())
+        };
+        let out = match (s1, s2) {
+            (C::F32(a), C::F32(b)) => C::F32(run(&a[a0..a1], &b[b0..b1], self.op)),
+            (C::F64(a), C::F64(b)) => C::F64(run(&a[a0..a1], &b[b0..b1], self.op)),
+            _ => candle_core::bail!("{}: expected float32 or float64 operands of one dtype", self.op.name()),
+        };
+        Ok((out, l1.shape().clone()))
+    }
+    fn bwd(&self, l: &Tensor, r: &Tensor, res: &Tensor, g: &Tensor) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
+        // d/dl and d/dr of l (op) r, for the tracked side only.
+        let d = match (self.op, self.left) {
+            (Bin::Add, _) | (Bin::Sub, true) => g.clone(),
+            (Bin::Sub, false) => g.neg()?,
+            (Bin::Mul, true) => g.mul(r)?,
+            (Bin::Mul, false) => g.mul(l)?,
+            (Bin::Div, true) => g.div(r)?,
+            // d(l / r)/dr = -l / r^2 = -(l / r) / r
+            (_, false) => g.mul(res)?.div(r)?.neg()?,
+            (_, true) => candle_core::bail!("{}: no backward", self.op.name()),
+        };
+        Ok(if self.left { (Some(d), None) } else { (None, Some(d)) })
     }
 }
 

@@ -636,3 +636,37 @@ def test_requires_grad_propagation():
     y = x * 2
     assert not y.is_leaf
     assert (x.detach() + 1).is_leaf
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+@pytest.mark.parametrize("tracked", ["left", "right"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [7, 300_000])  # one thread, threaded forward
+def test_binary_with_one_tracked_side(op, tracked, dtype, n) -> None:
+    """Same-shape arithmetic where only one operand is in the graph (a mask, a loss
+    weight) takes a kernel that differentiates that side alone: values and the
+    tracked side's gradient against NumPy, through a non-leaf too; the constant
+    side gets no gradient. Also through `backward(gradient=...)`."""
+    rng = np.random.default_rng(n)
+    a = rng.uniform(0.5, 2.0, n).astype(dtype)
+    b = rng.uniform(0.5, 2.0, n).astype(dtype)
+    w = rng.standard_normal(n).astype(dtype)
+    f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
+    # d(a op b)/da, d(a op b)/db
+    da = {"add": 1.0, "sub": 1.0, "mul": b, "div": 1 / b}[op]
+    db = {"add": 1.0, "sub": -1.0, "mul": a, "div": -a / b**2}[op]
+    leaf = cp.from_numpy((a if tracked == "left" else b) * 2).requires_grad_(True)
+    x = leaf * 0.5  # a non-leaf in the graph holding a (or b)
+    c = cp.from_numpy(b if tracked == "left" else a)
+    l_, r_ = (x, c) if tracked == "left" else (c, x)
+    y = {"add": lambda: l_ + r_, "sub": lambda: l_ - r_, "mul": lambda: l_ * r_, "div": lambda: l_ / r_}[op]()
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(y.detach().numpy(), f(a, b), rtol=rtol)
+    (y * cp.from_numpy(w)).sum().backward()
+    want = w * (da if tracked == "left" else db) * 0.5
+    np.testing.assert_allclose(leaf.grad.numpy(), want * np.ones(n), rtol=1e-4 if dtype == np.float32 else 1e-10)
+    assert c.grad is None and not c.requires_grad
+    leaf.grad = None
+    y2 = {"add": lambda: l_ + r_, "sub": lambda: l_ - r_, "mul": lambda: l_ * r_, "div": lambda: l_ / r_}[op]()
+    y2.backward(gradient=cp.from_numpy(w))
+    np.testing.assert_allclose(leaf.grad.numpy(), want * np.ones(n), rtol=1e-4 if dtype == np.float32 else 1e-10)
