@@ -101,15 +101,9 @@ fn root(py: Python<'_>, out: &PyTensor, gradient: Option<&Bound<'_, PyAny>>, op:
                 ));
             }
             let g = g.detach().to_dtype(t.dtype()).op(op)?;
-            crate::errors::detach_op(py, op, || {
-                // `g` is a constant: only `t`'s side of the product is differentiated.
-                let prod = crate::math::one_side_tracked(&t, &g, crate::math::Bin::Mul).unwrap_or_else(|| t.mul(&g))?;
-                if prod.rank() == 0 {
-                    return Ok(prod);
-                }
-                let all: Vec<usize> = (0..prod.rank()).collect();
-                crate::kernels::sum_keepdim(&prod, &all)?.reshape(())
-            })
+            // `g` is a constant: only `t`'s side of the product is differentiated.
+            let prod = crate::errors::detach_op(py, op, || crate::math::one_side_tracked(&t, &g, crate::math::Bin::Mul).unwrap_or_else(|| t.mul(&g)))?;
+            crate::math::sum_dims(py, &prod, None, false)
         }
         _ => {
             if t.elem_count() != 1 {

@@ -333,6 +333,17 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
     Ok(PyTensor::wrap_dt(out, out_dt))
 }
 
+/// `a[i] (op) b[i]` for the four arithmetic ops, one parallel pass
+/// (`direct_binary` and `OneSideTracked` share it).
+fn arith<T: Copy + Send + Sync + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(a: &[T], b: &[T], op: Bin) -> Vec<T> {
+    match op {
+        Bin::Add => crate::parallel::zip_map(a, b, |x, y| x + y),
+        Bin::Sub => crate::parallel::zip_map(a, b, |x, y| x - y),
+        Bin::Mul => crate::parallel::zip_map(a, b, |x, y| x * y),
+        _ => crate::parallel::zip_map(a, b, |x, y| x / y),
+    }
+}
+
 /// Contiguous CPU operands outside autograd: one tight vectorized loop into a
 /// new buffer, skipping Candle's generic dispatch (which dominates small ops),
 /// and split over rayon's pool for large ones (`crate::parallel`'s policy). Candle's own parallel path runs on
@@ -343,18 +354,6 @@ fn direct_binary(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
     if l.track_op() || r.track_op() || !l.device().is_cpu() {
         return None;
     }
-    fn run<T: Copy + Send + Sync + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(
-        a: &[T],
-        b: &[T],
-        op: Bin,
-    ) -> Vec<T> {
-        match op {
-            Bin::Add => crate::parallel::zip_map(a, b, |x, y| x + y),
-            Bin::Sub => crate::parallel::zip_map(a, b, |x, y| x - y),
-            Bin::Mul => crate::parallel::zip_map(a, b, |x, y| x * y),
-            _ => crate::parallel::zip_map(a, b, |x, y| x / y),
-        }
-    }
     let n = l.elem_count();
     let (la, _) = l.layout().contiguous_offsets()?;
     let (ra, _) = r.layout().contiguous_offsets()?;
@@ -363,10 +362,10 @@ fn direct_binary(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
     let shape = l.shape().clone();
     match (&*ls, &*rs) {
         (candle_core::Storage::Cpu(candle_core::CpuStorage::F32(a)), candle_core::Storage::Cpu(candle_core::CpuStorage::F32(b))) => {
-            Tensor::from_vec(run(&a[la..la + n], &b[ra..ra + n], op), shape, &candle_core::Device::Cpu).ok()
+            Tensor::from_vec(arith(&a[la..la + n], &b[ra..ra + n], op), shape, &candle_core::Device::Cpu).ok()
         }
         (candle_core::Storage::Cpu(candle_core::CpuStorage::F64(a)), candle_core::Storage::Cpu(candle_core::CpuStorage::F64(b))) => {
-            Tensor::from_vec(run(&a[la..la + n], &b[ra..ra + n], op), shape, &candle_core::Device::Cpu).ok()
+            Tensor::from_vec(arith(&a[la..la + n], &b[ra..ra + n], op), shape, &candle_core::Device::Cpu).ok()
         }
         _ => None,
     }
@@ -399,20 +398,12 @@ impl candle_core::CustomOp2 for OneSideTracked {
     }
     fn cpu_fwd(&self, s1: &candle_core::CpuStorage, l1: &candle_core::Layout, s2: &candle_core::CpuStorage, l2: &candle_core::Layout) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
         use candle_core::CpuStorage as C;
-        fn run<T: Copy + Send + Sync + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(a: &[T], b: &[T], op: Bin) -> Vec<T> {
-            match op {
-                Bin::Add => crate::parallel::zip_map(a, b, |x, y| x + y),
-                Bin::Sub => crate::parallel::zip_map(a, b, |x, y| x - y),
-                Bin::Mul => crate::parallel::zip_map(a, b, |x, y| x * y),
-                _ => crate::parallel::zip_map(a, b, |x, y| x / y),
-            }
-        }
         let (Some((a0, a1)), Some((b0, b1))) = (l1.contiguous_offsets(), l2.contiguous_offsets()) else {
             candle_core::bail!("{}: expected contiguous operands", self.op.name())
         };
         let out = match (s1, s2) {
-            (C::F32(a), C::F32(b)) => C::F32(run(&a[a0..a1], &b[b0..b1], self.op)),
-            (C::F64(a), C::F64(b)) => C::F64(run(&a[a0..a1], &b[b0..b1], self.op)),
+            (C::F32(a), C::F32(b)) => C::F32(arith(&a[a0..a1], &b[b0..b1], self.op)),
+            (C::F64(a), C::F64(b)) => C::F64(arith(&a[a0..a1], &b[b0..b1], self.op)),
             _ => candle_core::bail!("{}: expected float32 or float64 operands of one dtype", self.op.name()),
         };
         Ok((out, l1.shape().clone()))

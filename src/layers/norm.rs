@@ -214,8 +214,7 @@ fn ln_forward<T: Fl>(x: &[T], w: &[T], b: &[T], d: usize, eps: f64) -> (Vec<T>, 
     if d == 0 {
         return (vec![T::of(0.0); x.len()], stats);
     }
-    #[cfg(target_arch = "x86_64")]
-    let wide = std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("fma");
+    let wide = crate::kernels::has_avx512();
     assert!(w.len() >= d && b.len() >= d, "layer_norm: weight and bias hold the normalized row");
     let run = |(o, (xr, st)): (&mut [T], (&[T], &mut [(f64, f64)]))| {
         if T::ln_rows_simd(xr, w, b, o, st, d, eps) {
@@ -227,6 +226,7 @@ fn ln_forward<T: Fl>(x: &[T], w: &[T], b: &[T], d: usize, eps: f64) -> (Vec<T>, 
             unsafe { ln_rows_avx512(xr, w, b, o, st, d, eps) };
             return;
         }
+        let _ = wide;
         ln_rows(xr, w, b, o, st, d, eps);
     };
     // Blocks of about 16K elements: a few per thread, each worth a hand-off.
