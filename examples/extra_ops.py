@@ -4,6 +4,7 @@ Snake1d, prod and slice_assign.
 
 Run: python examples/extra_ops.py
 """
+
 import math
 
 import candle_py as cp

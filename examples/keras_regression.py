@@ -3,6 +3,7 @@ learning crate in Rust powered by Candle" proposal: learn y = 3*x1 + x2 - 2.
 
 Run: python examples/keras_regression.py [--epochs N]
 """
+
 from __future__ import annotations
 
 import argparse

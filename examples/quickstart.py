@@ -3,6 +3,7 @@
 
 Run: python examples/quickstart.py
 """
+
 import candle_py as cp
 import candle_py.nn.functional as F
 

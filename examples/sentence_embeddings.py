@@ -16,6 +16,7 @@ Run:
     python examples/sentence_embeddings.py --input FILE --output OUT.npy [--batch-size 32]
         # one sentence per line; writes an (N, 384) float32 array in input order
 """
+
 from __future__ import annotations
 
 import argparse
@@ -125,9 +126,7 @@ class BertSelfAttention(nn.Module):
         q, k, v = (self._heads(f(x), pad) for f in (self.query, self.key, self.value))
         # mask: (b, 1, 1, n) boolean, True where the key is a real token.
         mask = pad.mask.reshape(pad.batch, 1, 1, pad.seq)
-        out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0
-        )
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0)
         return pad.unpad(out.transpose(1, 2))
 
 
@@ -296,7 +295,7 @@ class SentenceEncoder:
         # As sentence-transformers: longest (in characters) first, so batches pad little.
         order = np.argsort([-len(s) for s in sentences])
         for start in range(0, len(sentences), batch_size):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             out[idx] = self._encode_batch([sentences[i] for i in idx])
         return out
 

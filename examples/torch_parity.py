@@ -9,6 +9,7 @@ same input, and compare with PyTorch's output.
 
 Run: python examples/torch_parity.py
 """
+
 import os
 
 import candle_py as cp
@@ -21,8 +22,13 @@ class ParityNet(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(8, 16, 3, stride=2), nn.GELU(), nn.AvgPool2d(2),
+            nn.Conv2d(3, 8, 3, padding=1),
+            nn.BatchNorm2d(8),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, stride=2),
+            nn.GELU(),
+            nn.AvgPool2d(2),
         )
         self.head = nn.Sequential(nn.Flatten(), nn.Linear(16 * 3 * 3, 10))
 

@@ -5,6 +5,7 @@ predictions, accuracy, and saving / reloading the weights as safetensors.
 
 Run: python examples/train_toy.py [--out model.safetensors]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,10 @@ class NeuralNetwork(nn.Module):
     def __init__(self, num_inputs: int, num_outputs: int) -> None:
         super().__init__()
         self.layers = nn.Sequential(
-            nn.Linear(num_inputs, 30), nn.ReLU(),  # 1st hidden layer
-            nn.Linear(30, 20), nn.ReLU(),  # 2nd hidden layer
+            nn.Linear(num_inputs, 30),
+            nn.ReLU(),  # 1st hidden layer
+            nn.Linear(30, 20),
+            nn.ReLU(),  # 2nd hidden layer
             nn.Linear(20, num_outputs),  # output layer
         )
 
@@ -89,8 +92,10 @@ def main() -> None:
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            print(f"Epoch: {epoch + 1:03d}/{num_epochs:03d} | Batch {batch_idx + 1:03d}/{len(train_loader):03d}"
-                  f" | Train Loss: {loss.item():.2f}")
+            print(
+                f"Epoch: {epoch + 1:03d}/{num_epochs:03d} | Batch {batch_idx + 1:03d}/{len(train_loader):03d}"
+                f" | Train Loss: {loss.item():.2f}"
+            )
 
     model.eval()
     with cp.no_grad():

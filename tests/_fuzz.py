@@ -13,6 +13,7 @@ exceptions with a short message (see `_junk_sweep.ALLOWED` / `check_message`).
 raises AssertionError by default (so Hypothesis shrinks it); the campaign
 replaces it to log and carry on.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -140,7 +141,8 @@ def _echoes_a_tensor(msg: str) -> bool:
     if any(m in low for m in ("backtrace", "panicked", ".rs:", "src/")):
         return False
     return ("tensor(" in first or "array(" in first) and all(
-        not ln.strip() or ln.startswith(" ") or ln.rstrip().endswith(")") for ln in rest)
+        not ln.strip() or ln.startswith(" ") or ln.rstrip().endswith(")") for ln in rest
+    )
 
 
 def _touch(r: Any, depth: int = 0) -> None:
@@ -161,20 +163,34 @@ def _touch(r: Any, depth: int = 0) -> None:
 
 # ------------------------------------------------------------------ strategies
 
-DTYPES = [cp.float32, cp.float64, cp.float16, cp.bfloat16, cp.int64, cp.int32, cp.int16, cp.uint8, cp.uint32,
-          cp.bool]
+DTYPES = [cp.float32, cp.float64, cp.float16, cp.bfloat16, cp.int64, cp.int32, cp.int16, cp.uint8, cp.uint32, cp.bool]
 FLOAT_DTYPES = DTYPES[:4]
-_NP = {"float32": np.float32, "float64": np.float64, "float16": np.float32, "bfloat16": np.float32,
-       "int64": np.int64, "int32": np.int32, "int16": np.int16, "uint8": np.uint8, "uint32": np.uint32,
-       "bool": np.bool_}
-_INT_RANGE = {"int64": (-2**63, 2**63 - 1), "int32": (-2**31, 2**31 - 1), "int16": (-2**15, 2**15 - 1),
-              "uint8": (0, 255), "uint32": (0, 2**32 - 1)}
+_NP = {
+    "float32": np.float32,
+    "float64": np.float64,
+    "float16": np.float32,
+    "bfloat16": np.float32,
+    "int64": np.int64,
+    "int32": np.int32,
+    "int16": np.int16,
+    "uint8": np.uint8,
+    "uint32": np.uint32,
+    "bool": np.bool_,
+}
+_INT_RANGE = {
+    "int64": (-(2**63), 2**63 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "uint8": (0, 255),
+    "uint32": (0, 2**32 - 1),
+}
 
 # Sizes stay tiny or absurd: a "medium" size such as 2**31 would really allocate gigabytes.
 HUGE = [2**62, -(2**62), 2**63, 2**64, 2**100, -(2**100)]
 shapes = st.lists(st.integers(0, 4), min_size=0, max_size=4)
-floats = st.one_of(st.floats(-1e3, 1e3, width=32),
-                   st.sampled_from([0.0, -0.0, 1.0, -1.0, float("nan"), float("inf"), -float("inf"), 1e30, -1e-30]))
+floats = st.one_of(
+    st.floats(-1e3, 1e3, width=32), st.sampled_from([0.0, -0.0, 1.0, -1.0, float("nan"), float("inf"), -float("inf"), 1e30, -1e-30])
+)
 
 
 @st.composite
@@ -189,8 +205,7 @@ def tensors(draw: Any, dtypes: list = DTYPES, shape: Any = None, grad: bool = Tr
         vals = draw(st.lists(st.booleans(), min_size=n, max_size=n))
     else:
         lo, hi = _INT_RANGE[name]
-        vals = draw(st.lists(st.one_of(st.integers(-3, 7).filter(lambda v: lo <= v <= hi), st.integers(lo, hi)),
-                             min_size=n, max_size=n))
+        vals = draw(st.lists(st.one_of(st.integers(-3, 7).filter(lambda v: lo <= v <= hi), st.integers(lo, hi)), min_size=n, max_size=n))
     arr = np.array(vals, dtype=_NP[name]).reshape(shp)
     t = cp.tensor(arr).to(dt)
     layout = draw(st.sampled_from(["plain", "plain", "transposed", "strided"]))
@@ -204,31 +219,74 @@ def tensors(draw: Any, dtypes: list = DTYPES, shape: Any = None, grad: bool = Tr
 
 
 ragged = st.sampled_from([[[1, 2], [3]], [[1.0], 2.0], [[], [1]], [[[1]], [2]], [None, 1], ["a", 1]])
-nested = st.recursive(st.one_of(st.integers(-5, 5), floats, st.booleans()),
-                      lambda c: st.lists(c, max_size=3), max_leaves=8)
-devices = st.sampled_from(["cpu", "cuda", "cuda:1", "cuda:-1", "metal", "mps", "tpu", "cpu:0", "", -1,
-                           cp.device("cpu")])
-dtype_args = st.sampled_from(DTYPES + ["float32", "int64", "complex64", "float8", np.float32, np.complex128, int,
-                                       float, bool, "junk"])
+nested = st.recursive(st.one_of(st.integers(-5, 5), floats, st.booleans()), lambda c: st.lists(c, max_size=3), max_leaves=8)
+devices = st.sampled_from(["cpu", "cuda", "cuda:1", "cuda:-1", "metal", "mps", "tpu", "cpu:0", "", -1, cp.device("cpu")])
+dtype_args = st.sampled_from(DTYPES + ["float32", "int64", "complex64", "float8", np.float32, np.complex128, int, float, bool, "junk"])
 junk_scalars = st.one_of(
-    st.none(), st.text(max_size=4), st.booleans(), st.integers(-8, 8), st.sampled_from(HUGE), floats,
-    st.just(complex(1, 2)), st.just(b"\x00\x01"), st.just(object()), st.just(Ellipsis),
-    st.builds(slice, st.sampled_from([None, -1, 0, 2, 2**62]), st.sampled_from([None, -1, 3]),
-              st.sampled_from([None, 1, 2, -1, 0])),
+    st.none(),
+    st.text(max_size=4),
+    st.booleans(),
+    st.integers(-8, 8),
+    st.sampled_from(HUGE),
+    floats,
+    st.just(complex(1, 2)),
+    st.just(b"\x00\x01"),
+    st.just(object()),
+    st.just(Ellipsis),
+    st.builds(slice, st.sampled_from([None, -1, 0, 2, 2**62]), st.sampled_from([None, -1, 3]), st.sampled_from([None, 1, 2, -1, 0])),
 )
 int_tuples = st.lists(st.one_of(st.integers(-3, 5), st.sampled_from(HUGE)), max_size=4).map(tuple)
-np_arrays = st.sampled_from([np.zeros((2, 3), np.float32), np.arange(4), np.array(["a", "b"]),
-                             np.array([1 + 2j]), np.zeros((0, 2)), np.float64(2.5), np.ones(3, np.float16)[::2]])
+np_arrays = st.sampled_from(
+    [
+        np.zeros((2, 3), np.float32),
+        np.arange(4),
+        np.array(["a", "b"]),
+        np.array([1 + 2j]),
+        np.zeros((0, 2)),
+        np.float64(2.5),
+        np.ones(3, np.float16)[::2],
+    ]
+)
 
 
 def values() -> st.SearchStrategy:
     """Any argument: tensors (often), junk (often), lists, tuples, devices, dtypes."""
-    return st.one_of(tensors(), tensors(), junk_scalars, ragged, nested, int_tuples, devices, dtype_args, np_arrays,
-                     st.lists(tensors(shape=[2]), max_size=3))
+    return st.one_of(
+        tensors(),
+        tensors(),
+        junk_scalars,
+        ragged,
+        nested,
+        int_tuples,
+        devices,
+        dtype_args,
+        np_arrays,
+        st.lists(tensors(shape=[2]), max_size=3),
+    )
 
 
-KWARGS = ["dim", "keepdim", "dtype", "device", "requires_grad", "out", "p", "eps", "weight", "bias", "reduction",
-          "size", "value", "index", "padding", "stride", "inplace", "diagonal", "correction", "num_classes"]
+KWARGS = [
+    "dim",
+    "keepdim",
+    "dtype",
+    "device",
+    "requires_grad",
+    "out",
+    "p",
+    "eps",
+    "weight",
+    "bias",
+    "reduction",
+    "size",
+    "value",
+    "index",
+    "padding",
+    "stride",
+    "inplace",
+    "diagonal",
+    "correction",
+    "num_classes",
+]
 kwargs = st.dictionaries(st.sampled_from(KWARGS), values(), max_size=2)
 args = st.lists(values(), max_size=3).map(tuple)
 
@@ -239,29 +297,69 @@ def _layers() -> dict[str, Callable[[], nn.Module]]:
     """A valid instance of every layer class (forward then gets junk)."""
     L = nn
     return {
-        "Linear": lambda: L.Linear(3, 2), "Bilinear": lambda: L.Bilinear(3, 2, 2),
-        "Conv1d": lambda: L.Conv1d(2, 3, 2), "Conv2d": lambda: L.Conv2d(2, 3, 2, padding=1),
-        "Conv3d": lambda: L.Conv3d(2, 2, 2), "ConvTranspose1d": lambda: L.ConvTranspose1d(2, 3, 2),
-        "ConvTranspose2d": lambda: L.ConvTranspose2d(2, 3, 2, stride=2), "ConvTranspose3d": lambda: L.ConvTranspose3d(2, 2, 2),
-        "MaxPool1d": lambda: L.MaxPool1d(2), "MaxPool2d": lambda: L.MaxPool2d(2, return_indices=True),
-        "MaxPool3d": lambda: L.MaxPool3d(2), "AvgPool1d": lambda: L.AvgPool1d(2), "AvgPool2d": lambda: L.AvgPool2d(2, ceil_mode=True),
-        "AvgPool3d": lambda: L.AvgPool3d(2), "AdaptiveAvgPool1d": lambda: L.AdaptiveAvgPool1d(2),
-        "AdaptiveAvgPool2d": lambda: L.AdaptiveAvgPool2d(2), "AdaptiveAvgPool3d": lambda: L.AdaptiveAvgPool3d(2),
-        "AdaptiveMaxPool1d": lambda: L.AdaptiveMaxPool1d(2), "AdaptiveMaxPool2d": lambda: L.AdaptiveMaxPool2d(2),
-        "AdaptiveMaxPool3d": lambda: L.AdaptiveMaxPool3d(2), "Upsample": lambda: L.Upsample(scale_factor=2),
-        "ReLU": L.ReLU, "ReLU6": L.ReLU6, "RReLU": L.RReLU, "LeakyReLU": L.LeakyReLU, "PReLU": L.PReLU,
-        "ELU": L.ELU, "SELU": L.SELU, "CELU": L.CELU, "GELU": L.GELU, "SiLU": L.SiLU, "Mish": L.Mish,
-        "Sigmoid": L.Sigmoid, "Tanh": L.Tanh, "Hardtanh": L.Hardtanh, "Hardsigmoid": L.Hardsigmoid,
-        "Hardswish": L.Hardswish, "Softplus": L.Softplus, "Softmax": lambda: L.Softmax(dim=-1),
-        "LogSoftmax": lambda: L.LogSoftmax(dim=-1), "Flatten": L.Flatten, "Unflatten": lambda: L.Unflatten(1, (2, 2)),
-        "Dropout": L.Dropout, "Identity": L.Identity, "Embedding": lambda: L.Embedding(5, 3),
-        "LayerNorm": lambda: L.LayerNorm(3), "RMSNorm": lambda: L.RMSNorm(3), "GroupNorm": lambda: L.GroupNorm(1, 2),
-        "BatchNorm1d": lambda: L.BatchNorm1d(2), "BatchNorm2d": lambda: L.BatchNorm2d(2),
-        "BatchNorm3d": lambda: L.BatchNorm3d(2), "MultiheadAttention": lambda: L.MultiheadAttention(4, 2),
-        "LSTM": lambda: L.LSTM(3, 2), "GRU": lambda: L.GRU(3, 2), "Snake1d": lambda: L.Snake1d(2),
-        "MSELoss": L.MSELoss, "L1Loss": L.L1Loss, "SmoothL1Loss": L.SmoothL1Loss,
-        "CrossEntropyLoss": L.CrossEntropyLoss, "NLLLoss": L.NLLLoss, "BCELoss": L.BCELoss,
-        "BCEWithLogitsLoss": L.BCEWithLogitsLoss, "KLDivLoss": L.KLDivLoss,
+        "Linear": lambda: L.Linear(3, 2),
+        "Bilinear": lambda: L.Bilinear(3, 2, 2),
+        "Conv1d": lambda: L.Conv1d(2, 3, 2),
+        "Conv2d": lambda: L.Conv2d(2, 3, 2, padding=1),
+        "Conv3d": lambda: L.Conv3d(2, 2, 2),
+        "ConvTranspose1d": lambda: L.ConvTranspose1d(2, 3, 2),
+        "ConvTranspose2d": lambda: L.ConvTranspose2d(2, 3, 2, stride=2),
+        "ConvTranspose3d": lambda: L.ConvTranspose3d(2, 2, 2),
+        "MaxPool1d": lambda: L.MaxPool1d(2),
+        "MaxPool2d": lambda: L.MaxPool2d(2, return_indices=True),
+        "MaxPool3d": lambda: L.MaxPool3d(2),
+        "AvgPool1d": lambda: L.AvgPool1d(2),
+        "AvgPool2d": lambda: L.AvgPool2d(2, ceil_mode=True),
+        "AvgPool3d": lambda: L.AvgPool3d(2),
+        "AdaptiveAvgPool1d": lambda: L.AdaptiveAvgPool1d(2),
+        "AdaptiveAvgPool2d": lambda: L.AdaptiveAvgPool2d(2),
+        "AdaptiveAvgPool3d": lambda: L.AdaptiveAvgPool3d(2),
+        "AdaptiveMaxPool1d": lambda: L.AdaptiveMaxPool1d(2),
+        "AdaptiveMaxPool2d": lambda: L.AdaptiveMaxPool2d(2),
+        "AdaptiveMaxPool3d": lambda: L.AdaptiveMaxPool3d(2),
+        "Upsample": lambda: L.Upsample(scale_factor=2),
+        "ReLU": L.ReLU,
+        "ReLU6": L.ReLU6,
+        "RReLU": L.RReLU,
+        "LeakyReLU": L.LeakyReLU,
+        "PReLU": L.PReLU,
+        "ELU": L.ELU,
+        "SELU": L.SELU,
+        "CELU": L.CELU,
+        "GELU": L.GELU,
+        "SiLU": L.SiLU,
+        "Mish": L.Mish,
+        "Sigmoid": L.Sigmoid,
+        "Tanh": L.Tanh,
+        "Hardtanh": L.Hardtanh,
+        "Hardsigmoid": L.Hardsigmoid,
+        "Hardswish": L.Hardswish,
+        "Softplus": L.Softplus,
+        "Softmax": lambda: L.Softmax(dim=-1),
+        "LogSoftmax": lambda: L.LogSoftmax(dim=-1),
+        "Flatten": L.Flatten,
+        "Unflatten": lambda: L.Unflatten(1, (2, 2)),
+        "Dropout": L.Dropout,
+        "Identity": L.Identity,
+        "Embedding": lambda: L.Embedding(5, 3),
+        "LayerNorm": lambda: L.LayerNorm(3),
+        "RMSNorm": lambda: L.RMSNorm(3),
+        "GroupNorm": lambda: L.GroupNorm(1, 2),
+        "BatchNorm1d": lambda: L.BatchNorm1d(2),
+        "BatchNorm2d": lambda: L.BatchNorm2d(2),
+        "BatchNorm3d": lambda: L.BatchNorm3d(2),
+        "MultiheadAttention": lambda: L.MultiheadAttention(4, 2),
+        "LSTM": lambda: L.LSTM(3, 2),
+        "GRU": lambda: L.GRU(3, 2),
+        "Snake1d": lambda: L.Snake1d(2),
+        "MSELoss": L.MSELoss,
+        "L1Loss": L.L1Loss,
+        "SmoothL1Loss": L.SmoothL1Loss,
+        "CrossEntropyLoss": L.CrossEntropyLoss,
+        "NLLLoss": L.NLLLoss,
+        "BCELoss": L.BCELoss,
+        "BCEWithLogitsLoss": L.BCEWithLogitsLoss,
+        "KLDivLoss": L.KLDivLoss,
         "Sequential": lambda: L.Sequential(L.Linear(3, 3), L.ReLU()),
     }
 
@@ -291,12 +389,15 @@ def api_entries() -> list[tuple[str, str, Any]]:
     e += [("nn." + n, "func", getattr(nn, n)) for n in sorted(LAYERS)]  # constructors with junk
     e += [("nn." + n + ".forward", "layer", n) for n in sorted(LAYERS)]
     e += [("nn.init." + n, "func", getattr(nn.init, n)) for n in _public(nn.init) if n != "no_grad"]
-    e += [("nn.utils." + n, "func", getattr(nn.utils, n)) for n in
-          ("clip_grad_norm_", "clip_grad_value_", "weight_norm", "remove_weight_norm")]
+    e += [
+        ("nn.utils." + n, "func", getattr(nn.utils, n))
+        for n in ("clip_grad_norm_", "clip_grad_value_", "weight_norm", "remove_weight_norm")
+    ]
     e += [("nn.utils.parametrizations.weight_norm", "func", nn.utils.parametrizations.weight_norm)]
     e += [("optim." + n, "func", getattr(cp.optim, n)) for n in ("SGD", "Adam", "AdamW")]
-    e += [("utils.data." + n, "func", getattr(cp.utils.data, n)) for n in
-          ("TensorDataset", "DataLoader", "random_split", "default_collate")]
+    e += [
+        ("utils.data." + n, "func", getattr(cp.utils.data, n)) for n in ("TensorDataset", "DataLoader", "random_split", "default_collate")
+    ]
     e += [("safetensors." + n, "func", getattr(cp.safetensors, n)) for n in ("load", "save")]
     e += [("autograd.grad", "func", cp.autograd.grad)]
     return e
@@ -331,6 +432,7 @@ def call_api(name: str, kind: str, target: Any, recv: Any, a: tuple, kw: dict) -
         def call() -> Any:
             attr = getattr(recv, target)
             return attr(*a, **kw) if callable(attr) else attr
+
         run(name, what, call)
         return what
     if kind == "layer":
@@ -393,19 +495,49 @@ def prop_safetensors_bytes(data: Any) -> str:
 
 
 def _same(a: cp.Tensor, b: cp.Tensor) -> bool:
-    x, y = a.float().numpy() if a.dtype.name == "bfloat16" else a.numpy(), \
-        b.float().numpy() if b.dtype.name == "bfloat16" else b.numpy()
+    x, y = a.float().numpy() if a.dtype.name == "bfloat16" else a.numpy(), b.float().numpy() if b.dtype.name == "bfloat16" else b.numpy()
     return np.array_equal(x, y, equal_nan=x.dtype.kind == "f")
 
 
 # Arguments a user might really pass: they get past the first checks and reach
 # the kernels (dims, sizes, index tensors, scalars), where junk would stop early.
-plausible = st.one_of(tensors(), st.integers(-3, 3), st.floats(-2, 2), st.booleans(), st.none(),
-                      st.lists(st.integers(-2, 3), max_size=3).map(tuple), st.sampled_from(FLOAT_DTYPES + [cp.int64]),
-                      st.sampled_from(["mean", "sum", "none", "same", "valid", "cpu"]))
-PLAUSIBLE_KW = ["dim", "keepdim", "dtype", "p", "eps", "value", "stride", "padding", "dilation", "groups",
-                "bias", "weight", "reduction", "diagonal", "correction", "num_classes", "size", "scale_factor",
-                "training", "return_indices", "ceil_mode", "count_include_pad", "batch_first", "attn_mask", "is_causal"]
+plausible = st.one_of(
+    tensors(),
+    st.integers(-3, 3),
+    st.floats(-2, 2),
+    st.booleans(),
+    st.none(),
+    st.lists(st.integers(-2, 3), max_size=3).map(tuple),
+    st.sampled_from(FLOAT_DTYPES + [cp.int64]),
+    st.sampled_from(["mean", "sum", "none", "same", "valid", "cpu"]),
+)
+PLAUSIBLE_KW = [
+    "dim",
+    "keepdim",
+    "dtype",
+    "p",
+    "eps",
+    "value",
+    "stride",
+    "padding",
+    "dilation",
+    "groups",
+    "bias",
+    "weight",
+    "reduction",
+    "diagonal",
+    "correction",
+    "num_classes",
+    "size",
+    "scale_factor",
+    "training",
+    "return_indices",
+    "ceil_mode",
+    "count_include_pad",
+    "batch_first",
+    "attn_mask",
+    "is_causal",
+]
 
 
 _ARITY: dict[str, tuple[int, int, list[str]]] = {}
@@ -417,8 +549,7 @@ def arity(name: str, kind: str, target: Any) -> tuple[int, int, list[str]]:
     past argument parsing; (0, 4, PLAUSIBLE_KW) when there is none."""
     if name not in _ARITY:
         try:
-            fn = getattr(cp.Tensor, target) if kind == "method" else \
-                LAYERS[target]().forward if kind == "layer" else target
+            fn = getattr(cp.Tensor, target) if kind == "method" else LAYERS[target]().forward if kind == "layer" else target
             params = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
             pos = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
             need = sum(1 for p in pos if p.default is p.empty)
@@ -461,8 +592,7 @@ def prop_layer_shapes(data: Any) -> str:
         x.requires_grad_(True)
     need, most, _ = arity(f"nn.{lname}.forward", "layer", lname)
     n_more = data.draw(st.integers(max(need - 1, 0), max(need - 1, min(most - 1, 2))), label="n_more")
-    extra = data.draw(st.lists(tensors(shape=shape, grad=False), min_size=n_more, max_size=n_more).map(tuple),
-                      label="more")
+    extra = data.draw(st.lists(tensors(shape=shape, grad=False), min_size=n_more, max_size=n_more).map(tuple), label="more")
     what = describe(f"nn.{lname}.forward", (x, *extra), {})
 
     def call() -> Any:
@@ -471,6 +601,7 @@ def prop_layer_shapes(data: Any) -> str:
         if isinstance(first, cp.Tensor) and first.requires_grad and first.numel() > 0:
             first.float().sum().backward()
         return out
+
     run(f"nn.{lname}.forward", what, call)
     return what
 

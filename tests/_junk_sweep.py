@@ -8,11 +8,9 @@ not allowed it writes `BAD <index> <name> <description>`. A crash therefore
 leaves `CALL` as the last line; the parent resumes at the next index.
 Only the names given (or all, if none) are swept.
 """
+
 from __future__ import annotations
 
-import builtins
-import json
-import math
 import sys
 import warnings
 
@@ -25,18 +23,83 @@ ALLOWED = (TypeError, ValueError, IndexError, RuntimeError, ZeroDivisionError, F
 
 # Things whose call would only test Python itself or block.
 SKIP_FUNCS = {"annotations", "builtins_bool", "builtins_int"}
-SKIP_METHODS = {"__init__", "__new__", "__init_subclass__", "__subclasshook__", "__getattribute__",
-                "__setattr__", "__delattr__", "__dir__", "__sizeof__", "__class__", "__reduce_ex__",
-                "__getstate__", "__hash__"}
+SKIP_METHODS = {
+    "__init__",
+    "__new__",
+    "__init_subclass__",
+    "__subclasshook__",
+    "__getattribute__",
+    "__setattr__",
+    "__delattr__",
+    "__dir__",
+    "__sizeof__",
+    "__class__",
+    "__reduce_ex__",
+    "__getstate__",
+    "__hash__",
+}
 DUNDERS_KEPT = {
-    "__abs__", "__add__", "__and__", "__array__", "__bool__", "__copy__", "__deepcopy__", "__delitem__",
-    "__dlpack__", "__dlpack_device__", "__eq__", "__float__", "__floordiv__", "__format__", "__ge__",
-    "__getitem__", "__gt__", "__iadd__", "__iand__", "__ifloordiv__", "__imod__", "__imul__", "__index__",
-    "__int__", "__invert__", "__ior__", "__ipow__", "__isub__", "__iter__", "__itruediv__", "__ixor__",
-    "__le__", "__len__", "__lt__", "__matmul__", "__mod__", "__mul__", "__ne__", "__neg__", "__or__",
-    "__pos__", "__pow__", "__radd__", "__rand__", "__reduce__", "__repr__", "__rfloordiv__",
-    "__rmatmul__", "__rmod__", "__rmul__", "__ror__", "__rpow__", "__rsub__", "__rtruediv__", "__rxor__",
-    "__setitem__", "__str__", "__sub__", "__truediv__", "__xor__", "__contains__",
+    "__abs__",
+    "__add__",
+    "__and__",
+    "__array__",
+    "__bool__",
+    "__copy__",
+    "__deepcopy__",
+    "__delitem__",
+    "__dlpack__",
+    "__dlpack_device__",
+    "__eq__",
+    "__float__",
+    "__floordiv__",
+    "__format__",
+    "__ge__",
+    "__getitem__",
+    "__gt__",
+    "__iadd__",
+    "__iand__",
+    "__ifloordiv__",
+    "__imod__",
+    "__imul__",
+    "__index__",
+    "__int__",
+    "__invert__",
+    "__ior__",
+    "__ipow__",
+    "__isub__",
+    "__iter__",
+    "__itruediv__",
+    "__ixor__",
+    "__le__",
+    "__len__",
+    "__lt__",
+    "__matmul__",
+    "__mod__",
+    "__mul__",
+    "__ne__",
+    "__neg__",
+    "__or__",
+    "__pos__",
+    "__pow__",
+    "__radd__",
+    "__rand__",
+    "__reduce__",
+    "__repr__",
+    "__rfloordiv__",
+    "__rmatmul__",
+    "__rmod__",
+    "__rmul__",
+    "__ror__",
+    "__rpow__",
+    "__rsub__",
+    "__rtruediv__",
+    "__rxor__",
+    "__setitem__",
+    "__str__",
+    "__sub__",
+    "__truediv__",
+    "__xor__",
+    "__contains__",
 }
 
 
@@ -138,8 +201,11 @@ def calls(names):
         f = getattr(cp, n)
         J, S = junk_values(), second_values()
         arglists = [((), {})] + [((a,), {}) for a in J] + [((a, b), {}) for a in J for b in S]
-        arglists += [((cp.ones(2, 3),), {"dim": 2**62}), ((cp.ones(2, 3),), {"dtype": "junk"}),
-                     (((2, 3),), {"dtype": cp.float32, "device": "nonsense"})]
+        arglists += [
+            ((cp.ones(2, 3),), {"dim": 2**62}),
+            ((cp.ones(2, 3),), {"dtype": "junk"}),
+            (((2, 3),), {"dtype": cp.float32, "device": "nonsense"}),
+        ]
         for args, kwargs in arglists:
             yield key, desc(key, args, kwargs), (lambda f=f, args=args, kwargs=kwargs: f(*args, **kwargs))
     for n in method_names():
@@ -154,8 +220,10 @@ def calls(names):
                 arglists += [((a, b), {}) for a in J for b in S]
             arglists += [((), {"dim": 2**62}), ((), {"dim": "x"}), ((), {"dtype": "junk"})]
             for args, kwargs in arglists:
+
                 def thunk(bi=bi, n=n, args=args, kwargs=kwargs):
                     return _call_or_read(getattr(bases()[bi], n), *args, **kwargs)
+
                 yield key, desc(f"{base_reprs[bi]}.{n}", args, kwargs), thunk
     # Attribute assignment.
     for attr in ["grad", "data", "requires_grad"]:
@@ -163,9 +231,11 @@ def calls(names):
         if wanted is not None and key not in wanted:
             continue
         for a in junk_values():
+
             def setit(a=a, attr=attr):
                 t = cp.tensor([1.0, 2.0], requires_grad=True)
                 setattr(t, attr, a)
+
             yield key, f"t.{attr} = {_short(a)}", setit
 
 

@@ -9,6 +9,7 @@ Tests marked `gpu` need a CUDA device and are skipped without one; tests marked
 `cpu_only` check CPU-specific behaviour (zero-copy NumPy views, ...) and are
 skipped when another device is the default.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,12 +25,8 @@ DEVICE = os.environ.get("CANDLE_PY_DEVICE", "cpu")
 # reproduces and an unrelated change cannot turn CI red by drawing a new case.
 # "explore" draws fresh random examples, more of them: run it to look for new defects
 # (HYPOTHESIS_PROFILE=explore pytest), and pin what it finds as explicit tests.
-settings.register_profile(
-    "ci", max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.register_profile(
-    "explore", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("explore", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 

@@ -1,4 +1,5 @@
 """Shared loader for the PyTorch-made fixtures in tests/fixtures/nn (no torch needed)."""
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,7 @@ def load(name: str) -> Tuple[Dict[str, cp.Tensor], Dict[str, Any]]:
 
 
 def group(tensors: Dict[str, cp.Tensor], prefix: str) -> Dict[str, cp.Tensor]:
-    return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
 
 
 def assert_close(actual: cp.Tensor, expected: cp.Tensor, atol: float, rtol: float, what: str) -> None:

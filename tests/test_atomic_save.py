@@ -7,6 +7,7 @@ and holds exactly the old values. The save is atomic because the data go to a
 temporary file in the same folder that is renamed over the target only once
 complete and fsynced.
 """
+
 from __future__ import annotations
 
 import os
@@ -59,6 +60,7 @@ def _old_file(kind: str, path: Path) -> dict[str, np.ndarray]:
         st.save_file(old, path)
     else:
         from candle_py import keras, nn
+
         model = keras.Sequential([nn.Linear(3, 2)])
         model.save(path)
     return {k: v.numpy().copy() for k, v in st.load_file(path).items()}
@@ -80,8 +82,9 @@ def _partly_written(folder: Path, target: Path) -> bool:
 
 def _start(kind: str, target: Path) -> subprocess.Popen:
     code = f"PATH = {str(target)!r}\n" + textwrap.dedent(WRITERS[kind])
-    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=dict(os.environ, RUST_BACKTRACE="0"))
+    return subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, RUST_BACKTRACE="0")
+    )
 
 
 def _kill_mid_save(jobs: dict[str, tuple[Path, Path]]) -> set[str]:
@@ -91,7 +94,7 @@ def _kill_mid_save(jobs: dict[str, tuple[Path, Path]]) -> set[str]:
     procs = {kind: _start(kind, target) for kind, (_, target) in jobs.items()}
     killed: set[str] = set()
     try:
-        for kind, proc in procs.items():
+        for proc in procs.values():
             assert proc.stdout is not None
             assert proc.stdout.readline().strip() == "READY", proc.stderr.read() if proc.stderr else ""
         deadline = time.monotonic() + 60
@@ -130,7 +133,7 @@ def test_kill_during_save_keeps_old_file(tmp_path):
     pending = dict(jobs)
     for _ in range(5):  # the write window is short; retry a writer that finished first
         killed = _kill_mid_save(pending)
-        for kind, (folder, target) in pending.items():
+        for kind, (_folder, target) in pending.items():
             if kind not in killed:  # it replaced the file: start over
                 old[kind] = _old_file(kind, target)
         pending = {k: v for k, v in pending.items() if k not in killed}

@@ -1,6 +1,7 @@
 """`F.scaled_dot_product_attention` against PyTorch fixtures (made by
 tools/make_fixtures_attention.py; torch is never imported here), plus checks
 of memory use, dropout statistics and error messages."""
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,9 @@ def test_matches_torch(name: str) -> None:
         np.testing.assert_allclose(_np(x.grad), _np(t[f"grad.{n}"]), **tol, err_msg=f"{name}: grad.{n}")
 
 
-def _naive(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None, causal: bool = False,
-           scale: float | None = None) -> np.ndarray:
+def _naive(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None, causal: bool = False, scale: float | None = None
+) -> np.ndarray:
     """softmax(Q K^T * scale + mask) V in float64 NumPy (rows with no key give zeros)."""
     s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
     a = (q.astype(np.float64) @ np.swapaxes(k, -1, -2).astype(np.float64)) * s
@@ -78,8 +80,9 @@ def test_matches_candle_op_formula() -> None:
 
 def test_fully_masked_rows_are_zero_with_zero_grads() -> None:
     rng = np.random.default_rng(1)
-    q, k, v = (cp.from_numpy(rng.standard_normal(s).astype(np.float32)).requires_grad_(True)
-               for s in ((1, 2, 4, 8), (1, 2, 6, 8), (1, 2, 6, 8)))
+    q, k, v = (
+        cp.from_numpy(rng.standard_normal(s).astype(np.float32)).requires_grad_(True) for s in ((1, 2, 4, 8), (1, 2, 6, 8), (1, 2, 6, 8))
+    )
     mask = np.ones((4, 6), bool)
     mask[2] = False
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=cp.from_numpy(mask))
@@ -104,16 +107,20 @@ def test_non_contiguous_inputs() -> None:
 
 STRIDED_CASES = [
     # (B, L, S, Hq, Hkv, D, Dv, mask kind, causal, gqa, dtype)
-    (2, 28, 28, 12, 12, 32, 32, "pad", False, False, np.float32),   # BERT-style padding mask, L not a multiple of 16
-    (3, 74, 74, 4, 4, 16, 16, "pad", False, False, np.float32),     # two K panels, last one partial
-    (1, 70, 130, 2, 2, 16, 24, "full", False, False, np.float32),   # full float mask, Lq != Lk, dv padded to 32
-    (2, 37, 37, 4, 4, 64, 64, None, True, False, np.float32),       # causal, odd length
-    (2, 20, 33, 8, 2, 16, 16, "pad", False, True, np.float32),      # grouped heads read in place
-    (2, 9, 11, 3, 3, 8, 8, "pad", False, False, np.float64),        # the generic (non-AVX-512) path
+    (2, 28, 28, 12, 12, 32, 32, "pad", False, False, np.float32),  # BERT-style padding mask, L not a multiple of 16
+    (3, 74, 74, 4, 4, 16, 16, "pad", False, False, np.float32),  # two K panels, last one partial
+    (1, 70, 130, 2, 2, 16, 24, "full", False, False, np.float32),  # full float mask, Lq != Lk, dv padded to 32
+    (2, 37, 37, 4, 4, 64, 64, None, True, False, np.float32),  # causal, odd length
+    (2, 20, 33, 8, 2, 16, 16, "pad", False, True, np.float32),  # grouped heads read in place
+    (2, 9, 11, 3, 3, 8, 8, "pad", False, False, np.float64),  # the generic (non-AVX-512) path
 ]
 
 
-@pytest.mark.parametrize("case", STRIDED_CASES, ids=lambda c: f"L{c[1]}S{c[2]}H{c[3]}-{c[4]}{'-causal' if c[8] else ''}{'-gqa' if c[9] else ''}-{np.dtype(c[10]).name}")
+@pytest.mark.parametrize(
+    "case",
+    STRIDED_CASES,
+    ids=lambda c: f"L{c[1]}S{c[2]}H{c[3]}-{c[4]}{'-causal' if c[8] else ''}{'-gqa' if c[9] else ''}-{np.dtype(c[10]).name}",
+)
 def test_transposed_views_read_in_place_match_contiguous(case) -> None:
     """(B, L, H, D) projections viewed as (B, H, L, D): the kernel reads them where they
     are and writes its output in (B, L, H, Dv) order. Values must equal the contiguous
@@ -126,7 +133,7 @@ def test_transposed_views_read_in_place_match_contiguous(case) -> None:
     mask = None
     if mk == "pad":
         keep = np.ones((B, S), bool)
-        keep[0, S - 5:] = False
+        keep[0, S - 5 :] = False
         mask = cp.from_numpy(keep.reshape(B, 1, 1, S))
     elif mk == "full":
         mask = cp.from_numpy(rng.standard_normal((B, 1, L, S)).astype(dt))
@@ -164,7 +171,7 @@ def test_views_of_a_fused_qkv_projection_read_in_place() -> None:
     rng = np.random.default_rng(7)
     qkv_n = rng.standard_normal((B, L, 3, H, D)).astype(np.float32)
     keep = np.ones((B, L), bool)
-    keep[1, L - 6:] = False
+    keep[1, L - 6 :] = False
     mask = cp.from_numpy(keep.reshape(B, 1, 1, L))
     qkv = cp.from_numpy(qkv_n).requires_grad_(True)
     out_v = F.scaled_dot_product_attention(*(qkv[:, :, i].transpose(1, 2) for i in range(3)), attn_mask=mask)
@@ -364,7 +371,7 @@ def test_error_mask_not_broadcastable(mshape) -> None:
 
 
 def test_error_mask_and_causal() -> None:
-    with pytest.raises(ValueError, match=r"is_causal.*\(4, 5\)"):
+    with pytest.raises(ValueError, match=r"is_causal.*\[4, 5\]"):
         F.scaled_dot_product_attention(_t(1, 4, 8), _t(1, 5, 8), _t(1, 5, 8), attn_mask=cp.zeros(4, 5), is_causal=True)
 
 

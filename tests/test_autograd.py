@@ -2,6 +2,7 @@
 differences in float64, and PyTorch's autograd surface (`.grad`, `no_grad`,
 `autograd.grad`, ...). torch is never imported.
 """
+
 from __future__ import annotations
 
 import threading
@@ -142,9 +143,7 @@ BINARY = {
 
 
 @pytest.mark.parametrize("name", sorted(BINARY))
-@pytest.mark.parametrize(
-    "shapes", [((3,), (3,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 2)), ((4, 1, 3), (2, 1))]
-)
+@pytest.mark.parametrize("shapes", [((3,), (3,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 2)), ((4, 1, 3), (2, 1))])
 def test_binary_gradients_with_broadcasting(name, shapes):
     fn, ga, gb = BINARY[name]
     sa, sb = shapes
@@ -233,7 +232,16 @@ def test_softmax_gradients_float32_and_noncontiguous(log):
 
 @pytest.mark.parametrize(
     "sa, sb",
-    [((3,), (3,)), ((3,), (3, 2)), ((2, 3), (3,)), ((2, 3), (3, 4)), ((2, 2, 3), (2, 3, 4)), ((2, 1, 2, 3), (3, 3, 2)), ((3,), (2, 3, 2)), ((2, 2, 3), (3,))],
+    [
+        ((3,), (3,)),
+        ((3,), (3, 2)),
+        ((2, 3), (3,)),
+        ((2, 3), (3, 4)),
+        ((2, 2, 3), (2, 3, 4)),
+        ((2, 1, 2, 3), (3, 3, 2)),
+        ((3,), (2, 3, 2)),
+        ((2, 2, 3), (3,)),
+    ],
 )
 def test_matmul_gradients(sa, sb):
     check_grad(lambda a, b: a @ b, rnd(*sa), rnd(*sb))
@@ -352,7 +360,10 @@ def test_setitem_advanced_on_nonleaf_keeps_gradients():
 # property: gradients reduce over broadcast dims to the input's shape
 
 
-@given(shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, min_side=1, max_side=3), op=st.sampled_from(["add", "mul", "sub", "div"]))
+@given(
+    shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, min_side=1, max_side=3),
+    op=st.sampled_from(["add", "mul", "sub", "div"]),
+)
 def test_broadcast_gradient_shapes_property(shapes, op):
     sa, sb = shapes.input_shapes
     a = cp.tensor(away_from_zero(*sa), dtype=cp.float64, requires_grad=True)

@@ -2,6 +2,7 @@
 
 Expected values are PyTorch's documented behaviour, checked against NumPy.
 """
+
 from __future__ import annotations
 
 import math

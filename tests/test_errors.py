@@ -7,6 +7,7 @@ Allowed outcomes: a result, or TypeError/ValueError/IndexError/RuntimeError/
 ZeroDivisionError (NotImplementedError excluded) with a message of at most
 3 lines and no Rust backtrace.
 """
+
 from __future__ import annotations
 
 import os
@@ -48,7 +49,11 @@ def run_sweep(names: list[str] | None = None, per_run_timeout: float = 240.0) ->
             try:
                 proc = subprocess.run(
                     [sys.executable, str(SWEEP), str(out), str(start), *(names or [])],
-                    cwd=tmp, env=env, capture_output=True, text=True, timeout=per_run_timeout,
+                    cwd=tmp,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=per_run_timeout,
                 )
                 rc, stderr = proc.returncode, proc.stderr
             except subprocess.TimeoutExpired as e:
@@ -63,10 +68,10 @@ def run_sweep(names: list[str] | None = None, per_run_timeout: float = 240.0) ->
             _, idx, name, what = calls[-1].split(" ", 3)
             err = stderr.splitlines()
             marks = [i for i, ln in enumerate(err) if "panicked" in ln or "memory allocation" in ln or "Fatal" in ln]
-            why = " | ".join(ln.strip() for ln in err[marks[-1]:marks[-1] + 2]) if marks else stderr[-200:]
+            why = " | ".join(ln.strip() for ln in err[marks[-1] : marks[-1] + 2]) if marks else stderr[-200:]
             problems[name].append(f"CRASH (rc={rc}) at {what}: {why}"[:300])
             start = int(idx) + 1
-        for ln in (out.read_text().splitlines() if out.exists() else []):
+        for ln in out.read_text().splitlines() if out.exists() else []:
             if ln.startswith("BAD "):
                 _, _, name, rest = ln.split(" ", 3)
                 problems[name].append(rest)
@@ -236,8 +241,7 @@ def test_rust_panics_never_take_the_interpreter_down():
         "assert abs(float((x @ x).sum()) - float((x.numpy() @ x.numpy()).sum())) < 1.0\n"
         "print(len(seen))\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, RUST_BACKTRACE="0"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=dict(os.environ, RUST_BACKTRACE="0"))
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip() == "400"
     assert "PanicException" not in r.stderr and "abort" not in r.stderr.lower()
@@ -268,8 +272,7 @@ def test_huge_allocations_raise_instead_of_aborting():
         "        raise AssertionError('no error')\n"
         "print('ok')\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, RUST_BACKTRACE="0"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=dict(os.environ, RUST_BACKTRACE="0"))
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
 
 

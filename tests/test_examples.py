@@ -1,4 +1,5 @@
 """Run each example as a subprocess and check its key output."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -15,8 +16,14 @@ EXAMPLES = os.path.join(ROOT, "examples")
 
 
 def run(name: str, *args: str, timeout: float = 120) -> str:
-    proc = subprocess.run([sys.executable, os.path.join(EXAMPLES, name), *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+    proc = subprocess.run(
+        [sys.executable, os.path.join(EXAMPLES, name), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
     assert proc.returncode == 0, f"{name} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 

@@ -1,4 +1,5 @@
 """examples/torch_parity.py and examples/extra_ops.py run and print what they promise."""
+
 from __future__ import annotations
 
 import re

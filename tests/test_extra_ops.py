@@ -1,4 +1,5 @@
 """Extra ops Candle users re-write by hand: linspace, prod, slice_assign."""
+
 from __future__ import annotations
 
 import numpy as np

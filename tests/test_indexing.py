@@ -11,6 +11,7 @@ View semantics observed (and asserted below in `test_views_taken_before_a_write`
 * Writing through an earlier view `v = x[0]; v[1] = 5` is visible in `x` when
   `v` is a view in the sense above.
 """
+
 from __future__ import annotations
 
 import numpy as np

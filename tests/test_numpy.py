@@ -1,4 +1,5 @@
 """NumPy interop: zero-copy export, read-only views, DLPack, dtype mapping, from_numpy."""
+
 from __future__ import annotations
 
 import gc

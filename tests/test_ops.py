@@ -4,6 +4,7 @@ torch is never imported: NumPy computes the reference, and PyTorch's rules
 (type promotion, floor division, half-to-even rounding, ...) are written out
 here where NumPy differs.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,7 +13,7 @@ import warnings
 import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 import candle_py as cp
@@ -193,7 +194,9 @@ def np_binary(op: str, a: np.ndarray, b: np.ndarray, out: str) -> np.ndarray:
             # Both sides are cast to the common dtype first, as PyTorch does: a 0-d
             # float32 2.00001 rounds to 2.0 against a float16 tensor and compares equal.
             aa, bb = rounded(a, out), rounded(b, out)
-            return getattr(np, {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}[op])(aa, bb)
+            return getattr(
+                np, {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}[op]
+            )(aa, bb)
         if out in FLOATS:
             aa, bb = a.astype(np.float64), b.astype(np.float64)
         else:
@@ -321,11 +324,16 @@ def test_binary_scalar_and_reflected(op, data):
     ta = make(a, da)
     ha = held(ta)
     sarr = np.asarray(s)
-    want_dt = lambda o: "bool" if op in CMP else ("float32" if op == "truediv" and o not in FLOATS else o)
+
+    def want_dt(o: str) -> str:
+        return "bool" if op in CMP else ("float32" if op == "truediv" and o not in FLOATS else o)
+
     extra = {"rtol": 2e-2, "atol": 2e-2} if op == "pow" and out in HALF else {}
 
     # tensor (op) scalar
-    if not (out == "bool" and op in ("sub", "floordiv", "mod", "pow")) and not (op == "pow" and out in INTS and (da not in INTS and da != "bool")):
+    if not (out == "bool" and op in ("sub", "floordiv", "mod", "pow")) and not (
+        op == "pow" and out in INTS and (da not in INTS and da != "bool")
+    ):
         if op == "pow" and out in INTS and isinstance(s, int) and s < 0:
             with pytest.raises(RuntimeError):
                 _ = ta**s
@@ -516,7 +524,9 @@ def test_same_shape_dispatch_path_edge_cases(dt):
     # Strided views and broadcasting fall back to the general path with the same values.
     m = cp.tensor(np.arange(12, dtype=dt).reshape(3, 4))
     np.testing.assert_array_equal((m.t() + m.t()).numpy(), 2 * np.arange(12, dtype=dt).reshape(3, 4).T)
-    np.testing.assert_array_equal((m[:, ::2] * m[:, 1::2]).numpy(), np.arange(0, 12, 2, dtype=dt).reshape(3, 2) * np.arange(1, 12, 2, dtype=dt).reshape(3, 2))
+    np.testing.assert_array_equal(
+        (m[:, ::2] * m[:, 1::2]).numpy(), np.arange(0, 12, 2, dtype=dt).reshape(3, 2) * np.arange(1, 12, 2, dtype=dt).reshape(3, 2)
+    )
     e = cp.zeros(0, 3, dtype=getattr(cp, dt))
     assert (e - e).shape == (0, 3)
     # Operands in the graph are not taken by the fast path: gradients flow.
@@ -973,12 +983,12 @@ def test_reshape_view_flatten(data):
         s = data.draw(st.integers(-a.ndim, a.ndim - 1))
         e = data.draw(st.integers(s % a.ndim, a.ndim - 1))
         s_ = s % a.ndim
-        want = a.shape[:s_] + (int(np.prod(a.shape[s_:e + 1])),) + a.shape[e + 1:]
+        want = a.shape[:s_] + (int(np.prod(a.shape[s_ : e + 1])),) + a.shape[e + 1 :]
         check(t.flatten(s, e), a.reshape(want), name)
         d = data.draw(st.integers(0, a.ndim - 1))
         if a.shape[d] > 0:
             k = data.draw(st.sampled_from([x for x in range(1, a.shape[d] + 1) if a.shape[d] % x == 0]))
-            want = a.shape[:d] + (k, a.shape[d] // k) + a.shape[d + 1:]
+            want = a.shape[:d] + (k, a.shape[d] // k) + a.shape[d + 1 :]
             check(t.unflatten(d, (k, -1)), a.reshape(want), name)
     with pytest.raises(ValueError):
         t.reshape(n + 1, 7)
@@ -1039,7 +1049,7 @@ def test_expand_broadcast_to(data):
     check(t.expand(*target), want, "float32")
     check(t.broadcast_to(target), want, "float32")
     check(cp.broadcast_to(t, target), want, "float32")
-    req = extra + tuple(-1 if (d != 1 and data.draw(st.booleans())) else s for d, s in zip(base, target[len(extra):]))
+    req = extra + tuple(-1 if (d != 1 and data.draw(st.booleans())) else s for d, s in zip(base, target[len(extra) :]))
     check(t.expand(req), want, "float32")
 
 
@@ -1128,7 +1138,9 @@ def test_index_select_row_copy_path_matches_graph_path():
     mid = rng.integers(0, 7, size=5)
     np.testing.assert_array_equal(np.asarray(t.index_select(1, cp.from_numpy(mid))), np.take(a, mid, axis=1))
     # a non-contiguous source (Candle's path) and a bool one (the row copy)
-    np.testing.assert_array_equal(np.asarray(t.transpose(0, 2).index_select(0, cp.tensor([3, -1]))), np.take(a.transpose(2, 1, 0), [3, -1], axis=0))
+    np.testing.assert_array_equal(
+        np.asarray(t.transpose(0, 2).index_select(0, cp.tensor([3, -1]))), np.take(a.transpose(2, 1, 0), [3, -1], axis=0)
+    )
     b = a > 0
     got = cp.from_numpy(b).index_select(2, cp.tensor([0, 79, 5]))
     assert got.dtype == cp.bool
@@ -1159,9 +1171,9 @@ def test_scatter(data):
     ishape = tuple(data.draw(st.integers(0, s)) for s in a.shape)
     # scatter without reduce: unique targets along d so the result is defined
     if ishape[d] > n:
-        ishape = ishape[:d] + (n,) + ishape[d + 1:]
+        ishape = ishape[:d] + (n,) + ishape[d + 1 :]
     perm_idx = np.zeros(ishape, dtype=np.int64)
-    for pos in np.ndindex(*(ishape[:d] + ishape[d + 1:])):
+    for pos in np.ndindex(*(ishape[:d] + ishape[d + 1 :])):
         perm = data.draw(st.permutations(range(n)))[: ishape[d]]
         for j, p_ in enumerate(perm):
             perm_idx[pos[:d] + (j,) + pos[d:]] = p_
@@ -1169,7 +1181,7 @@ def test_scatter(data):
     want = a.copy()
     want_add = a.copy()
     for pos in np.ndindex(*ishape):
-        tgt = pos[:d] + (perm_idx[pos],) + pos[d + 1:]
+        tgt = pos[:d] + (perm_idx[pos],) + pos[d + 1 :]
         want[tgt] = src[pos]
         want_add[tgt] = want_add[tgt] + src[pos]
     t = make(a, name)
@@ -1180,12 +1192,12 @@ def test_scatter(data):
     dup = data.draw(hnp.arrays(np.int64, ishape, elements=st.integers(0, n - 1)))
     acc = a.astype(np.float64).copy()
     for pos in np.ndindex(*ishape):
-        acc[pos[:d] + (dup[pos],) + pos[d + 1:]] += src[pos]
+        acc[pos[:d] + (dup[pos],) + pos[d + 1 :]] += src[pos]
     check(t.scatter_add(d, cp.tensor(dup), make(src, name)), acc, name)
     # scalar value
     want_v = a.copy()
     for pos in np.ndindex(*ishape):
-        want_v[pos[:d] + (perm_idx[pos],) + pos[d + 1:]] = 7
+        want_v[pos[:d] + (perm_idx[pos],) + pos[d + 1 :]] = 7
     check(t.scatter(d, cp.tensor(perm_idx), value=7), want_v, name)
 
 

@@ -13,6 +13,7 @@ The second half checks results, not just survival, on the edge inputs that
 the per-area suites draw less often: sizes that are 0, negative or huge,
 ragged and nested lists, NaN/inf/-0.0 values.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,9 +43,20 @@ FAMILIES = {
 def test_api_table_covers_the_public_surface():
     assert sum(map(len, FAMILIES.values())) == len(_fuzz.API)
     names = {e[0] for e in _fuzz.API}
-    for must in ("cp.tensor", "cp.matmul", "Tensor.__getitem__", "Tensor.backward", "F.conv2d",
-                 "F.scaled_dot_product_attention", "nn.Linear", "nn.LSTM.forward", "optim.Adam",
-                 "safetensors.load", "utils.data.DataLoader", "nn.init.kaiming_uniform_"):
+    for must in (
+        "cp.tensor",
+        "cp.matmul",
+        "Tensor.__getitem__",
+        "Tensor.backward",
+        "F.conv2d",
+        "F.scaled_dot_product_attention",
+        "nn.Linear",
+        "nn.LSTM.forward",
+        "optim.Adam",
+        "safetensors.load",
+        "utils.data.DataLoader",
+        "nn.init.kaiming_uniform_",
+    ):
         assert must in names, must
     assert len(FAMILIES["F"]) > 50 and len(FAMILIES["nn"]) > 100
 
@@ -167,18 +179,33 @@ def test_tensor_from_nested_lists(x):
 
 # PyTorch's results on NaN/inf/-0.0 for functions where NumPy agrees with it.
 UNARY = {
-    "abs": np.abs, "neg": np.negative, "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos,
-    "tanh": np.tanh, "sigmoid": lambda a: 1 / (1 + np.exp(-a)), "floor": np.floor, "ceil": np.ceil,
-    "trunc": np.trunc, "square": np.square, "reciprocal": np.reciprocal, "expm1": np.expm1, "log1p": np.log1p,
-    "log2": np.log2, "log10": np.log10, "rsqrt": lambda a: 1 / np.sqrt(a), "round": np.round,
+    "abs": np.abs,
+    "neg": np.negative,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tanh": np.tanh,
+    "sigmoid": lambda a: 1 / (1 + np.exp(-a)),
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "trunc": np.trunc,
+    "square": np.square,
+    "reciprocal": np.reciprocal,
+    "expm1": np.expm1,
+    "log1p": np.log1p,
+    "log2": np.log2,
+    "log10": np.log10,
+    "rsqrt": lambda a: 1 / np.sqrt(a),
+    "round": np.round,
     "sign": lambda a: np.where(np.isnan(a), 0, np.sign(a)),  # PyTorch: sign(nan) == 0
 }
 edge_arrays = st.lists(_fuzz.floats, max_size=6).map(lambda v: np.array(v, np.float64))
 
 
 @settings(max_examples=120)
-@given(name=st.sampled_from(sorted(UNARY)), a=edge_arrays, dtype=st.sampled_from(["float32", "float64"]),
-       zero_d=st.booleans())
+@given(name=st.sampled_from(sorted(UNARY)), a=edge_arrays, dtype=st.sampled_from(["float32", "float64"]), zero_d=st.booleans())
 def test_unary_functions_on_edge_values(name, a, dtype, zero_d):
     a = a.astype(dtype)
     if zero_d:
@@ -193,14 +220,25 @@ def test_unary_functions_on_edge_values(name, a, dtype, zero_d):
 
 
 @settings(max_examples=100)
-@given(shape_a=st.lists(st.integers(0, 3), max_size=3), shape_b=st.lists(st.integers(0, 3), max_size=3),
-       op=st.sampled_from(["add", "sub", "mul", "div", "maximum", "minimum", "eq", "lt"]))
+@given(
+    shape_a=st.lists(st.integers(0, 3), max_size=3),
+    shape_b=st.lists(st.integers(0, 3), max_size=3),
+    op=st.sampled_from(["add", "sub", "mul", "div", "maximum", "minimum", "eq", "lt"]),
+)
 def test_broadcasting_matches_numpy_or_raises(shape_a, shape_b, op):
     rng = np.random.default_rng(len(shape_a) * 7 + len(shape_b))
     a = rng.standard_normal(shape_a).astype(np.float32)
     b = rng.standard_normal(shape_b).astype(np.float32)
-    ref = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "maximum": np.maximum,
-           "minimum": np.minimum, "eq": np.equal, "lt": np.less}[op]
+    ref = {
+        "add": np.add,
+        "sub": np.subtract,
+        "mul": np.multiply,
+        "div": np.divide,
+        "maximum": np.maximum,
+        "minimum": np.minimum,
+        "eq": np.equal,
+        "lt": np.less,
+    }[op]
     try:
         want = ref(a, b)
     except ValueError:
@@ -239,9 +277,15 @@ def test_fuzz_findings_stay_fixed():
     with pytest.raises(ValueError, match="too large"):
         cp.zeros(2**63)
     # AttributeError / BufferError instead of TypeError.
-    for call in (lambda: F.softplus(cp.ones(2), ()), lambda: cp.tensor([1.0], dtype=cp.bfloat16).__dlpack__(),
-                 lambda: nn.utils.weight_norm([1, 2]), lambda: nn.utils.clip_grad_norm_([[1, 2]], 1.0),
-                 lambda: nn.BatchNorm1d(2)(slice(None)), lambda: F.tanh([1.0]), lambda: nn.init.zeros_(0.0)):
+    for call in (
+        lambda: F.softplus(cp.ones(2), ()),
+        lambda: cp.tensor([1.0], dtype=cp.bfloat16).__dlpack__(),
+        lambda: nn.utils.weight_norm([1, 2]),
+        lambda: nn.utils.clip_grad_norm_([[1, 2]], 1.0),
+        lambda: nn.BatchNorm1d(2)(slice(None)),
+        lambda: F.tanh([1.0]),
+        lambda: nn.init.zeros_(0.0),
+    ):
         with pytest.raises(TypeError):
             call()
     # Messages that echoed a tensor's multi-line repr.

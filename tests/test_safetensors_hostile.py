@@ -9,6 +9,7 @@ problem; the memory test runs them in a child process under an address-space
 limit and checks its peak RSS, so a huge allocation fails the test instead of
 passing unnoticed.
 """
+
 from __future__ import annotations
 
 import json
@@ -146,8 +147,13 @@ def test_hostile_corpus_needs_no_big_allocation(tmp_path):
         f.truncate(8 + len(header) + 4 * n + 8)  # sparse: no disk blocks behind the data
     script = tmp_path / "child.py"
     script.write_text(_MEMORY_CHILD)
-    r = subprocess.run([sys.executable, str(script), str(CORPUS), str(big)], capture_output=True, text=True,
-                       timeout=120, env=dict(os.environ, RUST_BACKTRACE="0"))
+    r = subprocess.run(
+        [sys.executable, str(script), str(CORPUS), str(big)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, RUST_BACKTRACE="0"),
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["rejected"] == 3 * 3 * len(REJECT), out

@@ -4,6 +4,7 @@ Large ops release the GIL; these tests check that doing so is safe (results are
 identical to serial runs) and that nothing deadlocks (every run has a timeout).
 No timing assertions.
 """
+
 from __future__ import annotations
 
 import threading

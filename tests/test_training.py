@@ -2,6 +2,7 @@
 gradient clipping replay fixed batches from tests/fixtures/training (made by
 tools/make_fixtures_training.py) and must give the same loss at every step and
 the same final weights; plus optimizer state dicts, param groups, DataLoader."""
+
 from __future__ import annotations
 
 import json
@@ -153,11 +154,14 @@ def _train_steps(model: nn.Module, opt: optim.Optimizer, n: int, seed: int = 0, 
     return out
 
 
-@pytest.mark.parametrize("make", [
-    lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
-    lambda ps: optim.Adam(ps, lr=0.01, amsgrad=True),
-    lambda ps: optim.AdamW(ps, lr=0.01),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
+        lambda ps: optim.Adam(ps, lr=0.01, amsgrad=True),
+        lambda ps: optim.AdamW(ps, lr=0.01),
+    ],
+)
 def test_optimizer_state_dict_round_trip_resumes_identically(make: Any) -> None:
     cp.manual_seed(0)
     a = mlp()
@@ -336,8 +340,14 @@ def test_fused_cross_entropy_matches_tensor_path(dtype: Any, monkeypatch: Any) -
     t = cp.from_numpy(np.array([0, 4, 2, -100, 1, 3, 7]))
     w = cp.from_numpy(rng.random(5)).to(dtype)
     fused = cp._core._cross_entropy
-    for kwargs in [dict(), dict(reduction="sum"), dict(reduction="none", weight=w), dict(label_smoothing=0.3, weight=w),
-                   dict(label_smoothing=0.1, reduction="none"), dict(ignore_index=7, reduction="mean", weight=w)]:
+    for kwargs in [
+        dict(),
+        dict(reduction="sum"),
+        dict(reduction="none", weight=w),
+        dict(label_smoothing=0.3, weight=w),
+        dict(label_smoothing=0.1, reduction="none"),
+        dict(ignore_index=7, reduction="mean", weight=w),
+    ]:
         out = []
         for use in (True, False):
             monkeypatch.setattr(cp._core, "_cross_entropy", fused if use else (lambda *a: None))
@@ -390,8 +400,9 @@ def test_fused_step_falls_back_for_strided_grads() -> None:
     opt.step()  # fused from here on, continuing the same buffer
     np.testing.assert_allclose(np_(p), -0.5 * np_(g) - 0.5 * 1.9 * np_(g), rtol=1e-6)
     shared = cp.zeros(4, 3)
-    assert cp._core._adam_step([p], [shared], [shared], [cp.zeros(4, 3)], [], [1.0], 0.1, 0.9, 0.999, 1e-8, 0.0,
-                               False, False, False) is False  # aliased buffers are never locked twice
+    assert (
+        cp._core._adam_step([p], [shared], [shared], [cp.zeros(4, 3)], [], [1.0], 0.1, 0.9, 0.999, 1e-8, 0.0, False, False, False) is False
+    )  # aliased buffers are never locked twice
 
 
 # -- utils.data -------------------------------------------------------------------------------
@@ -519,8 +530,7 @@ def test_keras_fit_dataloader_and_validation_data() -> None:
     model.compile(optim.SGD(model.parameters(), lr=0.1, momentum=0.9), nn.CrossEntropyLoss(), metrics=["acc"])
     calls: List[int] = []
     cb = keras.LambdaCallback(on_batch_end=lambda b, logs: calls.append(b))
-    hist = model.fit(DataLoader(ds, batch_size=32, shuffle=True), epochs=3, validation_data=(xv, yv), verbose=0,
-                     callbacks=[cb])
+    hist = model.fit(DataLoader(ds, batch_size=32, shuffle=True), epochs=3, validation_data=(xv, yv), verbose=0, callbacks=[cb])
     assert calls == [0, 1, 2] * 3
     assert set(hist.history) == {"loss", "acc", "val_loss", "val_acc"}
     assert hist.history["val_acc"][-1] > 0.9
@@ -558,8 +568,11 @@ def test_keras_regression_losses_and_metrics() -> None:
     assert h["mae"][-1] < 1e-2
     # a custom loss callable and a custom metric function
     m2 = keras.Model(nn.Linear(2, 1))
-    m2.compile(optim.Adam(m2.parameters(), lr=0.05), loss=lambda p, t: ((p.squeeze(1) - t) ** 2).mean(),
-               metrics=[lambda p, t: (p.squeeze(1) - t).abs().max()])
+    m2.compile(
+        optim.Adam(m2.parameters(), lr=0.05),
+        loss=lambda p, t: ((p.squeeze(1) - t) ** 2).mean(),
+        metrics=[lambda p, t: (p.squeeze(1) - t).abs().max()],
+    )
     h2 = m2.fit(x.astype(np.float32), y.astype(np.float32), epochs=3, verbose=0).history
     assert "<lambda>" in h2 and h2["loss"][-1] < h2["loss"][0]
     assert isinstance(m2.evaluate(x, y, verbose=0), list)
@@ -599,8 +612,9 @@ def test_keras_compile_errors() -> None:
 
 def test_keras_summary(capsys: Any) -> None:
     cp.manual_seed(0)
-    model = keras.Sequential([nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64, 10)],
-                             name="tiny", input_shape=(1, 8, 8))
+    model = keras.Sequential(
+        [nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64, 10)], name="tiny", input_shape=(1, 8, 8)
+    )
     model.summary()
     out = capsys.readouterr().out
     assert 'Model: "tiny"' in out
@@ -750,8 +764,20 @@ def test_keras_callback_hooks_order() -> None:
     model.compile("sgd", "cross_entropy")
     rec = _Recorder()
     model.fit(x, y, batch_size=8, epochs=2, validation_data=(x, y), callbacks=[rec], verbose=0)
-    assert rec.events == ["train_begin", "epoch_begin0", "batch0", "batch1", "batch2", "epoch_end0",
-                          "epoch_begin1", "batch0", "batch1", "batch2", "epoch_end1", "train_end"]
+    assert rec.events == [
+        "train_begin",
+        "epoch_begin0",
+        "batch0",
+        "batch1",
+        "batch2",
+        "epoch_end0",
+        "epoch_begin1",
+        "batch0",
+        "batch1",
+        "batch2",
+        "epoch_end1",
+        "train_end",
+    ]
     assert rec.model is model and rec.params["epochs"] == 2 and rec.params["steps"] == 3
 
 
@@ -798,8 +824,7 @@ def test_keras_model_checkpoint(tmp_path: Any) -> None:
 
     best = keras.ModelCheckpoint(tmp_path / "best" / "model.safetensors", monitor="val_loss", save_best_only=True)
     model.fit(x, y, epochs=4, verbose=0, callbacks=[keras.LambdaCallback(on_epoch_end=script), every, best])
-    assert sorted(os.listdir(tmp_path)) == ["best", "ep01.safetensors", "ep02.safetensors", "ep03.safetensors",
-                                            "ep04.safetensors"]
+    assert sorted(os.listdir(tmp_path)) == ["best", "ep01.safetensors", "ep02.safetensors", "ep03.safetensors", "ep04.safetensors"]
     assert os.listdir(tmp_path / "best") == ["model.safetensors"] and best.best == 0.1
     fresh = _clf(3)
     fresh.load_weights(tmp_path / "best" / "model.safetensors")
@@ -822,9 +847,14 @@ def test_keras_learning_rate_scheduler_and_subclassed_model() -> None:
     assert list(model.state_dict()) == ["fc.weight", "fc.bias"]
     model.compile(optim.SGD(model.parameters(), lr=0.1), "cross_entropy")
     lrs: List[float] = []
-    sched = keras.LearningRateScheduler(lambda epoch, lr: 0.1 * 0.5 ** epoch)
-    hist = model.fit(x, y, epochs=3, verbose=0,
-                     callbacks=[sched, keras.LambdaCallback(on_epoch_begin=lambda e, l: lrs.append(model.optimizer.param_groups[0]["lr"]))])
+    sched = keras.LearningRateScheduler(lambda epoch, lr: 0.1 * 0.5**epoch)
+    hist = model.fit(
+        x,
+        y,
+        epochs=3,
+        verbose=0,
+        callbacks=[sched, keras.LambdaCallback(on_epoch_begin=lambda e, logs: lrs.append(model.optimizer.param_groups[0]["lr"]))],
+    )
     assert lrs == [0.1, 0.05, 0.025] and hist.history["learning_rate"] == lrs
     opt = optim.SGD(model.parameters(), lr=0.2)
     model.compile(opt, "cross_entropy")

@@ -15,6 +15,7 @@ crash) are grouped by API and problem; the report prints counts, time and
 one example of each, and is also written as JSON. Exit status 1 if anything
 was found.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,8 +54,7 @@ def child(prop: str, n: int, seed: int, log_path: str) -> None:
     fn = _fuzz.PROPERTIES[prop]
 
     @hseed(seed)
-    @settings(max_examples=n, deadline=None, database=None, derandomize=False,
-              suppress_health_check=list(HealthCheck))
+    @settings(max_examples=n, deadline=None, database=None, derandomize=False, suppress_health_check=list(HealthCheck))
     @given(st.data())
     def case(data):  # type: ignore[no-untyped-def]
         nonlocal count
@@ -84,8 +84,14 @@ def run_chunk(prop: str, n: int, seed: int, log_path: Path, timeout: float) -> t
     if log_path.exists():
         log_path.unlink()
     try:
-        proc = subprocess.run([sys.executable, __file__, "--child", prop, str(n), str(seed), str(log_path)],
-                              capture_output=True, text=True, timeout=timeout, env=env, cwd=str(log_path.parent))
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", prop, str(n), str(seed), str(log_path)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            cwd=str(log_path.parent),
+        )
         rc, err = proc.returncode, proc.stderr
     except subprocess.TimeoutExpired as e:
         rc, err = "timeout", (e.stderr.decode() if isinstance(e.stderr, bytes) else e.stderr or "")
@@ -97,8 +103,10 @@ def run_chunk(prop: str, n: int, seed: int, log_path: Path, timeout: float) -> t
     cases = [ln for ln in lines if ln.startswith("CASE\t")]
     last = [ln for ln in lines if ln.startswith("LAST\t")]
     marks = [ln for ln in err.splitlines() if "panicked" in ln or "Fatal" in ln or "abort" in ln.lower()]
-    crash = f"{prop} chunk seed={seed} died (rc={rc}) after {len(cases)} cases; " \
-            f"last logged case near: {last[-1].split(chr(9), 1)[1] if last else '?'}; {(marks or [err[-300:]])[0][:300]}"
+    crash = (
+        f"{prop} chunk seed={seed} died (rc={rc}) after {len(cases)} cases; "
+        f"last logged case near: {last[-1].split(chr(9), 1)[1] if last else '?'}; {(marks or [err[-300:]])[0][:300]}"
+    )
     return len(cases), bad, crash  # type: ignore[return-value]
 
 
@@ -137,14 +145,24 @@ def main() -> int:
                 g["count"] += 1
             if crash:
                 crashes.append(crash)
-            print(f"[{time.time() - t0:7.1f}s] {prop}: {done}/{target} cases, "
-                  f"{sum(g['count'] for g in groups.values())} bad outcomes, {len(crashes)} crashes", flush=True)
+            print(
+                f"[{time.time() - t0:7.1f}s] {prop}: {done}/{target} cases, "
+                f"{sum(g['count'] for g in groups.values())} bad outcomes, {len(crashes)} crashes",
+                flush=True,
+            )
     elapsed = time.time() - t0
-    report = {"cases": sum(total.values()), "per_property": dict(total), "seconds": round(elapsed, 1),
-              "bad_outcome_groups": sorted(groups.values(), key=lambda g: -g["count"]), "crashes": crashes}
+    report = {
+        "cases": sum(total.values()),
+        "per_property": dict(total),
+        "seconds": round(elapsed, 1),
+        "bad_outcome_groups": sorted(groups.values(), key=lambda g: -g["count"]),
+        "crashes": crashes,
+    }
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
-    print(f"\n{report['cases']} cases in {elapsed:.0f} s ({report['cases'] / elapsed:.0f}/s): "
-          f"{len(groups)} kinds of bad outcome, {len(crashes)} crashes")
+    print(
+        f"\n{report['cases']} cases in {elapsed:.0f} s ({report['cases'] / elapsed:.0f}/s): "
+        f"{len(groups)} kinds of bad outcome, {len(crashes)} crashes"
+    )
     for g in report["bad_outcome_groups"]:
         print(f"  {g['count']:6d}  {g['api']}: {g['problem'][:120]}\n          e.g. {g['example'][:200]}")
     for c in crashes:

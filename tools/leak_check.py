@@ -10,6 +10,7 @@ network with LayerNorm, Conv1d and Linear layers. Each phase warms up first
 the run with RSS after warm-up. Prints one JSON line and exits 1 if a phase
 grew by more than `--tolerance` (relative). tests/test_leaks.py runs it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -98,8 +99,13 @@ def measure(run, warm: int, n: int) -> dict:
     seconds = time.perf_counter() - t0
     gc.collect()
     after = rss_bytes()
-    return {"n": n, "rss_before_mb": round(before / 2**20, 2), "rss_after_mb": round(after / 2**20, 2),
-            "growth": round((after - before) / before, 4), "seconds": round(seconds, 2)}
+    return {
+        "n": n,
+        "rss_before_mb": round(before / 2**20, 2),
+        "rss_after_mb": round(after / 2**20, 2),
+        "growth": round((after - before) / before, 4),
+        "seconds": round(seconds, 2),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,8 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     x = cp.from_numpy(rng.standard_normal((32, 4, 16)).astype(np.float32))
     y = cp.tensor(rng.integers(0, 3, 32))
-    res["train_steps"] = measure(lambda n: train_steps(model, opt, n, x, y),
-                                 warm=max(args.train_steps // 10, 50), n=args.train_steps)
+    res["train_steps"] = measure(lambda n: train_steps(model, opt, n, x, y), warm=max(args.train_steps // 10, 50), n=args.train_steps)
     res["ok"] = all(r["growth"] <= args.tolerance for r in (res["small_ops"], res["train_steps"]))
     print(json.dumps(res))
     return 0 if res["ok"] else 1

@@ -9,6 +9,7 @@ and metadata {"layer", "args", "kwargs" (JSON), "train", "kind"}.
 
 Run from the repository root:  python tools/make_fixtures.py
 """
+
 from __future__ import annotations
 
 import json
@@ -145,7 +146,11 @@ def make_layers() -> None:
         for k, p in m.named_parameters():
             if p.grad is not None:
                 tensors["grad." + k] = p.grad
-        _save(name, tensors, {"kind": "layer", "layer": layer, "args": json.dumps(args), "kwargs": json.dumps(kwargs), "train": str(int(train))})
+        _save(
+            name,
+            tensors,
+            {"kind": "layer", "layer": layer, "args": json.dumps(args), "kwargs": json.dumps(kwargs), "train": str(int(train))},
+        )
 
 
 def make_sequence() -> None:
@@ -225,8 +230,11 @@ def make_losses() -> None:
         y = loss_fn(x, t)
         w = torch.randn_like(y)
         (y * w).sum().backward()
-        _save(name, {"input": x, "target": t, "output": y, "loss_weight": w, "grad.input": x.grad},
-              {"kind": "loss", "layer": cls, "args": "[]", "kwargs": json.dumps(kwargs), "train": "1"})
+        _save(
+            name,
+            {"input": x, "target": t, "output": y, "loss_weight": w, "grad.input": x.grad},
+            {"kind": "loss", "layer": cls, "args": "[]", "kwargs": json.dumps(kwargs), "train": "1"},
+        )
 
 
 def make_extra_ops() -> None:
@@ -240,8 +248,11 @@ def make_extra_ops() -> None:
         y = x.prod() if dim is None else x.prod(dim, keepdim=keep)
         w = torch.randn_like(y)
         (y * w).sum().backward()
-        _save(f"prod_{i}", {"input": x, "output": y, "loss_weight": w, "grad.input": x.grad},
-              {"kind": "prod", "layer": "prod", "args": "[]", "kwargs": json.dumps({"dim": dim, "keepdim": keep}), "train": "1"})
+        _save(
+            f"prod_{i}",
+            {"input": x, "output": y, "loss_weight": w, "grad.input": x.grad},
+            {"kind": "prod", "layer": "prod", "args": "[]", "kwargs": json.dumps({"dim": dim, "keepdim": keep}), "train": "1"},
+        )
     for i, (n, c, length) in enumerate([(2, 3, 16), (1, 5, 7)]):
         torch.manual_seed(4100 + i)
         x = torch.sin(torch.linspace(0, 6.28, length)).repeat(n, c, 1) + 0.1 * torch.randn(n, c, length)
@@ -250,15 +261,26 @@ def make_extra_ops() -> None:
         y = x + (alpha + 1e-9).reciprocal() * torch.sin(alpha * x).pow(2)
         w = torch.randn_like(y)
         (y * w).sum().backward()
-        _save(f"snake_{i}", {"input": x, "state.alpha": alpha, "output": y, "loss_weight": w, "grad.input": x.grad, "grad.alpha": alpha.grad},
-              {"kind": "snake", "layer": "Snake1d", "args": json.dumps([c]), "kwargs": "{}", "train": "1"})
+        _save(
+            f"snake_{i}",
+            {"input": x, "state.alpha": alpha, "output": y, "loss_weight": w, "grad.input": x.grad, "grad.alpha": alpha.grad},
+            {"kind": "snake", "layer": "Snake1d", "args": json.dumps([c]), "kwargs": "{}", "train": "1"},
+        )
     layers = {
         "Linear": ([5, 3], {}, (4, 5)),
         "Conv1d": ([4, 6, 3], {"padding": 1}, (2, 4, 9)),
         "ConvTranspose1d": ([4, 3, 4], {"stride": 2}, (2, 4, 7)),
     }
-    wn_cases = [("Linear", "old", 0), ("Linear", "old", 1), ("Linear", "param", 0), ("Linear", "old", None),
-                ("Conv1d", "old", 0), ("Conv1d", "param", 0), ("ConvTranspose1d", "old", 0), ("ConvTranspose1d", "param", 1)]
+    wn_cases = [
+        ("Linear", "old", 0),
+        ("Linear", "old", 1),
+        ("Linear", "param", 0),
+        ("Linear", "old", None),
+        ("Conv1d", "old", 0),
+        ("Conv1d", "param", 0),
+        ("ConvTranspose1d", "old", 0),
+        ("ConvTranspose1d", "param", 1),
+    ]
     for i, (layer, style, dim) in enumerate(wn_cases):
         torch.manual_seed(4200 + i)
         args, kw, in_shape = layers[layer]
@@ -275,8 +297,17 @@ def make_extra_ops() -> None:
         tensors.update({"state." + k: v for k, v in m.state_dict().items()})
         tensors.update({"grad." + k: p.grad for k, p in m.named_parameters()})
         tensors["plain_weight"] = m.weight.detach()
-        _save(f"weight_norm_{layer.lower()}_{i}", tensors,
-              {"kind": "weight_norm", "layer": layer, "args": json.dumps(args), "kwargs": json.dumps({"style": style, "dim": dim, "layer_kwargs": kw}), "train": "1"})
+        _save(
+            f"weight_norm_{layer.lower()}_{i}",
+            tensors,
+            {
+                "kind": "weight_norm",
+                "layer": layer,
+                "args": json.dumps(args),
+                "kwargs": json.dumps({"style": style, "dim": dim, "layer_kwargs": kw}),
+                "train": "1",
+            },
+        )
 
 
 class ParityNet(torch.nn.Module):
@@ -285,8 +316,13 @@ class ParityNet(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.features = torch.nn.Sequential(
-            torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-            torch.nn.Conv2d(8, 16, 3, stride=2), torch.nn.GELU(), torch.nn.AvgPool2d(2),
+            torch.nn.Conv2d(3, 8, 3, padding=1),
+            torch.nn.BatchNorm2d(8),
+            torch.nn.ReLU(),
+            torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(8, 16, 3, stride=2),
+            torch.nn.GELU(),
+            torch.nn.AvgPool2d(2),
         )
         self.head = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16 * 3 * 3, 10))
 

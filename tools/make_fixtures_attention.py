@@ -9,6 +9,7 @@ enable_gqa), "dtype": the input dtype}.
 
 Run from the repository root:  python tools/make_fixtures_attention.py
 """
+
 from __future__ import annotations
 
 import json
@@ -76,9 +77,14 @@ def main() -> None:
         w = torch.randn(out.shape, generator=g)
         (out.float() * w).sum().backward()
         tensors = {
-            "query": q.detach(), "key": k.detach(), "value": v.detach(),
-            "output": out.detach(), "loss_weight": w,
-            "grad.query": q.grad, "grad.key": k.grad, "grad.value": v.grad,
+            "query": q.detach(),
+            "key": k.detach(),
+            "value": v.detach(),
+            "output": out.detach(),
+            "loss_weight": w,
+            "grad.query": q.grad,
+            "grad.key": k.grad,
+            "grad.value": v.grad,
         }
         if mask is not None:
             tensors["attn_mask"] = mask

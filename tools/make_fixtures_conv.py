@@ -10,6 +10,7 @@ and metadata {"kind": "conv_pool", "layer", "args", "kwargs", "forward_kwargs"
 Run from the repository root:  python tools/make_fixtures_conv.py
 (tools/make_fixtures.py also calls main() here.)
 """
+
 from __future__ import annotations
 
 import json
@@ -60,7 +61,14 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     ("convt2d_unbatched", "ConvTranspose2d", [2, 3, 2], {"stride": 2}, (2, 3, 3), {}),
     # ConvTranspose3d
     ("convt3d_basic", "ConvTranspose3d", [2, 3, 2], {"stride": 2}, (1, 2, 3, 3, 2), {}),
-    ("convt3d_pad_outpad", "ConvTranspose3d", [2, 2, 3], {"stride": (2, 1, 2), "padding": 1, "output_padding": (1, 0, 1)}, (2, 2, 3, 4, 3), {}),
+    (
+        "convt3d_pad_outpad",
+        "ConvTranspose3d",
+        [2, 2, 3],
+        {"stride": (2, 1, 2), "padding": 1, "output_padding": (1, 0, 1)},
+        (2, 2, 3, 4, 3),
+        {},
+    ),
     # MaxPool
     ("maxpool1d_basic", "MaxPool1d", [3], {}, (2, 3, 10), {}),
     ("maxpool1d_stride_pad_idx", "MaxPool1d", [4], {"stride": 2, "padding": 2, "return_indices": True}, (2, 2, 9), {}),
@@ -71,18 +79,39 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     ("maxpool2d_tuple_dil", "MaxPool2d", [(3, 2)], {"stride": (2, 1), "dilation": (1, 2), "padding": (1, 0)}, (1, 3, 9, 8), {}),
     ("maxpool2d_unbatched", "MaxPool2d", [2], {"stride": 1}, (3, 5, 4), {}),
     ("maxpool3d_basic", "MaxPool3d", [2], {}, (2, 2, 4, 6, 4), {}),
-    ("maxpool3d_pad_ceil_idx", "MaxPool3d", [3], {"stride": 2, "padding": 1, "ceil_mode": True, "return_indices": True}, (1, 2, 5, 6, 7), {}),
+    (
+        "maxpool3d_pad_ceil_idx",
+        "MaxPool3d",
+        [3],
+        {"stride": 2, "padding": 1, "ceil_mode": True, "return_indices": True},
+        (1, 2, 5, 6, 7),
+        {},
+    ),
     # AvgPool
     ("avgpool1d_basic", "AvgPool1d", [3], {}, (2, 3, 10), {}),
     ("avgpool1d_pad_exclude", "AvgPool1d", [4], {"stride": 2, "padding": 2, "count_include_pad": False}, (2, 2, 9), {}),
     ("avgpool1d_ceil", "AvgPool1d", [3], {"stride": 2, "padding": 1, "ceil_mode": True}, (1, 2, 10), {}),
     ("avgpool2d_basic", "AvgPool2d", [2], {}, (2, 3, 8, 6), {}),
     ("avgpool2d_pad_include", "AvgPool2d", [3], {"stride": 2, "padding": 1}, (2, 2, 7, 8), {}),
-    ("avgpool2d_pad_exclude_ceil", "AvgPool2d", [3], {"stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False}, (2, 2, 8, 7), {}),
+    (
+        "avgpool2d_pad_exclude_ceil",
+        "AvgPool2d",
+        [3],
+        {"stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False},
+        (2, 2, 8, 7),
+        {},
+    ),
     ("avgpool2d_divisor", "AvgPool2d", [(2, 3)], {"stride": (1, 2), "divisor_override": 4}, (1, 3, 6, 9), {}),
     ("avgpool2d_ceil_include", "AvgPool2d", [3], {"stride": 2, "padding": 1, "ceil_mode": True}, (1, 2, 8, 8), {}),
     ("avgpool3d_basic", "AvgPool3d", [2], {}, (2, 2, 4, 6, 4), {}),
-    ("avgpool3d_pad_ceil", "AvgPool3d", [3], {"stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False}, (1, 2, 5, 6, 7), {}),
+    (
+        "avgpool3d_pad_ceil",
+        "AvgPool3d",
+        [3],
+        {"stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False},
+        (1, 2, 5, 6, 7),
+        {},
+    ),
     ("avgpool3d_divisor", "AvgPool3d", [(1, 2, 2)], {"divisor_override": 3}, (1, 2, 3, 4, 4), {}),
     # Adaptive
     ("adaptive_avg1d", "AdaptiveAvgPool1d", [4], {}, (2, 3, 10), {}),
@@ -117,10 +146,18 @@ def make_cases() -> int:
         tensors = {"input": x, "output": y, "loss_weight": w, "grad.input": x.grad, **state, **extra}
         for k, p in m.named_parameters():
             tensors["grad." + k] = p.grad
-        _save(name, tensors, {
-            "kind": "conv_pool", "layer": layer, "args": json.dumps(args), "kwargs": json.dumps(kwargs),
-            "forward_kwargs": json.dumps(fwd_kwargs), "train": "1",
-        })
+        _save(
+            name,
+            tensors,
+            {
+                "kind": "conv_pool",
+                "layer": layer,
+                "args": json.dumps(args),
+                "kwargs": json.dumps(kwargs),
+                "forward_kwargs": json.dumps(fwd_kwargs),
+                "train": "1",
+            },
+        )
     return len(CASES)
 
 

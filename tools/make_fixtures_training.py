@@ -18,6 +18,7 @@ settings in the metadata; clip_grad.safetensors holds gradients before and after
 
 Run from the repository root:  python tools/make_fixtures_training.py
 """
+
 from __future__ import annotations
 
 import json
@@ -38,9 +39,7 @@ def mlp() -> nn.Module:
 
 
 def convnet() -> nn.Module:
-    return nn.Sequential(
-        nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 4 * 4, 3)
-    )
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 4 * 4, 3))
 
 
 MODELS = {"mlp": mlp, "convnet": convnet}
@@ -76,8 +75,16 @@ def make_scheduler(opt: torch.optim.Optimizer, spec: Optional[Dict[str, Any]]) -
     return cls(opt, **spec)
 
 
-def train_case(name: str, model_name: str, opt_name: str, kwargs: Dict[str, Any], groups: Optional[List[Dict[str, Any]]],
-               sched: Optional[Dict[str, Any]], clip: Optional[float], seed: int) -> None:
+def train_case(
+    name: str,
+    model_name: str,
+    opt_name: str,
+    kwargs: Dict[str, Any],
+    groups: Optional[List[Dict[str, Any]]],
+    sched: Optional[Dict[str, Any]],
+    clip: Optional[float],
+    seed: int,
+) -> None:
     torch.manual_seed(seed)
     model = MODELS[model_name]()
     tensors: Dict[str, torch.Tensor] = {f"init.{k}": v.detach().clone() for k, v in model.state_dict().items()}
@@ -113,8 +120,14 @@ def train_case(name: str, model_name: str, opt_name: str, kwargs: Dict[str, Any]
     for k, v in model.state_dict().items():
         tensors[f"final.{k}"] = v.detach().clone()
     meta = {
-        "model": model_name, "optimizer": opt_name, "kwargs": json.dumps(kwargs), "groups": json.dumps(groups),
-        "scheduler": json.dumps(sched), "clip": json.dumps(clip), "loss": "cross_entropy", "steps": str(STEPS),
+        "model": model_name,
+        "optimizer": opt_name,
+        "kwargs": json.dumps(kwargs),
+        "groups": json.dumps(groups),
+        "scheduler": json.dumps(sched),
+        "clip": json.dumps(clip),
+        "loss": "cross_entropy",
+        "steps": str(STEPS),
     }
     save_file({k: v.contiguous() for k, v in tensors.items()}, os.path.join(OUT, f"{name}.safetensors"), metadata=meta)
 

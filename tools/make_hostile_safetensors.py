@@ -9,6 +9,7 @@ allocation and without a crash (tests/test_safetensors_hostile.py). The
 Run from the repository root: python tools/make_hostile_safetensors.py
 Pure Python (no candle_py, no torch): the corpus does not depend on the code under test.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,8 +61,7 @@ def cases() -> dict[str, tuple[bytes, str]]:
     c["invalid_utf8"] = (file(b'{"\xff\xfe": 1}'), "UTF-8")
     c["header_is_list"] = (file("[1, 2, 3]"), "not a valid JSON object")
     c["header_is_number"] = (file("12345678"), "not a valid JSON object")
-    c["nan_in_header"] = (file('{"a": {"dtype": "F32", "shape": [NaN], "data_offsets": [0, 4]}}', b"\0" * 4),
-                          "not a valid JSON")
+    c["nan_in_header"] = (file('{"a": {"dtype": "F32", "shape": [NaN], "data_offsets": [0, 4]}}', b"\0" * 4), "not a valid JSON")
     c["deep_nesting"] = (file('{"a":' + "[" * 100_000 + "]" * 100_000 + "}"), "not a valid JSON")
     c["entry_not_object"] = (file({"a": "F32"}), "not a JSON object")
     c["metadata_not_strings"] = (file({"__metadata__": {"k": 1}}), "__metadata__")
@@ -72,13 +72,10 @@ def cases() -> dict[str, tuple[bytes, str]]:
     c["unsupported_dtype"] = (file({"a": t("F8_E4M3", [4], 0, 4)}, b"\0" * 4), "not supported")
     c["negative_dim"] = (file({"a": t("F32", [-1], 0, 4)}, b"\0" * 4), "non-negative")
     c["float_dim"] = (file({"a": t("F32", [1.5], 0, 4)}, b"\0" * 4), "non-negative")
-    c["shape_not_list"] = (file({"a": {"dtype": "F32", "shape": 5, "data_offsets": [0, 20]}}, b"\0" * 20),
-                           "shape must be")
+    c["shape_not_list"] = (file({"a": {"dtype": "F32", "shape": 5, "data_offsets": [0, 20]}}, b"\0" * 20), "shape must be")
     c["missing_offsets"] = (file({"a": {"dtype": "F32", "shape": [1]}}, b"\0" * 4), "data_offsets")
-    c["three_offsets"] = (file({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4, 8]}}, b"\0" * 8),
-                          "data_offsets")
-    c["float_offsets"] = (file({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0.0, 4.5]}}, b"\0" * 4),
-                          "data_offsets")
+    c["three_offsets"] = (file({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4, 8]}}, b"\0" * 8), "data_offsets")
+    c["float_offsets"] = (file({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0.0, 4.5]}}, b"\0" * 4), "data_offsets")
     c["negative_offset"] = (file({"a": t("F32", [1], -4, 0)}, b"\0" * 4), "data_offsets")
     # Offsets.
     c["offsets_past_end"] = (file({"a": t("F32", [250_000], 0, 1_000_000)}, b"\0" * 16), "run past the end")
@@ -98,13 +95,16 @@ def cases() -> dict[str, tuple[bytes, str]]:
     c["count_past_i64"] = (file({"a": t("U8", [2**63], 0, 0)}), "overflows")
     c["bytes_overflow"] = (file({"a": t("F64", [2**62], 0, 0)}), "overflows")
     c["count_u64_max"] = (file({"a": t("U8", [2**64 - 1], 0, 0)}), "overflows")
-    c["dim_past_u64"] = (file('{"a":{"dtype":"U8","shape":[18446744073709551616],"data_offsets":[0,0]}}'),
-                         "non-negative")
+    c["dim_past_u64"] = (file('{"a":{"dtype":"U8","shape":[18446744073709551616],"data_offsets":[0,0]}}'), "non-negative")
     # Names.
-    c["duplicate_names"] = (file('{"a":' + json.dumps(t("F32", [1], 0, 4)) + ',"a":'
-                                 + json.dumps(t("F32", [1], 0, 4)) + "}", b"\0" * 4), "more than once")
-    c["duplicate_names_escaped"] = (file('{"a":' + json.dumps(t("F32", [1], 0, 4)) + ',"\\u0061":'
-                                         + json.dumps(t("F32", [1], 4, 8)) + "}", b"\0" * 8), "more than once")
+    c["duplicate_names"] = (
+        file('{"a":' + json.dumps(t("F32", [1], 0, 4)) + ',"a":' + json.dumps(t("F32", [1], 0, 4)) + "}", b"\0" * 4),
+        "more than once",
+    )
+    c["duplicate_names_escaped"] = (
+        file('{"a":' + json.dumps(t("F32", [1], 0, 4)) + ',"\\u0061":' + json.dumps(t("F32", [1], 4, 8)) + "}", b"\0" * 8),
+        "more than once",
+    )
     c["duplicate_metadata"] = (file('{"__metadata__":{},"__metadata__":{}}'), "more than once")
     return c
 

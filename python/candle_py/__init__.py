@@ -3,9 +3,13 @@
 `import candle_py as cp`, then use it as you would `torch`: `cp.tensor`,
 `cp.zeros`, `x.backward()`, `with cp.no_grad(): ...`.
 """
+
 from __future__ import annotations
 
-from . import _core
+import builtins as _builtins
+from importlib import metadata as _metadata
+
+from . import _core, _functions, autograd, cuda, keras, metal, nn, optim, safetensors, utils
 from ._core import (
     BackendError,
     DeviceError,
@@ -14,17 +18,25 @@ from ._core import (
     Tensor,
     arange,
     as_tensor,
+    bfloat16,
+    bool,
     cat,
     device,
     dtype,
     empty,
     empty_like,
     eye,
+    float16,
+    float32,
+    float64,
     from_numpy,
     full,
     full_like,
     get_default_device,
     initial_seed,
+    int16,
+    int32,
+    int64,
     is_grad_enabled,
     linspace,
     manual_seed,
@@ -39,38 +51,43 @@ from ._core import (
     set_default_device,
     stack,
     tensor,
+    uint8,
+    uint32,
     where,
     zeros,
     zeros_like,
 )
-from ._core import (
-    bfloat16,
-    bool,
-    float16,
-    float32,
-    float64,
-    int16,
-    int32,
-    int64,
-    uint8,
-    uint32,
-)
-from . import autograd, cuda, keras, metal, nn, optim, safetensors, utils
-from .safetensors import load_file, save_file
+from ._functions import *  # noqa: F403 - the torch.* function forms of Tensor methods, named in _functions.__all__
 from .autograd import enable_grad, no_grad, set_grad_enabled
-from ._functions import (  # the torch.* function forms of Tensor methods
-    abs, neg, negative, exp, log, log2, log10, log1p, expm1, sqrt, rsqrt, sin, cos, tan, tanh,
-    sigmoid, relu, floor, ceil, round, trunc, frac, sign, square, reciprocal, erf, logical_not,
-    add, sub, subtract, mul, multiply, div, divide, true_divide, floor_divide, remainder, fmod,
-    pow, maximum, minimum, eq, ne, lt, le, gt, ge, greater, less, logical_and, logical_or,
-    logical_xor, matmul, mm, bmm, dot, sum, mean, max, min, amax, amin, argmax, argmin, var,
-    std, cumsum, softmax, log_softmax, all, any, norm, prod, reshape, transpose, swapaxes, permute,
-    squeeze, unsqueeze, flatten, narrow, chunk, split, unbind, index_select, gather, scatter,
-    scatter_add, masked_fill, clamp, clip, flip, tril, triu, t, broadcast_to, isnan, isinf,
-    isfinite, isclose, allclose, equal,
-)
+from .safetensors import load_file, save_file
 
 __version__: str = _core.__version__
+
+
+def _pep440(version: str) -> str:
+    """Cargo's `1.2.0-alpha.1` as the wheel's metadata spells it (`1.2.0a1`)."""
+    for cargo, python in (("-alpha.", "a"), ("-beta.", "b"), ("-rc.", "rc")):
+        version = version.replace(cargo, python)
+    return version
+
+
+def _check_core_version() -> None:
+    """The installed distribution and the compiled core must come from one build.
+
+    Without distribution metadata (a source checkout on `sys.path` with the core
+    built in place) there is nothing to compare against, and the check passes."""
+    try:
+        package = _metadata.version("candle-py")
+    except _metadata.PackageNotFoundError:
+        return
+    if _pep440(package) != _pep440(_core.__version__):
+        raise ImportError(
+            f"candle_py: the compiled core is version {_core.__version__} but the installed package is {package}; "
+            "reinstall candle-py so that both come from one build"
+        )
+
+
+_check_core_version()
 
 # PyTorch's aliases.
 float = float32
@@ -82,29 +99,23 @@ short = int16
 concat = cat
 concatenate = cat
 
-if __version__ != _core.__version__:  # pragma: no cover - a stale build next to new sources
-    raise ImportError(f"candle_py: compiled core {_core.__version__} does not match the package {__version__}")
-
 
 def _dtype_from_name(name: str) -> dtype:
     """Unpickling support for dtypes."""
     return getattr(_core, name)  # type: ignore[no-any-return]
 
 
-def is_tensor(obj: object) -> builtins_bool:
+def is_tensor(obj: object) -> _builtins.bool:
+    """True when `obj` is a candle_py Tensor (`torch.is_tensor`)."""
     return isinstance(obj, Tensor)
 
 
-def numel(input: Tensor) -> builtins_int:
+def numel(input: Tensor) -> _builtins.int:
+    """The number of elements of `input` (the product of its shape)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"numel(): argument 'input' must be Tensor, not {type(input).__name__}")
     return input.numel()
 
-
-import builtins as _builtins
-
-builtins_bool = _builtins.bool
-builtins_int = _builtins.int
 
 __all__ = [
     "Tensor", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
@@ -116,16 +127,5 @@ __all__ = [
     "uint32", "int16", "short", "int32", "int", "int64", "long", "bool",
     "ShapeError", "DTypeError", "DeviceError", "BackendError", "is_tensor", "numel",
     "nn", "optim", "utils", "keras", "safetensors", "load_file", "save_file",
-
-    "abs", "neg", "negative", "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt",
-    "sin", "cos", "tan", "tanh", "sigmoid", "relu", "floor", "ceil", "round", "trunc", "frac",
-    "sign", "square", "reciprocal", "erf", "logical_not", "add", "sub", "subtract", "mul",
-    "multiply", "div", "divide", "true_divide", "floor_divide", "remainder", "fmod", "pow",
-    "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "logical_and",
-    "logical_or", "logical_xor", "matmul", "mm", "bmm", "dot", "sum", "mean", "max", "min",
-    "amax", "amin", "argmax", "argmin", "var", "std", "cumsum", "softmax", "log_softmax", "all",
-    "any", "norm", "prod", "reshape", "transpose", "swapaxes", "permute", "squeeze", "unsqueeze",
-    "flatten", "narrow", "chunk", "split", "unbind", "index_select", "gather", "scatter",
-    "scatter_add", "masked_fill", "clamp", "clip", "flip", "tril", "triu", "t", "broadcast_to",
-    "isnan", "isinf", "isfinite", "isclose", "allclose", "equal",
-]
+]  # fmt: skip
+__all__ += _functions.__all__

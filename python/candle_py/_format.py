@@ -6,6 +6,7 @@ four decimals, scientific notation when the nonzero finite magnitudes span more
 than 1000x, exceed 1e8 or go below 1e-4; every element is right-aligned to the
 widest one; `dtype=` is shown for all but float32, int64 and bool.
 """
+
 from __future__ import annotations
 
 import math
@@ -148,6 +149,7 @@ def _add_suffixes(body: str, suffixes: List[str], indent: int) -> str:
 
 
 def tensor_repr(t: "Tensor") -> str:
+    """`repr(t)` in PyTorch's layout: `tensor([...], dtype=..., requires_grad=True)`."""
     name = t.dtype.name
     src = t.detach().cpu()
     cut: "tuple[bool, ...]" = ()

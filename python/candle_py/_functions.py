@@ -4,6 +4,7 @@ plus the few Tensor methods that are compositions of others (`isnan`, `allclose`
 Each function forwards to the Tensor method of the same name, so the behaviour
 is defined once, in the core.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,7 +32,7 @@ __all__ = [
     "clamp", "clip", "flip", "tril", "triu", "t", "broadcast_to",
     # predicates
     "isnan", "isinf", "isfinite", "isclose", "allclose", "equal",
-]
+]  # fmt: skip
 
 
 def _check(x: Any, op: str) -> Tensor:
@@ -245,15 +246,14 @@ def equal(input: Tensor, other: Tensor) -> bool:
     return _check(input, "equal").equal(_check(other, "equal"))
 
 
-
 def _attach() -> None:
     """Give Tensor the methods that are defined here as compositions."""
-    for name in ("isnan", "isinf", "isfinite", "isclose", "allclose"):
-        setattr(Tensor, name, globals()[name])
-    setattr(Tensor, "fmod", fmod)
-    setattr(Tensor, "negative", Tensor.neg)
-    setattr(Tensor, "divide", lambda self, other, *, rounding_mode=None: div(self, other, rounding_mode=rounding_mode))
-    setattr(Tensor, "absolute", Tensor.abs)
+    methods: dict[str, Any] = {name: globals()[name] for name in ("isnan", "isinf", "isfinite", "isclose", "allclose", "fmod")}
+    methods["negative"] = Tensor.neg
+    methods["divide"] = lambda self, other, *, rounding_mode=None: div(self, other, rounding_mode=rounding_mode)
+    methods["absolute"] = Tensor.abs
+    for name, method in methods.items():
+        setattr(Tensor, name, method)
 
 
 _attach()

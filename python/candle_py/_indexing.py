@@ -4,6 +4,7 @@ PyTorch follows NumPy's rules for advanced indexing, so NumPy computes which
 elements a key selects, as row-major offsets into the tensor; the core then
 gathers them (differentiably) or writes them.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -39,11 +40,13 @@ def _selected(t: Tensor, key: Any) -> np.ndarray:
 
 
 def getitem_advanced(t: Tensor, key: Any) -> Tensor:
+    """`t[key]` for a key with index tensors, lists or arrays: a differentiable gather of the selected elements."""
     sel = _selected(t, key)
     offsets = from_numpy(np.ascontiguousarray(sel.reshape(-1)))
     return t.reshape(-1).index_select(0, offsets).reshape(sel.shape)
 
 
 def logical_offsets(t: Tensor, key: Any) -> tuple[list[int], list[int]]:
+    """The row-major offsets of the elements `key` selects in `t`, and the shape of the selection."""
     sel = _selected(t, key)
     return sel.reshape(-1).tolist(), list(sel.shape)

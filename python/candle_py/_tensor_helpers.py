@@ -1,4 +1,5 @@
 """Small Python-side pieces the core calls back into: result tuples, pickling."""
+
 from __future__ import annotations
 
 from typing import NamedTuple

@@ -3,6 +3,7 @@
 Grad mode is per thread, as in PyTorch. Each context manager also works as a
 decorator.
 """
+
 from __future__ import annotations
 
 import functools

@@ -3,6 +3,7 @@
 A CPU-only build answers `is_available() == False` and `device_count() == 0`;
 asking it for a CUDA tensor raises `DeviceError` naming the missing feature.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Union

@@ -1,5 +1,6 @@
 """`candle_py.metal`: `is_available()`, `device_count()` and `synchronize()` for
 builds with the `metal` feature (macOS; untested on our machines)."""
+
 from __future__ import annotations
 
 from ._core import metal_is_available, metal_is_built
@@ -19,6 +20,7 @@ def is_built() -> bool:
 
 
 def device_count() -> int:
+    """1 when a Metal device is available, else 0."""
     return 1 if metal_is_available() else 0
 
 

@@ -7,10 +7,11 @@ the problem and costs no allocation beyond its header. `save_file` is atomic:
 a temporary file in the same folder, fsynced, then renamed over the target, so
 a writer killed mid-save leaves the previous file intact.
 """
+
 from __future__ import annotations
 
-from typing import Dict, Optional, Union
 import os
+from typing import Dict, Optional, Union
 
 from ._core import Tensor
 from ._core import safetensors as _st

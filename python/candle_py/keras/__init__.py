@@ -10,19 +10,11 @@
 `Model(module)` wraps any `nn.Module`; its weights keep the module's state_dict
 keys, so a saved file loads into the bare module (and into PyTorch) too.
 """
-from . import callbacks
-from .callbacks import (
-    Callback,
-    CallbackList,
-    EarlyStopping,
-    History,
-    LambdaCallback,
-    LearningRateScheduler,
-    ModelCheckpoint,
-)
-from .models import Model, Sequential, get_loss, get_metric
 
-__all__ = [
-    "Model", "Sequential", "History", "Callback", "CallbackList", "EarlyStopping", "ModelCheckpoint",
-    "LambdaCallback", "LearningRateScheduler", "callbacks", "get_loss", "get_metric",
-]
+from . import callbacks, models
+from .callbacks import *  # noqa: F403
+from .models import *  # noqa: F403
+
+__all__ = ["callbacks"]
+__all__ += models.__all__
+__all__ += callbacks.__all__

@@ -6,6 +6,7 @@ On a terminal or in a Jupyter notebook the line is redrawn in place (`\\r`) as
 batches finish; when output is not interactive (piped, CI logs, captured) only the
 finished line is written, once, so a log holds one line per epoch.
 """
+
 from __future__ import annotations
 
 import sys
@@ -47,6 +48,7 @@ def _bar_chars(stream: TextIO) -> tuple[str, str]:
 
 
 def format_time(seconds: float) -> str:
+    """Seconds as Keras prints an epoch's duration: `42s`, `3:07` or `1:02:03`."""
     if seconds >= 3600:
         return f"{int(seconds // 3600)}:{int(seconds % 3600 // 60):02d}:{int(seconds % 60):02d}"
     if seconds >= 60:
@@ -55,6 +57,7 @@ def format_time(seconds: float) -> str:
 
 
 def format_per_step(seconds: float) -> str:
+    """Seconds per step as Keras prints them: `2s/step`, `35ms/step` or `120us/step`."""
     if seconds >= 1:
         return f"{seconds:.0f}s/step"
     if seconds >= 1e-3:
@@ -63,6 +66,7 @@ def format_per_step(seconds: float) -> str:
 
 
 def format_logs(logs: Dict[str, float]) -> str:
+    """Numeric logs as ` - name: value` segments (4 decimals, scientific below 1e-3); non-numbers are skipped."""
     parts = []
     for k, v in logs.items():
         try:
@@ -80,8 +84,9 @@ class Progbar:
 
     width = 20
 
-    def __init__(self, target: Optional[int], verbose: int = 1, stream: Optional[TextIO] = None,
-                 prefix: str = "", interval: float = 0.05) -> None:
+    def __init__(
+        self, target: Optional[int], verbose: int = 1, stream: Optional[TextIO] = None, prefix: str = "", interval: float = 0.05
+    ) -> None:
         self.target, self.verbose, self.prefix, self.interval = target, verbose, prefix, interval
         self.stream = stream if stream is not None else sys.stdout
         self.interactive = verbose == 1 and is_interactive(self.stream)

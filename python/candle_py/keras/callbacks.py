@@ -1,6 +1,7 @@
 """Keras callbacks: `Callback`, `History`, `EarlyStopping`, `ModelCheckpoint`,
 `LambdaCallback`, `LearningRateScheduler`. Epochs passed to hooks are 0-based, as
 in Keras; `ModelCheckpoint`'s `{epoch}` field is 1-based, as in Keras."""
+
 from __future__ import annotations
 
 import math
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
     from .models import Model
 
 __all__ = ["Callback", "CallbackList", "History", "EarlyStopping", "ModelCheckpoint", "LambdaCallback",
-           "LearningRateScheduler"]
+           "LearningRateScheduler"]  # fmt: skip
 
 Logs = Optional[Dict[str, Any]]
 
@@ -31,39 +32,51 @@ class Callback:
         self.params = {}
 
     def set_model(self, model: "Model") -> None:
+        """Called by `fit` with the model being trained."""
         self.model = model
 
     def set_params(self, params: Dict[str, Any]) -> None:
+        """Called by `fit` with `epochs`, `steps` and `verbose`."""
         self.params = params
 
     def on_train_begin(self, logs: Logs = None) -> None:
+        """Called once when `fit` starts."""
         pass
 
     def on_train_end(self, logs: Logs = None) -> None:
+        """Called once when `fit` ends; `logs` holds the last epoch's values."""
         pass
 
     def on_epoch_begin(self, epoch: int, logs: Logs = None) -> None:
+        """Called at the start of each epoch (0-based `epoch`)."""
         pass
 
     def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
+        """Called at the end of each epoch with its `logs` (loss, metrics, `val_*`, learning rate)."""
         pass
 
     def on_batch_begin(self, batch: int, logs: Logs = None) -> None:
+        """Called before each training batch (the legacy name of `on_train_batch_begin`)."""
         pass
 
     def on_batch_end(self, batch: int, logs: Logs = None) -> None:
+        """Called after each training batch (the legacy name of `on_train_batch_end`)."""
         pass
 
     def on_train_batch_begin(self, batch: int, logs: Logs = None) -> None:
+        """Called before each training batch; by default calls `on_batch_begin`."""
         self.on_batch_begin(batch, logs)
 
     def on_train_batch_end(self, batch: int, logs: Logs = None) -> None:
+        """Called after each training batch with its `logs`; by default calls `on_batch_end`."""
         self.on_batch_end(batch, logs)
 
     def on_test_begin(self, logs: Logs = None) -> None:
+        """Called when an evaluation (`evaluate`, or validation in `fit`) starts."""
         pass
 
     def on_test_end(self, logs: Logs = None) -> None:
+        """Called when an evaluation ends, with its `logs`."""
         pass
 
 
@@ -139,8 +152,12 @@ def _auto_mode(monitor: str, mode: str) -> str:
     if mode != "auto":
         return mode
     name = monitor[4:] if monitor.startswith("val_") else monitor
-    return "max" if name in ("acc", "accuracy", "auc", "binary_accuracy", "categorical_accuracy",
-                             "sparse_categorical_accuracy", "r2") or name.endswith("accuracy") else "min"
+    return (
+        "max"
+        if name in ("acc", "accuracy", "auc", "binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy", "r2")
+        or name.endswith("accuracy")
+        else "min"
+    )
 
 
 def _clone_state(model: "Model") -> Dict[str, Tensor]:
@@ -152,9 +169,17 @@ class EarlyStopping(Callback):
     `patience` epochs (sets `model.stop_training`). With `restore_best_weights`
     the weights of the best epoch are put back when training stops early."""
 
-    def __init__(self, monitor: str = "val_loss", min_delta: float = 0.0, patience: int = 0, verbose: int = 0,
-                 mode: str = "auto", baseline: Optional[float] = None, restore_best_weights: bool = False,
-                 start_from_epoch: int = 0) -> None:
+    def __init__(
+        self,
+        monitor: str = "val_loss",
+        min_delta: float = 0.0,
+        patience: int = 0,
+        verbose: int = 0,
+        mode: str = "auto",
+        baseline: Optional[float] = None,
+        restore_best_weights: bool = False,
+        start_from_epoch: int = 0,
+    ) -> None:
         super().__init__()
         self.monitor, self.patience, self.verbose = monitor, patience, verbose
         self.min_delta = abs(min_delta)
@@ -179,8 +204,7 @@ class EarlyStopping(Callback):
     def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
         current = (logs or {}).get(self.monitor)
         if current is None:
-            warnings.warn(f"EarlyStopping: metric {self.monitor!r} is not available; available: "
-                          f"{', '.join(logs or {})}", stacklevel=2)
+            warnings.warn(f"EarlyStopping: metric {self.monitor!r} is not available; available: {', '.join(logs or {})}", stacklevel=2)
             return
         if epoch < self.start_from_epoch:
             return
@@ -214,9 +238,17 @@ class ModelCheckpoint(Callback):
     as `{epoch:02d}` or `{val_loss:.3f}`). With `save_best_only` only when
     `monitor` improved. Files are written atomically (temporary file + rename)."""
 
-    def __init__(self, filepath: Union[str, "os.PathLike[str]"], monitor: str = "val_loss", verbose: int = 0,
-                 save_best_only: bool = False, save_weights_only: bool = False, mode: str = "auto",
-                 save_freq: Union[str, int] = "epoch", initial_value_threshold: Optional[float] = None) -> None:
+    def __init__(
+        self,
+        filepath: Union[str, "os.PathLike[str]"],
+        monitor: str = "val_loss",
+        verbose: int = 0,
+        save_best_only: bool = False,
+        save_weights_only: bool = False,
+        mode: str = "auto",
+        save_freq: Union[str, int] = "epoch",
+        initial_value_threshold: Optional[float] = None,
+    ) -> None:
         super().__init__()
         if save_freq != "epoch":
             raise ValueError("ModelCheckpoint: only save_freq='epoch' is supported")
@@ -235,8 +267,7 @@ class ModelCheckpoint(Callback):
         if self.save_best_only:
             current = logs.get(self.monitor)
             if current is None:
-                warnings.warn(f"ModelCheckpoint: can save best model only with {self.monitor!r} available, skipping",
-                              stacklevel=2)
+                warnings.warn(f"ModelCheckpoint: can save best model only with {self.monitor!r} available, skipping", stacklevel=2)
                 return
             current = float(current)
             better = current < self.best if self.mode == "min" else current > self.best
@@ -264,15 +295,25 @@ class LambdaCallback(Callback):
     `on_epoch_end(epoch, logs)`, `on_batch_begin(batch, logs)`, `on_batch_end(batch, logs)`,
     `on_train_begin(logs)`, `on_train_end(logs)`."""
 
-    def __init__(self, on_epoch_begin: Optional[Callable[[int, Logs], Any]] = None,
-                 on_epoch_end: Optional[Callable[[int, Logs], Any]] = None,
-                 on_batch_begin: Optional[Callable[[int, Logs], Any]] = None,
-                 on_batch_end: Optional[Callable[[int, Logs], Any]] = None,
-                 on_train_begin: Optional[Callable[[Logs], Any]] = None,
-                 on_train_end: Optional[Callable[[Logs], Any]] = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        on_epoch_begin: Optional[Callable[[int, Logs], Any]] = None,
+        on_epoch_end: Optional[Callable[[int, Logs], Any]] = None,
+        on_batch_begin: Optional[Callable[[int, Logs], Any]] = None,
+        on_batch_end: Optional[Callable[[int, Logs], Any]] = None,
+        on_train_begin: Optional[Callable[[Logs], Any]] = None,
+        on_train_end: Optional[Callable[[Logs], Any]] = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__()
-        self._fns: Dict[str, Any] = dict(on_epoch_begin=on_epoch_begin, on_epoch_end=on_epoch_end, on_batch_begin=on_batch_begin,
-                         on_batch_end=on_batch_end, on_train_begin=on_train_begin, on_train_end=on_train_end)
+        self._fns: Dict[str, Any] = dict(
+            on_epoch_begin=on_epoch_begin,
+            on_epoch_end=on_epoch_end,
+            on_batch_begin=on_batch_begin,
+            on_batch_end=on_batch_end,
+            on_train_begin=on_train_begin,
+            on_train_end=on_train_end,
+        )
         unknown = set(kwargs) - {"on_train_batch_begin", "on_train_batch_end"}
         if unknown:
             raise TypeError(f"LambdaCallback got unexpected arguments: {sorted(unknown)}")

@@ -1,5 +1,6 @@
 """`Model` and `Sequential`: Keras's compile / fit / evaluate / predict / summary /
 save over any `candle_py.nn.Module`."""
+
 from __future__ import annotations
 
 import json
@@ -11,11 +12,9 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 import numpy as np
 
-from .. import _core
-from .. import nn
-from .. import optim
+from .. import _core, nn, optim
 from .. import safetensors as _st
-from .._core import Tensor
+from .._core import ShapeError, Tensor
 from ..autograd import no_grad
 from ..nn import functional as F
 from ..utils.data import DataLoader, Dataset
@@ -81,14 +80,21 @@ def _bce_logits(pred: Tensor, target: Tensor) -> Tensor:
 # Class losses take logits (PyTorch's convention); "binary_crossentropy" takes
 # probabilities (a sigmoid output, as Keras's default and nn.BCELoss).
 _LOSSES: Dict[str, LossFn] = {
-    "mse": _mse, "mean_squared_error": _mse,
-    "mae": _mae, "l1": _mae, "mean_absolute_error": _mae,
-    "huber": _huber, "smooth_l1": _huber,
-    "cross_entropy": _cross_entropy, "categorical_crossentropy": _cross_entropy,
+    "mse": _mse,
+    "mean_squared_error": _mse,
+    "mae": _mae,
+    "l1": _mae,
+    "mean_absolute_error": _mae,
+    "huber": _huber,
+    "smooth_l1": _huber,
+    "cross_entropy": _cross_entropy,
+    "categorical_crossentropy": _cross_entropy,
     "sparse_categorical_crossentropy": _cross_entropy,
     "nll": _nll,
-    "binary_crossentropy": _bce, "bce": _bce,
-    "binary_crossentropy_with_logits": _bce_logits, "bce_with_logits": _bce_logits,
+    "binary_crossentropy": _bce,
+    "bce": _bce,
+    "binary_crossentropy_with_logits": _bce_logits,
+    "bce_with_logits": _bce_logits,
 }
 
 
@@ -122,6 +128,7 @@ def _accuracy_for(threshold: float) -> MetricFn:
             return (pred.argmax(-1) == target.argmax(-1)).float().mean()
         t = _match_regression(pred, target)
         return ((pred > threshold).float() == (t > 0.5).float()).float().mean()
+
     return accuracy
 
 
@@ -135,10 +142,17 @@ def _mse_metric(pred: Tensor, target: Tensor) -> Tensor:
 
 
 _METRIC_ALIASES = {
-    "acc": "accuracy", "accuracy": "accuracy", "sparse_categorical_accuracy": "accuracy",
-    "categorical_accuracy": "accuracy", "binary_accuracy": "accuracy",
-    "mae": "mae", "mean_absolute_error": "mae", "mse": "mse", "mean_squared_error": "mse",
-    "rmse": "rmse", "root_mean_squared_error": "rmse",
+    "acc": "accuracy",
+    "accuracy": "accuracy",
+    "sparse_categorical_accuracy": "accuracy",
+    "categorical_accuracy": "accuracy",
+    "binary_accuracy": "accuracy",
+    "mae": "mae",
+    "mean_absolute_error": "mae",
+    "mse": "mse",
+    "mean_squared_error": "mse",
+    "rmse": "rmse",
+    "root_mean_squared_error": "rmse",
 }
 
 
@@ -201,8 +215,9 @@ class _Batches:
     """Batches of (x, y) from arrays/tensors (sliced with `index_select`) or from a
     DataLoader / Dataset; `len()` is the number of steps."""
 
-    def __init__(self, x: Any, y: Any, batch_size: Optional[int], shuffle: bool, float_dtype: Optional[Any],
-                 device: Optional[Any] = None) -> None:
+    def __init__(
+        self, x: Any, y: Any, batch_size: Optional[int], shuffle: bool, float_dtype: Optional[Any], device: Optional[Any] = None
+    ) -> None:
         self.float_dtype = float_dtype
         self.device = device
         self.loader: Optional[Iterable[Any]] = None
@@ -219,7 +234,7 @@ class _Batches:
         self.y = None if y is None else _as_tensor(y, float_dtype, device)
         n = self.x.shape[0]
         if self.y is not None and self.y.shape[0] != n:
-            raise ValueError(f"x and y have different numbers of samples: {n} and {self.y.shape[0]}")
+            raise ShapeError(f"x and y have different numbers of samples: {n} and {self.y.shape[0]}")
         self.n = n
         self.batch_size = batch_size or 32
         self.shuffle = shuffle
@@ -236,8 +251,7 @@ class _Batches:
         if self.loader is not None:
             for batch in self.loader:
                 bx, by = _split_batch(batch)
-                yield (_as_tensor(bx, self.float_dtype, self.device),
-                       None if by is None else _as_tensor(by, None, self.device))
+                yield (_as_tensor(bx, self.float_dtype, self.device), None if by is None else _as_tensor(by, None, self.device))
             return
         assert self.x is not None
         if not self.shuffle and self.batch_size >= self.n:
@@ -295,16 +309,18 @@ class Model(nn.Module):
 
     stop_training: bool
 
-    def __init__(self, module: Optional[nn.Module] = None, name: Optional[str] = None,
-                 input_shape: Optional[Sequence[int]] = None) -> None:
+    def __init__(self, module: Optional[nn.Module] = None, name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None) -> None:
         super().__init__()
         if module is not None and not isinstance(module, nn.Module):
             raise TypeError(f"Model wraps an nn.Module, got {type(module).__name__}")
         if module is not None:
             self.module = module
         object.__setattr__(self, "_wrapped", module is not None)
-        object.__setattr__(self, "name", name or ("sequential" if isinstance(self, Sequential) else type(self).__name__.lower()
-                                                  if type(self) is not Model else "model"))
+        object.__setattr__(
+            self,
+            "name",
+            name or ("sequential" if isinstance(self, Sequential) else type(self).__name__.lower() if type(self) is not Model else "model"),
+        )
         object.__setattr__(self, "optimizer", None)
         object.__setattr__(self, "_loss_fn", None)
         object.__setattr__(self, "_loss_name", None)
@@ -322,6 +338,7 @@ class Model(nn.Module):
         return self._modules["module"] if self._wrapped else self  # type: ignore[return-value]
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the wrapped module (or the subclass's `call`) on the inputs."""
         if self._wrapped:
             return self._modules["module"](*args, **kwargs)  # type: ignore[misc]
         call = getattr(self, "call", None)
@@ -329,13 +346,16 @@ class Model(nn.Module):
             raise NotImplementedError(f"{type(self).__name__} wraps no module and defines no forward()")
         return call(*args, **kwargs)
 
-    def state_dict(self, *, destination: Optional[Dict[str, Tensor]] = None, prefix: str = "",
-                   keep_vars: bool = False) -> Dict[str, Tensor]:
+    def state_dict(
+        self, *, destination: Optional[Dict[str, Tensor]] = None, prefix: str = "", keep_vars: bool = False
+    ) -> Dict[str, Tensor]:
+        """The wrapped module's state_dict, with its own keys (no `module.` prefix)."""
         if self._wrapped:
             return self.network.state_dict(destination=destination, prefix=prefix, keep_vars=keep_vars)
         return super().state_dict(destination=destination, prefix=prefix, keep_vars=keep_vars)
 
     def load_state_dict(self, state_dict: Dict[str, Any], strict: bool = True, assign: bool = False) -> Any:
+        """Load into the wrapped module, with its keys; returns the missing and unexpected keys."""
         if self._wrapped:
             return self.network.load_state_dict(state_dict, strict=strict, assign=assign)
         return super().load_state_dict(state_dict, strict=strict, assign=assign)
@@ -353,9 +373,14 @@ class Model(nn.Module):
         return _core.get_default_device()
 
     # -- compile --------------------------------------------------------------------------
-    def compile(self, optimizer: Union[str, optim.Optimizer, Callable[..., optim.Optimizer]] = "adam",
-                loss: Union[str, LossFn, nn.Module, None] = None, metrics: Optional[Sequence[Union[str, MetricFn]]] = None,
-                learning_rate: Optional[float] = None, **kwargs: Any) -> None:
+    def compile(
+        self,
+        optimizer: Union[str, optim.Optimizer, Callable[..., optim.Optimizer]] = "adam",
+        loss: Union[str, LossFn, nn.Module, None] = None,
+        metrics: Optional[Sequence[Union[str, MetricFn]]] = None,
+        learning_rate: Optional[float] = None,
+        **kwargs: Any,
+    ) -> None:
         """`optimizer`: `"sgd"` (lr 0.01), `"adam"` (1e-3), `"adamw"` (1e-3, weight decay
         0.01), an `Optimizer`, or a function of the parameters returning one;
         `learning_rate` overrides the named optimizers' default. `loss`: see `get_loss`.
@@ -388,13 +413,19 @@ class Model(nn.Module):
         object.__setattr__(self, "_loss_fn", get_loss(loss))
         object.__setattr__(self, "_loss_name", loss_name)
         object.__setattr__(self, "_metrics", [get_metric(m, loss_name) for m in (metrics or [])])
-        object.__setattr__(self, "_compile_config", {
-            "optimizer": type(opt).__name__, "loss": loss if isinstance(loss, str) else getattr(loss, "__name__", type(loss).__name__),
-            "metrics": [m[0] for m in self._metrics],
-        })
+        object.__setattr__(
+            self,
+            "_compile_config",
+            {
+                "optimizer": type(opt).__name__,
+                "loss": loss if isinstance(loss, str) else getattr(loss, "__name__", type(loss).__name__),
+                "metrics": [m[0] for m in self._metrics],
+            },
+        )
 
     @property
     def metrics_names(self) -> List[str]:
+        """`"loss"` followed by the compiled metrics' names."""
         return ["loss"] + [m[0] for m in self._metrics]
 
     def _require_compiled(self, what: str) -> None:
@@ -431,9 +462,19 @@ class Model(nn.Module):
                 values += self._batch_metrics(out.detach(), yb)
         return values
 
-    def fit(self, x: Any = None, y: Any = None, batch_size: Optional[int] = None, epochs: int = 1, verbose: Union[int, str] = 1,
-            callbacks: Optional[List[Callback]] = None, validation_split: float = 0.0, validation_data: Any = None,
-            shuffle: bool = True, initial_epoch: int = 0) -> History:
+    def fit(
+        self,
+        x: Any = None,
+        y: Any = None,
+        batch_size: Optional[int] = None,
+        epochs: int = 1,
+        verbose: Union[int, str] = 1,
+        callbacks: Optional[List[Callback]] = None,
+        validation_split: float = 0.0,
+        validation_data: Any = None,
+        shuffle: bool = True,
+        initial_epoch: int = 0,
+    ) -> History:
         """Train for `epochs` epochs; returns a `History`. `x`/`y` are arrays or
         tensors (then `batch_size`, default 32, and `shuffle` apply; shuffling follows
         `candle_py.manual_seed`), or `x` is a DataLoader / Dataset of (x, y) batches.
@@ -532,8 +573,9 @@ class Model(nn.Module):
             bar.update(step, result, finalize=True)
         return result
 
-    def evaluate(self, x: Any = None, y: Any = None, batch_size: Optional[int] = None, verbose: Union[int, str] = 1,
-                 return_dict: bool = False) -> Any:
+    def evaluate(
+        self, x: Any = None, y: Any = None, batch_size: Optional[int] = None, verbose: Union[int, str] = 1, return_dict: bool = False
+    ) -> Any:
         """The loss (a float) when no metrics were compiled, else `[loss, *metrics]`;
         a dict `{name: value}` with `return_dict=True`."""
         self._require_compiled("evaluate")
@@ -577,8 +619,13 @@ class Model(nn.Module):
         return super().__call__(*args, **kwargs)
 
     # -- summary -----------------------------------------------------------------------------
-    def summary(self, input_shape: Optional[Sequence[int]] = None, line_length: int = 80,
-                print_fn: Optional[Callable[[str], Any]] = None, dtype: Optional[Any] = None) -> None:
+    def summary(
+        self,
+        input_shape: Optional[Sequence[int]] = None,
+        line_length: int = 80,
+        print_fn: Optional[Callable[[str], Any]] = None,
+        dtype: Optional[Any] = None,
+    ) -> None:
         """Print the layers, their output shapes and parameter counts. Output shapes
         come from one traced forward of a zero batch of shape `(1, *input_shape)`:
         `input_shape` defaults to the model's (from `Sequential(..., input_shape=)` or
@@ -602,15 +649,18 @@ class Model(nn.Module):
         if shape is not None:
             handles = []
             for _, mod in rows:
+
                 def hook(m: nn.Module, args: Any, out: Any) -> None:
                     shapes.setdefault(id(m), _fmt_shape(out))
+
                 handles.append(mod.register_forward_hook(hook))
             was_training = net.training
             try:
                 net.eval()
                 with no_grad():
-                    sample = _core.zeros(1, *shape, dtype=dtype or self._input_dtype or self._float_dtype() or _core.float32,
-                                         device=self._device())
+                    sample = _core.zeros(
+                        1, *shape, dtype=dtype or self._input_dtype or self._float_dtype() or _core.float32, device=self._device()
+                    )
                     out = net(sample)
                     shapes.setdefault(id(net), _fmt_shape(out))
             except Exception as e:  # a wrong guess of the input shape must not break summary()
@@ -652,6 +702,7 @@ class Model(nn.Module):
         return None
 
     def count_params(self) -> int:
+        """The number of scalar parameters of the wrapped module."""
         return sum(p.numel() for p in self.network.parameters())
 
     # -- saving ------------------------------------------------------------------------------
@@ -665,8 +716,14 @@ class Model(nn.Module):
         settings); loads back with `load_weights`, or into the bare module with
         `load_state_dict(candle_py.load_file(path))`."""
         tensors = {k: v.detach().contiguous() for k, v in self.state_dict().items()}
-        meta = {"format": "pt", "saved_by": "candle_py.keras", "model_class": type(self).__name__, "name": self.name,
-                "architecture": repr(self.network), "compile": json.dumps(self._compile_config)}
+        meta = {
+            "format": "pt",
+            "saved_by": "candle_py.keras",
+            "model_class": type(self).__name__,
+            "name": self.name,
+            "architecture": repr(self.network),
+            "compile": json.dumps(self._compile_config),
+        }
         _st.save_file(tensors, filepath, metadata=meta)
 
     def load_weights(self, filepath: PathLike, strict: bool = True) -> Any:
@@ -677,9 +734,11 @@ class Model(nn.Module):
         return self.load_state_dict(_st.load_file(filepath), strict=strict)
 
     def get_weights(self) -> List[np.ndarray]:
+        """The state_dict's tensors as NumPy arrays, in state_dict order."""
         return [np.asarray(v.detach()).copy() for v in self.state_dict().values()]
 
     def set_weights(self, weights: Sequence[Any]) -> None:
+        """Load arrays given in `get_weights` order into the state_dict."""
         keys = list(self.state_dict().keys())
         if len(keys) != len(weights):
             raise ValueError(f"set_weights: expected {len(keys)} arrays, got {len(weights)}")
@@ -693,20 +752,24 @@ class Sequential(Model):
     """`Sequential([layer, ...])` / `.add(layer)`: the layers applied in order
     (an `nn.Sequential` inside, so state_dict keys are `0.weight`, ...)."""
 
-    def __init__(self, layers: Optional[Iterable[nn.Module]] = None, name: Optional[str] = None,
-                 input_shape: Optional[Sequence[int]] = None) -> None:
+    def __init__(
+        self, layers: Optional[Iterable[nn.Module]] = None, name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None
+    ) -> None:
         super().__init__(nn.Sequential(*(layers or [])), name=name, input_shape=input_shape)
 
     @property
     def layers(self) -> List[nn.Module]:
+        """The layers, in order."""
         return list(self.network.children())
 
     def add(self, layer: nn.Module) -> None:
+        """Append `layer` to the end of the stack."""
         if not isinstance(layer, nn.Module):
             raise TypeError(f"Sequential.add expects an nn.Module, got {type(layer).__name__}")
         self.network.append(layer)  # type: ignore[operator]
 
     def pop(self) -> nn.Module:
+        """Remove the last layer and return it."""
         seq = self.network
         if len(seq) == 0:  # type: ignore[arg-type]
             raise IndexError("pop from an empty Sequential")

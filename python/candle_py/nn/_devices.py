@@ -12,6 +12,7 @@ Convolution, pooling and the fused attention kernel in `_core` are CPU code
 
 Either way the tensors must share one device; if not, `DeviceError` names them.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,8 +44,16 @@ def on_cpu(kernel: Callable[..., Any], op: str, *args: Any) -> Any:
     return out.to(dev)
 
 
-def sdpa_math(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Tensor], dropout_p: float,
-              is_causal: bool, scale: Optional[float], enable_gqa: bool) -> Tensor:
+def sdpa_math(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Optional[Tensor],
+    dropout_p: float,
+    is_causal: bool,
+    scale: Optional[float],
+    enable_gqa: bool,
+) -> Tensor:
     """`softmax(Q K^T * scale + mask) V` from device ops, with the fused kernel's
     semantics: bool masks (True takes part) or additive ones, top-left causal mask,
     grouped kv heads, rows with every key masked give zeros. Half-precision
@@ -53,11 +62,14 @@ def sdpa_math(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Ten
     _devices(op, (query, key, value, attn_mask))
     dt = query.dtype
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
-        raise ShapeError(f"{op} expected query, key and value of at least 2 dims, got shapes "
-                         f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}")
+        raise ShapeError(
+            f"{op} expected query, key and value of at least 2 dims, got shapes {list(query.shape)}, {list(key.shape)}, {list(value.shape)}"
+        )
     if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
-        raise ShapeError(f"{op} query {tuple(query.shape)}, key {tuple(key.shape)} and value {tuple(value.shape)} "
-                         "must share the embedding size (query/key) and the sequence length (key/value)")
+        raise ShapeError(
+            f"{op} query {list(query.shape)}, key {list(key.shape)} and value {list(value.shape)} "
+            "must share the embedding size (query/key) and the sequence length (key/value)"
+        )
     wide = dt in (_core.float16, _core.bfloat16)
     q, k, v = (t.float() for t in (query, key, value)) if wide else (query, key, value)
     if enable_gqa and min(q.ndim, k.ndim, v.ndim) >= 3:
@@ -88,8 +100,10 @@ def _repeat_kv(q: Tensor, x: Tensor, name: str, op: str) -> Tensor:
     """Grouped heads: kv head h // (Hq / Hkv) serves query head h."""
     hq, hk = q.shape[-3], x.shape[-3]
     if hk == 0 or hq % hk != 0:
-        raise ShapeError(f"{op} with enable_gqa the number of query heads must be a multiple of the {name} heads, "
-                         f"got query {tuple(q.shape)} and {name} {tuple(x.shape)}")
+        raise ShapeError(
+            f"{op} with enable_gqa the number of query heads must be a multiple of the {name} heads, "
+            f"got query {list(q.shape)} and {name} {list(x.shape)}"
+        )
     if hk in (hq, 1):
         return x
     g = hq // hk

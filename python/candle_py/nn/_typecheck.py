@@ -7,6 +7,7 @@ takes None) and raises `TypeError: tanh(): argument 'input' must be Tensor,
 not list`. The positions are worked out once, at import; a call pays a few
 isinstance checks.
 """
+
 from __future__ import annotations
 
 import functools
@@ -47,8 +48,11 @@ def typed(fn: Fn, op: str | None = None) -> Fn:
                     continue  # a default, or a missing argument Python reports itself
             if not isinstance(x, Tensor) and not (none_ok and x is None):
                 what = type(x).__name__
-                raise TypeError(f"{name}(): argument '{pname}' (position {pos + 1 - shift}) must be Tensor, not {what}"
-                                if pos >= 0 else f"{name}(): argument '{pname}' must be Tensor, not {what}")
+                raise TypeError(
+                    f"{name}(): argument '{pname}' (position {pos + 1 - shift}) must be Tensor, not {what}"
+                    if pos >= 0
+                    else f"{name}(): argument '{pname}' must be Tensor, not {what}"
+                )
         return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]

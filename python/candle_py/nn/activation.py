@@ -1,4 +1,5 @@
 """Activation layers: each wraps its `nn.functional` twin (defined once there)."""
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -13,7 +14,7 @@ from .parameter import Parameter
 __all__ = [
     "ReLU", "ReLU6", "LeakyReLU", "PReLU", "RReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish",
     "Sigmoid", "Tanh", "Hardtanh", "Hardsigmoid", "Hardswish", "Softplus", "Softmax", "LogSoftmax",
-]
+]  # fmt: skip
 
 
 class _Elementwise(Module):
@@ -29,51 +30,71 @@ class _Elementwise(Module):
 
 
 class ReLU(_Elementwise):
+    """`F.relu` as a layer: `max(x, 0)`."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.relu(input)
 
 
 class ReLU6(_Elementwise):
+    """`F.relu6` as a layer: `min(max(x, 0), 6)`."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.relu6(input)
 
 
 class SiLU(_Elementwise):
+    """`F.silu` as a layer: `x * sigmoid(x)`."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.silu(input)
 
 
 class Mish(_Elementwise):
+    """`F.mish` as a layer: `x * tanh(softplus(x))`."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.mish(input)
 
 
 class SELU(_Elementwise):
+    """`F.selu` as a layer: the self-normalizing scaled ELU."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.selu(input)
 
 
 class Hardsigmoid(_Elementwise):
+    """`F.hardsigmoid` as a layer: `clamp(x + 3, 0, 6) / 6`."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.hardsigmoid(input)
 
 
 class Hardswish(_Elementwise):
+    """`F.hardswish` as a layer: `x * clamp(x + 3, 0, 6) / 6`."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.hardswish(input)
 
 
 class Sigmoid(Module):
+    """`1 / (1 + exp(-x))` as a layer."""
+
     def forward(self, input: Tensor) -> Tensor:
         return input.sigmoid()
 
 
 class Tanh(Module):
+    """Hyperbolic tangent as a layer."""
+
     def forward(self, input: Tensor) -> Tensor:
         return input.tanh()
 
 
 class LeakyReLU(_Elementwise):
+    """`F.leaky_relu` as a layer: `x` where positive, `negative_slope * x` elsewhere."""
+
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
         super().__init__(inplace)
         self.negative_slope = negative_slope
@@ -86,6 +107,8 @@ class LeakyReLU(_Elementwise):
 
 
 class ELU(_Elementwise):
+    """`F.elu` as a layer: `x` where positive, `alpha * (exp(x) - 1)` elsewhere."""
+
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__(inplace)
         self.alpha = alpha
@@ -98,6 +121,8 @@ class ELU(_Elementwise):
 
 
 class CELU(_Elementwise):
+    """`F.celu` as a layer: `x` where positive, `alpha * (exp(x / alpha) - 1)` elsewhere."""
+
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__(inplace)
         self.alpha = alpha
@@ -110,6 +135,8 @@ class CELU(_Elementwise):
 
 
 class Hardtanh(_Elementwise):
+    """`F.hardtanh` as a layer: clamp to `[min_val, max_val]`."""
+
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
         super().__init__(inplace)
         if min_val > max_val:
@@ -140,6 +167,8 @@ class RReLU(_Elementwise):
 
 
 class GELU(Module):
+    """`F.gelu` as a layer; `approximate` is "none" (exact, erf) or "tanh"."""
+
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
         if approximate not in ("none", "tanh"):
@@ -154,6 +183,8 @@ class GELU(Module):
 
 
 class Softplus(Module):
+    """`F.softplus` as a layer: `log(1 + exp(beta * x)) / beta`, linear above `threshold`."""
+
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
         self.beta, self.threshold = beta, threshold
@@ -166,6 +197,8 @@ class Softplus(Module):
 
 
 class Softmax(Module):
+    """`F.softmax` along `dim` as a layer: values along `dim` become positive and sum to 1."""
+
     def __init__(self, dim: Optional[int] = None) -> None:
         super().__init__()
         self.dim = dim
@@ -178,6 +211,8 @@ class Softmax(Module):
 
 
 class LogSoftmax(Softmax):
+    """`F.log_softmax` along `dim` as a layer."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.log_softmax(input, self.dim)
 

@@ -1,4 +1,5 @@
 """Containers: `Sequential`, `ModuleList`, `ModuleDict` (PyTorch's keys: `0.weight`)."""
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -60,15 +61,18 @@ class Sequential(Module):
         return iter(m for m in self._modules.values() if m is not None)
 
     def append(self, module: Module) -> "Sequential":
+        """Add `module` at the end; returns self."""
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules: Iterable[Module]) -> "Sequential":
+        """Add each of `modules` at the end; returns self."""
         for m in modules:
             self.append(m)
         return self
 
     def insert(self, index: int, module: Module) -> "Sequential":
+        """Insert `module` before position `index`; returns self."""
         mods = list(self._modules.values())
         n = len(mods)
         if not -n <= index <= n:
@@ -78,6 +82,7 @@ class Sequential(Module):
         return self
 
     def forward(self, input: Any) -> Any:
+        """Feed `input` through each module in order and return the last output."""
         for module in self:
             input = module(input)
         return input
@@ -115,15 +120,18 @@ class ModuleList(Module):
         return self.extend(modules)
 
     def append(self, module: Module) -> "ModuleList":
+        """Add `module` at the end; returns self."""
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules: Iterable[Module]) -> "ModuleList":
+        """Add each of `modules` at the end; returns self."""
         for m in modules:
             self.append(m)
         return self
 
     def insert(self, index: int, module: Module) -> None:
+        """Insert `module` before position `index`."""
         mods = list(self._modules.values())
         mods.insert(index, module)
         _renumber(self, mods)
@@ -158,23 +166,29 @@ class ModuleDict(Module):
         return key in self._modules
 
     def keys(self) -> Iterable[str]:
+        """The names of the modules, in insertion order."""
         return self._modules.keys()
 
     def items(self) -> Iterable[Tuple[str, Module]]:
+        """The `(name, module)` pairs, in insertion order."""
         return [(k, v) for k, v in self._modules.items() if v is not None]
 
     def values(self) -> Iterable[Module]:
+        """The modules, in insertion order."""
         return [v for v in self._modules.values() if v is not None]
 
     def pop(self, key: str) -> Module:
+        """Remove the module named `key` and return it."""
         v = self[key]
         del self._modules[key]
         return v
 
     def clear(self) -> None:
+        """Remove every module."""
         self._modules.clear()
 
     def update(self, modules: Union[Mapping[str, Module], Iterable[Tuple[str, Module]]]) -> None:
+        """Add or replace modules from a mapping or from `(name, module)` pairs."""
         pairs = modules.items() if isinstance(modules, Mapping) else modules
         for k, m in pairs:
             self[k] = m
@@ -187,6 +201,7 @@ class Identity(Module):
         super().__init__()
 
     def forward(self, input: Any) -> Any:
+        """Return `input` unchanged."""
         return input
 
 

@@ -1,13 +1,14 @@
 """Convolution layers: `Conv1d/2d/3d` and `ConvTranspose1d/2d/3d`, with PyTorch's
 signatures, parameter shapes, initialisation, state_dict keys and `extra_repr`.
 The arithmetic is `_core._conv` (im2col + GEMM in Rust, differentiable)."""
+
 from __future__ import annotations
 
 import math
 from typing import Any, Optional, Sequence, Tuple, Union
 
 from .. import _core
-from .._core import Tensor
+from .._core import ShapeError, Tensor
 from . import functional as F
 from . import init
 from .module import Module
@@ -63,8 +64,12 @@ class _ConvNd(Module):
         self.stride = _ntuple(stride, n, name, "stride")
         self.dilation = _ntuple(dilation, n, name, "dilation")
         self.output_padding = _ntuple(output_padding, n, name, "output_padding")
-        for arg, vals, lo in (("kernel_size", self.kernel_size, 1), ("stride", self.stride, 1), ("dilation", self.dilation, 1),
-                              ("output_padding", self.output_padding, 0)):
+        for arg, vals, lo in (
+            ("kernel_size", self.kernel_size, 1),
+            ("stride", self.stride, 1),
+            ("dilation", self.dilation, 1),
+            ("output_padding", self.output_padding, 0),
+        ):
             if any(v < lo for v in vals):
                 raise ValueError(f"[{name}] '{arg}' must be {'positive' if lo else 'non-negative'}, got {vals}")
         if isinstance(padding, str):
@@ -122,13 +127,13 @@ class _ConvNd(Module):
             raise TypeError(f"[{name}] expected a Tensor input, got {type(input).__name__}")
         shape = tuple(input.shape)
         if input.ndim not in (n + 1, n + 2):
-            raise ValueError(
-                f"[{name}] expected a {n + 1}-d (C, {_SPATIAL[n]}) or {n + 2}-d (N, C, {_SPATIAL[n]}) input, got {shape}"
+            raise ShapeError(
+                f"[{name}] expected a {n + 1}-d (C, {_SPATIAL[n]}) or {n + 2}-d (N, C, {_SPATIAL[n]}) input, got {list(shape)}"
             )
         c = shape[-n - 1]
         if c != self.in_channels:
-            raise ValueError(
-                f"[{name}] expected input with {self.in_channels} channels (N, {self.in_channels}, {_SPATIAL[n]}), got {shape}"
+            raise ShapeError(
+                f"[{name}] expected input with {self.in_channels} channels (N, {self.in_channels}, {_SPATIAL[n]}), got {list(shape)}"
             )
 
     def extra_repr(self) -> str:
@@ -149,11 +154,21 @@ class _ConvNd(Module):
 
 
 class _Conv(_ConvNd):
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                 dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device: Any = None, dtype: Any = None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, 0, device, dtype)
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode, 0, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:
         self._check_input(input)
@@ -164,30 +179,53 @@ class _Conv(_ConvNd):
             x = F.pad(x, self._reversed_padding_repeated_twice, mode=self.padding_mode)
             out = F._conv_nd(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups, self._nd, f"[{name}]")
             return out.squeeze(0) if unbatched else out
-        return F._conv_nd(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups,
-                          self._nd, f"[{name}]")
+        return F._conv_nd(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups, self._nd, f"[{name}]")
 
 
 class Conv1d(_Conv):
+    """1-D convolution layer over (N, C_in, L) or (C_in, L) input, as `torch.nn.Conv1d`:
+    `in_channels`, `out_channels`, `kernel_size`, `stride`, `padding` (int, tuple,
+    "valid" or "same"), `dilation`, `groups`, `bias` and `padding_mode` ("zeros",
+    "reflect", "replicate" or "circular"). Weight (C_out, C_in / groups, K)."""
+
     _nd = 1
 
 
 class Conv2d(_Conv):
+    """2-D convolution layer over (N, C_in, H, W) or (C_in, H, W) input, with the
+    arguments of Conv1d per spatial dim. Weight (C_out, C_in / groups, kH, kW)."""
+
     _nd = 2
 
 
 class Conv3d(_Conv):
+    """3-D convolution layer over (N, C_in, D, H, W) or unbatched input, with the
+    arguments of Conv1d per spatial dim. Weight (C_out, C_in / groups, kD, kH, kW)."""
+
     _nd = 3
 
 
 class _ConvTranspose(_ConvNd):
     _transposed = True
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                 output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
-                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, output_padding, device, dtype)
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        output_padding: Any = 0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation: Any = 1,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode, output_padding, device, dtype
+        )
 
     def _output_padding(self, input: Tensor, output_size: Optional[Sequence[int]]) -> Tuple[int, ...]:
         if output_size is None:
@@ -199,12 +237,11 @@ class _ConvTranspose(_ConvNd):
         out = []
         for i in range(n):
             pad_i = int(self.padding[i])
-            base = ((input.shape[-n + i] - 1) * self.stride[i] - 2 * pad_i
-                    + self.dilation[i] * (self.kernel_size[i] - 1) + 1)
+            base = (input.shape[-n + i] - 1) * self.stride[i] - 2 * pad_i + self.dilation[i] * (self.kernel_size[i] - 1) + 1
             extra = size[i] - base
             if extra < 0 or (extra >= self.stride[i] and extra >= self.dilation[i]):
-                raise ValueError(
-                    f"[{name}] requested an output size of {size}, but valid sizes for input {tuple(input.shape)} "
+                raise ShapeError(
+                    f"[{name}] requested an output size of {list(size)}, but valid sizes for input {list(input.shape)} "
                     f"range from {base} to {base + max(self.stride[i], self.dilation[i]) - 1} in spatial dim {i}"
                 )
             out.append(extra)
@@ -213,17 +250,29 @@ class _ConvTranspose(_ConvNd):
     def forward(self, input: Tensor, output_size: Optional[Sequence[int]] = None) -> Tensor:
         self._check_input(input)
         op = self._output_padding(input, output_size)
-        return F._conv_transpose_nd(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
-                                    self.dilation, self._nd, f"[{type(self).__name__}]")
+        return F._conv_transpose_nd(
+            input, self.weight, self.bias, self.stride, self.padding, op, self.groups, self.dilation, self._nd, f"[{type(self).__name__}]"
+        )
 
 
 class ConvTranspose1d(_ConvTranspose):
+    """Transposed 1-D convolution layer (upsampling by `stride`): `in_channels`,
+    `out_channels`, `kernel_size`, `stride`, `padding`, `output_padding`, `groups`,
+    `bias`, `dilation`; `forward(input, output_size=None)` can ask for one of the
+    output lengths the stride allows. Weight (C_in, C_out / groups, K)."""
+
     _nd = 1
 
 
 class ConvTranspose2d(_ConvTranspose):
+    """Transposed 2-D convolution layer, with the arguments of ConvTranspose1d per
+    spatial dim. Weight (C_in, C_out / groups, kH, kW)."""
+
     _nd = 2
 
 
 class ConvTranspose3d(_ConvTranspose):
+    """Transposed 3-D convolution layer, with the arguments of ConvTranspose1d per
+    spatial dim. Weight (C_in, C_out / groups, kD, kH, kW)."""
+
     _nd = 3

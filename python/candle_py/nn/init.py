@@ -1,21 +1,24 @@
 """`nn.init`: PyTorch's initialisers (same distributions), drawing from the
 generator `candle_py.manual_seed` seeds. Each fills its tensor in place."""
+
 from __future__ import annotations
 
 import math
 from typing import Optional
 
 from .. import _core
-from .._core import Tensor
+from .._core import ShapeError, Tensor
 from ..autograd import no_grad
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
     "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_",
-]
+]  # fmt: skip
 
 
 def calculate_gain(nonlinearity: str, param: Optional[float] = None) -> float:
+    """The recommended scale for weights feeding `nonlinearity` ("relu", "tanh",
+    "leaky_relu" with slope `param`, "selu", ...), as `torch.nn.init.calculate_gain`."""
     linear = {"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "sigmoid"}
     if nonlinearity in linear:
         return 1.0
@@ -33,7 +36,7 @@ def calculate_gain(nonlinearity: str, param: Optional[float] = None) -> float:
 
 def _fans(t: Tensor) -> tuple[int, int]:
     if t.ndim < 2:
-        raise ValueError(f"fan in and fan out can not be computed for tensor with fewer than 2 dimensions (shape {tuple(t.shape)})")
+        raise ShapeError(f"fan in and fan out can not be computed for tensor with fewer than 2 dimensions (shape {list(t.shape)})")
     receptive = 1
     for d in t.shape[2:]:
         receptive *= d
@@ -41,43 +44,53 @@ def _fans(t: Tensor) -> tuple[int, int]:
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
+    """Fill `tensor` in place with draws from U(a, b); returns it."""
     with no_grad():
         return tensor.uniform_(a, b)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    """Fill `tensor` in place with draws from N(mean, std**2); returns it."""
     with no_grad():
         return tensor.normal_(mean, std)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Fill `tensor` in place with `val`; returns it."""
     with no_grad():
         return tensor.fill_(val)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
+    """Fill `tensor` in place with zeros; returns it."""
     with no_grad():
         return tensor.zero_()
 
 
 def ones_(tensor: Tensor) -> Tensor:
+    """Fill `tensor` in place with ones; returns it."""
     return constant_(tensor, 1.0)
 
 
 def eye_(tensor: Tensor) -> Tensor:
+    """Fill the 2-D `tensor` in place with the identity matrix; returns it."""
     if tensor.ndim != 2:
-        raise ValueError("eye_: only tensors with 2 dimensions are supported")
+        raise ShapeError(f"eye_: only tensors with 2 dimensions are supported, got shape {list(tensor.shape)}")
     with no_grad():
         return tensor.copy_(_core.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype, device=tensor.device))
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    """Glorot initialization: U(-a, a) with `a = gain * sqrt(6 / (fan_in + fan_out))`,
+    in place; returns `tensor`."""
     fan_in, fan_out = _fans(tensor)
     a = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return uniform_(tensor, -a, a)
 
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    """Glorot initialization: N(0, std**2) with `std = gain * sqrt(2 / (fan_in + fan_out))`,
+    in place; returns `tensor`."""
     fan_in, fan_out = _fans(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
 
@@ -93,11 +106,16 @@ def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> floa
 
 
 def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+    """He initialization: U(-bound, bound) with `bound = sqrt(3) * gain / sqrt(fan)`,
+    where `fan` is fan_in or fan_out (`mode`) and the gain comes from
+    `nonlinearity` and its slope `a`; in place, returns `tensor`."""
     bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
     return uniform_(tensor, -bound, bound)
 
 
 def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+    """He initialization: N(0, std**2) with `std = gain / sqrt(fan)` (`mode` picks
+    fan_in or fan_out, `nonlinearity` and `a` the gain); in place, returns `tensor`."""
     return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity))
 
 

@@ -1,11 +1,13 @@
 """`Linear`, `Bilinear`, `Identity`-like basics: `Flatten`, `Unflatten`, `Dropout`, `Embedding`."""
+
 from __future__ import annotations
 
 import math
 from typing import Any, Optional, Sequence
 
 from .. import _core
-from .._core import Tensor
+from .._core import ShapeError, Tensor
+from ..autograd import no_grad
 from . import functional as F
 from . import init
 from .module import Module
@@ -40,6 +42,7 @@ class Linear(Module):
 
     def reset_parameters(self) -> None:
         # PyTorch's default: kaiming_uniform(a=sqrt(5)) == U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+        """Redraw weight and bias from U(-1/sqrt(in_features), 1/sqrt(in_features)), PyTorch's default."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             bound = 1 / math.sqrt(self.in_features)
@@ -47,9 +50,7 @@ class Linear(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         if input.ndim == 0 or input.shape[-1] != self.in_features:
-            raise ValueError(
-                f"[Linear] expected input with last dimension {self.in_features} (in_features), got shape {tuple(input.shape)}"
-            )
+            raise ShapeError(f"[Linear] expected input with last dimension {self.in_features} (in_features), got shape {list(input.shape)}")
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
@@ -57,7 +58,13 @@ class Linear(Module):
 
 
 class Bilinear(Module):
-    def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+    """`y_k = x1 @ W_k @ x2 + b_k` for inputs (*, in1_features) and (*, in2_features),
+    with weight (out_features, in1_features, in2_features) and bias drawn from
+    U(-1/sqrt(in1_features), 1/sqrt(in1_features))."""
+
+    def __init__(
+        self, in1_features: int, in2_features: int, out_features: int, bias: bool = True, device: Any = None, dtype: Any = None
+    ) -> None:
         super().__init__()
         _positive("Bilinear", in1_features=in1_features, in2_features=in2_features, out_features=out_features)
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
@@ -69,6 +76,7 @@ class Bilinear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Redraw weight and bias from U(-1/sqrt(in1_features), 1/sqrt(in1_features))."""
         bound = 1 / math.sqrt(self.weight.shape[1])
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:
@@ -85,6 +93,8 @@ class Bilinear(Module):
 
 
 class Flatten(Module):
+    """Flatten dims `start_dim` to `end_dim` (default: all but the batch dim) into one."""
+
     def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
@@ -97,6 +107,8 @@ class Flatten(Module):
 
 
 class Unflatten(Module):
+    """Split dim `dim` into `unflattened_size` (the inverse of Flatten)."""
+
     def __init__(self, dim: int, unflattened_size: Sequence[int]) -> None:
         super().__init__()
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
@@ -149,10 +161,10 @@ class Embedding(Module):
             padding_idx = padding_idx % num_embeddings
         self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
         if _weight is None:
-            self.weight = Parameter(_core.randn(num_embeddings, embedding_dim, dtype=_dtype(dtype), device=device), requires_grad=not _freeze)
+            self.weight = Parameter(
+                _core.randn(num_embeddings, embedding_dim, dtype=_dtype(dtype), device=device), requires_grad=not _freeze
+            )
             if padding_idx is not None:
-                from ..autograd import no_grad
-
                 with no_grad():
                     self.weight[padding_idx] = 0.0
         else:
@@ -169,5 +181,6 @@ class Embedding(Module):
 
     @classmethod
     def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, padding_idx: Optional[int] = None) -> "Embedding":
+        """An Embedding holding `embeddings` (rows, dim) as its weight, frozen unless `freeze=False`."""
         rows, cols = embeddings.shape
         return cls(rows, cols, padding_idx=padding_idx, _weight=embeddings, _freeze=freeze)

@@ -1,4 +1,5 @@
 """Losses as modules; each forwards to its `nn.functional` twin."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -9,7 +10,7 @@ from .module import Module
 
 __all__ = [
     "MSELoss", "L1Loss", "SmoothL1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss",
-]
+]  # fmt: skip
 
 
 class _Loss(Module):
@@ -19,17 +20,25 @@ class _Loss(Module):
 
 
 class MSELoss(_Loss):
+    """`F.mse_loss` as a module: mean (or sum, or none) of squared errors."""
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):
+    """`F.l1_loss` as a module: mean (or sum, or none) of absolute errors."""
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class SmoothL1Loss(_Loss):
-    def __init__(self, size_average: Optional[bool] = None, reduce: Optional[bool] = None, reduction: str = "mean", beta: float = 1.0) -> None:
+    """`F.smooth_l1_loss` as a module: quadratic below `beta`, linear above."""
+
+    def __init__(
+        self, size_average: Optional[bool] = None, reduce: Optional[bool] = None, reduction: str = "mean", beta: float = 1.0
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
@@ -38,7 +47,16 @@ class SmoothL1Loss(_Loss):
 
 
 class NLLLoss(_Loss):
-    def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None, ignore_index: int = -100, reduce: Optional[bool] = None, reduction: str = "mean") -> None:
+    """`F.nll_loss` as a module: negative log-likelihood of class indices, with `weight` and `ignore_index`."""
+
+    def __init__(
+        self,
+        weight: Optional[Tensor] = None,
+        size_average: Optional[bool] = None,
+        ignore_index: int = -100,
+        reduce: Optional[bool] = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.weight, self.ignore_index = weight, ignore_index
 
@@ -47,16 +65,33 @@ class NLLLoss(_Loss):
 
 
 class CrossEntropyLoss(_Loss):
-    def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None, ignore_index: int = -100, reduce: Optional[bool] = None, reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+    """`F.cross_entropy` as a module: log-softmax plus NLL on logits, with class
+    `weight`, `ignore_index` and `label_smoothing`; targets are class indices or probabilities."""
+
+    def __init__(
+        self,
+        weight: Optional[Tensor] = None,
+        size_average: Optional[bool] = None,
+        ignore_index: int = -100,
+        reduce: Optional[bool] = None,
+        reduction: str = "mean",
+        label_smoothing: float = 0.0,
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.weight, self.ignore_index, self.label_smoothing = weight, ignore_index, label_smoothing
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction, label_smoothing=self.label_smoothing)
+        return F.cross_entropy(
+            input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction, label_smoothing=self.label_smoothing
+        )
 
 
 class BCELoss(_Loss):
-    def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None, reduce: Optional[bool] = None, reduction: str = "mean") -> None:
+    """`F.binary_cross_entropy` as a module, on probabilities in [0, 1]."""
+
+    def __init__(
+        self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None, reduce: Optional[bool] = None, reduction: str = "mean"
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.weight = weight
 
@@ -65,7 +100,16 @@ class BCELoss(_Loss):
 
 
 class BCEWithLogitsLoss(_Loss):
-    def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None, reduce: Optional[bool] = None, reduction: str = "mean", pos_weight: Optional[Tensor] = None) -> None:
+    """`F.binary_cross_entropy_with_logits` as a module: sigmoid plus BCE in one stable step, with `pos_weight`."""
+
+    def __init__(
+        self,
+        weight: Optional[Tensor] = None,
+        size_average: Optional[bool] = None,
+        reduce: Optional[bool] = None,
+        reduction: str = "mean",
+        pos_weight: Optional[Tensor] = None,
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.weight, self.pos_weight = weight, pos_weight
 
@@ -74,7 +118,11 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class KLDivLoss(_Loss):
-    def __init__(self, size_average: Optional[bool] = None, reduce: Optional[bool] = None, reduction: str = "mean", log_target: bool = False) -> None:
+    """`F.kl_div` as a module: KL divergence from log-probability inputs (`log_target` for log targets)."""
+
+    def __init__(
+        self, size_average: Optional[bool] = None, reduce: Optional[bool] = None, reduction: str = "mean", log_target: bool = False
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
 

@@ -5,6 +5,7 @@ there by `__setattr__`; `state_dict` keys are dotted paths (`0.weight`,
 `encoder.layer.0.attention.self.query.bias`), exactly as PyTorch names them, so
 a PyTorch checkpoint loads unchanged.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -63,6 +64,7 @@ class RemovableHandle:
         store[self.id] = hook
 
     def remove(self) -> None:
+        """Unregister the hook this handle was returned for (a second call does nothing)."""
         self._store.pop(self.id, None)
 
 
@@ -89,6 +91,7 @@ class Module:
 
     # -- the forward pass ------------------------------------------------------
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The computation of the module; subclasses define it and are called as `module(*args)`."""
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -177,6 +180,7 @@ class Module:
 
     # -- registration ---------------------------------------------------------------
     def register_parameter(self, name: str, param: Optional[Parameter]) -> None:
+        """Add a parameter under `name` (None registers the name with no tensor)."""
         self._check_init()
         if not isinstance(name, str) or not name or "." in name:
             raise KeyError(f'parameter name must be a non-empty string without ".", got {name!r}')
@@ -187,6 +191,7 @@ class Module:
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Optional[Tensor], persistent: bool = True) -> None:
+        """Add a non-trainable tensor under `name`; `persistent=False` keeps it out of the state_dict."""
         self._check_init()
         if not isinstance(name, str) or not name or "." in name:
             raise KeyError(f'buffer name must be a non-empty string without ".", got {name!r}')
@@ -201,6 +206,7 @@ class Module:
             self._non_persistent_buffers.add(name)
 
     def add_module(self, name: str, module: Optional["Module"]) -> None:
+        """Add a child module under `name` (None registers the name with no module)."""
         self._check_init()
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
@@ -211,6 +217,7 @@ class Module:
     register_module = add_module
 
     def get_submodule(self, target: str) -> "Module":
+        """The submodule at the dotted path `target` ("" is the module itself)."""
         mod: Module = self
         if target == "":
             return mod
@@ -222,6 +229,7 @@ class Module:
         return mod
 
     def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path `target`, e.g. `"0.weight"`."""
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
         p = mod._parameters.get(name)
@@ -230,7 +238,10 @@ class Module:
         return p
 
     # -- iteration ------------------------------------------------------------------
-    def named_modules(self, memo: Optional[Set[int]] = None, prefix: str = "", remove_duplicate: bool = True) -> Iterator[Tuple[str, "Module"]]:
+    def named_modules(
+        self, memo: Optional[Set[int]] = None, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[Tuple[str, "Module"]]:
+        """Yield `(dotted name, module)` for this module and every descendant, each once unless `remove_duplicate=False`."""
         if memo is None:
             memo = set()
         if remove_duplicate:
@@ -244,10 +255,12 @@ class Module:
             yield from m.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
 
     def modules(self) -> Iterator["Module"]:
+        """Yield this module and every descendant."""
         for _, m in self.named_modules():
             yield m
 
     def named_children(self) -> Iterator[Tuple[str, "Module"]]:
+        """Yield `(name, module)` for the direct children."""
         seen: Set[int] = set()
         for name, m in self._modules.items():
             if m is not None and id(m) not in seen:
@@ -255,10 +268,13 @@ class Module:
                 yield name, m
 
     def children(self) -> Iterator["Module"]:
+        """Yield the direct child modules."""
         for _, m in self.named_children():
             yield m
 
-    def _named_members(self, get: Callable[["Module"], Any], prefix: str, recurse: bool, remove_duplicate: bool = True) -> Iterator[Tuple[str, Any]]:
+    def _named_members(
+        self, get: Callable[["Module"], Any], prefix: str, recurse: bool, remove_duplicate: bool = True
+    ) -> Iterator[Tuple[str, Any]]:
         seen: Set[int] = set()
         mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
         for mod_prefix, mod in mods:
@@ -270,21 +286,26 @@ class Module:
                 yield mod_prefix + ("." if mod_prefix else "") + k, v
 
     def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True) -> Iterator[Tuple[str, Parameter]]:
+        """Yield `(dotted name, parameter)`, of descendants too when `recurse`; shared parameters once."""
         yield from self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """Yield the parameters (of descendants too when `recurse`), e.g. for an optimizer."""
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True) -> Iterator[Tuple[str, Tensor]]:
+        """Yield `(dotted name, buffer)`, of descendants too when `recurse`."""
         yield from self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """Yield the buffers (of descendants too when `recurse`)."""
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
     # -- modes and gradients -------------------------------------------------------
     def train(self: T, mode: bool = True) -> T:
+        """Set training mode (`mode=True`) or evaluation mode on this module and its descendants; returns self."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         object.__setattr__(self, "training", mode)
@@ -293,17 +314,21 @@ class Module:
         return self
 
     def eval(self: T) -> T:
+        """Set evaluation mode (dropout off, batch norm uses running statistics); returns self."""
         return self.train(False)
 
     def requires_grad_(self: T, requires_grad: bool = True) -> T:
+        """Set `requires_grad` on every parameter; returns self."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of every parameter: to None (`set_to_none=True`) or to zeros."""
         zero_grads(self.parameters(), set_to_none)
 
     def apply(self: T, fn: Callable[["Module"], None]) -> T:
+        """Call `fn` on every descendant, then on this module; returns self."""
         for m in self.children():
             m.apply(fn)
         fn(self)
@@ -340,15 +365,19 @@ class Module:
         return self
 
     def float(self: T) -> T:
+        """Cast floating-point parameters and buffers to float32, in place; returns self."""
         return self.to(_core.float32)
 
     def double(self: T) -> T:
+        """Cast floating-point parameters and buffers to float64, in place; returns self."""
         return self.to(_core.float64)
 
     def half(self: T) -> T:
+        """Cast floating-point parameters and buffers to float16, in place; returns self."""
         return self.to(_core.float16)
 
     def bfloat16(self: T) -> T:
+        """Cast floating-point parameters and buffers to bfloat16, in place; returns self."""
         return self.to(_core.bfloat16)
 
     def cpu(self: T) -> T:
@@ -362,7 +391,11 @@ class Module:
         return self.to(f"cuda:{device}" if isinstance(device, int) else device)
 
     # -- state dicts ------------------------------------------------------------------
-    def state_dict(self, *, destination: Optional[Dict[str, Tensor]] = None, prefix: str = "", keep_vars: bool = False) -> Dict[str, Tensor]:
+    def state_dict(
+        self, *, destination: Optional[Dict[str, Tensor]] = None, prefix: str = "", keep_vars: bool = False
+    ) -> Dict[str, Tensor]:
+        """Parameters and persistent buffers by dotted name (PyTorch's keys), detached
+        unless `keep_vars`; `prefix` is put before every key."""
         if destination is None:
             destination = OrderedDict()
         for name, p in self._parameters.items():
@@ -402,8 +435,8 @@ class Module:
                 continue
             if tuple(value.shape) != tuple(cur.shape):
                 errors.append(
-                    f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} from checkpoint, "
-                    f"the shape in current model is {tuple(cur.shape)}."
+                    f"size mismatch for {key}: copying a param with shape {list(value.shape)} from checkpoint, "
+                    f"the shape in current model is {list(cur.shape)}."
                 )
                 continue
             if cur.dtype.is_floating_point and not value.dtype.is_floating_point:
@@ -448,6 +481,7 @@ class Module:
 
     # -- printing -------------------------------------------------------------------------
     def extra_repr(self) -> str:
+        """Extra text shown inside the parentheses of `repr(module)`; layers override it."""
         return ""
 
     def _get_name(self) -> str:

@@ -1,10 +1,11 @@
 """Normalization layers: LayerNorm, RMSNorm, GroupNorm, BatchNorm1d/2d/3d."""
+
 from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Tuple, Union
 
 from .. import _core
-from .._core import Tensor
+from .._core import ShapeError, Tensor
 from . import functional as F
 from .module import Module
 from .parameter import Parameter
@@ -17,13 +18,24 @@ _Shape = Union[int, Sequence[int]]
 def _shape(s: _Shape, layer: str) -> Tuple[int, ...]:
     shape = (s,) if isinstance(s, int) else tuple(s)
     if not shape or any((not isinstance(d, int)) or d <= 0 for d in shape):
-        shown = f"a tensor of shape {tuple(s.shape)}" if hasattr(s, "shape") else repr(s)[:80]  # one line
+        shown = f"a tensor of shape {list(s.shape)}" if hasattr(s, "shape") else repr(s)[:80]  # one line
         raise ValueError(f"[{layer}] normalized_shape must be positive integers, got {shown}")
     return shape
 
 
 class LayerNorm(Module):
-    def __init__(self, normalized_shape: _Shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+    """Normalize over the trailing `normalized_shape` dims (`F.layer_norm`), with a
+    learned elementwise `weight` (ones) and `bias` (zeros) when `elementwise_affine`."""
+
+    def __init__(
+        self,
+        normalized_shape: _Shape,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
         super().__init__()
         self.normalized_shape = _shape(normalized_shape, "LayerNorm")
         self.eps, self.elementwise_affine = eps, elementwise_affine
@@ -40,8 +52,10 @@ class LayerNorm(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         k = len(self.normalized_shape)
-        if tuple(input.shape[input.ndim - k:]) != self.normalized_shape:
-            raise ValueError(f"[LayerNorm] expected input of shape (*, {', '.join(map(str, self.normalized_shape))}), got {tuple(input.shape)}")
+        if tuple(input.shape[input.ndim - k :]) != self.normalized_shape:
+            raise ShapeError(
+                f"[LayerNorm] expected input of shape [*, {', '.join(map(str, self.normalized_shape))}], got {list(input.shape)}"
+            )
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
@@ -49,7 +63,12 @@ class LayerNorm(Module):
 
 
 class RMSNorm(Module):
-    def __init__(self, normalized_shape: _Shape, eps: Optional[float] = None, elementwise_affine: bool = True, device: Any = None, dtype: Any = None) -> None:
+    """Divide by the root mean square over the trailing `normalized_shape` dims
+    (`F.rms_norm`), with a learned `weight` (ones) when `elementwise_affine`."""
+
+    def __init__(
+        self, normalized_shape: _Shape, eps: Optional[float] = None, elementwise_affine: bool = True, device: Any = None, dtype: Any = None
+    ) -> None:
         super().__init__()
         self.normalized_shape = _shape(normalized_shape, "RMSNorm")
         self.eps, self.elementwise_affine = eps, elementwise_affine
@@ -66,7 +85,12 @@ class RMSNorm(Module):
 
 
 class GroupNorm(Module):
-    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device: Any = None, dtype: Any = None) -> None:
+    """Normalize each of `num_groups` channel groups per sample (`F.group_norm`), with
+    per-channel `weight` and `bias` when `affine`."""
+
+    def __init__(
+        self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device: Any = None, dtype: Any = None
+    ) -> None:
         super().__init__()
         if num_groups <= 0 or num_channels <= 0 or num_channels % num_groups != 0:
             raise ValueError(f"[GroupNorm] num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
@@ -81,7 +105,7 @@ class GroupNorm(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         if input.ndim < 2 or input.shape[1] != self.num_channels:
-            raise ValueError(f"[GroupNorm] expected input with {self.num_channels} channels (N, C, ...), got {tuple(input.shape)}")
+            raise ShapeError(f"[GroupNorm] expected input with {self.num_channels} channels (N, C, ...), got {list(input.shape)}")
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
@@ -91,7 +115,16 @@ class GroupNorm(Module):
 class _BatchNorm(Module):
     _ranks: Tuple[int, ...] = ()
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: Optional[float] = 0.1, affine: bool = True, track_running_stats: bool = True, device: Any = None, dtype: Any = None) -> None:
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: Optional[float] = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
         super().__init__()
         if not isinstance(num_features, int) or num_features <= 0:
             raise ValueError(f"[{type(self).__name__}] num_features must be a positive integer, got {num_features!r}")
@@ -122,9 +155,9 @@ class _BatchNorm(Module):
     def forward(self, input: Tensor) -> Tensor:
         name = type(self).__name__
         if input.ndim not in self._ranks:
-            raise ValueError(f"[{name}] expected {' or '.join(f'{r}D' for r in self._ranks)} input, got shape {tuple(input.shape)}")
+            raise ShapeError(f"[{name}] expected {' or '.join(f'{r}D' for r in self._ranks)} input, got shape {list(input.shape)}")
         if input.shape[1] != self.num_features:
-            raise ValueError(f"[{name}] expected {self.num_features} channels in dim 1, got shape {tuple(input.shape)}")
+            raise ShapeError(f"[{name}] expected {self.num_features} channels in dim 1, got shape {list(input.shape)}")
         use_batch = self.training or not self.track_running_stats
         momentum = self.momentum
         if self.training and self.track_running_stats:
@@ -143,16 +176,28 @@ class _BatchNorm(Module):
         )
 
     def extra_repr(self) -> str:
-        return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, track_running_stats={self.track_running_stats}"
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
 
 
 class BatchNorm1d(_BatchNorm):
+    """Batch normalization of (N, C) or (N, C, L) input over all dims but the channel
+    dim: batch statistics in training (updating running mean and variance by
+    `momentum`, or their cumulative average when momentum is None), the running
+    ones in evaluation; per-channel `weight` and `bias` when `affine`."""
+
     _ranks = (2, 3)
 
 
 class BatchNorm2d(_BatchNorm):
+    """Batch normalization of (N, C, H, W) input, with the arguments of BatchNorm1d."""
+
     _ranks = (4,)
 
 
 class BatchNorm3d(_BatchNorm):
+    """Batch normalization of (N, C, D, H, W) input, with the arguments of BatchNorm1d."""
+
     _ranks = (5,)

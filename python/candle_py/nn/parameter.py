@@ -1,4 +1,5 @@
 """`nn.Parameter`: a Tensor that a Module registers as a learnable parameter."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,11 +1,12 @@
 """Pooling layers: `MaxPool1d/2d/3d`, `AvgPool1d/2d/3d`, `AdaptiveAvgPool1d/2d/3d`,
 `AdaptiveMaxPool1d/2d/3d` — PyTorch's signatures, attributes and `extra_repr`;
 the windows are computed in Rust (`_core._max_pool` / `_avg_pool` / `_adaptive_pool`)."""
+
 from __future__ import annotations
 
 from typing import Any, Optional
 
-from .._core import Tensor
+from .._core import ShapeError, Tensor
 from . import functional as F
 from ._devices import on_cpu
 from .module import Module
@@ -14,7 +15,7 @@ __all__ = [
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
-]
+]  # fmt: skip
 
 _SPATIAL = {1: "L", 2: "H, W", 3: "D, H, W"}
 
@@ -35,17 +36,23 @@ def _check_input(layer: str, n: int, input: Any) -> None:
     if not isinstance(input, Tensor):
         raise TypeError(f"[{layer}] expected a Tensor input, got {type(input).__name__}")
     if input.ndim not in (n + 1, n + 2):
-        raise ValueError(
-            f"[{layer}] expected a {n + 1}-d (C, {_SPATIAL[n]}) or {n + 2}-d (N, C, {_SPATIAL[n]}) input, "
-            f"got {tuple(input.shape)}"
+        raise ShapeError(
+            f"[{layer}] expected a {n + 1}-d (C, {_SPATIAL[n]}) or {n + 2}-d (N, C, {_SPATIAL[n]}) input, got {list(input.shape)}"
         )
 
 
 class _MaxPoolNd(Module):
     _nd = 0
 
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-                 return_indices: bool = False, ceil_mode: bool = False) -> None:
+    def __init__(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        dilation: Any = 1,
+        return_indices: bool = False,
+        ceil_mode: bool = False,
+    ) -> None:
         super().__init__()
         name = type(self).__name__
         _check_sizes(name, self._nd, kernel_size=(kernel_size, 1), padding=(padding, 0), dilation=(dilation, 1))
@@ -61,38 +68,56 @@ class _MaxPoolNd(Module):
     def forward(self, input: Tensor) -> Any:
         name = type(self).__name__
         _check_input(name, self._nd, input)
-        return F._max_pool_nd(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                              self.return_indices, self._nd, f"[{name}]")
+        return F._max_pool_nd(
+            input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices, self._nd, f"[{name}]"
+        )
 
     def extra_repr(self) -> str:
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+        return (
+            f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+            f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
+        )
 
 
 class MaxPool1d(_MaxPoolNd):
+    """`F.max_pool1d` as a layer: the maximum of each `kernel_size` window, with
+    `stride` (default: the kernel size), `padding`, `dilation`, `return_indices`, `ceil_mode`."""
+
     _nd = 1
 
 
 class MaxPool2d(_MaxPoolNd):
+    """`F.max_pool2d` as a layer, with the arguments of MaxPool1d per spatial dim."""
+
     _nd = 2
 
 
 class MaxPool3d(_MaxPoolNd):
+    """`F.max_pool3d` as a layer, with the arguments of MaxPool1d per spatial dim."""
+
     _nd = 3
 
 
 class _AvgPoolNd(Module):
     _nd = 0
 
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
-                 count_include_pad: bool = True, divisor_override: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        divisor_override: Optional[int] = None,
+    ) -> None:
         super().__init__()
         name = type(self).__name__
         _check_sizes(name, self._nd, kernel_size=(kernel_size, 1), padding=(padding, 0))
         if stride is not None:
             _check_sizes(name, self._nd, stride=(stride, 1))
-        if divisor_override is not None and (isinstance(divisor_override, bool) or not isinstance(divisor_override, int)
-                                             or divisor_override == 0):
+        if divisor_override is not None and (
+            isinstance(divisor_override, bool) or not isinstance(divisor_override, int) or divisor_override == 0
+        ):
             raise ValueError(f"[{name}] divisor_override must be a non-zero integer, got {divisor_override!r}")
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
@@ -104,18 +129,31 @@ class _AvgPoolNd(Module):
     def forward(self, input: Tensor) -> Tensor:
         name = type(self).__name__
         _check_input(name, self._nd, input)
-        return F._avg_pool_nd(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                              self.count_include_pad, self.divisor_override, self._nd, f"[{name}]")
+        return F._avg_pool_nd(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+            self.divisor_override,
+            self._nd,
+            f"[{name}]",
+        )
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AvgPool1d(_AvgPoolNd):
+    """`F.avg_pool1d` as a layer: the mean of each `kernel_size` window, with
+    `stride` (default: the kernel size), `padding`, `ceil_mode`, `count_include_pad`."""
+
     _nd = 1
 
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
-                 count_include_pad: bool = True) -> None:
+    def __init__(
+        self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False, count_include_pad: bool = True
+    ) -> None:
         super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
         # PyTorch stores AvgPool1d's sizes as 1-tuples.
         one = lambda v: tuple(v) if isinstance(v, (list, tuple)) else (v,)  # noqa: E731
@@ -123,10 +161,14 @@ class AvgPool1d(_AvgPoolNd):
 
 
 class AvgPool2d(_AvgPoolNd):
+    """`F.avg_pool2d` as a layer; also takes `divisor_override`."""
+
     _nd = 2
 
 
 class AvgPool3d(_AvgPoolNd):
+    """`F.avg_pool3d` as a layer; also takes `divisor_override`."""
+
     _nd = 3
 
 
@@ -142,7 +184,7 @@ class _AdaptivePoolNd(Module):
             raise ValueError(f"[{name}] output_size must be an int or a tuple of {self._nd} values, got {output_size!r}")
         for v in sizes:
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
-                shown = f"a tensor of shape {tuple(output_size.shape)}" if hasattr(output_size, "shape") else repr(output_size)
+                shown = f"a tensor of shape {list(output_size.shape)}" if hasattr(output_size, "shape") else repr(output_size)
                 raise ValueError(f"[{name}] output_size must contain positive integers (or None), got {shown}")
         self.output_size = output_size
         if self._max:
@@ -159,6 +201,8 @@ class _AdaptivePoolNd(Module):
 
 
 class AdaptiveAvgPool1d(_AdaptivePoolNd):
+    """`F.adaptive_avg_pool1d` as a layer: mean pooling to a fixed `output_size`."""
+
     _nd = 1
 
     def __init__(self, output_size: Any) -> None:
@@ -166,6 +210,8 @@ class AdaptiveAvgPool1d(_AdaptivePoolNd):
 
 
 class AdaptiveAvgPool2d(_AdaptivePoolNd):
+    """`F.adaptive_avg_pool2d` as a layer: mean pooling to a fixed `output_size` (None keeps a dim)."""
+
     _nd = 2
 
     def __init__(self, output_size: Any) -> None:
@@ -173,6 +219,8 @@ class AdaptiveAvgPool2d(_AdaptivePoolNd):
 
 
 class AdaptiveAvgPool3d(_AdaptivePoolNd):
+    """`F.adaptive_avg_pool3d` as a layer: mean pooling to a fixed `output_size` (None keeps a dim)."""
+
     _nd = 3
 
     def __init__(self, output_size: Any) -> None:
@@ -180,15 +228,21 @@ class AdaptiveAvgPool3d(_AdaptivePoolNd):
 
 
 class AdaptiveMaxPool1d(_AdaptivePoolNd):
+    """`F.adaptive_max_pool1d` as a layer: max pooling to a fixed `output_size`, optionally with indices."""
+
     _nd = 1
     _max = True
 
 
 class AdaptiveMaxPool2d(_AdaptivePoolNd):
+    """`F.adaptive_max_pool2d` as a layer: max pooling to a fixed `output_size`, optionally with indices."""
+
     _nd = 2
     _max = True
 
 
 class AdaptiveMaxPool3d(_AdaptivePoolNd):
+    """`F.adaptive_max_pool3d` as a layer: max pooling to a fixed `output_size`, optionally with indices."""
+
     _nd = 3
     _max = True

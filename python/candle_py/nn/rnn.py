@@ -3,13 +3,14 @@
 
 The time loop runs in Python over differentiable Tensor ops (one fused
 matmul for the input projection of all steps, one small matmul per step)."""
+
 from __future__ import annotations
 
 import math
 from typing import Any, List, Optional, Tuple
 
 from .. import _core
-from .._core import Tensor
+from .._core import ShapeError, Tensor
 from . import functional as F
 from . import init
 from .module import Module
@@ -71,7 +72,9 @@ class _RNNBase(Module):
         for p in self.parameters():
             init.uniform_(p, -stdv, stdv)
 
-    def _run_direction(self, xs: Tensor, h: Tensor, c: Optional[Tensor], suffix: str, reverse: bool) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+    def _run_direction(
+        self, xs: Tensor, h: Tensor, c: Optional[Tensor], suffix: str, reverse: bool
+    ) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
         w_ih = getattr(self, "weight_ih" + suffix)
         w_hh = getattr(self, "weight_hh" + suffix)
         b_ih = getattr(self, "bias_ih" + suffix) if self.bias else None
@@ -88,9 +91,9 @@ class _RNNBase(Module):
     def forward(self, input: Tensor, hx: Any = None) -> Tuple[Tensor, Any]:
         name = self._mode
         if input.ndim not in (2, 3):
-            raise ValueError(f"[{name}] expected 2-D (L, H_in) or 3-D input, got shape {tuple(input.shape)}")
+            raise ShapeError(f"[{name}] expected 2-D (L, H_in) or 3-D input, got shape {list(input.shape)}")
         if input.shape[-1] != self.input_size:
-            raise ValueError(f"[{name}] expected input with last dimension {self.input_size} (input_size), got {tuple(input.shape)}")
+            raise ShapeError(f"[{name}] expected input with last dimension {self.input_size} (input_size), got {list(input.shape)}")
         unbatched = input.ndim == 2
         x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
         batch = x.shape[1]
@@ -133,7 +136,7 @@ class _RNNBase(Module):
             h0 = h0.unsqueeze(1)
             c0 = c0.unsqueeze(1) if c0 is not None else None
         if tuple(h0.shape) != shape:
-            raise ValueError(f"[{self._mode}] expected hidden state of shape {shape}, got {tuple(h0.shape)}")
+            raise ShapeError(f"[{self._mode}] expected hidden state of shape {list(shape)}, got {list(h0.shape)}")
         return h0, c0
 
     def extra_repr(self) -> str:
@@ -157,7 +160,9 @@ class LSTM(_RNNBase):
     _gates = 4
     _mode = "LSTM"
 
-    def _cell(self, x_proj: Tensor, h: Tensor, c: Optional[Tensor], w_hh: Tensor, b_hh: Optional[Tensor]) -> Tuple[Tensor, Optional[Tensor]]:
+    def _cell(
+        self, x_proj: Tensor, h: Tensor, c: Optional[Tensor], w_hh: Tensor, b_hh: Optional[Tensor]
+    ) -> Tuple[Tensor, Optional[Tensor]]:
         gates = x_proj + F.linear(h, w_hh, b_hh)
         i, f, g, o = gates.chunk(4, -1)
         assert c is not None
@@ -165,6 +170,9 @@ class LSTM(_RNNBase):
         return o.sigmoid() * c.tanh(), c
 
     def forward(self, input: Tensor, hx: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:  # type: ignore[override]
+        """Run the LSTM over `input` (L, N, H_in), (N, L, H_in) with `batch_first`, or
+        unbatched (L, H_in); `hx = (h0, c0)` defaults to zeros. Returns the output
+        (top layer's h at every step) and the final `(h_n, c_n)`."""
         return super().forward(input, hx)  # type: ignore[return-value]
 
 
@@ -174,7 +182,9 @@ class GRU(_RNNBase):
     _gates = 3
     _mode = "GRU"
 
-    def _cell(self, x_proj: Tensor, h: Tensor, c: Optional[Tensor], w_hh: Tensor, b_hh: Optional[Tensor]) -> Tuple[Tensor, Optional[Tensor]]:
+    def _cell(
+        self, x_proj: Tensor, h: Tensor, c: Optional[Tensor], w_hh: Tensor, b_hh: Optional[Tensor]
+    ) -> Tuple[Tensor, Optional[Tensor]]:
         hp = F.linear(h, w_hh, b_hh)
         xr, xz, xn = x_proj.chunk(3, -1)
         hr, hz, hn = hp.chunk(3, -1)
@@ -184,6 +194,6 @@ class GRU(_RNNBase):
         return (1 - z) * n + z * h, None
 
     def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:  # type: ignore[override]
+        """Run the GRU over `input` (L, N, H_in), (N, L, H_in) with `batch_first`, or
+        unbatched (L, H_in); `hx` defaults to zeros. Returns the output and the final hidden state."""
         return super().forward(input, hx)  # type: ignore[return-value]
-
-

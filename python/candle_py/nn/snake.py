@@ -1,11 +1,12 @@
 """`Snake1d`: the periodic activation of BigVGAN/DAC audio models,
 `x + 1/(alpha + 1e-9) * sin(alpha * x)^2` with a learnable per-channel alpha."""
+
 from __future__ import annotations
 
 from typing import Any
 
 from .. import _core
-from .._core import Tensor
+from .._core import ShapeError, Tensor
 from . import functional as F
 from .module import Module
 from .parameter import Parameter
@@ -14,6 +15,9 @@ __all__ = ["Snake1d"]
 
 
 class Snake1d(Module):
+    """Snake activation with a learned per-channel `alpha` (1, channels, 1), for
+    (N, channels, L) input: `x + sin(alpha * x)**2 / alpha` (`F.snake`)."""
+
     def __init__(self, channels: int, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         if not isinstance(channels, int) or channels <= 0:
@@ -23,7 +27,7 @@ class Snake1d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         if x.ndim != 3 or x.shape[1] != self.channels:
-            raise ValueError(f"[Snake1d] expected input (N, {self.channels}, L), got {tuple(x.shape)}")
+            raise ShapeError(f"[Snake1d] expected input (N, {self.channels}, L), got {list(x.shape)}")
         return F.snake(x, self.alpha)
 
     def extra_repr(self) -> str:

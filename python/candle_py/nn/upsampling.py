@@ -1,99 +1,37 @@
-"""`Upsample` and `F.interpolate` (nearest, linear, bilinear, trilinear),
-separable per spatial dim with PyTorch's source-index rules, built from
-index_select and weighted sums so gradients flow."""
+"""`Upsample`, the module form of `F.interpolate` (nearest, linear, bilinear,
+trilinear); the resizing itself is in `functional`."""
+
 from __future__ import annotations
 
-import math
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Optional
 
-from .. import _core
 from .._core import Tensor
+from .functional import _Scale, _Size, interpolate
 from .module import Module
 
 __all__ = ["Upsample", "interpolate"]
 
-_Size = Union[int, Sequence[int], None]
-_Scale = Union[float, Sequence[float], None]
-
-
-def _per_dim(v: Any, n: int, what: str) -> Optional[Tuple[Any, ...]]:
-    if v is None:
-        return None
-    if isinstance(v, (int, float)):
-        return (v,) * n
-    v = tuple(v)
-    if len(v) != n:
-        raise ValueError(f"interpolate: {what} must have {n} elements for {n} spatial dims, got {v}")
-    return v
-
-
-def _resize_dim(x: Tensor, dim: int, out: int, scale: Optional[float], mode: str, align_corners: bool) -> Tensor:
-    size = x.shape[dim]
-    if out == size and scale in (None, 1.0):
-        return x
-    if mode == "nearest":
-        s = (1.0 / scale) if scale else size / out
-        idx = [min(int(math.floor(i * s)), size - 1) for i in range(out)]
-        return x.index_select(dim, _core.tensor(idx, device=x.device))
-    # Linear: each output sample mixes its two neighbouring inputs.
-    if align_corners:
-        s = (size - 1) / (out - 1) if out > 1 else 0.0
-        src = [i * s for i in range(out)]
-    else:
-        s = (1.0 / scale) if scale else size / out
-        src = [max((i + 0.5) * s - 0.5, 0.0) for i in range(out)]
-    i0 = [min(int(math.floor(v)), size - 1) for v in src]
-    i1 = [min(i + 1, size - 1) for i in i0]
-    lam = [v - i for v, i in zip(src, i0)]
-    shape = [1] * x.ndim
-    shape[dim] = out
-    w1 = _core.tensor(lam, dtype=x.dtype, device=x.device).reshape(shape)
-    a = x.index_select(dim, _core.tensor(i0, device=x.device))
-    b = x.index_select(dim, _core.tensor(i1, device=x.device))
-    return a * (1 - w1) + b * w1
-
-
-def interpolate(
-    input: Tensor,
-    size: _Size = None,
-    scale_factor: _Scale = None,
-    mode: str = "nearest",
-    align_corners: Optional[bool] = None,
-    recompute_scale_factor: Optional[bool] = None,
-    antialias: bool = False,
-) -> Tensor:
-    n = input.ndim - 2
-    if n < 1 or n > 3:
-        raise ValueError(f"interpolate: expected 3-D, 4-D or 5-D input (N, C, ...), got {tuple(input.shape)}")
-    linear = {"linear": 1, "bilinear": 2, "trilinear": 3}
-    if mode not in ("nearest", *linear):
-        raise ValueError(f"interpolate: mode must be nearest, linear, bilinear or trilinear, got {mode!r}")
-    if mode in linear and linear[mode] != n:
-        raise ValueError(f"interpolate: mode {mode!r} expects {linear[mode] + 2}-D input, got {tuple(input.shape)}")
-    if mode == "nearest" and align_corners:
-        raise ValueError("interpolate: align_corners only works with linear modes")
-    if (size is None) == (scale_factor is None):
-        raise ValueError("interpolate: give exactly one of size and scale_factor")
-    sizes = _per_dim(size, n, "size")
-    scales = _per_dim(scale_factor, n, "scale_factor")
-    if scales is not None:
-        sizes = tuple(int(math.floor(input.shape[2 + i] * scales[i])) for i in range(n))
-        if recompute_scale_factor:
-            scales = None
-    assert sizes is not None
-    if any(s <= 0 for s in sizes):
-        raise ValueError(f"interpolate: output size must be positive, got {sizes}")
-    out = input
-    for i in range(n):
-        out = _resize_dim(out, 2 + i, int(sizes[i]), None if scales is None else float(scales[i]), "nearest" if mode == "nearest" else "linear", bool(align_corners))
-    return out
-
 
 class Upsample(Module):
-    def __init__(self, size: _Size = None, scale_factor: _Scale = None, mode: str = "nearest", align_corners: Optional[bool] = None, recompute_scale_factor: Optional[bool] = None) -> None:
+    """`F.interpolate` as a layer: resize (N, C, ...) input to `size` or by
+    `scale_factor`, with `mode` "nearest", "linear", "bilinear" or "trilinear"
+    and `align_corners` for the linear modes."""
+
+    def __init__(
+        self,
+        size: _Size = None,
+        scale_factor: _Scale = None,
+        mode: str = "nearest",
+        align_corners: Optional[bool] = None,
+        recompute_scale_factor: Optional[bool] = None,
+    ) -> None:
         super().__init__()
         self.size, self.mode, self.align_corners, self.recompute_scale_factor = size, mode, align_corners, recompute_scale_factor
-        self.scale_factor = float(scale_factor) if isinstance(scale_factor, (int, float)) else (tuple(float(s) for s in scale_factor) if scale_factor else None)
+        self.scale_factor = (
+            float(scale_factor)
+            if isinstance(scale_factor, (int, float))
+            else (tuple(float(s) for s in scale_factor) if scale_factor else None)
+        )
 
     def forward(self, input: Tensor) -> Tensor:
         return interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners, self.recompute_scale_factor)

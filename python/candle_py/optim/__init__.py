@@ -1,4 +1,5 @@
 """`candle_py.optim`: SGD, Adam, AdamW and learning-rate schedulers."""
+
 from . import lr_scheduler
 from .adam import Adam, AdamW
 from .optimizer import Optimizer

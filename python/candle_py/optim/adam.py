@@ -1,5 +1,6 @@
 """Adam (with amsgrad) and AdamW, with PyTorch's bias-corrected update:
 `p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)`."""
+
 from __future__ import annotations
 
 import math
@@ -15,10 +16,22 @@ class Adam(Optimizer):
 
     _decoupled = False
 
-    def __init__(self, params: ParamsT, lr: float = 1e-3, betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False, *, foreach: Optional[bool] = None, maximize: bool = False,
-                 capturable: bool = False, differentiable: bool = False, fused: Optional[bool] = None,
-                 decoupled_weight_decay: bool = False) -> None:
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-3,
+        betas: Tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        amsgrad: bool = False,
+        *,
+        foreach: Optional[bool] = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: Optional[bool] = None,
+        decoupled_weight_decay: bool = False,
+    ) -> None:
         # foreach / capturable / differentiable / fused select PyTorch kernels; accepted for compatibility.
         lr = float(lr)
         if lr < 0.0:
@@ -29,8 +42,18 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameters: {betas}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
-                                      decoupled_weight_decay=bool(decoupled_weight_decay or self._decoupled)))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                betas=tuple(betas),
+                eps=eps,
+                weight_decay=weight_decay,
+                amsgrad=amsgrad,
+                maximize=maximize,
+                decoupled_weight_decay=bool(decoupled_weight_decay or self._decoupled),
+            ),
+        )
 
     @staticmethod
     def _init_state(p: Tensor, state: Dict[str, Any], group: Dict[str, Any]) -> None:
@@ -48,11 +71,22 @@ class Adam(Optimizer):
         amsgrad = bool(group["amsgrad"])
         steps = [float(s["step"].item()) + 1 for s in states]
         b1, b2 = group["betas"]
-        done = _core._adam_step(params, grads, [s["exp_avg"] for s in states],
-                                [s["exp_avg_sq"] for s in states], [s["max_exp_avg_sq"] for s in states] if amsgrad else [],
-                                steps, float(group["lr"]), float(b1), float(b2), float(group["eps"]),
-                                float(group["weight_decay"]), amsgrad, bool(group.get("maximize", False)),
-                                bool(group.get("decoupled_weight_decay", self._decoupled)))
+        done = _core._adam_step(
+            params,
+            grads,
+            [s["exp_avg"] for s in states],
+            [s["exp_avg_sq"] for s in states],
+            [s["max_exp_avg_sq"] for s in states] if amsgrad else [],
+            steps,
+            float(group["lr"]),
+            float(b1),
+            float(b2),
+            float(group["eps"]),
+            float(group["weight_decay"]),
+            amsgrad,
+            bool(group.get("maximize", False)),
+            bool(group.get("decoupled_weight_decay", self._decoupled)),
+        )
         if done:
             made: Dict[float, Tensor] = {}  # one step tensor per distinct count (they are replaced, never mutated)
             for s, step in zip(states, steps):
@@ -88,7 +122,19 @@ class AdamW(Adam):
 
     _decoupled = True
 
-    def __init__(self, params: ParamsT, lr: float = 1e-3, betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False, foreach: Optional[bool] = None,
-                 capturable: bool = False, differentiable: bool = False, fused: Optional[bool] = None) -> None:
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-3,
+        betas: Tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: Optional[bool] = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: Optional[bool] = None,
+    ) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, decoupled_weight_decay=True)

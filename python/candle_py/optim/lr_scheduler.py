@@ -1,4 +1,5 @@
 """Learning-rate schedulers: `StepLR`, `CosineAnnealingLR` (PyTorch's formulas)."""
+
 from __future__ import annotations
 
 import math
@@ -10,6 +11,10 @@ __all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR"]
 
 
 class LRScheduler:
+    """Base class of learning-rate schedulers: sets each param group's `lr` from
+    `get_lr()` on every `step()`; `last_epoch=-1` starts from the optimizer's
+    current learning rates (kept as `initial_lr`)."""
+
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
@@ -22,9 +27,11 @@ class LRScheduler:
         self.step()
 
     def get_lr(self) -> List[float]:
+        """The learning rate of each param group for the current epoch (subclasses define it)."""
         raise NotImplementedError(f"{type(self).__name__} must define get_lr")
 
     def get_last_lr(self) -> List[float]:
+        """The learning rates set by the latest `step()`, one per param group."""
         return self._last_lr
 
     def step(self, epoch: Optional[int] = None) -> None:
@@ -35,9 +42,11 @@ class LRScheduler:
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
     def state_dict(self) -> Dict[str, Any]:
+        """The scheduler's state (everything but the optimizer), for `load_state_dict`."""
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        """Restore a state from `state_dict()`."""
         self.__dict__.update(state_dict)
 
 
@@ -64,5 +73,4 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> List[float]:
-        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
-                for base in self.base_lrs]
+        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2 for base in self.base_lrs]

@@ -1,20 +1,23 @@
 """`Optimizer`: PyTorch's base class. Keeps parameter groups and a per-parameter
 state; each optimizer writes only its update rule (`_update`). Parameters are
 updated in place (under `no_grad`), so modules keep the same Parameter objects."""
+
 from __future__ import annotations
 
 import copy
 from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 
-from .. import _core
 from .._core import Tensor
-from ..autograd import no_grad
+from ..autograd import enable_grad, no_grad
 from ..nn.module import zero_grads
 
 ParamsT = Union[Iterable[Tensor], Iterable[Dict[str, Any]]]
 
 
 class Optimizer:
+    """Base class of optimizers, as `torch.optim.Optimizer`: `params` is an iterable of
+    tensors or of param-group dicts (each may override the `defaults`, e.g. its own `lr`)."""
+
     defaults: Dict[str, Any]
     param_groups: List[Dict[str, Any]]
     state: Dict[Tensor, Dict[str, Any]]
@@ -32,6 +35,7 @@ class Optimizer:
             self.add_param_group(g)  # type: ignore[arg-type]
 
     def add_param_group(self, param_group: Dict[str, Any]) -> None:
+        """Add a group of parameters (a dict with `params`), filling missing options from `defaults`."""
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, got {type(param_group).__name__}")
         group = dict(param_group)
@@ -50,6 +54,7 @@ class Optimizer:
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all parameters: to None (`set_to_none=True`) or to zeros."""
         zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
 
     def _update(self, p: Tensor, grad: Tensor, state: Dict[str, Any], group: Dict[str, Any]) -> Tensor:
@@ -62,10 +67,10 @@ class Optimizer:
         return False
 
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """Update every parameter that has a gradient, in place. `closure`, if given,
+        re-evaluates the model with gradients enabled and its loss is returned."""
         loss = None
         if closure is not None:
-            from ..autograd import enable_grad
-
             with enable_grad():
                 loss = closure()
         with no_grad():
@@ -84,6 +89,7 @@ class Optimizer:
 
     # -- state dicts: parameters are referred to by their position, as in PyTorch --
     def state_dict(self) -> Dict[str, Any]:
+        """The per-parameter state and the param groups, with parameters named by index (PyTorch's layout)."""
         index: Dict[int, int] = {}
         groups = []
         for g in self.param_groups:
@@ -93,11 +99,15 @@ class Optimizer:
                 index.setdefault(id(p), len(index))
                 packed["params"].append(index[id(p)])
             groups.append(packed)
-        state = {index[id(p)]: {k: (v.clone() if isinstance(v, Tensor) else v) for k, v in s.items()}
-                 for p, s in self.state.items() if id(p) in index}
+        state = {
+            index[id(p)]: {k: (v.clone() if isinstance(v, Tensor) else v) for k, v in s.items()}
+            for p, s in self.state.items()
+            if id(p) in index
+        }
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        """Restore a `state_dict()`; its groups must match this optimizer's in number and size."""
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
@@ -108,7 +118,10 @@ class Optimizer:
         self.state = {}
         for i, s in state_dict["state"].items():
             p = by_index[int(i)]
-            self.state[p] = {k: (v.clone().to(p.dtype) if isinstance(v, Tensor) and v.dtype.is_floating_point and k != "step" else copy.deepcopy(v)) for k, v in s.items()}
+            self.state[p] = {
+                k: (v.clone().to(p.dtype) if isinstance(v, Tensor) and v.dtype.is_floating_point and k != "step" else copy.deepcopy(v))
+                for k, v in s.items()
+            }
         for mine, theirs in zip(self.param_groups, groups):
             for k, v in theirs.items():
                 if k != "params":

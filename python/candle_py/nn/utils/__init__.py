@@ -1,4 +1,5 @@
 """`candle_py.nn.utils`: weight normalization and gradient clipping."""
+
 from . import parametrizations
 from .clip_grad import clip_grad_norm_, clip_grad_value_
 from .weight_norm import remove_weight_norm, weight_norm

@@ -1,4 +1,5 @@
 """The norm weight normalization divides by, and the reparametrization itself."""
+
 from __future__ import annotations
 
 from typing import Optional

@@ -1,4 +1,5 @@
 """Gradient clipping: `clip_grad_norm_` and `clip_grad_value_`, in place on `.grad`."""
+
 from __future__ import annotations
 
 import math
@@ -21,7 +22,9 @@ def _grads(parameters: _Params) -> list[Tensor]:
     return [p for p in params if p.grad is not None]
 
 
-def clip_grad_norm_(parameters: _Params, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False, foreach: object = None) -> Tensor:
+def clip_grad_norm_(
+    parameters: _Params, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False, foreach: object = None
+) -> Tensor:
     """Scale all gradients so their joint norm is at most `max_norm`; returns the norm before clipping."""
     params = _grads(parameters)
     if not params:

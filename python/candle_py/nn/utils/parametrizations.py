@@ -1,6 +1,7 @@
 """`nn.utils.parametrizations.weight_norm`: PyTorch's newer layout, with state
 keys `parametrizations.weight.original0` (g) and `original1` (v). The layer
 also loads `weight_g`/`weight_v` checkpoints or a plain `weight`."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, Optional, TypeVar
@@ -24,10 +25,15 @@ class ParametrizationList(Module):
         self.dim = dim
 
     def right_inverse_of(self) -> Any:
+        """Recompose the weight from `original0` (g) and `original1` (v)."""
         return compose(self.original0, self.original1, self.dim)
 
 
 def weight_norm(module: M, name: str = "weight", dim: Optional[int] = 0) -> M:
+    """Reparametrize `module.<name>` as `g * v / ||v||` (norm over every dim but `dim`;
+    `dim=None` for the whole tensor), stored as
+    `parametrizations.<name>.original0` (g) and `.original1` (v), as
+    `torch.nn.utils.parametrizations.weight_norm`; returns the module."""
     if not isinstance(module, Module):
         raise TypeError(f"weight_norm: expected an nn.Module, got {type(module).__name__}")
     weight = module._parameters.get(name)

@@ -2,6 +2,7 @@
 `remove_weight_norm`, as PyTorch's: the weight is recomputed from g and v
 before every forward, and a weight-normed layer also loads a checkpoint in the
 `parametrizations.weight.original0/1` layout or with a plain `weight`."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, Optional, TypeVar
@@ -62,7 +63,7 @@ def remove_weight_norm(module: M, name: str = "weight") -> M:
     """Fold g and v back into one `weight` parameter."""
     if not isinstance(module, Module):
         raise TypeError(f"remove_weight_norm: expected an nn.Module, got {type(module).__name__}")
-    for k, hook in list(module._forward_pre_hooks.items()):
+    for hook in list(module._forward_pre_hooks.values()):
         if isinstance(hook, _WeightNorm) and hook.name == name:
             w = hook.compute(module).detach()
             for h in hook.hooks:

@@ -4,6 +4,7 @@
 Shuffling draws from the generator `candle_py.manual_seed` seeds, so a seeded
 run sees the same batches every time.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,7 +14,7 @@ from typing import Any, Callable, Generic, Iterator, List, Optional, TypeVar
 import numpy as np
 
 from ... import _core
-from ..._core import Tensor
+from ..._core import ShapeError, Tensor
 
 __all__ = ["Dataset", "TensorDataset", "Subset", "random_split", "DataLoader", "default_collate"]
 
@@ -39,7 +40,7 @@ class TensorDataset(Dataset[tuple]):
         ts = [t if isinstance(t, Tensor) else _core.tensor(t) for t in tensors]
         n = ts[0].shape[0] if ts[0].ndim else 0
         if any(t.ndim == 0 or t.shape[0] != n for t in ts):
-            raise ValueError(f"TensorDataset: size mismatch between tensors, dim 0 sizes {[tuple(t.shape)[:1] for t in ts]}")
+            raise ShapeError(f"TensorDataset: size mismatch between tensors, dim 0 sizes {[list(t.shape)[:1] for t in ts]}")
         self.tensors = tuple(ts)
 
     def __getitem__(self, index: int) -> tuple:
@@ -50,6 +51,8 @@ class TensorDataset(Dataset[tuple]):
 
 
 class Subset(Dataset[T]):
+    """The items of `dataset` at `indices`, in that order."""
+
     def __init__(self, dataset: Dataset[T], indices: Sequence[int]) -> None:
         self.dataset, self.indices = dataset, list(indices)
 
@@ -74,7 +77,7 @@ def random_split(dataset: Dataset[T], lengths: Sequence[float], generator: Any =
     perm = _core._randperm_list(n)
     out, start = [], 0
     for size in sizes:
-        out.append(Subset(dataset, perm[start:start + size]))
+        out.append(Subset(dataset, perm[start : start + size]))
         start += size
     return out
 
@@ -170,7 +173,7 @@ class DataLoader(Generic[T]):
             return
         bs = self.batch_size
         for start in range(0, len(order), bs):
-            idx = order[start:start + bs]
+            idx = order[start : start + bs]
             if len(idx) < bs and self.drop_last:
                 return
             yield self._batch(idx)
