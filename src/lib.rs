@@ -1,45 +1,29 @@
-//! candle_py's compiled core: module wiring only. Each area registers itself.
-use pyo3::prelude::*;
+//! candle_py's compiled core: module wiring only.
+//!
+//! Three layers, dependencies pointing one way (ARCHITECTURE.md):
+//! - `bindings`: the Python surface (PyO3): the `Tensor` class, argument conversion,
+//!   validation, GIL release, error mapping; each area registers itself.
+//! - `layers`: pure compute for the nn layer families, forward and backward.
+//! - `ops`: pure compute for the tensor math (elementwise, reductions, GEMM, writes,
+//!   random, optimizer updates) and the pieces every kernel shares.
+//!
+//! `layers` and `ops` know nothing of Python; `dtype` is the one core type they share
+//! with the bindings.
+#![deny(unsafe_op_in_unsafe_fn)]
 
 mod alloc;
-mod autograd;
-mod creation;
-mod device;
+mod bindings;
 mod dtype;
-mod errors;
-mod indexing;
-mod kernels;
-mod layers;
-mod math;
-mod numpy_interop;
-mod optim;
-mod parallel;
-mod random;
+mod grad;
+pub mod layers;
+pub mod ops;
 mod runtime;
-mod safetensors_io;
-mod shape_ops;
-mod tensor;
 
 #[global_allocator]
 static HEAP: alloc::HugePageAlloc = alloc::HugePageAlloc;
 
-#[pymodule(gil_used = false)]
-fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+#[pyo3::pymodule(gil_used = false)]
+fn _core(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
     runtime::configure();
-    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    errors::register(m)?;
-    dtype::register(m)?;
-    device::register(m)?;
-    tensor::register(m)?;
-    creation::register(m)?;
-    numpy_interop::register(m)?;
-    math::register(m)?;
-    shape_ops::register(m)?;
-    indexing::register(m)?;
-    autograd::register(m)?;
-    random::register(m)?;
-    safetensors_io::register(m)?;
-    layers::register(m)?;
-    optim::register(m)?;
-    Ok(())
+    bindings::register(m)
 }

@@ -19,7 +19,8 @@ fn keep_freed_memory() {
         .iter()
         .any(|v| std::env::var_os(v).is_some());
     if !user_set {
-        // SAFETY: mallopt only changes glibc's allocation thresholds.
+        // SAFETY: the declaration above matches glibc's `int mallopt(int, int)`; mallopt takes
+        // no pointers and only changes glibc's allocation thresholds (it is thread-safe).
         unsafe {
             mallopt(M_MMAP_THRESHOLD, 32 << 20);
             mallopt(M_TRIM_THRESHOLD, 256 << 20);

@@ -345,28 +345,28 @@ def _t(*shape: int) -> cp.Tensor:
 
 
 def test_error_rank_too_small() -> None:
-    with pytest.raises(ValueError, match=r"scaled_dot_product_attention.*\(8,\)"):
+    with pytest.raises(ValueError, match=r"scaled_dot_product_attention.*\[8\]"):
         F.scaled_dot_product_attention(_t(8), _t(8), _t(8))
 
 
 def test_error_batch_dims_do_not_broadcast() -> None:
-    with pytest.raises(ValueError, match=r"scaled_dot_product_attention.*\(2, 3, 4, 8\).*\(4, 5, 8\)"):
+    with pytest.raises(ValueError, match=r"scaled_dot_product_attention.*\[2, 3, 4, 8\].*\[4, 5, 8\]"):
         F.scaled_dot_product_attention(_t(2, 3, 4, 8), _t(4, 5, 8), _t(4, 5, 8))
 
 
 def test_error_embedding_dim_mismatch() -> None:
-    with pytest.raises(ValueError, match=r"scaled_dot_product_attention.*\(1, 2, 4, 8\).*\(1, 2, 5, 6\)"):
+    with pytest.raises(ValueError, match=r"scaled_dot_product_attention.*\[1, 2, 4, 8\].*\[1, 2, 5, 6\]"):
         F.scaled_dot_product_attention(_t(1, 2, 4, 8), _t(1, 2, 5, 6), _t(1, 2, 5, 8))
 
 
 def test_error_key_value_length_mismatch() -> None:
-    with pytest.raises(ValueError, match=r"\(1, 2, 5, 8\).*\(1, 2, 6, 8\)"):
+    with pytest.raises(ValueError, match=r"\[1, 2, 5, 8\].*\[1, 2, 6, 8\]"):
         F.scaled_dot_product_attention(_t(1, 2, 4, 8), _t(1, 2, 5, 8), _t(1, 2, 6, 8))
 
 
 @pytest.mark.parametrize("mshape", [(3, 5), (4, 6), (3, 1, 4, 5), (2, 2, 2, 4, 5), (5,)])
 def test_error_mask_not_broadcastable(mshape) -> None:
-    with pytest.raises(ValueError, match=r"attn_mask of shape .*\(2, 2, 4, 5\)"):
+    with pytest.raises(ValueError, match=r"attn_mask of shape .*\[2, 2, 4, 5\]"):
         F.scaled_dot_product_attention(_t(2, 2, 4, 8), _t(2, 2, 5, 8), _t(2, 2, 5, 8), attn_mask=cp.zeros(*mshape))
 
 
@@ -376,7 +376,7 @@ def test_error_mask_and_causal() -> None:
 
 
 def test_error_gqa_heads_not_divisible() -> None:
-    with pytest.raises(ValueError, match=r"multiple.*\(1, 4, 3, 8\).*\(1, 3, 5, 8\)"):
+    with pytest.raises(ValueError, match=r"multiple.*\[1, 4, 3, 8\].*\[1, 3, 5, 8\]"):
         F.scaled_dot_product_attention(_t(1, 4, 3, 8), _t(1, 3, 5, 8), _t(1, 3, 5, 8), enable_gqa=True)
     # Without enable_gqa, unequal head counts do not broadcast.
     with pytest.raises(ValueError, match="broadcast"):

@@ -68,7 +68,7 @@ CASES = {
     "sdpa head dims": (
         lambda: F.scaled_dot_product_attention(cp.ones(2, 4, 8), cp.ones(2, 5, 7), cp.ones(2, 5, 8)),
         ValueError,
-        ["scaled_dot_product_attention", "(2, 4, 8)", "(2, 5, 7)"],
+        ["scaled_dot_product_attention", "[2, 4, 8]", "[2, 5, 7]"],
     ),
     "index out of range": (lambda: cp.ones(3, 4)[5], IndexError, ["index", "5", "size 3"]),
     "dim out of range": (lambda: cp.ones(2, 3).sum(dim=4), IndexError, ["sum", "4"]),

@@ -22,6 +22,7 @@ ELEMENTWISE = {
     "SiLU",
     "Mish",
     "Sigmoid",
+    "LogSigmoid",
     "Tanh",
     "Hardtanh",
     "Hardsigmoid",

@@ -7,7 +7,8 @@ tests/fixtures/nn/<case>.safetensors with:
   stats), grad.input, grad.<param> for loss = (output * loss_weight).sum(),
 and metadata {"layer", "args", "kwargs" (JSON), "train", "kind"}.
 
-Run from the repository root:  python tools/make_fixtures.py
+Run from the repository root:  python tools/make_fixtures.py [CASE ...]
+(with case names, only those layer / edge cases are written).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, Optional
 
 import torch
 from safetensors.torch import save_file
@@ -71,7 +72,17 @@ LAYERS: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], bool]] 
     ("upsample_bilinear_align", "Upsample", [], {"size": [5, 7], "mode": "bilinear", "align_corners": True}, (1, 2, 3, 4), True),
     ("upsample_linear_frac", "Upsample", [], {"scale_factor": 1.5, "mode": "linear"}, (2, 2, 5), True),
     ("upsample_trilinear", "Upsample", [], {"scale_factor": 2, "mode": "trilinear"}, (1, 1, 2, 3, 2), True),
+    ("logsigmoid", "LogSigmoid", [], {}, (3, 7), True),
 ]
+
+# Elementwise functions on the values where their formulas break down (overflow, the
+# cut-offs of fast approximations, signed zeros, inf, NaN), in float32 and float64:
+# (case name, torch.nn.functional function)
+EDGES: list[tuple[str, str]] = [
+    ("logsigmoid_edges", "logsigmoid"),
+]
+EDGE_VALUES = [-float("inf"), -1e30, -1e4, -104.0, -88.5, -87.0, -30.0, -17.0, -1.0, -1e-8, -0.0, 0.0, 1e-8, 0.5, 1.0,
+               17.0, 30.0, 87.0, 88.5, 104.0, 1e4, 1e30, float("inf"), float("nan")]  # fmt: skip
 
 # (case name, class, args, kwargs, input shapes / call, train)
 SEQUENCE: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...]]] = [
@@ -111,8 +122,10 @@ def _save(name: str, tensors: dict[str, torch.Tensor], meta: dict[str, str]) -> 
     save_file({k: v.detach().clone().contiguous() for k, v in tensors.items()}, path, metadata=meta)
 
 
-def make_layers() -> None:
+def make_layers(only: Optional[set[str]] = None) -> None:
     for i, (name, layer, args, kwargs, shape, train) in enumerate(LAYERS):
+        if only is not None and name not in only:
+            continue
         torch.manual_seed(1000 + i)
         m = getattr(torch.nn, layer)(*args, **kwargs)
         if layer == "PReLU":
@@ -151,6 +164,22 @@ def make_layers() -> None:
             tensors,
             {"kind": "layer", "layer": layer, "args": json.dumps(args), "kwargs": json.dumps(kwargs), "train": str(int(train))},
         )
+
+
+def make_edges(only: Optional[set[str]] = None) -> None:
+    """`EDGES`: input, output and the gradient of `output.sum()`, per float dtype
+    (keys `input.float32`, `output.float32`, `grad.input.float32`, ...)."""
+    for name, fn in EDGES:
+        if only is not None and name not in only:
+            continue
+        tensors: dict[str, torch.Tensor] = {}
+        for dt in (torch.float32, torch.float64):
+            x = torch.tensor(EDGE_VALUES, dtype=dt, requires_grad=True)
+            y = getattr(torch.nn.functional, fn)(x)
+            y.sum().backward()
+            key = str(dt).split(".")[-1]
+            tensors.update({f"input.{key}": x, f"output.{key}": y, f"grad.input.{key}": x.grad})
+        _save(name, tensors, {"kind": "edges", "layer": fn, "args": "[]", "kwargs": "{}", "train": "1"})
 
 
 def make_sequence() -> None:
@@ -353,7 +382,15 @@ def make_parity_model() -> None:
 def main() -> None:
     os.makedirs(OUT, exist_ok=True)
     torch.set_default_dtype(torch.float32)
+    if len(sys.argv) > 1:
+        # Named cases only (e.g. a new layer's), leaving every other fixture as it is.
+        only = set(sys.argv[1:])
+        make_layers(only)
+        make_edges(only)
+        print(f"wrote the cases {sorted(only)} (where they exist) to {os.path.normpath(OUT)}")
+        return
     make_layers()
+    make_edges()
     make_sequence()
     make_losses()
     make_extra_ops()

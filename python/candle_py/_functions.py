@@ -1,13 +1,12 @@
-"""PyTorch's function forms (`cp.exp(x)`, `cp.sum(x, 1)`, ...) of Tensor methods,
-plus the few Tensor methods that are compositions of others (`isnan`, `allclose`).
+"""PyTorch's function forms (`cp.exp(x)`, `cp.sum(x, 1)`, ...) of Tensor methods.
 
 Each function forwards to the Tensor method of the same name, so the behaviour
-is defined once, in the core.
+is defined once, in the core (the compositions `isnan`, `isclose`, `fmod`, ... too:
+src/bindings/compare.rs).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Optional, Union
 
 from ._core import Tensor, tensor
@@ -110,15 +109,7 @@ true_divide = _binary("div")
 
 def div(input: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Tensor:
     """Division; `rounding_mode` is None (true division), "floor" or "trunc"."""
-    a = _t(input)
-    if rounding_mode is None:
-        return a.div(other)
-    if rounding_mode == "floor":
-        return a.floor_divide(other)
-    if rounding_mode == "trunc":
-        q = a.div(other)
-        return q.trunc().to(a.dtype) if not a.dtype.is_floating_point else q.trunc()
-    raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+    return _t(input).divide(other, rounding_mode=rounding_mode)
 
 
 divide = div
@@ -128,9 +119,7 @@ remainder = _binary("remainder")
 
 def fmod(input: Any, other: Any) -> Tensor:
     """Remainder with the sign of the dividend (C's fmod)."""
-    a = _t(input)
-    q = div(a, other, rounding_mode="trunc")
-    return a - q * other
+    return _t(input).fmod(other)
 
 
 pow = _binary("pow")
@@ -204,57 +193,29 @@ broadcast_to = _method("broadcast_to")
 
 def isnan(input: Tensor) -> Tensor:
     """True where the value is NaN."""
-    input = _check(input, "isnan")
-    return input != input
+    return _check(input, "isnan").isnan()
 
 
 def isinf(input: Tensor) -> Tensor:
     """True where the value is +inf or -inf."""
-    input = _check(input, "isinf")
-    if not input.dtype.is_floating_point:
-        return input != input
-    return input.abs() == math.inf
+    return _check(input, "isinf").isinf()
 
 
 def isfinite(input: Tensor) -> Tensor:
     """True where the value is neither NaN nor infinite."""
-    input = _check(input, "isfinite")
-    if not input.dtype.is_floating_point:
-        return input == input
-    return (input == input).logical_and(input.abs() != math.inf)
+    return _check(input, "isfinite").isfinite()
 
 
 def isclose(input: Tensor, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
     """`|input - other| <= atol + rtol * |other|`, elementwise."""
-    input = _check(input, "isclose")
-    other = other if isinstance(other, Tensor) else tensor(other, dtype=input.dtype, device=input.device)
-    a, b = input.double(), other.double()
-    close = (a - b).abs() <= atol + rtol * b.abs()
-    close = close.logical_or(a == b)  # equal infinities
-    if equal_nan:
-        close = close.logical_or(isnan(a).logical_and(isnan(b)))
-    return close
+    return _check(input, "isclose").isclose(other, rtol, atol, equal_nan)
 
 
 def allclose(input: Tensor, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     """True when every element is `isclose`."""
-    return bool(isclose(input, other, rtol, atol, equal_nan).all())
+    return _check(input, "allclose").allclose(other, rtol, atol, equal_nan)
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
     """True when shapes and all values are equal."""
     return _check(input, "equal").equal(_check(other, "equal"))
-
-
-def _attach() -> None:
-    """Give Tensor the methods that are defined here as compositions."""
-    methods: dict[str, Any] = {name: globals()[name] for name in ("isnan", "isinf", "isfinite", "isclose", "allclose", "fmod")}
-    methods["negative"] = Tensor.neg
-    methods["divide"] = lambda self, other, *, rounding_mode=None: div(self, other, rounding_mode=rounding_mode)
-    methods["absolute"] = Tensor.abs
-    for name, method in methods.items():
-        setattr(Tensor, name, method)
-
-
-_attach()
-del _attach

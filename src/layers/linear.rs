@@ -9,28 +9,20 @@
 //! The backward is three plain products (`dx = g W`, `dW = g^T x`, `db = sum(g)`)
 //! through Candle's own ops. Other dtypes and devices take Candle's matmul +
 //! broadcast add, with the same result.
-use crate::errors::{dtype_err, shape_err, OpResult};
-use crate::layers::Elem;
-use crate::tensor::PyTensor;
+use crate::ops::float::Float;
+use crate::ops::gemm::{gemm, Parallelism};
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, DType, Layout, Result, Shape, Tensor};
-use pyo3::prelude::*;
 
-const OP: &str = "linear";
+pub(crate) const OP: &str = "linear";
 
 /// The (row, column) strides and start of a 2-D layout.
-fn mat(l: &Layout) -> (usize, isize, isize) {
+pub(crate) fn mat(l: &Layout) -> (usize, isize, isize) {
     let s = l.stride();
     (l.start_offset(), s[0] as isize, s[1] as isize)
 }
 
 /// `dst (m x n) = x (m x k) * w^T (k x n) [+ b]`, with `w` stored as (n, k).
-fn forward<T: Elem>(
-    x: &[T],
-    xl: &Layout,
-    w: &[T],
-    wl: &Layout,
-    b: Option<(&[T], &Layout)>,
-) -> Vec<T> {
+pub(crate) fn forward<T: Float>(x: &[T], xl: &Layout, w: &[T], wl: &Layout, b: Option<(&[T], &Layout)>) -> Vec<T> {
     let (m, k) = xl.shape().dims2().unwrap_or((0, 0));
     let n = wl.dims()[0];
     let bias_row: Option<Vec<T>> = b.map(|(b, bl)| {
@@ -50,13 +42,13 @@ fn forward<T: Elem>(
     // gave 1.2-1.5x one instead of ~1.9x at BERT-sized layers). Blocks of columns
     // (each thread reads only its part of W) unless rows far outnumber columns; a
     // block of rows re-reads all of W per thread, which costs most at small m.
-    let threads = if crate::parallel::par_gemm(m * n * k) { rayon::current_num_threads() } else { 1 };
+    let threads = if crate::ops::parallel::par_gemm(m * n * k) { rayon::current_num_threads() } else { 1 };
     let by_cols = threads > 1 && m < 4 * n && n >= 32 * threads;
     let (step, total) = if by_cols { (n.div_ceil(threads).div_ceil(16) * 16, n) } else { (m.div_ceil(threads), m) };
     // Every element is written below: by the GEMM alone (no bias: it overwrites,
     // so no zero fill) or by the bias fill the GEMM then accumulates into.
     let mut out: Vec<T> = Vec::with_capacity(m * n);
-    let dst = crate::parallel::SyncPtr(out.as_mut_ptr());
+    let dst = crate::ops::parallel::SyncPtr(out.as_mut_ptr());
     let block = |t: usize| {
         let (a, b) = ((t * step).min(total), ((t + 1) * step).min(total));
         if a == b {
@@ -65,8 +57,8 @@ fn forward<T: Elem>(
         let (r0, mr, c0, nc) = if by_cols { (0, m, a, b - a) } else { (a, b - a, 0, n) };
         if let Some(row) = &bias_row {
             for r in r0..r0 + mr {
-                // SAFETY: row r, columns c0..c0+nc of the (m, n) output: inside it, and
-                // written by this block only.
+                // SAFETY: row r, columns c0..c0+nc of the (m, n) output: inside its m * n
+                // capacity, and written by this block only (blocks are disjoint).
                 let d = unsafe { std::slice::from_raw_parts_mut(dst.ptr().add(r * n + c0), nc) };
                 d.copy_from_slice(&row[c0..c0 + nc]);
             }
@@ -76,27 +68,16 @@ fn forward<T: Elem>(
         // output, and blocks write disjoint rows or columns of it. Without a bias the
         // GEMM does not read the destination (read_dst = false).
         unsafe {
-            gemm::gemm(
-                mr,
-                nc,
-                k,
+            gemm(
+                (mr, nc, k),
                 dst.ptr().add(r0 * n + c0),
-                1,
                 n as isize,
                 bias_row.is_some(),
-                x.as_ptr().offset(xo as isize + r0 as isize * x_rs),
-                x_cs,
-                x_rs,
+                (x.as_ptr().offset(xo as isize + r0 as isize * x_rs), x_rs, x_cs),
                 // W^T: element (kk, j) of the right operand is w[j, kk].
-                w.as_ptr().offset(wo as isize + c0 as isize * w_rs),
-                w_rs,
-                w_cs,
+                (w.as_ptr().offset(wo as isize + c0 as isize * w_rs), w_cs, w_rs),
                 T::ONE,
-                T::ONE,
-                false,
-                false,
-                false,
-                gemm::Parallelism::None,
+                Parallelism::None,
             );
         }
     };
@@ -106,26 +87,35 @@ fn forward<T: Elem>(
     } else {
         block(0);
     }
-    // SAFETY: the blocks cover all m x n elements (see above).
+    // SAFETY: the capacity is m * n, and the blocks (rows or columns `t * step..`, for
+    // t < threads, cover 0..total) have written all m x n elements (see above).
     unsafe { out.set_len(m * n) };
     out
 }
 
-fn cpu_fwd(x: (&CpuStorage, &Layout), w: (&CpuStorage, &Layout), b: Option<(&CpuStorage, &Layout)>) -> Result<(CpuStorage, Shape)> {
+pub(crate) fn cpu_fwd(
+    x: (&CpuStorage, &Layout),
+    w: (&CpuStorage, &Layout),
+    b: Option<(&CpuStorage, &Layout)>,
+) -> Result<(CpuStorage, Shape)> {
     let (m, _) = x.1.shape().dims2()?;
     let n = w.1.dims()[0];
     let out = match (x.0, w.0, b.map(|b| b.0)) {
         (CpuStorage::F32(xv), CpuStorage::F32(wv), None) => CpuStorage::F32(forward(xv, x.1, wv, w.1, None)),
-        (CpuStorage::F32(xv), CpuStorage::F32(wv), Some(CpuStorage::F32(bv))) => CpuStorage::F32(forward(xv, x.1, wv, w.1, Some((bv, b.unwrap().1)))),
+        (CpuStorage::F32(xv), CpuStorage::F32(wv), Some(CpuStorage::F32(bv))) => {
+            CpuStorage::F32(forward(xv, x.1, wv, w.1, Some((bv, b.unwrap().1))))
+        }
         (CpuStorage::F64(xv), CpuStorage::F64(wv), None) => CpuStorage::F64(forward(xv, x.1, wv, w.1, None)),
-        (CpuStorage::F64(xv), CpuStorage::F64(wv), Some(CpuStorage::F64(bv))) => CpuStorage::F64(forward(xv, x.1, wv, w.1, Some((bv, b.unwrap().1)))),
+        (CpuStorage::F64(xv), CpuStorage::F64(wv), Some(CpuStorage::F64(bv))) => {
+            CpuStorage::F64(forward(xv, x.1, wv, w.1, Some((bv, b.unwrap().1))))
+        }
         _ => candle_core::bail!("linear: the fused kernel takes float32 or float64 operands of one dtype"),
     };
     Ok((out, Shape::from((m, n))))
 }
 
 /// `dx = g W`, `dW = g^T x` for the 2-D operands.
-fn grads(x: &Tensor, w: &Tensor, g: &Tensor) -> Result<(Tensor, Tensor)> {
+pub(crate) fn grads(x: &Tensor, w: &Tensor, g: &Tensor) -> Result<(Tensor, Tensor)> {
     // The forward kernel reads strided operands: dx = g (w^T)^T and dW = g^T (x^T)^T with
     // the same size-based threading as the forward (Candle's matmul always wakes the pool).
     if g.device().is_cpu() && matches!(g.dtype(), DType::F32 | DType::F64) && g.dtype() == x.dtype() && g.dtype() == w.dtype() {
@@ -134,7 +124,7 @@ fn grads(x: &Tensor, w: &Tensor, g: &Tensor) -> Result<(Tensor, Tensor)> {
     Ok((g.matmul(w)?, g.t()?.matmul(x)?))
 }
 
-struct Linear;
+pub(crate) struct Linear;
 
 impl CustomOp2 for Linear {
     fn name(&self) -> &'static str {
@@ -149,23 +139,38 @@ impl CustomOp2 for Linear {
     }
 }
 
-struct LinearBias;
+pub(crate) struct LinearBias;
 
 impl CustomOp3 for LinearBias {
     fn name(&self) -> &'static str {
         OP
     }
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout, s3: &CpuStorage, l3: &Layout) -> Result<(CpuStorage, Shape)> {
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
         cpu_fwd((s1, l1), (s2, l2), Some((s3, l3)))
     }
-    fn bwd(&self, x: &Tensor, w: &Tensor, _b: &Tensor, _res: &Tensor, g: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    fn bwd(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        _b: &Tensor,
+        _res: &Tensor,
+        g: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let (dx, dw) = grads(x, w, g)?;
-        Ok((Some(dx), Some(dw), Some(crate::kernels::sum_keepdim(g, &[0])?.squeeze(0)?)))
+        Ok((Some(dx), Some(dw), Some(crate::ops::reduce::sum_keepdim(g, &[0])?.squeeze(0)?)))
     }
 }
 
 /// The whole op on 2-D `x`: the fused kernel where it applies, else Candle's ops.
-fn linear2d(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
+pub(crate) fn linear2d(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
     let fused = x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64);
     if !fused {
         let y = x.matmul(&w.t()?)?;
@@ -186,45 +191,4 @@ fn linear2d(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
 /// not apply, `linear2d` itself falls back to Candle's matmul.
 pub(crate) fn matmul2d(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     linear2d(a, &b.t()?, None)
-}
-
-/// `_linear(input, weight, bias=None)`: `input @ weight.T + bias` over the last dim.
-#[pyfunction]
-#[pyo3(signature = (input, weight, bias=None))]
-fn _linear(py: Python<'_>, input: &Bound<'_, PyTensor>, weight: &Bound<'_, PyTensor>, bias: Option<&Bound<'_, PyTensor>>) -> PyResult<PyTensor> {
-    let (x, dt) = input.get().t_dt();
-    let (w, wdt) = weight.get().t_dt();
-    let b = bias.map(|b| b.get().t_dt());
-    if !dt.is_float() || wdt != dt || b.as_ref().is_some_and(|(_, bdt)| *bdt != dt) {
-        let bd = b.as_ref().map_or(String::new(), |(_, d)| format!(", bias {}", d.name()));
-        return Err(dtype_err(OP, format!("expected floating-point tensors of one dtype, got input {}, weight {}{bd}", dt.name(), wdt.name())));
-    }
-    if w.rank() != 2 || x.rank() == 0 || x.dims()[x.rank() - 1] != w.dims()[1] {
-        return Err(shape_err(
-            OP,
-            format!("input shape {:?} does not fit weight shape {:?} (expects input (..., {}) and weight (out_features, in_features))", x.dims(), w.dims(), w.dims().get(1).copied().unwrap_or(0)),
-        ));
-    }
-    let n = w.dims()[0];
-    if let Some((bt, _)) = &b {
-        if bt.dims() != [n] {
-            return Err(shape_err(OP, format!("bias shape {:?} does not fit weight shape {:?} (expects ({n},))", bt.dims(), w.dims())));
-        }
-    }
-    if !x.device().same_device(w.device()) || b.as_ref().is_some_and(|(bt, _)| !bt.device().same_device(x.device())) {
-        return Err(crate::errors::device_err(OP, format!("input, weight and bias must be on one device, got {:?} and {:?}", x.device().location(), w.device().location())));
-    }
-    let lead = x.dims()[..x.rank() - 1].to_vec();
-    let k = w.dims()[1];
-    let m: usize = lead.iter().product();
-    let mut shape = lead.clone();
-    shape.push(n);
-    let run = || -> Result<Tensor> { linear2d(&x.reshape((m, k))?, &w, b.as_ref().map(|(t, _)| t))?.reshape(shape) };
-    let out = crate::errors::detach(py, OP, || run().op(OP))?;
-    Ok(PyTensor::wrap_dt(out, dt))
-}
-
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(_linear, m)?)?;
-    Ok(())
 }

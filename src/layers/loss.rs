@@ -7,29 +7,27 @@
 //! with label smoothing `ls`, `smooth = -sum_c w[c] * logp[c]`, combined as
 //! `(1 - ls) * nll + ls / C * smooth`; rows whose target is `ignore_index` count 0;
 //! "mean" divides by the sum of `w[t]` over the counted rows.
-use crate::parallel::{for_chunks, par_ok};
-use super::Elem;
-use crate::tensor::PyTensor;
-use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};
-use pyo3::prelude::*;
+use crate::ops::float::Float;
+use crate::ops::parallel::{for_chunks, par_ok};
+use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
 use std::sync::Arc;
 
 #[derive(Clone, Copy, PartialEq)]
-enum Reduction {
+pub(crate) enum Reduction {
     None,
     Sum,
     Mean,
 }
 
 /// What the loss needs besides the logits; shared by the op and its backward.
-struct Spec {
-    n: usize,
-    c: usize,
+pub(crate) struct Spec {
+    pub(crate) n: usize,
+    pub(crate) c: usize,
     /// Target class per row, `None` for an ignored row.
-    target: Vec<Option<usize>>,
-    weight: Option<Vec<f64>>,
-    reduction: Reduction,
-    smoothing: f64,
+    pub(crate) target: Vec<Option<usize>>,
+    pub(crate) weight: Option<Vec<f64>>,
+    pub(crate) reduction: Reduction,
+    pub(crate) smoothing: f64,
 }
 
 impl Spec {
@@ -43,18 +41,18 @@ impl Spec {
 }
 
 /// Row `i`'s max and log of the sum of `exp(x - max)`.
-fn row_stats<T: Elem + Into<f64>>(row: &[T]) -> (f64, f64) {
+pub(crate) fn row_stats<T: Float + Into<f64>>(row: &[T]) -> (f64, f64) {
     let max = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v.into()));
     let sum: f64 = row.iter().map(|&v| (v.into() - max).exp()).sum();
     (max, sum.ln())
 }
 
 /// Rows per parallel task.
-fn rows_per_task(c: usize) -> usize {
+pub(crate) fn rows_per_task(c: usize) -> usize {
     ((1 << 14) / c.max(1)).max(1)
 }
 
-fn forward<T: Elem + Into<f64>>(x: &[T], s: &Spec) -> Vec<T> {
+pub(crate) fn forward<T: Float + Into<f64>>(x: &[T], s: &Spec) -> Vec<T> {
     let mut per = vec![0.0f64; s.n];
     let rows = rows_per_task(s.c);
     for_chunks(&mut per, rows, par_ok(x.len()), |ci, out| {
@@ -64,14 +62,14 @@ fn forward<T: Elem + Into<f64>>(x: &[T], s: &Spec) -> Vec<T> {
         }
     });
     match s.reduction {
-        Reduction::None => per.into_iter().map(T::from_f64).collect(),
-        Reduction::Sum => vec![T::from_f64(per.iter().sum())],
-        Reduction::Mean => vec![T::from_f64(per.iter().sum::<f64>() / s.denom())],
+        Reduction::None => per.into_iter().map(T::of).collect(),
+        Reduction::Sum => vec![T::of(per.iter().sum())],
+        Reduction::Mean => vec![T::of(per.iter().sum::<f64>() / s.denom())],
     }
 }
 
 /// Row `i`'s loss (0 for an ignored row).
-fn row_loss<T: Elem + Into<f64>>(row: &[T], i: usize, s: &Spec) -> f64 {
+pub(crate) fn row_loss<T: Float + Into<f64>>(row: &[T], i: usize, s: &Spec) -> f64 {
     let Some(t) = s.target[i] else { return 0.0 };
     let (max, lse) = row_stats(row);
     let logp = |k: usize| row[k].into() - max - lse;
@@ -88,7 +86,7 @@ fn row_loss<T: Elem + Into<f64>>(row: &[T], i: usize, s: &Spec) -> f64 {
 
 /// d loss / d x for upstream gradient `g` (one value, or one per row for "none"):
 /// `scale * [(1 - ls) * w[t] * (p - onehot(t)) + ls / C * (p * sum(w) - w)]`.
-fn backward<T: Elem + Into<f64>>(x: &[T], g: &[T], s: &Spec) -> Vec<T> {
+pub(crate) fn backward<T: Float + Into<f64>>(x: &[T], g: &[T], s: &Spec) -> Vec<T> {
     let mut out = vec![T::ZERO; x.len()];
     let wsum: f64 = s.weight.as_ref().map_or(s.c as f64, |w| w.iter().sum());
     let scale0 = match s.reduction {
@@ -110,15 +108,15 @@ fn backward<T: Elem + Into<f64>>(x: &[T], g: &[T], s: &Spec) -> Vec<T> {
                 if ls > 0.0 {
                     v += ls / s.c as f64 * (p * wsum - s.w(k));
                 }
-                *dv = T::from_f64(scale * v);
+                *dv = T::of(scale * v);
             }
         }
     });
     out
 }
 
-struct CrossEntropy(Arc<Spec>);
-struct CrossEntropyGrad(Arc<Spec>);
+pub(crate) struct CrossEntropy(pub(crate) Arc<Spec>);
+pub(crate) struct CrossEntropyGrad(pub(crate) Arc<Spec>);
 
 impl CustomOp1 for CrossEntropy {
     fn name(&self) -> &'static str {
@@ -126,8 +124,8 @@ impl CustomOp1 for CrossEntropy {
     }
     fn cpu_fwd(&self, st: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
         let out = match st {
-            CpuStorage::F32(v) => CpuStorage::F32(forward(super::data(v, l, "cross_entropy")?, &self.0)),
-            CpuStorage::F64(v) => CpuStorage::F64(forward(super::data(v, l, "cross_entropy")?, &self.0)),
+            CpuStorage::F32(v) => CpuStorage::F32(forward(crate::ops::storage::data(v, l, "cross_entropy")?, &self.0)),
+            CpuStorage::F64(v) => CpuStorage::F64(forward(crate::ops::storage::data(v, l, "cross_entropy")?, &self.0)),
             _ => candle_core::bail!("cross_entropy: only float32 and float64 logits are supported"),
         };
         let shape = if self.0.reduction == Reduction::None { Shape::from(self.0.n) } else { Shape::from(()) };
@@ -145,89 +143,17 @@ impl CustomOp2 for CrossEntropyGrad {
     fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
         let out = match (s1, s2) {
             (CpuStorage::F32(x), CpuStorage::F32(g)) => CpuStorage::F32(backward(
-                super::data(x, l1, "cross_entropy")?,
-                super::data(g, l2, "cross_entropy")?,
+                crate::ops::storage::data(x, l1, "cross_entropy")?,
+                crate::ops::storage::data(g, l2, "cross_entropy")?,
                 &self.0,
             )),
             (CpuStorage::F64(x), CpuStorage::F64(g)) => CpuStorage::F64(backward(
-                super::data(x, l1, "cross_entropy")?,
-                super::data(g, l2, "cross_entropy")?,
+                crate::ops::storage::data(x, l1, "cross_entropy")?,
+                crate::ops::storage::data(g, l2, "cross_entropy")?,
                 &self.0,
             )),
             _ => candle_core::bail!("cross_entropy: only float32 and float64 logits are supported"),
         };
         Ok((out, l1.shape().clone()))
     }
-}
-
-/// `_core._cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)`:
-/// the loss for (N, C) float32/float64 CPU logits and N integer class indices, or
-/// None where this kernel does not apply (other shapes, dtypes or devices, bad
-/// targets, an unknown reduction): the Python implementation then computes the loss
-/// or raises its error.
-#[pyfunction]
-#[pyo3(signature = (input, target, weight, ignore_index, reduction, label_smoothing))]
-fn _cross_entropy(
-    py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
-    target: &Bound<'_, PyTensor>,
-    weight: Option<&Bound<'_, PyTensor>>,
-    ignore_index: i64,
-    reduction: &str,
-    label_smoothing: f64,
-) -> PyResult<Option<PyTensor>> {
-    let (x, dt) = input.get().t_dt();
-    let t = target.get().t();
-    let reduction = match reduction {
-        "none" => Reduction::None,
-        "sum" => Reduction::Sum,
-        "mean" => Reduction::Mean,
-        _ => return Ok(None),
-    };
-    let plain = |v: &Tensor| v.device().is_cpu() && v.is_contiguous();
-    if x.rank() != 2 || !matches!(x.dtype(), DType::F32 | DType::F64) || !plain(&x) || t.rank() != 1 || !plain(&t) {
-        return Ok(None);
-    }
-    let (n, c) = (x.dims()[0], x.dims()[1]);
-    if t.dims()[0] != n || c == 0 || !(0.0..=1.0).contains(&label_smoothing) {
-        return Ok(None);
-    }
-    if t.dtype().is_float() || target.get().is_bool {
-        return Ok(None);
-    }
-    let Ok(ti) = t.to_dtype(DType::I64).and_then(|t| t.to_vec1::<i64>()) else { return Ok(None) };
-    let mut tg = Vec::with_capacity(n);
-    for &v in &ti {
-        if v == ignore_index {
-            tg.push(None);
-        } else if v < 0 || v as usize >= c {
-            return Ok(None);
-        } else {
-            tg.push(Some(v as usize));
-        }
-    }
-    let weight = match weight {
-        None => None,
-        Some(w) => {
-            let w = w.get().t();
-            if w.dims() != [c] || w.dtype() != x.dtype() || !w.device().is_cpu() {
-                return Ok(None);
-            }
-            match w.to_dtype(DType::F64).and_then(|w| w.to_vec1::<f64>()) {
-                Ok(v) => Some(v),
-                Err(_) => return Ok(None),
-            }
-        }
-    };
-    let spec = Arc::new(Spec { n, c, target: tg, weight, reduction, smoothing: label_smoothing });
-    let y = crate::errors::detach(py, "cross_entropy", || {
-        use crate::errors::OpResult;
-        x.apply_op1(CrossEntropy(spec)).op("cross_entropy")
-    })?;
-    Ok(Some(PyTensor::wrap_dt(y, dt)))
-}
-
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(_cross_entropy, m)?)?;
-    Ok(())
 }

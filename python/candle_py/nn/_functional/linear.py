@@ -1,0 +1,80 @@
+"""Linear maps, dropout and index lookups (embedding, one_hot)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ... import _core
+from ..._core import ShapeError, Tensor
+from .common import _check_tensor
+
+
+def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """`input @ weight.T + bias`."""
+    _check_tensor(input, "linear")
+    # One fused GEMM (bias folded into the output's initial value, batch dims
+    # folded into rows); shape/dtype errors name both operands.
+    return _core._linear(input, weight, bias)
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """`y_k = x1 @ W_k @ x2 + b_k` for weight of shape (out, in1, in2)."""
+    out_f, in1, in2 = weight.shape
+    if input1.shape[-1] != in1 or input2.shape[-1] != in2:
+        raise ShapeError(f"bilinear: input shapes {list(input1.shape)} and {list(input2.shape)} do not match weight {list(weight.shape)}")
+    lead = tuple(input1.shape[:-1])
+    x1 = input1.reshape(-1, in1)
+    x2 = input2.reshape(-1, in2)
+    tmp = (x1 @ weight.permute(1, 0, 2).reshape(in1, out_f * in2)).reshape(-1, out_f, in2)
+    out = (tmp * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(*lead, out_f)
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """In training, zero each element with probability `p` and scale the survivors
+    by `1 / (1 - p)`; outside training (or `p == 0`) return `input` unchanged."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    keep = (_core.rand_like(input) >= p).to(input.dtype)
+    return input * keep * (1.0 / (1.0 - p))
+
+
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: Optional[int] = None,
+    max_norm: Optional[float] = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
+    """Rows of `weight` picked by the integer tensor `input`: the result has shape
+    `(*input.shape, embedding_dim)`. The other arguments are accepted for
+    PyTorch compatibility."""
+    if input.dtype.is_floating_point or input.dtype == _core.bool:
+        raise TypeError(
+            f"embedding: indices must be an integer tensor (int64 or int32), got {input.dtype} of shape "
+            f"{list(input.shape)}; convert with .long()"
+        )
+    idx = input.reshape(-1)
+    try:
+        out = weight.index_select(0, idx)
+    except IndexError as e:  # name the layer's op and shapes, not index_select
+        raise IndexError(f"embedding: {str(e).split(': ', 1)[-1]} (weight {list(weight.shape)}, input {list(input.shape)})") from None
+    return out.reshape(*tuple(input.shape), weight.shape[1])
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """Integer class indices to one-hot int64 vectors along a new last dim of size
+    `num_classes` (`-1`: one more than the largest index)."""
+    if tensor.dtype.is_floating_point:
+        raise TypeError(f"one_hot is only applicable to index tensors, got {tensor.dtype} of shape {list(tensor.shape)}")
+    n = int(tensor.max().item()) + 1 if num_classes < 0 else num_classes
+    classes = _core.arange(n, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).long()

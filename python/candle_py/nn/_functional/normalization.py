@@ -1,0 +1,104 @@
+"""Normalization: layer, RMS, group and batch norm, and `normalize` (unit p-norm)."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+from ... import _core
+from ..._core import ShapeError, Tensor
+from ...autograd import no_grad as _no_grad
+
+
+def layer_norm(
+    input: Tensor,
+    normalized_shape: Sequence[int],
+    weight: Optional[Tensor] = None,
+    bias: Optional[Tensor] = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalize over the trailing `normalized_shape` dims to zero mean and unit
+    variance (biased, plus `eps`), then scale by `weight` and shift by `bias`."""
+    shape = tuple(normalized_shape) if not isinstance(normalized_shape, int) else (normalized_shape,)
+    k = len(shape)
+    if tuple(input.shape[input.ndim - k :]) != shape:
+        raise ShapeError(f"layer_norm: expected input with shape [*, {', '.join(map(str, shape))}], got {list(input.shape)}")
+    # One op (Rust) with its own backward: the fused kernels on CPU float32/float64,
+    # the same math from Candle's ops elsewhere (half types computed in float32).
+    d = math.prod(shape)
+    w = weight if weight is not None else _core.ones(d, dtype=input.dtype, device=input.device)
+    b = bias if bias is not None else _core.zeros(d, dtype=input.dtype, device=input.device)
+    return _core._layer_norm(input, w, b, d, eps)
+
+
+def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor] = None, eps: Optional[float] = None) -> Tensor:
+    """Divide by the root mean square over the trailing `normalized_shape` dims
+    (plus `eps`; default the dtype's machine epsilon), then scale by `weight`."""
+    shape = tuple(normalized_shape) if not isinstance(normalized_shape, int) else (normalized_shape,)
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    if eps is None:
+        eps = 1.1920928955078125e-07 if input.dtype == _core.float32 else 2.220446049250313e-16
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return out * weight if weight is not None else out
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
+    """Split the channels (dim 1) into `num_groups` groups, normalize each group of
+    each sample to zero mean and unit variance, then apply the per-channel
+    `weight` and `bias`."""
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups != 0:
+        raise ShapeError(f"group_norm: num_channels ({c}) must be divisible by num_groups ({num_groups})")
+    x = input.reshape(n, num_groups, -1)
+    mean = x.mean(-1, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(-1, keepdim=True)
+    out = (centered * (var + eps).rsqrt()).reshape(tuple(input.shape))
+    shape = [1, c] + [1] * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def batch_norm(
+    input: Tensor,
+    running_mean: Optional[Tensor],
+    running_var: Optional[Tensor],
+    weight: Optional[Tensor] = None,
+    bias: Optional[Tensor] = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Batch norm over dim 1; in training, normalizes with batch statistics and
+    updates the running ones in place (unbiased variance, as PyTorch)."""
+    if input.ndim < 2:
+        raise ShapeError(f"batch_norm: expected at least 2-D input (N, C, ...), got {list(input.shape)}")
+    c = input.shape[1]
+    dims = (0,) + tuple(range(2, input.ndim))
+    shape = [1, c] + [1] * (input.ndim - 2)
+    n = input.numel() // c if c else 0
+    if training:
+        if n <= 1:
+            raise ShapeError(f"batch_norm: expected more than 1 value per channel when training, got input size {list(input.shape)}")
+        with _no_grad():
+            mean = input.mean(dims)
+            var = ((input - mean.reshape(shape)) ** 2).mean(dims)
+            if running_mean is not None and running_var is not None:
+                running_mean.mul_(1 - momentum).add_(mean * momentum)
+                running_var.mul_(1 - momentum).add_(var * (momentum * n / (n - 1)))
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var are required in evaluation mode")
+        mean, var = running_mean, running_var
+    w = weight if weight is not None else _core.ones(c, dtype=input.dtype, device=input.device)
+    b = bias if bias is not None else _core.zeros(c, dtype=input.dtype, device=input.device)
+    return _core._batch_norm(input, w, b, mean, var, training, eps)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """Divide `input` by its `p`-norm along `dim` (clamped below by `eps`), giving unit-norm vectors."""
+    norm = input.norm(p, dim, keepdim=True).clamp(min=eps)
+    return input / norm

@@ -1,0 +1,143 @@
+"""Padding and resizing (PyTorch's "vision functions"): pad, interpolate."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Sequence, Tuple, Union
+
+from ... import _core
+from ..._core import ShapeError, Tensor
+
+
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None) -> Tensor:
+    """Pad the last `len(pad) // 2` dims: `pad = (left_last, right_last, left_prev, ...)`.
+
+    Modes: "constant" (with `value`), "reflect", "replicate", "circular"."""
+    if len(pad) % 2 != 0 or len(pad) // 2 > input.ndim:
+        raise ValueError(f"pad: padding length must be even and at most 2 * ndim, got {len(pad)} for shape {list(input.shape)}")
+    out = input
+    for i in range(len(pad) // 2):
+        dim = input.ndim - 1 - i
+        left, right = int(pad[2 * i]), int(pad[2 * i + 1])
+        if left == 0 and right == 0:
+            continue
+        size = out.shape[dim]
+        if mode == "constant":
+            if left < 0:
+                out = out.narrow(dim, -left, out.shape[dim] + left)
+                left = 0
+            if right < 0:
+                out = out.narrow(dim, 0, out.shape[dim] + right)
+                right = 0
+            parts = []
+            fill = 0.0 if value is None else value
+            if left:
+                s = list(out.shape)
+                s[dim] = left
+                parts.append(_core.full(tuple(s), fill, dtype=out.dtype, device=out.device))
+            parts.append(out)
+            if right:
+                s = list(out.shape)
+                s[dim] = right
+                parts.append(_core.full(tuple(s), fill, dtype=out.dtype, device=out.device))
+            out = _core.cat(parts, dim)
+            continue
+        if mode == "reflect":
+            if left >= size or right >= size:
+                raise ValueError(f"pad: reflect padding ({left}, {right}) must be smaller than the input size {size} in dim {dim}")
+            idx = list(range(left, 0, -1)) + list(range(size)) + list(range(size - 2, size - 2 - right, -1))
+        elif mode == "replicate":
+            idx = [0] * left + list(range(size)) + [size - 1] * right
+        elif mode == "circular":
+            if left > size or right > size:
+                raise ValueError(f"pad: circular padding ({left}, {right}) is larger than the input size {size} in dim {dim}")
+            idx = [(j - left) % size for j in range(size + left + right)]
+        else:
+            raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
+        out = out.index_select(dim, _core.tensor(idx, device=out.device))
+    return out
+
+
+_Size = Union[int, Sequence[int], None]
+_Scale = Union[float, Sequence[float], None]
+
+
+def _per_dim(v: Any, n: int, what: str) -> Optional[Tuple[Any, ...]]:
+    if v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return (v,) * n
+    v = tuple(v)
+    if len(v) != n:
+        raise ValueError(f"interpolate: {what} must have {n} elements for {n} spatial dims, got {v}")
+    return v
+
+
+def _resize_dim(x: Tensor, dim: int, out: int, scale: Optional[float], mode: str, align_corners: bool) -> Tensor:
+    size = x.shape[dim]
+    if out == size and scale in (None, 1.0):
+        return x
+    if mode == "nearest":
+        s = (1.0 / scale) if scale else size / out
+        idx = [min(int(math.floor(i * s)), size - 1) for i in range(out)]
+        return x.index_select(dim, _core.tensor(idx, device=x.device))
+    # Linear: each output sample mixes its two neighbouring inputs.
+    if align_corners:
+        s = (size - 1) / (out - 1) if out > 1 else 0.0
+        src = [i * s for i in range(out)]
+    else:
+        s = (1.0 / scale) if scale else size / out
+        src = [max((i + 0.5) * s - 0.5, 0.0) for i in range(out)]
+    i0 = [min(int(math.floor(v)), size - 1) for v in src]
+    i1 = [min(i + 1, size - 1) for i in i0]
+    lam = [v - i for v, i in zip(src, i0)]
+    shape = [1] * x.ndim
+    shape[dim] = out
+    w1 = _core.tensor(lam, dtype=x.dtype, device=x.device).reshape(shape)
+    a = x.index_select(dim, _core.tensor(i0, device=x.device))
+    b = x.index_select(dim, _core.tensor(i1, device=x.device))
+    return a * (1 - w1) + b * w1
+
+
+def interpolate(
+    input: Tensor,
+    size: _Size = None,
+    scale_factor: _Scale = None,
+    mode: str = "nearest",
+    align_corners: Optional[bool] = None,
+    recompute_scale_factor: Optional[bool] = None,
+    antialias: bool = False,
+) -> Tensor:
+    """Resize (N, C, ...) by nearest or (bi/tri)linear interpolation, as PyTorch."""
+    n = input.ndim - 2
+    if n < 1 or n > 3:
+        raise ShapeError(f"interpolate: expected 3-D, 4-D or 5-D input (N, C, ...), got {list(input.shape)}")
+    linear = {"linear": 1, "bilinear": 2, "trilinear": 3}
+    if mode not in ("nearest", *linear):
+        raise ValueError(f"interpolate: mode must be nearest, linear, bilinear or trilinear, got {mode!r}")
+    if mode in linear and linear[mode] != n:
+        raise ShapeError(f"interpolate: mode {mode!r} expects {linear[mode] + 2}-D input, got {list(input.shape)}")
+    if mode == "nearest" and align_corners:
+        raise ValueError("interpolate: align_corners only works with linear modes")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate: give exactly one of size and scale_factor")
+    sizes = _per_dim(size, n, "size")
+    scales = _per_dim(scale_factor, n, "scale_factor")
+    if scales is not None:
+        sizes = tuple(int(math.floor(input.shape[2 + i] * scales[i])) for i in range(n))
+        if recompute_scale_factor:
+            scales = None
+    assert sizes is not None
+    if any(s <= 0 for s in sizes):
+        raise ValueError(f"interpolate: output size must be positive, got {list(sizes)}")
+    out = input
+    for i in range(n):
+        out = _resize_dim(
+            out,
+            2 + i,
+            int(sizes[i]),
+            None if scales is None else float(scales[i]),
+            "nearest" if mode == "nearest" else "linear",
+            bool(align_corners),
+        )
+    return out

@@ -1,0 +1,86 @@
+//! The `candle_py.dtype` class and the conversion of Python dtype-likes to `DT`.
+use crate::bindings::errors::dtype_err;
+use crate::dtype::{ALL, DT};
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+
+/// `candle_py.dtype`: one immutable object per dtype (`cp.float32`, ...).
+#[pyclass(name = "dtype", module = "candle_py", frozen, eq, hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PyDType {
+    pub dt: DT,
+}
+
+#[pymethods]
+impl PyDType {
+    fn __repr__(&self) -> String {
+        format!("candle_py.{}", self.dt.name())
+    }
+    fn __str__(&self) -> String {
+        self.__repr__()
+    }
+    #[getter]
+    fn is_floating_point(&self) -> bool {
+        self.dt.is_float()
+    }
+    #[getter]
+    fn is_signed(&self) -> bool {
+        matches!(self.dt, DT::I16 | DT::I32 | DT::I64) || self.dt.is_float()
+    }
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.dt.itemsize()
+    }
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.dt.name()
+    }
+    fn __reduce__(&self, py: Python<'_>) -> PyResult<(Py<PyAny>, (String,))> {
+        let f = py.import("candle_py")?.getattr("_dtype_from_name")?;
+        Ok((f.unbind(), (self.dt.name().to_string(),)))
+    }
+}
+
+/// Accept `cp.float32`, `"float32"`, `numpy.float32`, `np.dtype("f4")`, `float`, `int`, `bool`.
+pub fn extract_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DT> {
+    if let Ok(d) = obj.cast::<PyDType>() {
+        return Ok(d.get().dt);
+    }
+    let py = obj.py();
+    if let Ok(s) = obj.cast::<PyString>() {
+        let s = &s.to_cow()?;
+        return DT::from_name(s).ok_or_else(|| dtype_err("dtype", format!("unknown dtype name {s:?}")));
+    }
+    let builtins = py.import("builtins")?;
+    if obj.is(&builtins.getattr("float")?) {
+        return Ok(DT::F32);
+    }
+    if obj.is(&builtins.getattr("int")?) {
+        return Ok(DT::I64);
+    }
+    if obj.is(&builtins.getattr("bool")?) {
+        return Ok(DT::Bool);
+    }
+    // numpy types and dtypes; ml_dtypes.bfloat16 reports the name "bfloat16".
+    let np = py.import("numpy")?;
+    match np.getattr("dtype")?.call1((obj,)) {
+        Ok(d) => {
+            let name: String = d.getattr("name")?.extract()?;
+            DT::from_name(&name).ok_or_else(|| dtype_err("dtype", format!("numpy dtype {name} has no candle_py equivalent")))
+        }
+        Err(_) => {
+            // One short line, whatever the object (a tensor's repr spans many).
+            let r = obj.repr()?.to_string();
+            let r = if r.contains('\n') || r.len() > 80 { format!("an object of type {}", obj.get_type().name()?) } else { r };
+            Err(dtype_err("dtype", format!("cannot interpret {r} as a dtype")))
+        }
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyDType>()?;
+    for dt in ALL {
+        m.add(dt.name(), PyDType { dt })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,486 @@
+//! `x[key]` and `x[key] = value`.
+//!
+//! Basic keys (ints, slices with positive steps, None, Ellipsis) are resolved
+//! here: reads become narrow/squeeze views (plus an index_select for steps),
+//! writes go straight into the storage region the key names, so a write costs
+//! time proportional to the region, not the tensor. Advanced keys (integer or
+//! boolean tensors, lists, arrays) follow NumPy's rules, which PyTorch shares:
+//! `candle_py._indexing` computes the element offsets with NumPy and we gather
+//! or write them.
+//!
+//! Writes into a tensor that is part of the autograd graph are done
+//! functionally (the tensor's value is replaced by a new one in the graph), so
+//! gradients stay right; views taken before such a write keep the old values.
+use crate::bindings::args::{cast, extract_scalar};
+use crate::bindings::errors::{index_err, runtime_err, shape_err, type_err, value_err, OpResult};
+use crate::bindings::tensor::PyTensor;
+use crate::grad::grad_enabled;
+use candle_core::{CpuStorage, DType, InplaceOp2, Layout, Tensor};
+use pyo3::prelude::*;
+use pyo3::types::{PyEllipsis, PyInt, PyList, PySlice, PySliceMethods, PyTuple};
+
+enum Item<'py> {
+    Int(i64),
+    Slice(Bound<'py, PySlice>),
+    NewAxis,
+    Ellipsis,
+}
+
+enum Dim {
+    Keep { start: usize, len: usize, step: usize },
+    Drop { index: usize },
+    New,
+}
+
+/// Parse a key; `None` means it needs the advanced (NumPy-rules) path.
+fn parse_basic<'py>(key: &Bound<'py, PyAny>) -> PyResult<Option<Vec<Item<'py>>>> {
+    let items: Vec<Bound<'py, PyAny>> = if let Ok(t) = key.cast::<PyTuple>() { t.iter().collect() } else { vec![key.clone()] };
+    let mut out = Vec::with_capacity(items.len());
+    for it in items {
+        if it.is_none() {
+            out.push(Item::NewAxis);
+        } else if it.is_instance_of::<PyEllipsis>() {
+            out.push(Item::Ellipsis);
+        } else if let Ok(s) = it.cast::<PySlice>() {
+            out.push(Item::Slice(s.clone()));
+        } else if it.is_instance_of::<PyInt>() && !it.is_instance_of::<pyo3::types::PyBool>() {
+            out.push(Item::Int(it.extract()?));
+        } else if let Ok(t) = it.cast::<PyTensor>() {
+            let t = t.get();
+            if t.t().rank() == 0 && !t.dt().is_float() && !t.is_bool {
+                out.push(Item::Int(t.t().to_dtype(DType::I64).and_then(|x| x.to_scalar::<i64>()).op("index")?));
+            } else {
+                return Ok(None);
+            }
+        } else if let Some(crate::bindings::args::Scalar::Int(i)) =
+            extract_scalar(&it).filter(|_| !it.is_instance_of::<pyo3::types::PyBool>())
+        {
+            out.push(Item::Int(i));
+        } else if it.is_instance_of::<pyo3::types::PyFloat>() || it.is_instance_of::<pyo3::types::PyString>() {
+            return Err(index_err(
+                "index",
+                format!(
+                    "only integers, slices (`:`), ellipsis (`...`), None and integer or boolean tensors are valid indices (got {})",
+                    it.get_type().name()?
+                ),
+            ));
+        } else {
+            return Ok(None);
+        }
+    }
+    Ok(Some(out))
+}
+
+fn resolve(items: Vec<Item<'_>>, dims: &[usize]) -> PyResult<Vec<Dim>> {
+    let consumed = items.iter().filter(|i| matches!(i, Item::Int(_) | Item::Slice(_))).count();
+    let ellipses = items.iter().filter(|i| matches!(i, Item::Ellipsis)).count();
+    if ellipses > 1 {
+        return Err(index_err("index", "an index can only have a single ellipsis ('...')"));
+    }
+    if consumed > dims.len() {
+        return Err(index_err("index", format!("too many indices for tensor of dimension {}", dims.len())));
+    }
+    let mut out = Vec::new();
+    let mut d = 0;
+    for it in items {
+        match it {
+            Item::NewAxis => out.push(Dim::New),
+            Item::Ellipsis => {
+                for _ in 0..dims.len() - consumed {
+                    out.push(Dim::Keep { start: 0, len: dims[d], step: 1 });
+                    d += 1;
+                }
+            }
+            Item::Int(i) => {
+                let n = dims[d] as i64;
+                if i >= n || i < -n {
+                    return Err(index_err("index", format!("index {i} is out of bounds for dimension {d} with size {n}")));
+                }
+                out.push(Dim::Drop { index: if i < 0 { (i + n) as usize } else { i as usize } });
+                d += 1;
+            }
+            Item::Slice(s) => {
+                let ind = s.indices(dims[d] as isize)?;
+                if ind.step <= 0 {
+                    return Err(value_err("index", "step must be greater than zero"));
+                }
+                let len = ind.slicelength;
+                let start = if len == 0 { 0 } else { ind.start as usize };
+                out.push(Dim::Keep { start, len, step: ind.step as usize });
+                d += 1;
+            }
+        }
+    }
+    while d < dims.len() {
+        out.push(Dim::Keep { start: 0, len: dims[d], step: 1 });
+        d += 1;
+    }
+    Ok(out)
+}
+
+fn read_basic(t: &Tensor, plan: &[Dim]) -> candle_core::Result<Tensor> {
+    let mut x = t.clone();
+    let mut d = 0;
+    for p in plan {
+        match *p {
+            Dim::New => {
+                x = x.unsqueeze(d)?;
+                d += 1;
+            }
+            Dim::Drop { index } => {
+                x = x.narrow(d, index, 1)?.squeeze(d)?;
+            }
+            Dim::Keep { start, len, step } => {
+                if step == 1 {
+                    if start != 0 || len != x.dims()[d] {
+                        x = x.narrow(d, start, len)?;
+                    }
+                } else {
+                    let idx: Vec<u32> = (0..len).map(|i| (start + i * step) as u32).collect();
+                    let idx = Tensor::from_vec(idx, len, x.device())?;
+                    // Candle's index_select wants a contiguous (possibly offset) source.
+                    if !x.is_contiguous() {
+                        x = x.contiguous()?;
+                    }
+                    x = x.index_select(&idx, d)?;
+                }
+                d += 1;
+            }
+        }
+    }
+    Ok(x)
+}
+
+/// The storage region (shape, strides, offset) a basic plan selects in `t`.
+fn region(t: &Tensor, plan: &[Dim], strides: &[usize], offset: usize) -> (Vec<usize>, Vec<usize>, usize) {
+    let _ = t;
+    let (mut shape, mut st, mut off) = (Vec::new(), Vec::new(), offset);
+    let mut d = 0;
+    for p in plan {
+        match *p {
+            Dim::New => {
+                shape.push(1);
+                st.push(0);
+            }
+            Dim::Drop { index } => {
+                off += index * strides[d];
+                d += 1;
+            }
+            Dim::Keep { start, len, step } => {
+                off += start * strides[d];
+                shape.push(len);
+                st.push(strides[d] * step);
+                d += 1;
+            }
+        }
+    }
+    (shape, st, off)
+}
+
+fn row_major(dims: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * dims[i + 1];
+    }
+    s
+}
+
+/// Every offset of a strided region, in row-major order of the region.
+fn offsets(shape: &[usize], strides: &[usize], offset: usize) -> Vec<usize> {
+    let n: usize = shape.iter().product();
+    let mut out = Vec::with_capacity(n);
+    if n == 0 {
+        return out;
+    }
+    let mut idx = vec![0usize; shape.len()];
+    let mut cur = offset;
+    for _ in 0..n {
+        out.push(cur);
+        for k in (0..shape.len()).rev() {
+            idx[k] += 1;
+            cur += strides[k];
+            if idx[k] < shape[k] {
+                break;
+            }
+            cur -= strides[k] * shape[k];
+            idx[k] = 0;
+        }
+    }
+    out
+}
+
+/// Copy a contiguous source into given storage offsets of the destination.
+struct WriteOffsets {
+    offsets: Vec<usize>,
+}
+
+macro_rules! write_variants {
+    ($dst:expr, $src:expr, $sl:expr, $offs:expr, $($v:ident),*) => {
+        match ($dst, $src) {
+            $( (CpuStorage::$v(d), CpuStorage::$v(s)) => {
+                let s = &s[$sl.start_offset()..];
+                for (i, &o) in $offs.iter().enumerate() { d[o] = s[i]; }
+                Ok(())
+            } )*
+            _ => candle_core::bail!("index_put: source and destination dtypes differ"),
+        }
+    };
+}
+
+/// Copy a contiguous source over `len` contiguous destination elements from `start`.
+struct WriteRange {
+    start: usize,
+    len: usize,
+}
+
+macro_rules! copy_variants {
+    ($dst:expr, $src:expr, $sl:expr, $start:expr, $len:expr, $($v:ident),*) => {
+        match ($dst, $src) {
+            $( (CpuStorage::$v(d), CpuStorage::$v(s)) => {
+                let s = &s[$sl.start_offset()..$sl.start_offset() + $len];
+                d[$start..$start + $len].copy_from_slice(s);
+                Ok(())
+            } )*
+            _ => candle_core::bail!("copy: source and destination dtypes differ"),
+        }
+    };
+}
+
+impl InplaceOp2 for WriteRange {
+    fn name(&self) -> &'static str {
+        "copy"
+    }
+    fn cpu_fwd(&self, dst: &mut CpuStorage, _dst_l: &Layout, src: &CpuStorage, sl: &Layout) -> candle_core::Result<()> {
+        copy_variants!(dst, src, sl, self.start, self.len, U8, U32, I16, I32, I64, BF16, F16, F32, F64)
+    }
+}
+
+impl InplaceOp2 for WriteOffsets {
+    fn name(&self) -> &'static str {
+        "index_put"
+    }
+    fn cpu_fwd(&self, dst: &mut CpuStorage, _dst_l: &Layout, src: &CpuStorage, sl: &Layout) -> candle_core::Result<()> {
+        if !sl.is_contiguous() {
+            candle_core::bail!("index_put: source must be contiguous");
+        }
+        write_variants!(dst, src, sl, self.offsets, U8, U32, I16, I32, I64, BF16, F16, F32, F64)
+    }
+}
+
+/// Write `src` (already broadcast to the region's shape and cast) into the
+/// region of `dst` at storage `offs`, or replace `dst` functionally when it is
+/// in the autograd graph or not on the CPU.
+fn write(dst: &PyTensor, src: Tensor, storage_offs: Vec<usize>, logical_offs: impl FnOnce() -> Vec<usize>, op: &str) -> PyResult<()> {
+    let t = dst.t();
+    let tracked = t.track_op() && grad_enabled();
+    if tracked && t.is_variable() {
+        return Err(runtime_err(op, "a leaf Variable that requires grad is being used in an in-place operation."));
+    }
+    if tracked || src.track_op() && grad_enabled() || !t.device().is_cpu() {
+        let offs: Vec<u32> = logical_offs().into_iter().map(|o| o as u32).collect();
+        let n = offs.len();
+        let idx = Tensor::from_vec(offs, n, t.device()).op(op)?;
+        let flat = t.flatten_all().op(op)?;
+        let old = flat.index_select(&idx, 0).op(op)?;
+        let delta = src.flatten_all().and_then(|s| s.sub(&old)).op(op)?;
+        let new = flat.index_add(&idx, &delta, 0).and_then(|x| x.reshape(t.dims())).op(op)?;
+        let new = if !grad_enabled() { new.detach() } else { new };
+        dst.replace(new);
+        return Ok(());
+    }
+    let src = src.detach().force_contiguous().op(op)?;
+    crate::bindings::errors::guard(op, || t.inplace_op2(&src, &WriteOffsets { offsets: storage_offs }).op(op))
+}
+
+/// `value` as a tensor of `dst`'s dtype broadcast to `shape`.
+fn value_tensor(dst: &PyTensor, value: &Bound<'_, PyAny>, shape: &[usize], op: &str) -> PyResult<Tensor> {
+    let dt = dst.dt();
+    let dev = dst.t().device().clone();
+    let v = match extract_scalar(value) {
+        Some(s) => s.tensor(dt, &dev)?,
+        None => {
+            let (v, vd) = crate::bindings::creation::as_tensor_arg(value, op)?;
+            cast(&v, vd, dt)?.to_device(&dev).op(op)?
+        }
+    };
+    // A source may carry extra leading 1-dims, as PyTorch allows.
+    let mut v = v;
+    while v.rank() > shape.len() && v.dims()[0] == 1 {
+        v = v.squeeze(0).op(op)?;
+    }
+    v.broadcast_as(shape).map_err(|_| {
+        shape_err(
+            op,
+            format!("shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {shape:?}", v.dims()),
+        )
+    })
+}
+
+/// Overwrite all of `dst` with `src` (same shape and dtype): the in-place ops' common end.
+pub fn overwrite(dst: &PyTensor, src: Tensor, op: &str) -> PyResult<()> {
+    let t = dst.t();
+    // Fast path (optimizer updates, zero_, fill_): a contiguous CPU tensor outside
+    // the graph is overwritten with one memcpy instead of per-element offsets.
+    let plain = !grad_enabled() || (!t.track_op() && !src.track_op());
+    if plain && t.device().is_cpu() && t.is_contiguous() && src.dims() == t.dims() && src.dtype() == t.dtype() {
+        if t.is_variable() && grad_enabled() {
+            return Err(runtime_err(op, "a leaf Variable that requires grad is being used in an in-place operation."));
+        }
+        let src = src.detach().force_contiguous().op(op)?;
+        let start = t.layout().start_offset();
+        let n = t.elem_count();
+        return crate::bindings::errors::detach_if(n, || t.inplace_op2(&src, &WriteRange { start, len: n })).op(op);
+    }
+    let (strides, start) = (t.stride().to_vec(), t.layout().start_offset());
+    let dims = t.dims().to_vec();
+    let storage_offs = if t.track_op() && grad_enabled() || !t.device().is_cpu() { Vec::new() } else { offsets(&dims, &strides, start) };
+    let n = t.elem_count();
+    write(dst, src, storage_offs, || (0..n).collect(), op)
+}
+
+#[pymethods]
+impl PyTensor {
+    fn __getitem__(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let me = slf.get();
+        let t = me.t();
+        if let Some(items) = parse_basic(key)? {
+            let plan = resolve(items, t.dims())?;
+            let out = crate::bindings::errors::detach_op(py, "index", || read_basic(&t, &plan))?;
+            return Ok(Py::new(py, PyTensor::wrap(out, me.is_bool))?.into_any());
+        }
+        let f = py.import("candle_py._indexing")?.getattr("getitem_advanced")?;
+        Ok(f.call1((slf, key))?.unbind())
+    }
+
+    fn __setitem__(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = slf.py();
+        let me = slf.get();
+        let t = me.t();
+        let (strides, start) = (t.stride().to_vec(), t.layout().start_offset());
+        let dims = t.dims().to_vec();
+        if let Some(items) = parse_basic(key)? {
+            let plan = resolve(items, &dims)?;
+            let (shape, st, off) = region(&t, &plan, &strides, start);
+            let src = value_tensor(me, value, &shape, "setitem")?;
+            let storage = offsets(&shape, &st, off);
+            let rm = row_major(&dims);
+            return write(
+                me,
+                src,
+                storage,
+                || {
+                    let (s2, st2, o2) = region(&t, &plan, &rm, 0);
+                    offsets(&s2, &st2, o2)
+                },
+                "setitem",
+            );
+        }
+        // Advanced key: NumPy gives the logical (row-major) offsets and the region's shape.
+        let f = py.import("candle_py._indexing")?.getattr("logical_offsets")?;
+        let (logical, shape): (Vec<usize>, Vec<usize>) = f.call1((slf, key))?.extract()?;
+        let src = value_tensor(me, value, &shape, "setitem")?;
+        let rm = row_major(&dims);
+        let storage: Vec<usize> = logical
+            .iter()
+            .map(|&l| {
+                let mut rem = l;
+                let mut o = start;
+                for k in 0..dims.len() {
+                    let i = rem / rm[k];
+                    rem %= rm[k];
+                    o += i * strides[k];
+                }
+                o
+            })
+            .collect();
+        write(me, src, storage, || logical, "setitem")
+    }
+
+    /// `del x[key]` is not a tensor operation (PyTorch raises TypeError too).
+    fn __delitem__(&self, _key: &Bound<'_, PyAny>) -> PyResult<()> {
+        Err(type_err("delitem", "Tensor does not support item deletion"))
+    }
+
+    /// Candle's `slice_assign`: a new tensor with `ranges` replaced by `src`; `self` unchanged.
+    fn slice_assign(&self, ranges: &Bound<'_, PyAny>, src: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let py = ranges.py();
+        let t = self.t();
+        let list: Vec<Bound<'_, PyAny>> = ranges
+            .try_iter()
+            .map_err(|_| type_err("slice_assign", "ranges must be a list of slices or ranges"))?
+            .collect::<PyResult<_>>()?;
+        if list.len() > t.rank() {
+            return Err(index_err("slice_assign", format!("got {} ranges for a tensor of dimension {}", list.len(), t.rank())));
+        }
+        let mut items = Vec::new();
+        for r in list {
+            if let Ok(s) = r.cast::<PySlice>() {
+                items.push(Item::Slice(s.clone()));
+            } else if r.get_type().name()? == "range" {
+                let (a, b, c): (isize, isize, isize) =
+                    (r.getattr("start")?.extract()?, r.getattr("stop")?.extract()?, r.getattr("step")?.extract()?);
+                items.push(Item::Slice(PySlice::new(py, a, b, c)));
+            } else {
+                return Err(type_err("slice_assign", "ranges must hold slices or ranges"));
+            }
+        }
+        let dims = t.dims().to_vec();
+        let plan = resolve(items, &dims)?;
+        let rm = row_major(&dims);
+        let (shape, st, off) = region(&t, &plan, &rm, 0);
+        let (s, sd) = crate::bindings::creation::as_tensor_arg(src, "slice_assign")?;
+        if s.dims() != shape.as_slice() {
+            return Err(shape_err("slice_assign", format!("src has shape {:?} but the region has shape {shape:?}", s.dims())));
+        }
+        let s = cast(&s, sd, self.dt())?;
+        let logical: Vec<u32> = offsets(&shape, &st, off).into_iter().map(|o| o as u32).collect();
+        let n = logical.len();
+        let idx = Tensor::from_vec(logical, n, t.device()).op("slice_assign")?;
+        let flat = t.flatten_all().op("slice_assign")?;
+        let old = flat.index_select(&idx, 0).op("slice_assign")?;
+        let delta = s.flatten_all().and_then(|s| s.sub(&old)).op("slice_assign")?;
+        let new = crate::bindings::errors::detach_op(py, "slice_assign", || {
+            flat.index_add(&idx, &delta, 0).and_then(|x| x.reshape(dims.as_slice()))
+        })?;
+        Ok(PyTensor::wrap(new, self.is_bool))
+    }
+
+    fn copy_(slf: &Bound<'_, Self>, src: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let me = slf.get();
+        let dims = me.t().dims().to_vec();
+        let v = value_tensor(me, src, &dims, "copy_")?;
+        overwrite(me, v, "copy_")?;
+        Ok(slf.clone().unbind())
+    }
+    fn fill_(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        Self::copy_(slf, value)
+    }
+    fn zero_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        let me = slf.get();
+        let z = me.t().zeros_like().op("zero_")?;
+        overwrite(me, z, "zero_")?;
+        Ok(slf.clone().unbind())
+    }
+    #[pyo3(signature = (mean=0.0, std=1.0))]
+    fn normal_(slf: &Bound<'_, Self>, mean: f64, std: f64) -> PyResult<Py<PyTensor>> {
+        let me = slf.get();
+        let t = me.t();
+        let r = crate::ops::random::normal_tensor(t.dims(), t.dtype(), t.device()).and_then(|r| r.affine(std, mean)).op("normal_")?;
+        overwrite(me, r, "normal_")?;
+        Ok(slf.clone().unbind())
+    }
+    #[pyo3(signature = (a=0.0, b=1.0))]
+    fn uniform_(slf: &Bound<'_, Self>, a: f64, b: f64) -> PyResult<Py<PyTensor>> {
+        let me = slf.get();
+        let t = me.t();
+        let r = crate::ops::random::uniform_tensor(t.dims(), t.dtype(), t.device()).and_then(|r| r.affine(b - a, a)).op("uniform_")?;
+        overwrite(me, r, "uniform_")?;
+        Ok(slf.clone().unbind())
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let _ = PyList::empty(m.py());
+    Ok(())
+}

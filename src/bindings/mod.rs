@@ -1,0 +1,43 @@
+//! The Python surface of `_core`: one file per API area, each with a `register`.
+//! Everything PyO3 lives here; the math is in `crate::ops` and `crate::layers`.
+use pyo3::prelude::*;
+
+pub(crate) mod args;
+pub(crate) mod arith;
+pub(crate) mod autograd;
+pub(crate) mod compare;
+pub(crate) mod creation;
+pub(crate) mod device;
+pub(crate) mod dtype;
+pub(crate) mod errors;
+pub(crate) mod indexing;
+pub(crate) mod nn;
+pub(crate) mod numpy_interop;
+pub(crate) mod optim;
+pub(crate) mod random;
+pub(crate) mod reduce;
+pub(crate) mod safetensors_io;
+pub(crate) mod select;
+pub(crate) mod shape_ops;
+pub(crate) mod tensor;
+pub(crate) mod unary;
+
+/// Add every class, function and constant of `_core` to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::register(m)?;
+    dtype::register(m)?;
+    device::register(m)?;
+    tensor::register(m)?;
+    creation::register(m)?;
+    numpy_interop::register(m)?;
+    unary::register(m)?;
+    shape_ops::register(m)?;
+    indexing::register(m)?;
+    autograd::register(m)?;
+    random::register(m)?;
+    safetensors_io::register(m)?;
+    nn::register(m)?;
+    optim::register(m)?;
+    Ok(())
+}

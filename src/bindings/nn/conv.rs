@@ -1,0 +1,151 @@
+//! Python entry points of `layers::conv`: argument checks, GIL release, errors.
+use crate::bindings::args::{pad3, per_axis};
+use crate::bindings::errors::{labelled_dtype_err, labelled_shape_err, OpResult};
+use crate::bindings::tensor::PyTensor;
+use crate::dtype::DT;
+use crate::layers::conv::*;
+use pyo3::prelude::*;
+
+/// `_core._conv(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, transposed,
+/// output_padding, op)`: N-d convolution (or transposed convolution) with PyTorch's
+/// semantics. `pad_hi` (extra padding at the end, for "same") is used by plain
+/// convolution only; `op` prefixes error messages (a layer name like "[Conv2d]").
+#[pyfunction]
+#[pyo3(signature = (input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, transposed, output_padding, op))]
+#[allow(clippy::too_many_arguments)]
+fn _conv(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    weight: &Bound<'_, PyTensor>,
+    bias: Option<&Bound<'_, PyTensor>>,
+    stride: Vec<i64>,
+    pad_lo: Vec<i64>,
+    pad_hi: Vec<i64>,
+    dilation: Vec<i64>,
+    groups: i64,
+    transposed: bool,
+    output_padding: Vec<i64>,
+    op: &str,
+) -> PyResult<PyTensor> {
+    let (x, w) = (input.get(), weight.get());
+    let b = bias.map(|b| b.get());
+    let dt = x.dt();
+    for (name, t) in [("input", Some(x)), ("weight", Some(w)), ("bias", b)] {
+        if let Some(t) = t {
+            if !matches!(t.dt(), DT::F32 | DT::F64) || t.dt() != dt {
+                return Err(labelled_dtype_err(
+                    op,
+                    format!("expected float32 or float64 tensors of one dtype, got {name} of {} (input is {})", t.dt().name(), dt.name()),
+                ));
+            }
+        }
+    }
+    let (x, w) = (x.t(), w.t());
+    let b = b.map(|b| b.t());
+    let nd = w.rank().saturating_sub(2);
+    if !(1..=3).contains(&nd) {
+        return Err(labelled_shape_err(op, format!("expected a weight of rank 3, 4 or 5, got shape {:?}", w.dims())));
+    }
+    if x.rank() != nd + 2 {
+        return Err(labelled_shape_err(
+            op,
+            format!("expected a {}-d input (N, C, *spatial) for weight {:?}, got {:?}", nd + 2, w.dims(), x.dims()),
+        ));
+    }
+    if groups < 1 {
+        return Err(labelled_shape_err(op, format!("groups must be positive, got {groups}")));
+    }
+    let groups = groups as usize;
+    let stride = pad3(&per_axis(&stride, nd, "stride", 1, op)?, 1);
+    let dil = pad3(&per_axis(&dilation, nd, "dilation", 1, op)?, 1);
+    let plo = pad3(&per_axis(&pad_lo, nd, "padding", 0, op)?, 0);
+    let phi = pad3(&per_axis(&pad_hi, nd, "padding", 0, op)?, 0);
+    let opad = pad3(&per_axis(&output_padding, nd, "output_padding", 0, op)?, 0);
+    let (xd, wd) = (x.dims().to_vec(), w.dims().to_vec());
+    let (n, cin) = (xd[0], xd[1]);
+    let k = pad3(&wd[2..], 1);
+    let ins = pad3(&xd[2..], 1);
+    if k.contains(&0) {
+        return Err(labelled_shape_err(op, format!("kernel size must be positive, got weight {wd:?}")));
+    }
+    let out = if !transposed {
+        let cout = wd[0];
+        if cin != wd[1] * groups {
+            return Err(labelled_shape_err(
+                op,
+                format!("expected input with {} channels (weight {wd:?}, groups={groups}), got {xd:?}", wd[1] * groups),
+            ));
+        }
+        if cout % groups != 0 {
+            return Err(labelled_shape_err(op, format!("out_channels ({cout}) must be divisible by groups ({groups})")));
+        }
+        let mut outs = [0; 3];
+        for a in 0..3 {
+            let padded = (ins[a] + plo[a] + phi[a]) as i64;
+            let span = (dil[a] * (k[a] - 1) + 1) as i64;
+            if padded < span {
+                return Err(labelled_shape_err(
+                    op,
+                    format!(
+                        "kernel size {:?} (dilated to {}) is larger than the padded input size {} in spatial dim {} (input {xd:?})",
+                        &wd[2..],
+                        span,
+                        padded,
+                        a + nd - 3
+                    ),
+                ));
+            }
+            outs[a] = ((padded - span) / stride[a] as i64 + 1) as usize;
+        }
+        if let Some(b) = &b {
+            if b.dims() != [cout] {
+                return Err(labelled_shape_err(op, format!("expected bias of shape ({cout},), got {:?}", b.dims())));
+            }
+        }
+        let g = Geom { n, c: cin, groups, ins, outs, k, stride, pad: plo, dil };
+        let keep_cols = w.track_op() && crate::grad::grad_enabled();
+        let y = crate::bindings::errors::detach(py, op, || conv_nd(&x, &w, b.as_ref(), g, cout, keep_cols).op(op))?;
+        (y, cout, outs)
+    } else {
+        if wd[0] != cin {
+            return Err(labelled_shape_err(op, format!("expected input with {} channels (weight {wd:?}), got {xd:?}", wd[0])));
+        }
+        if cin % groups != 0 {
+            return Err(labelled_shape_err(op, format!("in_channels ({cin}) must be divisible by groups ({groups})")));
+        }
+        let cout = wd[1] * groups;
+        let mut outs = [0; 3];
+        for a in 0..3 {
+            if opad[a] >= stride[a] && opad[a] >= dil[a] {
+                return Err(labelled_shape_err(
+                    op,
+                    format!("output padding must be smaller than either stride or dilation, got output_padding={output_padding:?}"),
+                ));
+            }
+            let o = (ins[a] as i64 - 1) * stride[a] as i64 - 2 * plo[a] as i64 + (dil[a] * (k[a] - 1)) as i64 + opad[a] as i64 + 1;
+            if o <= 0 {
+                return Err(labelled_shape_err(op, format!("computed output size {o} is not positive for input {xd:?} and weight {wd:?}")));
+            }
+            outs[a] = o as usize;
+        }
+        if let Some(b) = &b {
+            if b.dims() != [cout] {
+                return Err(labelled_shape_err(op, format!("expected bias of shape ({cout},), got {:?}", b.dims())));
+            }
+        }
+        // The adjoint of a convolution from the output grid (outs) onto the input grid (ins).
+        let g = Geom { n, c: cout, groups, ins: outs, outs: ins, k, stride, pad: plo, dil };
+        let y = crate::bindings::errors::detach(py, op, || conv_transpose_nd(&x, &w, b.as_ref(), g, cin).op(op))?;
+        (y, cout, outs)
+    };
+    let (y, cout, outs) = out;
+    let mut shape = vec![n, cout];
+    shape.extend_from_slice(&outs[3 - nd..]);
+    let y = y.reshape(shape).op(op)?;
+    Ok(PyTensor::wrap_dt(y, dt))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_conv, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,273 @@
+//! Python entry points of `layers::pooling`: argument checks, GIL release, errors.
+use crate::bindings::args::{pad3, per_axis};
+use crate::bindings::errors::{labelled_dtype_err, labelled_shape_err, OpResult};
+use crate::bindings::tensor::PyTensor;
+use crate::dtype::DT;
+use crate::layers::pooling::*;
+use candle_core::{Result, Tensor};
+use pyo3::prelude::*;
+use std::sync::{Arc, OnceLock};
+
+/// The input as (planes, D, H, W) plus its original dims, after rank/dtype checks.
+fn prepare(input: &Bound<'_, PyTensor>, nd: usize, op: &str) -> PyResult<(Tensor, Vec<usize>, DT)> {
+    let x = input.get();
+    let dt = x.dt();
+    if !matches!(dt, DT::F32 | DT::F64) {
+        return Err(labelled_dtype_err(op, format!("expected a float32 or float64 input, got {}", dt.name())));
+    }
+    let t = x.t();
+    let dims = t.dims().to_vec();
+    if dims.len() != nd + 1 && dims.len() != nd + 2 {
+        return Err(labelled_shape_err(op, format!("expected a {}-d or {}-d input, got shape {dims:?}", nd + 1, nd + 2)));
+    }
+    if dims[dims.len() - nd..].contains(&0) {
+        return Err(labelled_shape_err(op, format!("expected non-empty spatial dims, got shape {dims:?}")));
+    }
+    Ok((t, dims, dt))
+}
+
+fn planes(dims: &[usize], nd: usize) -> usize {
+    dims[..dims.len() - nd].iter().product()
+}
+
+/// PyTorch's pooling output size.
+fn pool_out(n_in: usize, k: usize, s: usize, p: usize, d: usize, ceil: bool) -> i64 {
+    let (n_in, k, s, p, d) = (n_in as i64, k as i64, s as i64, p as i64, d as i64);
+    let num = n_in + 2 * p - d * (k - 1) - 1 + if ceil { s - 1 } else { 0 };
+    let mut out = num.div_euclid(s) + 1;
+    if ceil && (out - 1) * s >= n_in + p {
+        out -= 1;
+    }
+    out
+}
+
+/// Run a pooling op on (planes, D, H, W) and reshape back to the input's leading dims.
+fn finish(y: Tensor, dims: &[usize], nd: usize, outs: [usize; 3], op: &str) -> PyResult<Tensor> {
+    let mut shape = dims[..dims.len() - nd].to_vec();
+    shape.extend_from_slice(&outs[3 - nd..]);
+    y.reshape(shape).op(op)
+}
+
+/// Per-axis (kernel, stride, padding, dilation, output size).
+type Window = (usize, usize, usize, usize, usize);
+
+/// Windowed pooling parameters shared by max and avg, checked as PyTorch checks them.
+#[allow(clippy::too_many_arguments)]
+fn windows(dims: &[usize], nd: usize, k: &[i64], s: &[i64], p: &[i64], d: &[i64], ceil: bool, op: &str) -> PyResult<Vec<Window>> {
+    let k = per_axis(k, nd, "kernel_size", 1, op)?;
+    let s = per_axis(s, nd, "stride", 1, op)?;
+    let p = per_axis(p, nd, "padding", 0, op)?;
+    let d = per_axis(d, nd, "dilation", 1, op)?;
+    let ins = &dims[dims.len() - nd..];
+    let mut out = Vec::with_capacity(nd);
+    for a in 0..nd {
+        if p[a] > k[a] / 2 {
+            return Err(labelled_shape_err(
+                op,
+                format!("pad should be at most half of kernel size, but got padding={p:?} and kernel_size={k:?}"),
+            ));
+        }
+        let o = pool_out(ins[a], k[a], s[a], p[a], d[a], ceil);
+        if o < 1 {
+            return Err(labelled_shape_err(op, format!(
+                "kernel_size={k:?} (padding={p:?}, dilation={d:?}) is larger than the padded input: input shape {dims:?}, computed output size {o} in spatial dim {a}"
+            )));
+        }
+        out.push((k[a], s[a], p[a], d[a], o as usize));
+    }
+    Ok(out)
+}
+
+fn axes3(mut v: Vec<Axis>) -> [Axis; 3] {
+    while v.len() < 3 {
+        v.insert(0, Axis::trivial());
+    }
+    let c = v.pop().unwrap_or_default();
+    let b = v.pop().unwrap_or_default();
+    let a = v.pop().unwrap_or_default();
+    [a, b, c]
+}
+
+fn run_max(py: Python<'_>, t: &Tensor, g: PoolGeom, return_indices: bool, op: &str) -> PyResult<(Tensor, Option<Tensor>)> {
+    let g = Arc::new(g);
+    let x = t.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2])).op(op)?;
+    crate::bindings::errors::detach(py, op, || {
+        let run = || -> Result<(Tensor, Option<Tensor>)> {
+            let x = x.contiguous()?;
+            // Keep the argmaxes when a backward will need them (u32 plane offsets).
+            let keep = (x.track_op() && g.ivol() < u32::MAX as usize).then(|| Arc::new(OnceLock::new()));
+            let y = x.apply_op1(MaxPool(g.clone(), keep))?;
+            let idx = if return_indices { Some(x.detach().apply_op1_no_bwd(&MaxPoolIdx(g.clone()))?) } else { None };
+            Ok((y, idx))
+        };
+        run().op(op)
+    })
+}
+
+/// `_core._max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, op)`:
+/// returns the output, or (output, int64 indices into each input plane).
+#[pyfunction]
+#[pyo3(signature = (input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, op))]
+#[allow(clippy::too_many_arguments)]
+fn _max_pool<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyTensor>,
+    kernel_size: Vec<i64>,
+    stride: Vec<i64>,
+    padding: Vec<i64>,
+    dilation: Vec<i64>,
+    ceil_mode: bool,
+    return_indices: bool,
+    op: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let nd = kernel_size.len();
+    if !(1..=3).contains(&nd) {
+        return Err(labelled_shape_err(op, format!("kernel_size must have 1, 2 or 3 values, got {kernel_size:?}")));
+    }
+    let (t, dims, dt) = prepare(input, nd, op)?;
+    let win = windows(&dims, nd, &kernel_size, &stride, &padding, &dilation, ceil_mode, op)?;
+    let ins = &dims[dims.len() - nd..];
+    let axes: Vec<Axis> = win
+        .iter()
+        .zip(ins)
+        .map(|(&(k, s, p, d, o), &n)| {
+            let mut ax = Axis::default();
+            for i in 0..o {
+                // Taps start + j * d for j < k, cut to 0..n.
+                let start = (i * s) as i64 - p as i64;
+                let (d, n, k) = (d as i64, n as i64, k as i64);
+                let j0 = if start < 0 { (-start + d - 1) / d } else { 0 };
+                let j1 = if start >= n { 0 } else { ((n - 1 - start) / d + 1).min(k) };
+                let count = (j1 - j0).max(0) as usize;
+                let first = if count > 0 { (start + j0 * d) as usize } else { 0 };
+                ax.push(Win { first, count, step: d as usize }, 1.0);
+            }
+            ax
+        })
+        .collect();
+    let outs = pad3(&win.iter().map(|w| w.4).collect::<Vec<_>>(), 1);
+    let g = PoolGeom::new(planes(&dims, nd), pad3(&dims[dims.len() - nd..], 1), outs, axes3(axes), None);
+    let (y, idx) = run_max(py, &t, g, return_indices, op)?;
+    let y = PyTensor::wrap_dt(finish(y, &dims, nd, outs, op)?, dt);
+    match idx {
+        Some(i) => {
+            let i = PyTensor::wrap_dt(finish(i, &dims, nd, outs, op)?, DT::I64);
+            Ok((y, i).into_pyobject(py)?.into_any())
+        }
+        None => Ok(Bound::new(py, y)?.into_any()),
+    }
+}
+
+/// `_core._avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+/// divisor_override, op)`.
+#[pyfunction]
+#[pyo3(signature = (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, op))]
+#[allow(clippy::too_many_arguments)]
+fn _avg_pool(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    kernel_size: Vec<i64>,
+    stride: Vec<i64>,
+    padding: Vec<i64>,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+    op: &str,
+) -> PyResult<PyTensor> {
+    let nd = kernel_size.len();
+    if !(1..=3).contains(&nd) {
+        return Err(labelled_shape_err(op, format!("kernel_size must have 1, 2 or 3 values, got {kernel_size:?}")));
+    }
+    if divisor_override == Some(0) {
+        return Err(labelled_shape_err(op, "divisor must be not zero"));
+    }
+    let (t, dims, dt) = prepare(input, nd, op)?;
+    let ones = vec![1i64; nd];
+    let win = windows(&dims, nd, &kernel_size, &stride, &padding, &ones, ceil_mode, op)?;
+    let ins = &dims[dims.len() - nd..];
+    let axes: Vec<Axis> = win
+        .iter()
+        .zip(ins)
+        .map(|(&(k, s, p, _, o), &n)| {
+            let mut ax = Axis::default();
+            for i in 0..o {
+                let start = (i * s) as i64 - p as i64;
+                let end = (start + k as i64).min((n + p) as i64);
+                let pool = (end - start) as f64;
+                let (vs, ve) = (start.max(0) as usize, end.min(n as i64).max(0) as usize);
+                let ve = ve.max(vs);
+                let f = if count_include_pad { pool } else { (ve - vs) as f64 };
+                ax.push_range(vs, ve, f);
+            }
+            ax
+        })
+        .collect();
+    let outs = pad3(&win.iter().map(|w| w.4).collect::<Vec<_>>(), 1);
+    let g = Arc::new(PoolGeom::new(
+        planes(&dims, nd),
+        pad3(&dims[dims.len() - nd..], 1),
+        outs,
+        axes3(axes),
+        divisor_override.map(|d| d as f64),
+    ));
+    let x = t.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2])).op(op)?;
+    let y = crate::bindings::errors::detach(py, op, || x.contiguous().and_then(|x| x.apply_op1(AvgPool(g.clone()))).op(op))?;
+    Ok(PyTensor::wrap_dt(finish(y, &dims, nd, outs, op)?, dt))
+}
+
+/// `_core._adaptive_pool(input, output_size, is_max, return_indices, op)`: PyTorch's
+/// adaptive windows `[floor(i * In / Out), ceil((i + 1) * In / Out))`.
+#[pyfunction]
+#[pyo3(signature = (input, output_size, is_max, return_indices, op))]
+fn _adaptive_pool<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyTensor>,
+    output_size: Vec<i64>,
+    is_max: bool,
+    return_indices: bool,
+    op: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let nd = output_size.len();
+    if !(1..=3).contains(&nd) {
+        return Err(labelled_shape_err(op, format!("output_size must have 1, 2 or 3 values, got {output_size:?}")));
+    }
+    let (t, dims, dt) = prepare(input, nd, op)?;
+    let os = per_axis(&output_size, nd, "output_size", 1, op)?;
+    let ins = &dims[dims.len() - nd..];
+    let axes: Vec<Axis> = os
+        .iter()
+        .zip(ins)
+        .map(|(&o, &n)| {
+            let mut ax = Axis::default();
+            for i in 0..o {
+                let (s, e) = (i * n / o, ((i + 1) * n).div_ceil(o));
+                ax.push_range(s, e, (e - s) as f64);
+            }
+            ax
+        })
+        .collect();
+    let outs = pad3(&os, 1);
+    let g = PoolGeom::new(planes(&dims, nd), pad3(&dims[dims.len() - nd..], 1), outs, axes3(axes), None);
+    if is_max {
+        let (y, idx) = run_max(py, &t, g, return_indices, op)?;
+        let y = PyTensor::wrap_dt(finish(y, &dims, nd, outs, op)?, dt);
+        return match idx {
+            Some(i) => {
+                let i = PyTensor::wrap_dt(finish(i, &dims, nd, outs, op)?, DT::I64);
+                Ok((y, i).into_pyobject(py)?.into_any())
+            }
+            None => Ok(Bound::new(py, y)?.into_any()),
+        };
+    }
+    let g = Arc::new(g);
+    let x = t.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2])).op(op)?;
+    let y = crate::bindings::errors::detach(py, op, || x.contiguous().and_then(|x| x.apply_op1(AvgPool(g.clone()))).op(op))?;
+    Ok(Bound::new(py, PyTensor::wrap_dt(finish(y, &dims, nd, outs, op)?, dt))?.into_any())
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_max_pool, m)?)?;
+    m.add_function(wrap_pyfunction!(_avg_pool, m)?)?;
+    m.add_function(wrap_pyfunction!(_adaptive_pool, m)?)?;
+    Ok(())
+}

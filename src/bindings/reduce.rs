@@ -1,0 +1,412 @@
+//! Reductions (`sum`, `mean`, `max`, `var`, `norm`, `prod`, ...) with `dim` and
+//! `keepdim`, and softmax / log-softmax.
+use crate::bindings::args::{cast, norm_dim};
+use crate::bindings::arith::binop_strict;
+use crate::bindings::errors::{dtype_err, type_err, value_err, OpResult};
+use crate::bindings::tensor::PyTensor;
+use crate::bindings::unary::float_input;
+use crate::dtype::DT;
+use crate::ops::binary::Bin;
+use candle_core::{DType, Tensor};
+use pyo3::prelude::*;
+
+/// Dims argument of a reduction: None (all), an int, or a sequence of ints.
+pub fn reduce_dims(dim: Option<&Bound<'_, PyAny>>, rank: usize, op: &str) -> PyResult<Option<Vec<usize>>> {
+    let Some(d) = dim.filter(|d| !d.is_none()) else { return Ok(None) };
+    let raw: Vec<i64> = if let Ok(i) = d.extract::<i64>() {
+        vec![i]
+    } else {
+        d.extract::<Vec<i64>>().map_err(|_| type_err(op, "dim must be an int or a tuple of ints"))?
+    };
+    let mut out = Vec::new();
+    for r in raw {
+        let n = norm_dim(r, rank, op)?;
+        if out.contains(&n) {
+            return Err(value_err(op, format!("dim {n} appears multiple times in the list of dims")));
+        }
+        out.push(n);
+    }
+    out.sort();
+    if rank == 0 {
+        // PyTorch accepts dim 0/-1 on a 0-d tensor and reduces over nothing.
+        out.clear();
+    }
+    Ok(Some(out))
+}
+
+fn squeeze_dims(t: Tensor, dims: &[usize]) -> candle_core::Result<Tensor> {
+    let mut t = t;
+    for &d in dims.iter().rev() {
+        t = t.squeeze(d)?;
+    }
+    Ok(t)
+}
+
+/// Sum over `dims` (all when None); uses the parallel kernel where it applies.
+pub fn sum_dims(py: Python<'_>, t: &Tensor, dims: Option<&[usize]>, keepdim: bool) -> PyResult<Tensor> {
+    if t.rank() == 0 {
+        return Ok(t.clone());
+    }
+    let all: Vec<usize> = (0..t.rank()).collect();
+    let dims = dims.unwrap_or(&all);
+    if dims.is_empty() {
+        return Ok(t.clone());
+    }
+    let out = crate::bindings::errors::detach_op(py, "sum", || crate::ops::reduce::sum_keepdim(t, dims))?;
+    if keepdim {
+        Ok(out)
+    } else {
+        squeeze_dims(out, dims).op("sum")
+    }
+}
+
+fn minmax_tuple<'py>(py: Python<'py>, values: PyTensor, indices: PyTensor, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    let f = py.import("candle_py._tensor_helpers")?.getattr(if name == "max" { "_max_result" } else { "_min_result" })?;
+    f.call1((Py::new(py, values)?, Py::new(py, indices)?))
+}
+
+impl PyTensor {
+    fn minmax<'py>(&self, py: Python<'py>, dim: Option<&Bound<'py, PyAny>>, keepdim: bool, is_max: bool) -> PyResult<Bound<'py, PyAny>> {
+        let name = if is_max { "max" } else { "min" };
+        if let Some(d) = dim {
+            if d.cast::<PyTensor>().is_ok() {
+                let r = binop_strict(self, d, if is_max { Bin::Max } else { Bin::Min })?;
+                return Ok(Py::new(py, r)?.into_bound(py).into_any());
+            }
+        }
+        let t = self.t();
+        let dt = self.dt();
+        let cdt = if dt == DT::Bool { DT::U8 } else { dt };
+        let _ = cdt;
+        match dim.filter(|d| !d.is_none()) {
+            None => {
+                if t.elem_count() == 0 {
+                    return Err(value_err(
+                        name,
+                        "Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.",
+                    ));
+                }
+                let flat = t.flatten_all().op(name)?;
+                let v = if is_max { flat.max_keepdim(0) } else { flat.min_keepdim(0) }.and_then(|v| v.squeeze(0)).op(name)?;
+                Ok(Py::new(py, PyTensor::wrap_dt(v, dt))?.into_bound(py).into_any())
+            }
+            Some(d) => {
+                let d: i64 = d.extract().map_err(|_| type_err(name, "dim must be an int"))?;
+                let d = norm_dim(d, t.rank(), name)?;
+                if t.rank() == 0 {
+                    let idx = Tensor::new(0i64, t.device()).op(name)?;
+                    return minmax_tuple(py, PyTensor::wrap_dt(t.clone(), dt), PyTensor::wrap_dt(idx, DT::I64), name);
+                }
+                if t.dims()[d] == 0 {
+                    return Err(value_err(name, format!("cannot compute {name} over an empty dimension {d} of shape {:?}", t.dims())));
+                }
+                let (v, i) = if t.elem_count() == 0 {
+                    let mut shape = t.dims().to_vec();
+                    shape[d] = 1;
+                    (Tensor::zeros(shape.clone(), t.dtype(), t.device()).op(name)?, Tensor::zeros(shape, DType::I64, t.device()).op(name)?)
+                } else {
+                    let v = if is_max { t.max_keepdim(d) } else { t.min_keepdim(d) }.op(name)?;
+                    let i = if is_max { t.argmax_keepdim(d) } else { t.argmin_keepdim(d) }.and_then(|i| i.to_dtype(DType::I64)).op(name)?;
+                    (v, i)
+                };
+                let (v, i) = if keepdim { (v, i) } else { (v.squeeze(d).op(name)?, i.squeeze(d).op(name)?) };
+                minmax_tuple(py, PyTensor::wrap_dt(v, dt), PyTensor::wrap_dt(i, DT::I64), name)
+            }
+        }
+    }
+
+    fn argminmax(&self, dim: Option<i64>, keepdim: bool, is_max: bool) -> PyResult<PyTensor> {
+        let name = if is_max { "argmax" } else { "argmin" };
+        let t = self.t();
+        if t.elem_count() == 0 {
+            return Err(value_err(name, "Expected reduction dim to be specified for input.numel() == 0."));
+        }
+        let (t, d, shape_all) = match dim {
+            None => (t.flatten_all().op(name)?, 0usize, true),
+            Some(d) => {
+                let d = norm_dim(d, t.rank(), name)?;
+                if t.rank() == 0 {
+                    (t.reshape(1).op(name)?, 0, true)
+                } else {
+                    (t.clone(), d, false)
+                }
+            }
+        };
+        let i = if is_max { t.argmax_keepdim(d) } else { t.argmin_keepdim(d) }.and_then(|i| i.to_dtype(DType::I64)).op(name)?;
+        let i = if shape_all {
+            let i = i.squeeze(0).op(name)?;
+            if keepdim {
+                i.reshape(vec![1usize; self.t().rank()]).op(name)?
+            } else {
+                i
+            }
+        } else if keepdim {
+            i
+        } else {
+            i.squeeze(d).op(name)?
+        };
+        Ok(PyTensor::wrap_dt(i, DT::I64))
+    }
+
+    fn var_impl(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, correction: f64, keepdim: bool, op: &str) -> PyResult<PyTensor> {
+        let (t, dt) = float_input(self)?;
+        let dims = reduce_dims(dim, t.rank(), op)?;
+        let all: Vec<usize> = (0..t.rank()).collect();
+        let dl = dims.clone().unwrap_or(all);
+        let n: usize = dl.iter().map(|&d| t.dims()[d]).product::<usize>().max(if t.rank() == 0 { 1 } else { 0 });
+        let mean = sum_dims(py, &t, Some(&dl), true)?.affine(1.0 / n as f64, 0.0).op(op)?;
+        let diff = t.broadcast_sub(&mean).op(op)?;
+        let ss = sum_dims(py, &diff.sqr().op(op)?, Some(&dl), keepdim)?;
+        let denom = n as f64 - correction;
+        let out = if denom <= 0.0 { ss.affine(f64::NAN, 0.0).op(op)? } else { ss.affine(1.0 / denom, 0.0).op(op)? };
+        Ok(PyTensor::wrap_dt(out, dt))
+    }
+}
+
+fn correction_of(unbiased: Option<bool>, correction: Option<f64>) -> f64 {
+    match (correction, unbiased) {
+        (Some(c), _) => c,
+        (None, Some(false)) => 0.0,
+        _ => 1.0,
+    }
+}
+
+#[pymethods]
+impl PyTensor {
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn sum(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let src_dt = self.dt();
+        let dt = match crate::bindings::args::opt_dtype(dtype)? {
+            Some(d) => d,
+            None if src_dt.is_float() => src_dt,
+            None => DT::I64,
+        };
+        let t = cast(&self.t(), src_dt, dt)?;
+        let dims = reduce_dims(dim, t.rank(), "sum")?;
+        let out = sum_dims(py, &t, dims.as_deref(), keepdim)?;
+        Ok(PyTensor::wrap_dt(out, dt))
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn mean(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let src_dt = self.dt();
+        let dt = crate::bindings::args::opt_dtype(dtype)?.unwrap_or(src_dt);
+        if !dt.is_float() {
+            return Err(dtype_err(
+                "mean",
+                format!("could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", dt.name()),
+            ));
+        }
+        let t = cast(&self.t(), src_dt, dt)?;
+        let dims = reduce_dims(dim, t.rank(), "mean")?;
+        let n: usize = match &dims {
+            None => t.elem_count(),
+            Some(d) => d.iter().map(|&i| t.dims()[i]).product(),
+        };
+        let s = sum_dims(py, &t, dims.as_deref(), keepdim)?;
+        let out = s.affine(if n == 0 { f64::NAN } else { 1.0 / n as f64 }, 0.0).op("mean")?;
+        Ok(PyTensor::wrap_dt(out, dt))
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn max<'py>(&self, py: Python<'py>, dim: Option<&Bound<'py, PyAny>>, keepdim: bool) -> PyResult<Bound<'py, PyAny>> {
+        self.minmax(py, dim, keepdim, true)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn min<'py>(&self, py: Python<'py>, dim: Option<&Bound<'py, PyAny>>, keepdim: bool) -> PyResult<Bound<'py, PyAny>> {
+        self.minmax(py, dim, keepdim, false)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amax(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+        self.amaxmin(py, dim, keepdim, true)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amin(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+        self.amaxmin(py, dim, keepdim, false)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn argmax(&self, dim: Option<i64>, keepdim: bool) -> PyResult<PyTensor> {
+        self.argminmax(dim, keepdim, true)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn argmin(&self, dim: Option<i64>, keepdim: bool) -> PyResult<PyTensor> {
+        self.argminmax(dim, keepdim, false)
+    }
+    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
+    fn var(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        unbiased: Option<bool>,
+        keepdim: bool,
+        correction: Option<f64>,
+    ) -> PyResult<PyTensor> {
+        self.var_impl(py, dim, correction_of(unbiased, correction), keepdim, "var")
+    }
+    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
+    fn std(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        unbiased: Option<bool>,
+        keepdim: bool,
+        correction: Option<f64>,
+    ) -> PyResult<PyTensor> {
+        let v = self.var_impl(py, dim, correction_of(unbiased, correction), keepdim, "std")?;
+        let dt = v.dt();
+        Ok(PyTensor::wrap_dt(v.t().sqrt().op("std")?, dt))
+    }
+    #[pyo3(signature = (dim, *, dtype=None))]
+    fn cumsum(&self, py: Python<'_>, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let src = self.dt();
+        let dt = crate::bindings::args::opt_dtype(dtype)?.unwrap_or(if src.is_float() { src } else { DT::I64 });
+        let t = self.t();
+        if t.rank() == 0 {
+            return Ok(PyTensor::wrap_dt(cast(&t, src, dt)?, dt));
+        }
+        let d = norm_dim(dim, t.rank(), "cumsum")?;
+        // Candle's cumsum is a matmul: exact for floats, so integers go through f64.
+        let cdt = if dt.is_float() { dt } else { DT::F64 };
+        let x = cast(&t, src, cdt)?;
+        let out = crate::bindings::errors::detach_op(py, "cumsum", || x.cumsum(d))?;
+        let out = if cdt != dt { out.round().op("cumsum")? } else { out };
+        Ok(PyTensor::wrap_dt(cast(&out, cdt, dt)?, dt))
+    }
+    #[pyo3(signature = (dim, dtype=None))]
+    fn softmax(&self, py: Python<'_>, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        softmax_impl(py, self, dim, dtype, false)
+    }
+    #[pyo3(signature = (dim, dtype=None))]
+    fn log_softmax(&self, py: Python<'_>, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        softmax_impl(py, self, dim, dtype, true)
+    }
+    /// Product of all elements, or over `dim` (keepdim); ints and bools give int64.
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn prod(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let src = self.dt();
+        let dt = crate::bindings::args::opt_dtype(dtype)?.unwrap_or(if src.is_float() { src } else { DT::I64 });
+        if matches!(dt, DT::F16 | DT::BF16) {
+            // Multiply in f32 and round once at the end, as PyTorch's CPU kernel accumulates.
+            let x = cast(&self.t(), src, DT::F32)?;
+            let r = PyTensor::wrap_dt(x, DT::F32).prod(py, dim, keepdim, None)?;
+            return Ok(PyTensor::wrap_dt(cast(&r.t(), DT::F32, dt)?, dt));
+        }
+        let t = cast(&self.t(), src, dt)?;
+        let out = match dim {
+            None => {
+                let flat = t.flatten_all().op("prod")?;
+                let p = crate::bindings::errors::detach_op(py, "prod", || crate::ops::reduce::prod_keepdim(&flat, 0))?;
+                if keepdim {
+                    p.reshape(vec![1usize; t.rank()]).op("prod")?
+                } else {
+                    p.squeeze(0).op("prod")?
+                }
+            }
+            Some(d) => {
+                if t.rank() == 0 {
+                    norm_dim(d, 0, "prod")?;
+                    t.clone()
+                } else {
+                    let d = norm_dim(d, t.rank(), "prod")?;
+                    let p = crate::bindings::errors::detach_op(py, "prod", || crate::ops::reduce::prod_keepdim(&t, d))?;
+                    if keepdim {
+                        p
+                    } else {
+                        p.squeeze(d).op("prod")?
+                    }
+                }
+            }
+        };
+        Ok(PyTensor::wrap_dt(out, dt))
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn all(&self, dim: Option<i64>, keepdim: bool) -> PyResult<PyTensor> {
+        self.anyall(dim, keepdim, false)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn any(&self, dim: Option<i64>, keepdim: bool) -> PyResult<PyTensor> {
+        self.anyall(dim, keepdim, true)
+    }
+    #[pyo3(signature = (p=None, dim=None, keepdim=false))]
+    fn norm(&self, py: Python<'_>, p: Option<f64>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+        let (t, dt) = float_input(self)?;
+        let p = p.unwrap_or(2.0);
+        let dims = reduce_dims(dim, t.rank(), "norm")?;
+        let out = if p == 2.0 {
+            sum_dims(py, &t.sqr().op("norm")?, dims.as_deref(), keepdim)?.sqrt().op("norm")?
+        } else if p == 1.0 {
+            sum_dims(py, &t.abs().op("norm")?, dims.as_deref(), keepdim)?
+        } else {
+            sum_dims(py, &t.abs().and_then(|a| a.powf(p)).op("norm")?, dims.as_deref(), keepdim)?.powf(1.0 / p).op("norm")?
+        };
+        Ok(PyTensor::wrap_dt(out, dt))
+    }
+}
+
+impl PyTensor {
+    fn amaxmin(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, is_max: bool) -> PyResult<PyTensor> {
+        let name = if is_max { "amax" } else { "amin" };
+        let t = self.t();
+        let dims = reduce_dims(dim, t.rank(), name)?.unwrap_or_else(|| (0..t.rank()).collect());
+        let mut out = t.clone();
+        for &d in dims.iter() {
+            if out.dims()[d] == 0 {
+                return Err(value_err(name, format!("cannot reduce over the empty dimension {d} of shape {:?}", t.dims())));
+            }
+            if out.elem_count() == 0 {
+                // Another dim is empty: the result is empty too (Candle refuses empty reductions).
+                let mut shape = out.dims().to_vec();
+                shape[d] = 1;
+                out = Tensor::zeros(shape, out.dtype(), out.device()).op(name)?;
+                continue;
+            }
+            out = crate::bindings::errors::detach_op(py, name, || if is_max { out.max_keepdim(d) } else { out.min_keepdim(d) })?;
+        }
+        if !keepdim {
+            out = squeeze_dims(out, &dims).op(name)?;
+        }
+        Ok(PyTensor::wrap_dt(out, self.dt()))
+    }
+
+    fn anyall(&self, dim: Option<i64>, keepdim: bool, any: bool) -> PyResult<PyTensor> {
+        let name = if any { "any" } else { "all" };
+        let t = self.t();
+        let nz = t.ne(&t.zeros_like().op(name)?).and_then(|m| m.to_dtype(DType::F32)).op(name)?;
+        let out = match dim {
+            None => {
+                let s = nz.sum_all().op(name)?;
+                if any { s.gt(0.0) } else { s.ge(t.elem_count() as f64) }.op(name)?
+            }
+            Some(d) => {
+                let d = norm_dim(d, t.rank(), name)?;
+                let n = if t.rank() == 0 { 1 } else { t.dims()[d] };
+                let s = if t.rank() == 0 { nz.clone() } else { nz.sum_keepdim(d).op(name)? };
+                let s = if any { s.gt(0.0) } else { s.ge(n as f64) }.op(name)?;
+                if keepdim || t.rank() == 0 {
+                    s
+                } else {
+                    s.squeeze(d).op(name)?
+                }
+            }
+        };
+        Ok(PyTensor::wrap_dt(out, DT::Bool))
+    }
+}
+
+pub fn softmax_impl(py: Python<'_>, a: &PyTensor, dim: i64, dtype: Option<&Bound<'_, PyAny>>, log: bool) -> PyResult<PyTensor> {
+    let name = if log { "log_softmax" } else { "softmax" };
+    let src = a.dt();
+    let dt = crate::bindings::args::opt_dtype(dtype)?.unwrap_or(if src.is_float() { src } else { DT::F32 });
+    if !dt.is_float() {
+        return Err(dtype_err(name, "softmax needs a floating point dtype"));
+    }
+    let t = cast(&a.t(), src, dt)?;
+    if t.rank() == 0 {
+        let out = if log { t.zeros_like() } else { t.ones_like() }.op(name)?;
+        return Ok(PyTensor::wrap_dt(out, dt));
+    }
+    let d = norm_dim(dim, t.rank(), name)?;
+    let out = crate::bindings::errors::detach_op(py, name, || crate::ops::softmax::softmax(&t, d, log))?;
+    Ok(PyTensor::wrap_dt(out, dt))
+}

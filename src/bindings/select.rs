@@ -1,0 +1,270 @@
+//! Selection along a dim: `index_select`, `gather`, `scatter`, `scatter_add`, with
+//! PyTorch's bounds checks and negative indices.
+use crate::bindings::args::{cast, norm_dim};
+use crate::bindings::errors::{dtype_err, index_err, shape_err, type_err, value_err, OpResult};
+use crate::bindings::shape_ops::wrap_like;
+use crate::bindings::tensor::PyTensor;
+use crate::dtype::DT;
+use crate::ops::gather::{gather_rows, scatter_offsets};
+use candle_core::{DType, Tensor};
+use pyo3::prelude::*;
+
+/// A 0-d `me` and its index (0-d or 1-d) as 1-d tensors, plus the index's own dims.
+fn as_1d<'py>(
+    py: Python<'py>,
+    me: &PyTensor,
+    index: &Bound<'py, PyTensor>,
+    op: &str,
+) -> PyResult<(Bound<'py, PyTensor>, Bound<'py, PyTensor>, Vec<usize>)> {
+    let it = index.get().t();
+    if it.rank() > 1 {
+        return Err(shape_err(op, format!("Index tensor must have the same number of dimensions as input tensor: {:?} vs []", it.dims())));
+    }
+    let one = Bound::new(py, wrap_like(me, me.t().reshape(1).op(op)?))?;
+    let i1 = Bound::new(py, PyTensor::wrap_dt(it.flatten_all().op(op)?, index.get().dt()))?;
+    Ok((one, i1, it.dims().to_vec()))
+}
+
+fn int_index(idx: &PyTensor, op: &str) -> PyResult<Tensor> {
+    let dt = idx.dt();
+    if dt.is_float() || dt == DT::Bool {
+        return Err(dtype_err(op, format!("index must be an integer tensor, got {}", dt.name())));
+    }
+    Ok(idx.t())
+}
+
+/// Candle indexes with unsigned ints: check bounds, wrap negatives, cast to u32.
+fn checked_index(idx: &Tensor, size: usize, op: &str) -> PyResult<Tensor> {
+    let i64s = idx.to_dtype(DType::I64).op(op)?;
+    if i64s.elem_count() == 0 {
+        return i64s.to_dtype(DType::U32).op(op);
+    }
+    let flat = i64s.flatten_all().op(op)?;
+    let lo = flat.min(0).and_then(|v| v.to_scalar::<i64>()).op(op)?;
+    let hi = flat.max(0).and_then(|v| v.to_scalar::<i64>()).op(op)?;
+    if hi >= size as i64 || lo < -(size as i64) {
+        let bad = if hi >= size as i64 { hi } else { lo };
+        return Err(index_err(op, format!("index {bad} is out of bounds for dimension with size {size}")));
+    }
+    let fixed = if lo < 0 {
+        let neg = i64s.lt(0i64 as f64).and_then(|m| m.to_dtype(DType::I64)).op(op)?;
+        i64s.add(&neg.affine(size as f64, 0.0).op(op)?).op(op)?
+    } else {
+        i64s
+    };
+    fixed.to_dtype(DType::U32).op(op)
+}
+
+/// `index_select` as one pass of row copies, for contiguous CPU data that records
+/// no graph (inference, `no_grad`): Candle's op plus the bounds check costs several
+/// passes over the index and a per-element copy. `None` where it does not apply.
+fn gather_untracked(py: Python<'_>, t: &Tensor, idx: &Tensor, d: usize) -> PyResult<Option<Tensor>> {
+    const OP: &str = "index_select";
+    let tracked = t.track_op() && crate::grad::grad_enabled();
+    if tracked || !t.device().is_cpu() || !idx.device().is_cpu() || !t.is_contiguous() || idx.dtype() != DType::I64 {
+        return Ok(None);
+    }
+    let size = t.dims()[d];
+    let raw = idx.to_vec1::<i64>().op(OP)?;
+    let mut rows = Vec::with_capacity(raw.len());
+    for &i in &raw {
+        let j = if i < 0 { i + size as i64 } else { i };
+        if j < 0 || j >= size as i64 {
+            return Err(index_err(OP, format!("index {i} is out of bounds for dimension with size {size}")));
+        }
+        rows.push(j as usize);
+    }
+    let outer: usize = t.dims()[..d].iter().product();
+    let inner: usize = t.dims()[d + 1..].iter().product();
+    let mut dims = t.dims().to_vec();
+    dims[d] = rows.len();
+    let (st, l) = t.storage_and_layout();
+    let candle_core::Storage::Cpu(cs) = &*st else { return Ok(None) };
+    let start = l.start_offset();
+    macro_rules! go {
+        ($($v:ident),*) => {
+            match cs {
+                $(candle_core::CpuStorage::$v(src) => {
+                    let src = &src[start..];
+                    let out = crate::bindings::errors::detach(py, OP, || Ok(gather_rows(src, outer, size, inner, &rows)))?;
+                    Tensor::from_vec(out, dims, &candle_core::Device::Cpu).op(OP)?
+                })*
+                _ => return Ok(None),
+            }
+        };
+    }
+    Ok(Some(go!(U8, U32, I16, I32, I64, BF16, F16, F32, F64)))
+}
+
+#[pymethods]
+impl PyTensor {
+    fn index_select(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
+        let t = self.t();
+        let idx = int_index(index.get(), "index_select")?;
+        if idx.rank() > 1 {
+            return Err(shape_err("index_select", format!("index must be 0-D or 1-D, got shape {:?}", idx.dims())));
+        }
+        if t.rank() == 0 {
+            return Err(shape_err("index_select", "cannot index a 0-d tensor"));
+        }
+        let d = norm_dim(dim, t.rank(), "index_select")?;
+        let idx1 = idx.flatten_all().op("index_select")?;
+        // Candle's index_select (and the row copy) read contiguous sources only.
+        let t = if t.is_contiguous() { t } else { t.contiguous().op("index_select")? };
+        let out = match gather_untracked(py, &t, &idx1, d)? {
+            Some(out) => out,
+            None => {
+                let u = checked_index(&idx1, t.dims()[d], "index_select")?;
+                crate::bindings::errors::detach_op(py, "index_select", || t.index_select(&u, d))?
+            }
+        };
+        let out = if idx.rank() == 0 { out.squeeze(d).and_then(|o| o.unsqueeze(d)).op("index_select")? } else { out };
+        Ok(wrap_like(self, out))
+    }
+
+    fn gather(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
+        let t = self.t();
+        if t.rank() == 0 {
+            // As PyTorch: a 0-d self is one element along dim 0 (the 1-d path
+            // below indexes dims()[d], which a 0-d tensor lacks).
+            norm_dim(dim, 0, "gather")?;
+            let (one, i1, idims) = as_1d(py, self, index, "gather")?;
+            let out = one.get().gather(py, 0, &i1)?;
+            return Ok(wrap_like(self, out.t().reshape(idims).op("gather")?));
+        }
+        let idx = int_index(index.get(), "gather")?;
+        let d = norm_dim(dim, t.rank(), "gather")?;
+        if idx.rank() != t.rank() {
+            return Err(shape_err(
+                "gather",
+                format!("Index tensor must have the same number of dimensions as input tensor: {:?} vs {:?}", idx.dims(), t.dims()),
+            ));
+        }
+        for (i, (&a, &b)) in idx.dims().iter().zip(t.dims()).enumerate() {
+            if i != d && a > b {
+                return Err(shape_err(
+                    "gather",
+                    format!(
+                        "Size does not match at dimension {i} expected index {:?} to be smaller than self {:?} apart from dimension {d}",
+                        idx.dims(),
+                        t.dims()
+                    ),
+                ));
+            }
+        }
+        // Candle's gather wants the non-gathered dims equal: narrow the source to the index.
+        let mut src = t.clone();
+        for (i, &n) in idx.dims().iter().enumerate() {
+            if i != d && n < src.dims()[i] {
+                src = src.narrow(i, 0, n).op("gather")?;
+            }
+        }
+        let u = checked_index(&idx, t.dims()[d], "gather")?;
+        let out = crate::bindings::errors::detach_op(py, "gather", || src.contiguous()?.gather(&u.contiguous()?, d))?;
+        Ok(wrap_like(self, out))
+    }
+
+    /// Out-of-place scatter: `out[index[i][j]][j] = src[i][j]` (dim 0), or `reduce="add"`.
+    #[pyo3(signature = (dim, index, src=None, value=None, *, reduce=None))]
+    fn scatter(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        index: &Bound<'_, PyTensor>,
+        src: Option<&Bound<'_, PyAny>>,
+        value: Option<&Bound<'_, PyAny>>,
+        reduce: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let t = self.t();
+        if t.rank() == 0 {
+            norm_dim(dim, 0, "scatter")?; // a 0-d self is one element along dim 0, as in PyTorch
+            let (one, i1, _) = as_1d(py, self, index, "scatter")?;
+            let s1 = match src.map(|s| s.cast::<PyTensor>()) {
+                Some(Ok(s)) => Some(Bound::new(py, PyTensor::wrap_dt(s.get().t().flatten_all().op("scatter")?, s.get().dt()))?.into_any()),
+                _ => src.cloned(),
+            };
+            let out = one.get().scatter(py, 0, &i1, s1.as_ref(), value, reduce)?;
+            return Ok(wrap_like(self, out.t().reshape(()).op("scatter")?));
+        }
+        let d = norm_dim(dim, t.rank(), "scatter")?;
+        let idx = int_index(index.get(), "scatter")?;
+        let srcv = src.or(value).ok_or_else(|| type_err("scatter", "expected src or value"))?;
+        let s = match srcv.cast::<PyTensor>() {
+            Ok(s) => {
+                let st = cast(&s.get().t(), s.get().dt(), self.dt())?;
+                if src.is_none() && st.rank() == 0 {
+                    // `value` given as a 0-d tensor: a number, as PyTorch reads it.
+                    st.broadcast_as(idx.dims()).op("scatter")?
+                } else if st.rank() != idx.rank() {
+                    return Err(shape_err(
+                        "scatter",
+                        format!("Index tensor must have the same number of dimensions as src tensor: {:?} vs {:?}", idx.dims(), st.dims()),
+                    ));
+                } else {
+                    st
+                }
+            }
+            Err(_) => {
+                let sc =
+                    crate::bindings::args::extract_scalar(srcv).ok_or_else(|| type_err("scatter", "src must be a Tensor or a number"))?;
+                sc.tensor(self.dt(), t.device())?.broadcast_as(idx.dims()).op("scatter")?
+            }
+        };
+        let s = {
+            let mut s = s;
+            for (i, &n) in idx.dims().iter().enumerate() {
+                if n < s.dims()[i] {
+                    s = s.narrow(i, 0, n).op("scatter")?;
+                }
+            }
+            s.contiguous().op("scatter")?
+        };
+        let base = t.contiguous().op("scatter")?;
+        if idx.elem_count() == 0 {
+            // Nothing to write (Candle rejects an empty index): a copy in the graph.
+            return Ok(wrap_like(self, base.force_contiguous().op("scatter")?));
+        }
+        if reduce.is_some_and(|r| r != "add") {
+            return Err(value_err("scatter", format!("reduce must be None or 'add', got {:?}", reduce.unwrap_or_default())));
+        }
+        let u = checked_index(&idx, t.dims()[d], "scatter")?;
+        let iv: Vec<u32> = u.flatten_all().and_then(|x| x.to_vec1::<u32>()).op("scatter")?;
+        let offs = scatter_offsets(&iv, idx.dims(), t.dims(), d);
+        let add = reduce.is_some();
+        // Built from index_add / where_cond on the flattened tensor rather than Candle's
+        // scatter, whose backward sends the gradient to the overwritten places of self
+        // and fails for an index smaller than self (PyTorch allows both).
+        let out = crate::bindings::errors::detach_op(py, "scatter", || -> candle_core::Result<Tensor> {
+            let dev = base.device();
+            let flat = base.flatten_all()?;
+            let src_flat = s.flatten_all()?;
+            if add {
+                let o = Tensor::from_vec(offs, iv.len(), dev)?;
+                return flat.index_add(&o, &src_flat, 0)?.reshape(t.dims());
+            }
+            // The last write to a place wins, as in a sequential loop.
+            let n = flat.elem_count();
+            let mut writer = vec![u32::MAX; n];
+            for (k, &o) in offs.iter().enumerate() {
+                writer[o as usize] = k as u32;
+            }
+            let (mut kept_off, mut kept_pos, mut mask) = (Vec::new(), Vec::new(), vec![0u8; n]);
+            for (o, &k) in writer.iter().enumerate() {
+                if k != u32::MAX {
+                    kept_off.push(o as u32);
+                    kept_pos.push(k);
+                    mask[o] = 1;
+                }
+            }
+            let m = kept_off.len();
+            let sel = src_flat.index_select(&Tensor::from_vec(kept_pos, m, dev)?, 0)?;
+            let written = flat.zeros_like()?.index_add(&Tensor::from_vec(kept_off, m, dev)?, &sel, 0)?;
+            Tensor::from_vec(mask, n, dev)?.where_cond(&written, &flat)?.reshape(t.dims())
+        })?;
+        Ok(wrap_like(self, out))
+    }
+
+    fn scatter_add(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyTensor>, src: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        self.scatter(py, dim, index, Some(src), None, Some("add"))
+    }
+}

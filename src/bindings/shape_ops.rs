@@ -1,0 +1,365 @@
+//! Views and re-arrangements: reshape, transpose, permute, squeeze, expand,
+//! narrow, split, flip, repeat, tril/triu (selection by index is `select.rs`).
+use crate::bindings::args::norm_dim;
+use crate::bindings::creation::shape_args;
+use crate::bindings::errors::{index_err, shape_err, type_err, value_err, OpResult};
+use crate::bindings::tensor::PyTensor;
+use candle_core::Tensor;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+/// Resolve a requested shape with at most one -1 against `numel`.
+pub fn infer_shape(req: &[i64], numel: usize, from: &[usize], op: &str) -> PyResult<Vec<usize>> {
+    let mut hole = None;
+    let mut known: usize = 1;
+    for (i, &d) in req.iter().enumerate() {
+        if d == -1 {
+            if hole.is_some() {
+                return Err(value_err(op, "only one dimension can be inferred"));
+            }
+            hole = Some(i);
+        } else if d < 0 {
+            return Err(value_err(op, format!("invalid shape dimension {d}")));
+        } else {
+            known = known.saturating_mul(d as usize);
+        }
+    }
+    let mut out: Vec<usize> = req.iter().map(|&d| d.max(0) as usize).collect();
+    if let Some(h) = hole {
+        if known == 0 || !numel.is_multiple_of(known) {
+            return Err(shape_err(op, format!("shape {req:?} is invalid for input of size {numel} (shape {from:?})")));
+        }
+        out[h] = numel / known;
+    } else if known != numel {
+        return Err(shape_err(op, format!("shape {req:?} is invalid for input of size {numel} (shape {from:?})")));
+    }
+    Ok(out)
+}
+
+fn no_zero_d(t: &Tensor, op: &str) -> PyResult<()> {
+    if t.rank() == 0 {
+        return Err(shape_err(op, format!("{op} expects at least a 1-dimensional tensor")));
+    }
+    Ok(())
+}
+
+pub(crate) fn wrap_like(me: &PyTensor, t: Tensor) -> PyTensor {
+    PyTensor::wrap(t, me.is_bool)
+}
+
+#[pymethods]
+impl PyTensor {
+    #[pyo3(signature = (*shape))]
+    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        let t = self.t();
+        let req = shape_args(shape, "reshape")?;
+        let s = infer_shape(&req, t.elem_count(), t.dims(), "reshape")?;
+        let out = crate::bindings::errors::detach_op(py, "reshape", || t.reshape(s))?;
+        Ok(wrap_like(self, out))
+    }
+    /// `view` reshapes too; Candle copies when the input is not contiguous.
+    #[pyo3(signature = (*shape))]
+    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        if shape.len() == 1 {
+            let a = shape.get_item(0)?;
+            if a.cast::<crate::bindings::dtype::PyDType>().is_ok() {
+                return Err(type_err("view", "view(dtype) is not supported; use .to(dtype)"));
+            }
+        }
+        self.reshape(py, shape)
+    }
+    fn reshape_as(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
+        let dims = PyTuple::new(py, other.get().t().dims())?;
+        self.reshape(py, &dims)
+    }
+    fn view_as(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
+        self.reshape_as(py, other)
+    }
+
+    #[pyo3(name = "t")]
+    fn t_py(&self) -> PyResult<PyTensor> {
+        let t = self.t();
+        match t.rank() {
+            0 | 1 => Ok(wrap_like(self, t)),
+            2 => Ok(wrap_like(self, t.t().op("t")?)),
+            r => Err(shape_err("t", format!("t() expects a tensor with <= 2 dimensions, but self is {r}D"))),
+        }
+    }
+    #[getter(T)]
+    fn big_t(&self) -> PyResult<PyTensor> {
+        let t = self.t();
+        let dims: Vec<usize> = (0..t.rank()).rev().collect();
+        Ok(wrap_like(self, t.permute(dims).op("T")?))
+    }
+    #[getter(mT)]
+    fn m_t(&self) -> PyResult<PyTensor> {
+        let t = self.t();
+        if t.rank() < 2 {
+            return Err(shape_err("mT", "tensor.mT is only supported on matrices or batches of matrices"));
+        }
+        Ok(wrap_like(self, t.transpose(t.rank() - 2, t.rank() - 1).op("mT")?))
+    }
+    fn transpose(&self, dim0: i64, dim1: i64) -> PyResult<PyTensor> {
+        let t = self.t();
+        if t.rank() == 0 {
+            return Ok(wrap_like(self, t));
+        }
+        let a = norm_dim(dim0, t.rank(), "transpose")?;
+        let b = norm_dim(dim1, t.rank(), "transpose")?;
+        Ok(wrap_like(self, t.transpose(a, b).op("transpose")?))
+    }
+    fn swapaxes(&self, axis0: i64, axis1: i64) -> PyResult<PyTensor> {
+        self.transpose(axis0, axis1)
+    }
+    #[pyo3(signature = (*dims))]
+    fn permute(&self, dims: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        let t = self.t();
+        let req = shape_args(dims, "permute")?;
+        if req.len() != t.rank() {
+            return Err(shape_err(
+                "permute",
+                format!("number of dims don't match in permute: got {} for a tensor of shape {:?}", req.len(), t.dims()),
+            ));
+        }
+        let mut seen = vec![false; t.rank()];
+        let mut d = Vec::new();
+        for r in req {
+            let n = norm_dim(r, t.rank(), "permute")?;
+            if seen[n] {
+                return Err(value_err("permute", "repeated dim in permute"));
+            }
+            seen[n] = true;
+            d.push(n);
+        }
+        if t.rank() == 0 {
+            return Ok(wrap_like(self, t));
+        }
+        Ok(wrap_like(self, t.permute(d).op("permute")?))
+    }
+    #[pyo3(signature = (dim=None))]
+    fn squeeze(&self, dim: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let t = self.t();
+        let dims = crate::bindings::reduce::reduce_dims(dim, t.rank(), "squeeze")?;
+        let dims: Vec<usize> = match dims {
+            None => (0..t.rank()).filter(|&i| t.dims()[i] == 1).collect(),
+            Some(d) => d.into_iter().filter(|&i| t.rank() > 0 && t.dims()[i] == 1).collect(),
+        };
+        let mut out = t;
+        for &d in dims.iter().rev() {
+            out = out.squeeze(d).op("squeeze")?;
+        }
+        Ok(wrap_like(self, out))
+    }
+    fn unsqueeze(&self, dim: i64) -> PyResult<PyTensor> {
+        let t = self.t();
+        let d = norm_dim(dim, t.rank() + 1, "unsqueeze")?;
+        Ok(wrap_like(self, t.unsqueeze(d).op("unsqueeze")?))
+    }
+    #[pyo3(signature = (start_dim=0, end_dim=-1))]
+    fn flatten(&self, start_dim: i64, end_dim: i64) -> PyResult<PyTensor> {
+        let t = self.t();
+        if t.rank() == 0 {
+            return Ok(wrap_like(self, t.reshape(1).op("flatten")?));
+        }
+        let a = norm_dim(start_dim, t.rank(), "flatten")?;
+        let b = norm_dim(end_dim, t.rank(), "flatten")?;
+        if a > b {
+            return Err(value_err("flatten", "start_dim cannot come after end_dim"));
+        }
+        let mut shape: Vec<usize> = t.dims()[..a].to_vec();
+        shape.push(t.dims()[a..=b].iter().product());
+        shape.extend_from_slice(&t.dims()[b + 1..]);
+        Ok(wrap_like(self, t.reshape(shape).op("flatten")?))
+    }
+    fn unflatten(&self, dim: i64, sizes: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let t = self.t();
+        let d = norm_dim(dim, t.rank(), "unflatten")?;
+        let req: Vec<i64> = sizes.extract().map_err(|_| type_err("unflatten", "sizes must be a sequence of ints"))?;
+        let inner = infer_shape(&req, t.dims()[d], t.dims(), "unflatten")?;
+        let mut shape = t.dims()[..d].to_vec();
+        shape.extend(inner);
+        shape.extend_from_slice(&t.dims()[d + 1..]);
+        Ok(wrap_like(self, t.reshape(shape).op("unflatten")?))
+    }
+    fn ravel(&self) -> PyResult<PyTensor> {
+        self.flatten(0, -1)
+    }
+    #[pyo3(signature = (*sizes))]
+    fn expand(&self, sizes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        let t = self.t();
+        let req = shape_args(sizes, "expand")?;
+        if req.len() < t.rank() {
+            return Err(shape_err(
+                "expand",
+                format!(
+                    "the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
+                    req.len(),
+                    t.rank()
+                ),
+            ));
+        }
+        let off = req.len() - t.rank();
+        let mut shape = Vec::with_capacity(req.len());
+        for (i, &r) in req.iter().enumerate() {
+            let cur = if i >= off { Some(t.dims()[i - off]) } else { None };
+            let s = match (r, cur) {
+                (-1, Some(c)) => c,
+                (-1, None) => return Err(value_err("expand", "-1 is not allowed in a leading, non-existing dimension")),
+                (r, _) if r < 0 => return Err(value_err("expand", format!("invalid size {r}"))),
+                (r, Some(c)) if c != 1 && c as i64 != r => {
+                    return Err(shape_err("expand", format!("the expanded size of the tensor ({r}) must match the existing size ({c}) at non-singleton dimension {i}. Target sizes: {req:?}. Tensor sizes: {:?}", t.dims())))
+                }
+                (r, _) => r as usize,
+            };
+            shape.push(s);
+        }
+        Ok(wrap_like(self, t.broadcast_as(shape).op("expand")?))
+    }
+    fn expand_as(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
+        self.expand(&PyTuple::new(py, other.get().t().dims())?)
+    }
+    fn broadcast_to(&self, py: Python<'_>, size: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        self.expand(&PyTuple::new(py, [size])?)
+    }
+    fn narrow(&self, dim: i64, start: i64, length: i64) -> PyResult<PyTensor> {
+        let t = self.t();
+        let d = norm_dim(dim, t.rank(), "narrow")?;
+        let size = t.dims()[d] as i64;
+        let s = if start < 0 { start + size } else { start };
+        if s < 0 || length < 0 || s + length > size {
+            return Err(index_err("narrow", format!("start ({start}) + length ({length}) exceeds dimension size ({size})")));
+        }
+        Ok(wrap_like(self, t.narrow(d, s as usize, length as usize).op("narrow")?))
+    }
+    #[pyo3(signature = (chunks, dim=0))]
+    fn chunk(&self, py: Python<'_>, chunks: i64, dim: i64) -> PyResult<Py<PyTuple>> {
+        if chunks <= 0 {
+            return Err(value_err("chunk", format!("chunk expects `chunks` to be greater than 0, got: {chunks}")));
+        }
+        let t = self.t();
+        no_zero_d(&t, "chunk")?;
+        let d = norm_dim(dim, t.rank(), "chunk")?;
+        let size = t.dims()[d];
+        let step = size.div_ceil(chunks as usize).max(if size == 0 { 0 } else { 1 });
+        let sizes: Vec<usize> = if step == 0 { vec![0] } else { (0..size).step_by(step).map(|s| step.min(size - s)).collect() };
+        self.split_sizes(py, &sizes, d, "chunk")
+    }
+    #[pyo3(signature = (split_size_or_sections, dim=0))]
+    fn split(&self, py: Python<'_>, split_size_or_sections: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTuple>> {
+        let t = self.t();
+        no_zero_d(&t, "split")?;
+        let d = norm_dim(dim, t.rank(), "split")?;
+        let size = t.dims()[d];
+        let sizes: Vec<usize> = if let Ok(n) = split_size_or_sections.extract::<i64>() {
+            if n <= 0 {
+                return Err(value_err("split", format!("split_size must be positive, got {n}")));
+            }
+            let n = n as usize;
+            if size == 0 {
+                vec![0]
+            } else {
+                (0..size).step_by(n).map(|s| n.min(size - s)).collect()
+            }
+        } else {
+            let v: Vec<i64> = split_size_or_sections
+                .extract()
+                .map_err(|_| type_err("split", "split_size_or_sections must be an int or a list of ints"))?;
+            if v.iter().any(|&x| x < 0) || v.iter().sum::<i64>() != size as i64 {
+                return Err(value_err("split", format!("split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension {d}), but got split_sizes={v:?}")));
+            }
+            v.into_iter().map(|x| x as usize).collect()
+        };
+        self.split_sizes(py, &sizes, d, "split")
+    }
+    #[pyo3(signature = (dim=0))]
+    fn unbind(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTuple>> {
+        let t = self.t();
+        no_zero_d(&t, "unbind")?;
+        let d = norm_dim(dim, t.rank(), "unbind")?;
+        let mut out = Vec::new();
+        for i in 0..t.dims()[d] {
+            out.push(Py::new(py, wrap_like(self, t.narrow(d, i, 1).and_then(|x| x.squeeze(d)).op("unbind")?))?);
+        }
+        Ok(PyTuple::new(py, out)?.unbind())
+    }
+
+    #[pyo3(signature = (*dims))]
+    fn flip(&self, dims: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        let t = self.t();
+        let req = shape_args(dims, "flip")?;
+        let d: Vec<usize> = req.iter().map(|&x| norm_dim(x, t.rank(), "flip")).collect::<PyResult<_>>()?;
+        Ok(wrap_like(self, t.flip(&d).op("flip")?))
+    }
+    #[pyo3(signature = (*sizes))]
+    fn repeat(&self, sizes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        let t = self.t();
+        let req = shape_args(sizes, "repeat")?;
+        if req.len() < t.rank() {
+            return Err(shape_err("repeat", "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"));
+        }
+        let reps = crate::bindings::args::nonneg_shape(&req, "repeat")?;
+        let mut x = t.clone();
+        while x.rank() < reps.len() {
+            x = x.unsqueeze(0).op("repeat")?;
+        }
+        // Check the result size first: Candle would try to build it piece by piece.
+        let mut out_dims = Vec::with_capacity(reps.len());
+        for (&d, &r) in x.dims().iter().zip(&reps) {
+            out_dims
+                .push(d.checked_mul(r).ok_or_else(|| value_err("repeat", format!("result size overflows: {:?} x {reps:?}", x.dims())))?);
+        }
+        let total = out_dims.iter().try_fold(1usize, |a, &b| a.checked_mul(b));
+        match total {
+            Some(0) => return Ok(wrap_like(self, Tensor::zeros(out_dims, x.dtype(), x.device()).op("repeat")?)),
+            Some(n) => crate::bindings::args::check_alloc(n, x.dtype().size_in_bytes(), "repeat")?,
+            None => return Err(value_err("repeat", format!("result shape {out_dims:?} is too large"))),
+        }
+        Ok(wrap_like(self, x.repeat(reps).op("repeat")?))
+    }
+    #[pyo3(signature = (diagonal=0))]
+    fn tril(&self, diagonal: i64) -> PyResult<PyTensor> {
+        self.tri(diagonal, true)
+    }
+    #[pyo3(signature = (diagonal=0))]
+    fn triu(&self, diagonal: i64) -> PyResult<PyTensor> {
+        self.tri(diagonal, false)
+    }
+}
+
+impl PyTensor {
+    fn split_sizes(&self, py: Python<'_>, sizes: &[usize], d: usize, op: &str) -> PyResult<Py<PyTuple>> {
+        let t = self.t();
+        let mut out = Vec::new();
+        let mut start = 0;
+        for &s in sizes {
+            out.push(Py::new(py, wrap_like(self, t.narrow(d, start, s).op(op)?))?);
+            start += s;
+        }
+        Ok(PyTuple::new(py, out)?.unbind())
+    }
+
+    fn tri(&self, k: i64, lower: bool) -> PyResult<PyTensor> {
+        let t = self.t();
+        let name = if lower { "tril" } else { "triu" };
+        if t.rank() < 2 {
+            return Err(shape_err(name, format!("input tensor must have at least 2 dimensions, got {:?}", t.dims())));
+        }
+        let (n, m) = (t.dims()[t.rank() - 2], t.dims()[t.rank() - 1]);
+        let mut mask = vec![0u8; n * m];
+        for i in 0..n {
+            for j in 0..m {
+                let keep = if lower { (j as i64) - (i as i64) <= k } else { (j as i64) - (i as i64) >= k };
+                mask[i * m + j] = keep as u8;
+            }
+        }
+        let mask = Tensor::from_vec(mask, (n, m), t.device()).op(name)?;
+        let z = t.zeros_like().op(name)?;
+        let out = crate::bindings::unary::where_(&mask, &t, &z, name)?;
+        Ok(wrap_like(self, out))
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let _ = PyList::empty(m.py());
+    Ok(())
+}

@@ -1,0 +1,481 @@
+//! The `Tensor` class: a Candle tensor plus what PyTorch users expect around it
+//! (a boolean dtype, a `.grad` slot, in-place replacement of the data).
+//!
+//! Methods live in one file per area (math.rs, shape_ops.rs, indexing.rs,
+//! autograd.rs, numpy_interop.rs); this file holds the struct, conversions of
+//! arguments, and the plain attributes.
+use crate::bindings::args::{cast, check_alloc, norm_dim, opt_dtype};
+use crate::bindings::device::{extract_device, PyDevice};
+use crate::bindings::dtype::{extract_dtype, PyDType};
+use crate::bindings::errors::{runtime_err, type_err, value_err, OpResult};
+use crate::dtype::DT;
+use crate::grad::{self, GradSlot};
+use candle_core::{DType, Tensor};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyTuple};
+use std::sync::{Arc, OnceLock, RwLock};
+
+#[pyclass(name = "Tensor", module = "candle_py", subclass, frozen, weakref)]
+pub struct PyTensor {
+    /// Replaceable so that in-place methods (`requires_grad_`, `x[i] = v` on a
+    /// tensor in the autograd graph, `.data = ...`) can swap the value.
+    inner: RwLock<Tensor>,
+    /// Stored as U8 in Candle; shown as `bool` to Python.
+    pub is_bool: bool,
+    /// Shared by every Python object that wraps the same leaf tensor; made on
+    /// first use for other tensors (most never need one).
+    grad: OnceLock<Arc<GradSlot>>,
+}
+
+impl PyTensor {
+    /// Wrap a fresh Candle result. Outside grad mode the result is cut from the graph.
+    pub fn wrap(t: Tensor, is_bool: bool) -> PyTensor {
+        let t = if t.track_op() && !t.is_variable() && !grad::grad_enabled() { t.detach() } else { t };
+        // Candle slices storage from a view's start offset even when the view
+        // holds no element, so an empty view past the end of its storage
+        // (`x[:, 1]` of a (0, 3) tensor) panics in later ops: make it fresh.
+        let t = if t.layout().start_offset() != 0 && t.elem_count() == 0 {
+            Tensor::zeros(t.shape(), t.dtype(), t.device()).unwrap_or(t)
+        } else {
+            t
+        };
+        let grad = OnceLock::new();
+        if t.is_variable() {
+            let _ = grad.set(grad::slot_for(&t));
+        }
+        PyTensor { inner: RwLock::new(t), is_bool, grad }
+    }
+
+    pub fn wrap_dt(t: Tensor, dt: DT) -> PyTensor {
+        Self::wrap(t, dt == DT::Bool)
+    }
+
+    /// Wrap a tensor just made from a buffer (`Tensor::from_vec`): not in the graph,
+    /// not a view, so none of `wrap`'s checks apply. The dispatch fast path uses it.
+    pub fn wrap_fresh(t: Tensor) -> PyTensor {
+        debug_assert!(!t.track_op() && t.layout().start_offset() == 0);
+        PyTensor { inner: RwLock::new(t), is_bool: false, grad: OnceLock::new() }
+    }
+
+    /// The current value, borrowed under the read lock (no clone: two atomics fewer
+    /// than `t()`, which matters on the per-op dispatch path).
+    #[inline]
+    pub fn read(&self) -> std::sync::RwLockReadGuard<'_, Tensor> {
+        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    #[inline]
+    pub fn t(&self) -> Tensor {
+        self.read().clone()
+    }
+
+    pub fn replace(&self, t: Tensor) {
+        if t.is_variable() {
+            grad::rebind_slot(&t, self.slot());
+        }
+        *self.inner.write().unwrap_or_else(|p| p.into_inner()) = t;
+    }
+
+    /// This tensor's `.grad` slot, created on first use.
+    pub fn slot(&self) -> &Arc<GradSlot> {
+        self.grad.get_or_init(|| Arc::new(std::sync::Mutex::new(None)))
+    }
+
+    /// The `.grad` slot if one was ever made (None means no gradient).
+    pub fn slot_if_any(&self) -> Option<&Arc<GradSlot>> {
+        self.grad.get()
+    }
+
+    /// The Candle tensor and the Python-level dtype, read under one lock.
+    #[inline]
+    pub fn t_dt(&self) -> (Tensor, DT) {
+        let g = self.read();
+        (g.clone(), self.dt_of(&g))
+    }
+
+    /// The Python-level dtype, read under the lock without cloning the tensor (hot path).
+    pub fn dt(&self) -> DT {
+        self.dt_of(&self.read())
+    }
+
+    #[inline]
+    fn dt_of(&self, t: &Tensor) -> DT {
+        // Every Candle dtype we create maps back; f32 is a safe fallback.
+        if self.is_bool {
+            DT::Bool
+        } else {
+            DT::of_candle(t.dtype()).unwrap_or(DT::F32)
+        }
+    }
+}
+
+/// `size(dim)`/`stride(dim)` of a 0-d tensor: there is no dimension to name.
+fn no_dims_check(rank: usize, dim: i64, op: &str) -> PyResult<()> {
+    if rank == 0 {
+        return Err(crate::bindings::errors::index_err(op, format!("dimension specified as {dim} but tensor has no dimensions")));
+    }
+    Ok(())
+}
+
+#[pymethods]
+impl PyTensor {
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.t().dims())
+    }
+    #[getter]
+    fn dtype(&self) -> PyDType {
+        PyDType { dt: self.dt() }
+    }
+    #[getter]
+    fn device(&self) -> PyDevice {
+        PyDevice::of(self.t().device())
+    }
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.t().rank()
+    }
+    #[getter]
+    fn is_cuda(&self) -> bool {
+        self.t().device().is_cuda()
+    }
+    fn dim(&self) -> usize {
+        self.t().rank()
+    }
+    fn numel(&self) -> usize {
+        self.t().elem_count()
+    }
+    fn nelement(&self) -> usize {
+        self.t().elem_count()
+    }
+    fn element_size(&self) -> usize {
+        self.dt().itemsize()
+    }
+    fn is_floating_point(&self) -> bool {
+        self.dt().is_float()
+    }
+    fn is_contiguous(&self) -> bool {
+        self.t().is_contiguous()
+    }
+    #[pyo3(signature = (dim=None))]
+    fn size<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+        let t = self.t();
+        match dim {
+            None => Ok(PyTuple::new(py, t.dims())?.into_any()),
+            Some(d) => {
+                no_dims_check(t.rank(), d, "size")?;
+                let d = norm_dim(d, t.rank(), "size")?;
+                Ok(t.dims()[d].into_pyobject(py)?.into_any())
+            }
+        }
+    }
+    #[pyo3(signature = (dim=None))]
+    fn stride<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+        let t = self.t();
+        let s = t.stride().to_vec();
+        match dim {
+            None => Ok(PyTuple::new(py, s)?.into_any()),
+            Some(d) => Ok(s[{
+                no_dims_check(t.rank(), d, "stride")?;
+                norm_dim(d, t.rank(), "stride")?
+            }]
+            .into_pyobject(py)?
+            .into_any()),
+        }
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        let t = self.t();
+        if t.rank() == 0 {
+            return Err(type_err("len", "len() of a 0-d tensor"));
+        }
+        Ok(t.dims()[0])
+    }
+
+    fn __hash__(slf: &Bound<'_, Self>) -> isize {
+        slf.as_ptr() as isize
+    }
+
+    fn __bool__(&self) -> PyResult<bool> {
+        let t = self.t();
+        if t.elem_count() != 1 {
+            return Err(runtime_err("bool", format!("Boolean value of Tensor with {} values is ambiguous", t.elem_count())));
+        }
+        Ok(t.flatten_all().and_then(|x| x.to_dtype(DType::F64)).and_then(|x| x.to_vec1::<f64>()).op("bool")?[0] != 0.0)
+    }
+
+    fn __float__(&self) -> PyResult<f64> {
+        let t = self.single("float")?;
+        t.to_dtype(DType::F64).and_then(|x| x.to_scalar::<f64>()).op("float")
+    }
+
+    fn __int__(&self) -> PyResult<i64> {
+        let t = self.single("int")?;
+        if self.dt().is_float() {
+            let f = t.to_dtype(DType::F64).and_then(|x| x.to_scalar::<f64>()).op("int")?;
+            if !f.is_finite() {
+                return Err(value_err("int", format!("cannot convert {f} to integer")));
+            }
+            return Ok(f.trunc() as i64);
+        }
+        t.to_dtype(DType::I64).and_then(|x| x.to_scalar::<i64>()).op("int")
+    }
+
+    fn __index__(&self) -> PyResult<i64> {
+        if self.dt().is_float() || self.t().elem_count() != 1 {
+            return Err(type_err("index", "only integer tensors of a single element can be converted to an index"));
+        }
+        self.__int__()
+    }
+
+    /// The Python number held by a one-element tensor.
+    fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let t = self.single("item")?;
+        let dt = self.dt();
+        Ok(match dt {
+            DT::Bool => (t.to_dtype(DType::U8).and_then(|x| x.to_scalar::<u8>()).op("item")? != 0).into_pyobject(py)?.to_owned().into_any(),
+            d if d.is_float() => t.to_dtype(DType::F64).and_then(|x| x.to_scalar::<f64>()).op("item")?.into_pyobject(py)?.into_any(),
+            _ => t.to_dtype(DType::I64).and_then(|x| x.to_scalar::<i64>()).op("item")?.into_pyobject(py)?.into_any(),
+        })
+    }
+
+    /// `to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other_tensor)`, keyword forms too.
+    #[pyo3(signature = (*args, dtype=None, device=None, non_blocking=false, copy=false))]
+    fn to(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        device: Option<&Bound<'_, PyAny>>,
+        non_blocking: bool,
+        copy: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let _ = non_blocking;
+        let py = slf.py();
+        let mut want_dt = opt_dtype(dtype)?;
+        let mut want_dev = match device {
+            Some(d) if !d.is_none() => Some(extract_device(d, None)?),
+            _ => None,
+        };
+        for a in args.iter() {
+            if let Ok(o) = a.cast::<PyTensor>() {
+                want_dt = Some(o.get().dt());
+                want_dev = Some(PyDevice::of(o.get().t().device()));
+            } else if a.cast::<PyDType>().is_ok() {
+                want_dt = Some(extract_dtype(&a)?);
+            } else if let Ok(d) = extract_device(&a, None) {
+                want_dev = Some(d);
+            } else {
+                want_dt = Some(extract_dtype(&a)?);
+            }
+        }
+        let me = slf.get();
+        let mut t = me.t();
+        let from = me.dt();
+        let mut changed = false;
+        if let Some(d) = want_dev {
+            let dev = d.candle()?;
+            if !t.device().same_device(&dev) {
+                t = crate::bindings::errors::detach_op(py, "to", || t.to_device(&dev))?;
+                changed = true;
+            }
+        }
+        let to_dt = want_dt.unwrap_or(from);
+        if to_dt != from {
+            t = cast(&t, from, to_dt)?;
+            changed = true;
+        }
+        if !changed && !copy {
+            return Ok(slf.clone().unbind());
+        }
+        if !changed {
+            t = t.copy().op("to")?;
+        }
+        Py::new(py, PyTensor::wrap_dt(t, to_dt))
+    }
+
+    fn float(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        Self::to_dt(slf, DT::F32)
+    }
+    fn double(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        Self::to_dt(slf, DT::F64)
+    }
+    fn half(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        Self::to_dt(slf, DT::F16)
+    }
+    fn bfloat16(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        Self::to_dt(slf, DT::BF16)
+    }
+    fn long(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        Self::to_dt(slf, DT::I64)
+    }
+    fn int(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        Self::to_dt(slf, DT::I32)
+    }
+    fn bool(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        Self::to_dt(slf, DT::Bool)
+    }
+    fn byte(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        Self::to_dt(slf, DT::U8)
+    }
+    #[pyo3(signature = (dtype=None))]
+    fn r#type(slf: &Bound<'_, Self>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        match dtype {
+            None => Ok(format!("candle_py.{}", slf.get().dt().name()).into_pyobject(slf.py())?.into_any().unbind()),
+            Some(d) => Ok(Self::to_dt(slf, extract_dtype(d)?)?.into_any()),
+        }
+    }
+
+    fn cpu(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        let dev = PyDevice { kind: crate::bindings::device::DevKind::Cpu };
+        Self::to_device(slf, dev)
+    }
+    /// `cuda(device=None)`: an index (negative means the current one, 0), a string or a device.
+    #[pyo3(signature = (device=None, non_blocking=false))]
+    fn cuda(slf: &Bound<'_, Self>, device: Option<&Bound<'_, PyAny>>, non_blocking: bool) -> PyResult<Py<PyTensor>> {
+        let _ = non_blocking;
+        let dev = match device {
+            None => PyDevice { kind: crate::bindings::device::DevKind::Cuda(0) },
+            Some(d) if d.is_none() => PyDevice { kind: crate::bindings::device::DevKind::Cuda(0) },
+            Some(d) => match d.extract::<i64>() {
+                Ok(i) if !d.is_instance_of::<PyBool>() => PyDevice { kind: crate::bindings::device::DevKind::Cuda(i.max(0) as usize) },
+                _ => extract_device(d, None)?,
+            },
+        };
+        if !matches!(dev.kind, crate::bindings::device::DevKind::Cuda(_)) {
+            return Err(crate::bindings::errors::device_err("cuda", format!("invalid CUDA device {}", d_str(&dev))));
+        }
+        Self::to_device(slf, dev)
+    }
+
+    fn contiguous(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        let me = slf.get();
+        let t = me.t();
+        if t.is_contiguous() {
+            return Ok(slf.clone().unbind());
+        }
+        check_alloc(t.elem_count(), me.dt().itemsize(), "contiguous")?;
+        let out = crate::bindings::errors::detach_op(slf.py(), "contiguous", || t.contiguous())?;
+        Py::new(slf.py(), PyTensor::wrap(out, me.is_bool))
+    }
+
+    /// A copy with its own storage, in the graph (gradients flow back), as in PyTorch.
+    #[pyo3(signature = (*, memory_format=None))]
+    fn clone(&self, py: Python<'_>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let _ = memory_format;
+        let t = self.t();
+        check_alloc(t.elem_count(), self.dt().itemsize(), "clone")?;
+        // `copy()` records no backward; `force_contiguous` does (as a Copy op).
+        let out = crate::bindings::errors::detach_op(py, "clone", || t.force_contiguous())?;
+        Ok(PyTensor::wrap(out, self.is_bool))
+    }
+
+    fn __copy__(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        self.clone(py, None)
+    }
+
+    fn __deepcopy__(&self, py: Python<'_>, _memo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let t = self.t();
+        let out = crate::bindings::errors::detach_op(py, "deepcopy", || t.copy())?;
+        let r = PyTensor::wrap(out, self.is_bool);
+        if self.t().is_variable() {
+            r.set_requires_grad(true)?;
+        }
+        Ok(r)
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let py = slf.py();
+        py.import("candle_py._format")?.getattr("tensor_repr")?.call1((slf,))?.extract()
+    }
+
+    fn __str__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        Self::__repr__(slf)
+    }
+
+    fn __format__(slf: &Bound<'_, Self>, spec: &str) -> PyResult<String> {
+        if slf.get().t().rank() == 0 && !spec.is_empty() {
+            let v = slf.get().item(slf.py())?;
+            return v.call_method1("__format__", (spec,))?.extract();
+        }
+        Self::__repr__(slf)
+    }
+
+    fn __iter__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let me = slf.get();
+        let t = me.t();
+        if t.rank() == 0 {
+            return Err(type_err("iter", "iteration over a 0-d tensor"));
+        }
+        let n = t.dims()[0];
+        let mut items = Vec::with_capacity(n);
+        for i in 0..n {
+            let row = t.get(i).op("iter")?;
+            items.push(Py::new(slf.py(), PyTensor::wrap(row, me.is_bool))?);
+        }
+        Ok(pyo3::types::PyList::new(slf.py(), items)?.try_iter()?.into_any().unbind())
+    }
+
+    #[classattr]
+    fn __array_priority__() -> f64 {
+        1000.0
+    }
+
+    /// The underlying data, outside the autograd graph; assigning replaces the value.
+    #[getter]
+    fn data(&self) -> PyTensor {
+        PyTensor::wrap(self.t().detach(), self.is_bool)
+    }
+    #[setter]
+    fn set_data(&self, value: &Bound<'_, PyTensor>) -> PyResult<()> {
+        let v = value.get().t().detach();
+        let cur = self.t();
+        let new = if cur.is_variable() {
+            // Keep it a leaf that requires grad, with its accumulated .grad.
+            candle_core::Var::from_tensor(&v).op("data")?.into_inner()
+        } else {
+            v
+        };
+        self.replace(new);
+        Ok(())
+    }
+}
+
+fn d_str(d: &PyDevice) -> String {
+    format!("{:?}", d.kind)
+}
+
+impl PyTensor {
+    fn single(&self, op: &str) -> PyResult<Tensor> {
+        let t = self.t();
+        if t.elem_count() != 1 {
+            return Err(value_err(op, format!("only one element tensors can be converted to Python scalars, got shape {:?}", t.dims())));
+        }
+        t.flatten_all().and_then(|x| x.get(0)).op(op)
+    }
+
+    pub fn to_dt(slf: &Bound<'_, Self>, dt: DT) -> PyResult<Py<PyTensor>> {
+        let me = slf.get();
+        if me.dt() == dt {
+            return Ok(slf.clone().unbind());
+        }
+        let t = me.t();
+        let out = cast(&t, me.dt(), dt)?;
+        Py::new(slf.py(), PyTensor::wrap_dt(out, dt))
+    }
+
+    fn to_device(slf: &Bound<'_, Self>, dev: PyDevice) -> PyResult<Py<PyTensor>> {
+        let me = slf.get();
+        let d = dev.candle()?;
+        let t = me.t();
+        if t.device().same_device(&d) {
+            return Ok(slf.clone().unbind());
+        }
+        let out = crate::bindings::errors::detach_op(slf.py(), "to", || t.to_device(&d))?;
+        Py::new(slf.py(), PyTensor::wrap(out, me.is_bool))
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyTensor>()?;
+    Ok(())
+}

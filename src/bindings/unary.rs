@@ -1,0 +1,255 @@
+//! Unary methods (`exp`, `floor`, `clamp`, ...) and `where`: integer inputs
+//! compute in float32 where PyTorch does.
+use crate::bindings::args::cast;
+use crate::bindings::arith::Operand;
+use crate::bindings::arith::{assign_inplace, binop_strict, operand, result_dt};
+use crate::bindings::errors::detach_if;
+use crate::bindings::errors::{dtype_err, shape_err, type_err, value_err, OpResult};
+use crate::bindings::tensor::PyTensor;
+use crate::dtype::DT;
+use crate::ops::binary::Bin;
+use crate::ops::unary::round_half_even;
+use candle_core::Tensor;
+use pyo3::prelude::*;
+
+/// Unary float functions: integer inputs compute in float32, as in PyTorch.
+pub(crate) fn float_input(a: &PyTensor) -> PyResult<(Tensor, DT)> {
+    let dt = a.dt();
+    if dt.is_float() {
+        Ok((a.t(), dt))
+    } else {
+        Ok((cast(&a.t(), dt, DT::F32)?, DT::F32))
+    }
+}
+
+macro_rules! unary_float {
+    ($($name:ident => $f:expr),* $(,)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(
+            fn $name(&self) -> PyResult<PyTensor> {
+                let (t, dt) = float_input(self)?;
+                let f: fn(&Tensor) -> candle_core::Result<Tensor> = $f;
+                let out = detach_if(t.elem_count(), || f(&t)).op(stringify!($name))?;
+                Ok(PyTensor::wrap_dt(out, dt))
+            }
+            )*
+        }
+    };
+}
+
+unary_float! {
+    exp => |t| t.exp(),
+    log => |t| t.log(),
+    log2 => |t| t.log().and_then(|l| l.affine(1.0 / std::f64::consts::LN_2, 0.0)),
+    log10 => |t| t.log().and_then(|l| l.affine(1.0 / std::f64::consts::LN_10, 0.0)),
+    log1p => |t| t.affine(1.0, 1.0).and_then(|x| x.log()),
+    expm1 => |t| t.exp().and_then(|x| x.affine(1.0, -1.0)),
+    sqrt => |t| t.sqrt(),
+    rsqrt => |t| t.sqrt().and_then(|x| x.recip()),
+    sin => |t| t.sin(),
+    cos => |t| t.cos(),
+    tan => |t| t.sin().and_then(|s| s.div(&t.cos()?)),
+    tanh => |t| t.tanh(),
+    sigmoid => |t| candle_nn::ops::sigmoid(t),
+    erf => |t| t.erf(),
+    reciprocal => |t| t.recip(),
+    frac => |t| t.sub(&t.sign()?.mul(&t.abs()?.floor()?)?),
+}
+
+macro_rules! unary_round {
+    ($($name:ident => $f:expr),* $(,)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(
+            /// Integer inputs are already whole: returned unchanged, keeping their dtype (as PyTorch).
+            fn $name(&self) -> PyResult<PyTensor> {
+                let dt = self.dt();
+                if !dt.is_float() {
+                    return Ok(PyTensor::wrap_dt(self.t().copy().op(stringify!($name))?, dt));
+                }
+                let f: fn(&Tensor) -> candle_core::Result<Tensor> = $f;
+                Ok(PyTensor::wrap_dt(f(&self.t()).op(stringify!($name))?, dt))
+            }
+            )*
+        }
+    };
+}
+
+unary_round! {
+    floor => |t| t.floor(),
+    ceil => |t| t.ceil(),
+    round => round_half_even,
+    trunc => crate::ops::unary::trunc,
+}
+
+#[pymethods]
+impl PyTensor {
+    /// Exact GELU, `x * Phi(x)`: the parallel kernel behind `F.gelu` / `nn.GELU`.
+    fn _gelu(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        let (t, dt) = float_input(self)?;
+        let out = crate::bindings::errors::detach_op(py, "gelu", || crate::layers::activation::gelu_erf(&t))?;
+        Ok(PyTensor::wrap_dt(out, dt))
+    }
+    fn relu(&self) -> PyResult<PyTensor> {
+        let t = self.t();
+        Ok(PyTensor::wrap_dt(crate::layers::activation::relu(&t).op("relu")?, self.dt()))
+    }
+    fn square(&self) -> PyResult<PyTensor> {
+        let t = self.t();
+        // Candle has no integer sqr kernel.
+        let out = if self.dt().is_float() { t.sqr() } else { t.mul(&t) }.op("square")?;
+        Ok(PyTensor::wrap_dt(out, self.dt()))
+    }
+    fn sign(&self) -> PyResult<PyTensor> {
+        let t = self.t();
+        if !self.dt().is_float() {
+            let z = t.zeros_like().op("sign")?;
+            let p = t.gt(&z).and_then(|p| p.to_dtype(t.dtype())).op("sign")?;
+            let n = t.lt(&z).and_then(|n| n.to_dtype(t.dtype())).op("sign")?;
+            return Ok(PyTensor::wrap_dt(p.sub(&n).op("sign")?, self.dt()));
+        }
+        Ok(PyTensor::wrap_dt(t.sign().op("sign")?, self.dt()))
+    }
+
+    /// `clamp(min=None, max=None)`; bounds may be numbers or tensors.
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp(&self, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let min = min.filter(|m| !m.is_none());
+        let max = max.filter(|m| !m.is_none());
+        if min.is_none() && max.is_none() {
+            return Err(value_err("clamp", "At least one of 'min' or 'max' must not be None"));
+        }
+        let mut cur = PyTensor::wrap_dt(self.t(), self.dt());
+        if let Some(m) = min {
+            cur = binop_strict(&cur, m, Bin::Max)?;
+        }
+        if let Some(m) = max {
+            cur = binop_strict(&cur, m, Bin::Min)?;
+        }
+        Ok(cur)
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clip(&self, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        self.clamp(min, max)
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp_(slf: &Bound<'_, Self>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let r = slf.get().clamp(min, max)?;
+        assign_inplace(slf.get(), r, "clamp_")?;
+        Ok(slf.clone().unbind())
+    }
+
+    fn masked_fill(&self, mask: &Bound<'_, PyTensor>, value: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let m = mask.get();
+        if !m.is_bool {
+            return Err(dtype_err("masked_fill", format!("mask must be a bool tensor, got {}", m.dt().name())));
+        }
+        let v = match crate::bindings::args::extract_scalar(value) {
+            Some(s) => s.tensor(self.dt(), self.t().device())?,
+            None => {
+                let (t, d) = crate::bindings::creation::as_tensor_arg(value, "masked_fill")?;
+                if t.rank() != 0 {
+                    return Err(value_err("masked_fill", "value must be a number or a 0-d tensor"));
+                }
+                cast(&t, d, self.dt())?
+            }
+        };
+        let out = where_(&m.t(), &v, &self.t(), "masked_fill")?;
+        if out.dims() != self.t().dims() {
+            return Err(shape_err(
+                "masked_fill",
+                format!("mask of shape {:?} cannot broadcast to the tensor's shape {:?}", m.t().dims(), self.t().dims()),
+            ));
+        }
+        Ok(PyTensor::wrap_dt(out, self.dt()))
+    }
+    fn masked_fill_(slf: &Bound<'_, Self>, mask: &Bound<'_, PyTensor>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let r = slf.get().masked_fill(mask, value)?;
+        assign_inplace(slf.get(), r, "masked_fill_")?;
+        Ok(slf.clone().unbind())
+    }
+}
+
+/// `where(cond, x, y)` with all three broadcast together.
+pub fn where_(cond: &Tensor, x: &Tensor, y: &Tensor, op: &str) -> PyResult<Tensor> {
+    let s1 = cond.shape().broadcast_shape_binary_op(x.shape(), "where");
+    let shape = s1
+        .and_then(|s| s.broadcast_shape_binary_op(y.shape(), "where"))
+        .map_err(|_| shape_err(op, format!("shapes {:?}, {:?} and {:?} cannot be broadcast together", cond.dims(), x.dims(), y.dims())))?;
+    let c = cond.broadcast_as(&shape).op(op)?;
+    let x = x.broadcast_as(&shape).op(op)?;
+    let y = y.broadcast_as(&shape).op(op)?;
+    c.where_cond(&x, &y).op(op)
+}
+
+#[pyfunction]
+#[pyo3(name = "where", signature = (condition, input, other))]
+fn where_fn(condition: &Bound<'_, PyTensor>, input: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    let c = condition.get();
+    if !c.is_bool {
+        return Err(dtype_err("where", format!("condition must be a bool tensor, got {}", c.dt().name())));
+    }
+    let dev = c.t().device().clone();
+    let a = operand(input)?.ok_or_else(|| type_err("where", "input must be a Tensor or a number"))?;
+    let b = operand(other)?.ok_or_else(|| type_err("where", "other must be a Tensor or a number"))?;
+    let dt = match (&a, &b) {
+        (Operand::T(t, ad), bo) => result_dt(*ad, t.rank() == 0, bo),
+        (Operand::S(s), Operand::T(t, bd)) => result_dt(*bd, t.rank() == 0, &Operand::S(*s)),
+        (Operand::S(x), Operand::S(y)) => {
+            let (x, y) = (x.dt(), y.dt());
+            let p = DT::promote(x, y);
+            if p == DT::I64 || p == DT::Bool {
+                p
+            } else {
+                DT::F32
+            }
+        }
+    };
+    let conv = |o: Operand| -> PyResult<Tensor> {
+        match o {
+            Operand::T(t, d) => cast(&t, d, dt),
+            Operand::S(s) => s.tensor(dt, &dev),
+        }
+    };
+    let out = where_(&c.t(), &conv(a)?, &conv(b)?, "where")?;
+    Ok(PyTensor::wrap_dt(out, dt))
+}
+
+/// Elementwise float functions that PyTorch has as `nn.functional` functions and not
+/// as Tensor methods: each row becomes `_core.<name>(input)` with the row's docstring.
+/// Non-float inputs are refused, as PyTorch's kernels refuse them; the GIL is
+/// released for large inputs. The math and the gradient are the `ops` function's.
+macro_rules! functional_unary {
+    ($($(#[doc = $doc:literal])* $name:ident => $f:path;)*) => {
+        $(
+            $(#[doc = $doc])*
+            #[pyfunction]
+            fn $name(input: &PyTensor) -> PyResult<PyTensor> {
+                let (t, dt) = input.t_dt();
+                if !dt.is_float() {
+                    return Err(dtype_err(stringify!($name), format!("expected a floating point input, got {}", dt.name())));
+                }
+                let out = detach_if(t.elem_count(), || $f(&t)).op(stringify!($name))?;
+                Ok(PyTensor::wrap_dt(out, dt))
+            }
+        )*
+        fn register_functional(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            $(m.add_function(wrap_pyfunction!($name, m)?)?;)*
+            Ok(())
+        }
+    };
+}
+
+functional_unary! {
+    /// logsigmoid(input) -> Tensor
+    ///
+    /// `log(1 / (1 + exp(-input)))`, elementwise, computed without overflow.
+    logsigmoid => crate::ops::unary::logsigmoid;
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(where_fn, m)?)?;
+    register_functional(m)?;
+    Ok(())
+}

@@ -1,0 +1,310 @@
+//! The flash-attention backward: P recomputed per tile from the saved logsumexp;
+//! tasks own disjoint key blocks (dK, dV) and private dQ chunks, summed after.
+use super::rows::*;
+use super::*;
+
+/// Per-thread scratch of the backward.
+pub(crate) struct BwdWs<T> {
+    pub(crate) p: Vec<T>,
+    pub(crate) pd: Vec<T>,
+    pub(crate) dp: Vec<T>,
+}
+
+pub(crate) struct BwdIo<'a, T> {
+    pub(crate) x: Inputs<'a, T>,
+    pub(crate) d_o: &'a [T],
+    pub(crate) lse: &'a [T],
+    pub(crate) delta: &'a [T],
+    pub(crate) dq: SyncPtr<T>,
+    pub(crate) dk: SyncPtr<T>,
+    pub(crate) dv: SyncPtr<T>,
+}
+
+/// One backward task: batch entry `n`, key blocks `c, c + stride, ...`; dK and dV
+/// of those blocks are owned by the task, dQ goes to `dq_base` (exclusive to the task).
+///
+/// # Safety
+/// `g` must be the contiguous geometry of `io`: entry `n`'s q / k / v rows (d or dv
+/// elements each, at `q_off` / `k_off` / `v_off`) lie inside `io.x`, its mask rows and
+/// columns inside `io.x.mask`, and `io.d_o`, `io.lse`, `io.delta` hold `n * l` rows
+/// (of dv, 1, 1 elements). `dq_base` must point to `l * d` elements, `dk_base` /
+/// `dv_base` to `s * d` / `s * dv` elements, readable and writable; no other task may
+/// access the `dq_base` ones, nor the rows of key blocks `chunk, chunk + stride, ...`
+/// (`BK_B` keys each) of `dk_base` / `dv_base`, while this runs. Each of `ws`'s
+/// buffers must hold `BQ_B * BK_B` elements.
+#[inline(always)]
+pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool>(
+    g: &Geo,
+    c: &Cfg,
+    io: &BwdIo<T>,
+    n: usize,
+    chunk: usize,
+    stride: usize,
+    dq_base: *mut T,
+    dk_base: *mut T,
+    dv_base: *mut T,
+    ws: &mut BwdWs<T>,
+) {
+    let (l, s, d, dvn) = (g.l, g.s, g.d, g.dv);
+    let x = &io.x;
+    let scale = T::of(c.scale);
+    let fast = fast_exp::<T>();
+    let drop = c.drop_params().map(|(t, inv)| (t, T::of(inv)));
+    let nkb = s.div_ceil(BK_B);
+    let BwdWs { p, pd, dp } = ws;
+    let mut kb = chunk;
+    while kb < nkb {
+        let j0 = kb * BK_B;
+        let w = BK_B.min(s - j0);
+        // SAFETY: j0 < s: key row j0 of entry n is inside `x.k` / `x.v` (`g` describes
+        // them), and inside the s rows of `dk_base` / `dv_base`.
+        let (kp, vp, dkp, dvp) = unsafe {
+            (x.k.as_ptr().add(g.k_off[n] + j0 * d), x.v.as_ptr().add(g.v_off[n] + j0 * dvn), dk_base.add(j0 * d), dv_base.add(j0 * dvn))
+        };
+        let mut i0 = if c.causal { (j0 / BQ_B) * BQ_B } else { 0 };
+        while i0 < l {
+            let h = BQ_B.min(l - i0);
+            // SAFETY: i0 < l: query row i0 of entry n is inside `x.q`, and row n * l + i0
+            // inside `d_o`.
+            let (qp, dop) = unsafe { (x.q.as_ptr().add(g.q_off[n] + i0 * d), io.d_o.as_ptr().add((n * l + i0) * dvn)) };
+            // SAFETY: S = Q K^T reads the h query rows at `qp` and the w key rows at `kp`
+            // (inside `x.q` / `x.k`), and writes the h x w tile into `p` (BQ_B x BK_B
+            // scratch, disjoint from the inputs).
+            unsafe {
+                gemm((h, w, d), p.as_mut_ptr(), w as isize, false, (qp, d as isize, 1), (kp, 1, d as isize), scale, Parallelism::None)
+            };
+            for r in 0..h {
+                let i = i0 + r;
+                let row = &mut p[r * w..(r + 1) * w];
+                let lse_i = io.lse[n * l + i];
+                if lse_i == T::INF {
+                    row.iter_mut().for_each(|v| *v = T::ZERO);
+                    continue;
+                }
+                let lim = if c.causal { (i + 1).saturating_sub(j0).min(w) } else { w };
+                let mrow = x.mask.map(|mk| &mk[g.m_off[n] + i * g.m_rs + j0 * g.m_cs..]);
+                prep_row(row, mrow, g.m_cs, lim);
+                exp_row_fast::<T, FMA>(row, lse_i, fast);
+            }
+            // dP = dO V^T (h x w).
+            // SAFETY: h rows of dO (inside `d_o`) times the w rows of V (inside `x.v`),
+            // transposed, into the h x w tile of the scratch `dp`.
+            unsafe {
+                gemm(
+                    (h, w, dvn),
+                    dp.as_mut_ptr(),
+                    w as isize,
+                    false,
+                    (dop, dvn as isize, 1),
+                    (vp, 1, dvn as isize),
+                    T::ONE,
+                    Parallelism::None,
+                )
+            };
+            for r in 0..h {
+                let i = i0 + r;
+                let di = io.delta[n * l + i];
+                let prow = &p[r * w..(r + 1) * w];
+                let dprow = &mut dp[r * w..(r + 1) * w];
+                if let Some((thr, inv)) = drop {
+                    let pdrow = &mut pd[r * w..(r + 1) * w];
+                    let base = ((n * l + i) * s + j0) as u64;
+                    for jj in 0..w {
+                        let f = keep_factor(c.seed, base + jj as u64, thr, inv);
+                        pdrow[jj] = prow[jj] * f;
+                        dprow[jj] = prow[jj] * (dprow[jj] * f - di);
+                    }
+                } else {
+                    for (dpv, &pv) in dprow.iter_mut().zip(prow) {
+                        *dpv = pv * (*dpv - di);
+                    }
+                }
+            }
+            let pk = if drop.is_some() { pd.as_ptr() } else { p.as_ptr() };
+            // dV_j += P^T dO ; dK_j += scale dS^T Q ; dQ_i += scale dS K.
+            // SAFETY: the sources are the h x w scratch tiles and the input rows above; dV
+            // and dK get this task's key rows j0..j0 + w (inside `dk_base` / `dv_base`,
+            // owned by the task), dQ the query rows i0..i0 + h of `dq_base` (i0 + h <= l,
+            // exclusive to the task). Outputs and sources are distinct buffers.
+            unsafe {
+                gemm((w, dvn, h), dvp, dvn as isize, true, (pk, 1, w as isize), (dop, dvn as isize, 1), T::ONE, Parallelism::None);
+                gemm((w, d, h), dkp, d as isize, true, (dp.as_ptr(), 1, w as isize), (qp, d as isize, 1), scale, Parallelism::None);
+                gemm(
+                    (h, d, w),
+                    dq_base.add(i0 * d),
+                    d as isize,
+                    true,
+                    (dp.as_ptr(), w as isize, 1),
+                    (kp, d as isize, 1),
+                    scale,
+                    Parallelism::None,
+                );
+            }
+            i0 += h;
+        }
+        kb += stride;
+    }
+}
+
+/// `bwd_task` compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX2 and FMA, and `bwd_task`'s contract must hold.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+pub(crate) unsafe fn bwd_task_avx512<T: Float>(
+    g: &Geo,
+    c: &Cfg,
+    io: &BwdIo<T>,
+    n: usize,
+    chunk: usize,
+    stride: usize,
+    dq: *mut T,
+    dk: *mut T,
+    dv: *mut T,
+    ws: &mut BwdWs<T>,
+) {
+    // SAFETY: the caller upholds `bwd_task`'s contract.
+    unsafe { bwd_task::<T, true>(g, c, io, n, chunk, stride, dq, dk, dv, ws) }
+}
+
+/// `bwd_task` compiled for AVX2+FMA.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA, and `bwd_task`'s contract must hold.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn bwd_task_avx2<T: Float>(
+    g: &Geo,
+    c: &Cfg,
+    io: &BwdIo<T>,
+    n: usize,
+    chunk: usize,
+    stride: usize,
+    dq: *mut T,
+    dk: *mut T,
+    dv: *mut T,
+    ws: &mut BwdWs<T>,
+) {
+    // SAFETY: the caller upholds `bwd_task`'s contract.
+    unsafe { bwd_task::<T, true>(g, c, io, n, chunk, stride, dq, dk, dv, ws) }
+}
+
+/// Add `full` (n entries of `block` elements) into `dst` at `off[n]`, in parallel over distinct targets.
+pub(crate) fn scatter_add<T: Float>(dst: &mut [T], full: &[T], off: &[usize], block: usize) {
+    if block == 0 {
+        return;
+    }
+    let mut groups: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for (n, &o) in off.iter().enumerate() {
+        groups.entry(o).or_default().push(n);
+    }
+    let dp = SyncPtr(dst.as_mut_ptr());
+    groups.into_par_iter().for_each(|(o, ns)| {
+        // SAFETY: each group has its own offset `o`. The offsets are `Geo`'s starts of an
+        // input's per-entry slices of `block` elements inside `dst` (the input's size), so
+        // distinct ones address disjoint blocks: tasks get non-overlapping slices of the
+        // buffer borrowed mutably above.
+        let tgt = unsafe { std::slice::from_raw_parts_mut(dp.ptr().add(o), block) };
+        for n in ns {
+            for (a, &b) in tgt.iter_mut().zip(&full[n * block..(n + 1) * block]) {
+                *a += b;
+            }
+        }
+    });
+}
+
+/// Gradients of q, k, v (each the size of its input).
+pub(crate) fn backward<T: Float>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &[T], lse: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let (n_, l, s, d, dvn) = (g.n, g.l, g.s, g.d, g.dv);
+    // delta_i = rowsum(dO * O).
+    let mut delta = vec![T::ZERO; n_ * l];
+    if dvn > 0 {
+        delta.par_chunks_mut(1024).enumerate().for_each(|(ci, dch)| {
+            for (k, dd) in dch.iter_mut().enumerate() {
+                let row = ci * 1024 + k;
+                let a = &o[row * dvn..(row + 1) * dvn];
+                let b = &d_o[row * dvn..(row + 1) * dvn];
+                let mut acc = T::ZERO;
+                for (&u, &v) in a.iter().zip(b) {
+                    acc += u * v;
+                }
+                *dd = acc;
+            }
+        });
+    }
+    let threads = rayon::current_num_threads().max(1);
+    let nkb = s.div_ceil(BK_B).max(1);
+    // Key-block chunks per batch entry: enough tasks to fill the threads.
+    let chunks = threads.div_ceil(n_.max(1)).min(nkb).max(1);
+    // Targets: in place when an input has no broadcasting, else full-size then reduced.
+    let mut dq_in = vec![T::ZERO; g.q_len];
+    let mut dk_in = vec![T::ZERO; g.k_len];
+    let mut dv_in = vec![T::ZERO; g.v_len];
+    let mut dq_full = if g.q_inj && chunks == 1 { Vec::new() } else { vec![T::ZERO; n_ * chunks * l * d] };
+    let mut dk_full = if g.k_inj { Vec::new() } else { vec![T::ZERO; n_ * s * d] };
+    let mut dv_full = if g.v_inj { Vec::new() } else { vec![T::ZERO; n_ * s * dvn] };
+    let io = BwdIo {
+        x,
+        d_o,
+        lse,
+        delta: &delta,
+        dq: SyncPtr(if dq_full.is_empty() { dq_in.as_mut_ptr() } else { dq_full.as_mut_ptr() }),
+        dk: SyncPtr(if dk_full.is_empty() { dk_in.as_mut_ptr() } else { dk_full.as_mut_ptr() }),
+        dv: SyncPtr(if dv_full.is_empty() { dv_in.as_mut_ptr() } else { dv_full.as_mut_ptr() }),
+    };
+    let (q_direct, k_direct, v_direct) = (dq_full.is_empty(), dk_full.is_empty(), dv_full.is_empty());
+    let simd = simd_level();
+    let io_ref = &io;
+    (0..n_ * chunks).into_par_iter().for_each_init(
+        || BwdWs { p: vec![T::ZERO; BQ_B * BK_B], pd: vec![T::ZERO; BQ_B * BK_B], dp: vec![T::ZERO; BQ_B * BK_B] },
+        |ws, t| {
+            let (n, ch) = (t / chunks, t % chunks);
+            // SAFETY: `g` is the contiguous geometry of `io` and `ws` holds BQ_B x BK_B per
+            // buffer. Each task owns its key blocks of dk/dv: chunk `ch` of entry n, inside
+            // entry n's slice (`k_off` / `v_off` distinct when direct, else its own
+            // s x d block of the full buffer); dq is entry n's slice (direct: one chunk, and
+            // distinct `q_off`) or its own l x d block. Each arm runs where `simd_level()`
+            // found its features.
+            unsafe {
+                let dq = if q_direct { io_ref.dq.ptr().add(g.q_off[n]) } else { io_ref.dq.ptr().add((n * chunks + ch) * l * d) };
+                let dk = if k_direct { io_ref.dk.ptr().add(g.k_off[n]) } else { io_ref.dk.ptr().add(n * s * d) };
+                let dv = if v_direct { io_ref.dv.ptr().add(g.v_off[n]) } else { io_ref.dv.ptr().add(n * s * dvn) };
+                match simd {
+                    #[cfg(target_arch = "x86_64")]
+                    Simd::Avx512 => bwd_task_avx512(g, c, io_ref, n, ch, chunks, dq, dk, dv, ws),
+                    #[cfg(target_arch = "x86_64")]
+                    Simd::Avx2 => bwd_task_avx2(g, c, io_ref, n, ch, chunks, dq, dk, dv, ws),
+                    _ => bwd_task::<T, false>(g, c, io_ref, n, ch, chunks, dq, dk, dv, ws),
+                }
+            }
+        },
+    );
+    if !dq_full.is_empty() {
+        // Sum the chunks of each n into the first, then into the input's layout.
+        if chunks > 1 {
+            dq_full.par_chunks_mut(chunks * l * d).for_each(|blk| {
+                let (first, rest) = blk.split_at_mut(l * d);
+                for part in rest.chunks(l * d) {
+                    for (a, &b) in first.iter_mut().zip(part) {
+                        *a += b;
+                    }
+                }
+            });
+        }
+        let offs: Vec<usize> = (0..n_).map(|n| g.q_off[n]).collect();
+        let firsts: Vec<T> = if chunks > 1 {
+            dq_full.chunks(chunks * l * d).flat_map(|b| b[..l * d].iter().copied()).collect()
+        } else {
+            std::mem::take(&mut dq_full)
+        };
+        scatter_add(&mut dq_in, &firsts, &offs, l * d);
+    }
+    if !dk_full.is_empty() {
+        scatter_add(&mut dk_in, &dk_full, &g.k_off, s * d);
+    }
+    if !dv_full.is_empty() {
+        scatter_add(&mut dv_in, &dv_full, &g.v_off, s * dvn);
+    }
+    (dq_in, dk_in, dv_in)
+}

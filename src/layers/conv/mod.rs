@@ -1,0 +1,286 @@
+//! N-d convolution (1-, 2- and 3-d; plain and transposed, with groups) as GEMMs over
+//! chunks of the batch: one im2col gather of a chunk of samples into a (C*K, nb*L)
+//! column matrix, one GEMM per group for the whole chunk, and a permute between that
+//! channel-major layout and (N, C, *spatial); col2im for the adjoint.
+//!
+//! Why chunks rather than one sample at a time: small images (8x8 digits, batch 64)
+//! would otherwise cost dozens of tiny GEMMs and thread hand-offs per layer; the
+//! chunk is capped so the columns of large images stay a bounded buffer.
+//!
+//! `ConvOp` is a Candle custom op with three kernels — the convolution, its
+//! adjoint (= transposed convolution = gradient w.r.t. the image) and the weight
+//! gradient — so each direction's backward is written from the other two and
+//! computes only the gradients that are needed. The bias, when there is one, is
+//! added by the same pass that writes the output (the op is then a `CustomOp3`).
+//! Every shape is handled as 3-d spatial (1-d and 2-d get leading size-1 axes). A
+//! forward whose weight needs a gradient keeps its columns (bounded) for the weight
+//! gradient, which also sums the bias gradient from the permuted upstream gradient.
+//!
+//! The threading policy (`par_ok`, `par_gemm`, `in_pool`, `for_chunks`) is
+//! `crate::ops::parallel`'s.
+
+mod im2col;
+mod passes;
+
+use crate::ops::float::Float;
+use crate::ops::parallel::{filled, for_chunks, in_pool, par_gemm, par_ok};
+use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor};
+use passes::*;
+use rayon::prelude::*;
+use std::borrow::Cow;
+use std::mem::MaybeUninit;
+use std::sync::{Arc, OnceLock};
+
+/// Elements of one chunk's column matrix we aim for (4 MiB of f32, so the columns
+/// stay in cache between im2col and the GEMM); a chunk holds at least one sample.
+pub(crate) const COLS_BUDGET: usize = 1 << 20;
+/// Initialized elements seen as possibly-uninitialized ones (same layout), to read from.
+pub(crate) fn as_uninit<T>(s: &[T]) -> &[MaybeUninit<T>] {
+    // SAFETY: `MaybeUninit<T>` has `T`'s size, alignment and layout, and initialized values
+    // are valid for it; the shared slice allows no writes.
+    unsafe { &*(s as *const [T] as *const [MaybeUninit<T>]) }
+}
+
+/// The same for a destination that stays initialized (only valid values are written).
+pub(crate) fn as_uninit_mut<T>(s: &mut [T]) -> &mut [MaybeUninit<T>] {
+    // SAFETY: same layout, as above. The slice stays initialized because its only user
+    // (`passes::conv_wgrad`'s GEMMs) stores initialized values, never `uninit()`.
+    unsafe { &mut *(s as *mut [T] as *mut [MaybeUninit<T>]) }
+}
+
+/// Where the windows of a (non-transposed) convolution fall.
+/// `ins` are the spatial sizes of the image, `outs` of the output grid.
+#[derive(Clone, Debug)]
+pub(crate) struct Geom {
+    pub n: usize,
+    pub c: usize,
+    pub groups: usize,
+    pub ins: [usize; 3],
+    pub outs: [usize; 3],
+    pub k: [usize; 3],
+    pub stride: [usize; 3],
+    pub pad: [usize; 3],
+    pub dil: [usize; 3],
+}
+
+impl Geom {
+    fn kvol(&self) -> usize {
+        self.k.iter().product()
+    }
+    fn ivol(&self) -> usize {
+        self.ins.iter().product()
+    }
+    fn ovol(&self) -> usize {
+        self.outs.iter().product()
+    }
+    /// Samples per chunk: as many as keep the chunk's columns within `COLS_BUDGET`.
+    fn chunk(&self) -> usize {
+        let per = (self.c * self.kvol() * self.ovol()).max(1);
+        (COLS_BUDGET / per).clamp(1, self.n.max(1))
+    }
+    /// Offset of kernel tap `kk` (flat) along each axis, relative to `o * stride`.
+    fn offsets(&self, kk: usize) -> [isize; 3] {
+        let t = [kk / (self.k[1] * self.k[2]), (kk / self.k[2]) % self.k[1], kk % self.k[2]];
+        let mut o = [0isize; 3];
+        for a in 0..3 {
+            o[a] = (t[a] * self.dil[a]) as isize - self.pad[a] as isize;
+        }
+        o
+    }
+}
+
+/// Which kernel a `ConvOp` runs forward: `Fwd(img, w) -> a` or `Adj(a, w) -> img`.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Kind {
+    Fwd,
+    Adj,
+    /// `(a, img) -> dW`, only used inside backward passes.
+    WGrad,
+}
+
+/// One convolution kernel as a Candle op. `w_rows` is the weight's first dim. Applied
+/// as a `CustomOp2` (no bias) or a `CustomOp3` whose third input is the bias.
+pub(crate) struct ConvOp {
+    pub(crate) g: Geom,
+    pub(crate) w_rows: usize,
+    pub(crate) kind: Kind,
+    /// A `Fwd` whose weight needs a gradient keeps its columns in `cols` (shared with the
+    /// ops its backward makes, which read them).
+    pub(crate) keep_cols: bool,
+    pub(crate) cols: Arc<OnceLock<Buf>>,
+    /// A `WGrad` that also sums the bias gradient, for one backward call.
+    pub(crate) bias_sink: Option<Arc<OnceLock<Buf>>>,
+}
+
+impl ConvOp {
+    fn out_shape(&self) -> Shape {
+        let g = &self.g;
+        match self.kind {
+            Kind::Fwd => Shape::from((g.n, self.w_rows / g.groups * g.groups, g.outs[0], g.outs[1], g.outs[2])),
+            Kind::Adj => Shape::from((g.n, g.c, g.ins[0], g.ins[1], g.ins[2])),
+            Kind::WGrad => Shape::from((self.w_rows, g.c / g.groups * g.kvol())),
+        }
+    }
+    fn new(g: Geom, w_rows: usize, kind: Kind, keep_cols: bool) -> ConvOp {
+        ConvOp { g, w_rows, kind, keep_cols, cols: Arc::new(OnceLock::new()), bias_sink: None }
+    }
+    fn with(&self, kind: Kind) -> ConvOp {
+        ConvOp { g: self.g.clone(), w_rows: self.w_rows, kind, keep_cols: false, cols: self.cols.clone(), bias_sink: None }
+    }
+    fn op_name(&self) -> &'static str {
+        match self.kind {
+            Kind::Fwd => "conv",
+            Kind::Adj => "conv_transpose",
+            Kind::WGrad => "conv_weight_grad",
+        }
+    }
+    /// Whether the op is big enough for threads: its GEMMs' multiply-adds, or the
+    /// columns it moves (depthwise convolutions are mostly the latter).
+    fn parallel(&self) -> bool {
+        let (mg, kc, l) = dims(&self.g, self.w_rows);
+        let g = &self.g;
+        par_gemm(g.n * g.groups * mg * kc * l) || par_ok(g.n * g.c * g.kvol() * l)
+    }
+    fn run<T: Keep>(&self, a: &[T], b: &[T], bias: Option<&[T]>) -> Vec<T> {
+        let keep = self.keep_cols.then_some(&*self.cols);
+        let kept = self.cols.get().and_then(T::view);
+        in_pool(self.parallel(), || match self.kind {
+            Kind::Fwd => conv_fwd(a, b, bias, &self.g, self.w_rows, keep),
+            Kind::Adj => conv_adj(a, b, bias, &self.g, self.w_rows),
+            Kind::WGrad => conv_wgrad(a, b, &self.g, self.w_rows, kept, self.bias_sink.as_deref()),
+        })
+    }
+    fn fwd(
+        &self,
+        (s1, l1): (&CpuStorage, &Layout),
+        (s2, l2): (&CpuStorage, &Layout),
+        bias: Option<(&CpuStorage, &Layout)>,
+    ) -> Result<(CpuStorage, Shape)> {
+        let name = self.op_name();
+        let out = match (s1, s2, bias) {
+            (CpuStorage::F32(a), CpuStorage::F32(b), None) => {
+                CpuStorage::F32(self.run(crate::ops::storage::data(a, l1, name)?, crate::ops::storage::data(b, l2, name)?, None))
+            }
+            (CpuStorage::F32(a), CpuStorage::F32(b), Some((CpuStorage::F32(c), l3))) => CpuStorage::F32(self.run(
+                crate::ops::storage::data(a, l1, name)?,
+                crate::ops::storage::data(b, l2, name)?,
+                Some(crate::ops::storage::data(c, l3, name)?),
+            )),
+            (CpuStorage::F64(a), CpuStorage::F64(b), None) => {
+                CpuStorage::F64(self.run(crate::ops::storage::data(a, l1, name)?, crate::ops::storage::data(b, l2, name)?, None))
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(b), Some((CpuStorage::F64(c), l3))) => CpuStorage::F64(self.run(
+                crate::ops::storage::data(a, l1, name)?,
+                crate::ops::storage::data(b, l2, name)?,
+                Some(crate::ops::storage::data(c, l3, name)?),
+            )),
+            _ => candle_core::bail!("{name}: only float32 and float64 tensors of one dtype are supported"),
+        };
+        Ok((out, self.out_shape()))
+    }
+    /// Gradients of the image-side input and of the weight, and (with `bias_sink`, for a
+    /// `Fwd` whose weight needs one) the bias gradient summed along the way.
+    fn grads(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        grad: &Tensor,
+        bias_sink: Option<Arc<OnceLock<Buf>>>,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let (dx, other) = match self.kind {
+            // y = conv(img, w): d img = adj(grad, w), dW = wgrad(grad, img).
+            Kind::Fwd => (Kind::Adj, (grad, x)),
+            // img = adj(a, w): d a = conv(grad, w), dW = wgrad(a, grad).
+            Kind::Adj => (Kind::Fwd, (x, grad)),
+            Kind::WGrad => candle_core::bail!("conv: second-order gradients are not supported"),
+        };
+        let gx = if x.track_op() { Some(grad.apply_op2_no_bwd(&w.contiguous()?, &self.with(dx))?) } else { None };
+        let gw = if w.track_op() {
+            let mut op = self.with(Kind::WGrad);
+            // The weight gradient's `a` is the upstream gradient only for a plain convolution.
+            op.bias_sink = bias_sink.filter(|_| self.kind == Kind::Fwd);
+            let dw = other.0.contiguous()?.apply_op2_no_bwd(&other.1.contiguous()?, &op)?;
+            Some(dw.reshape(w.shape())?)
+        } else {
+            None
+        };
+        Ok((gx, gw))
+    }
+}
+
+impl CustomOp2 for ConvOp {
+    fn name(&self) -> &'static str {
+        self.op_name()
+    }
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
+        self.fwd((s1, l1), (s2, l2), None)
+    }
+    fn bwd(&self, x: &Tensor, w: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        self.grads(x, w, &grad.contiguous()?, None)
+    }
+}
+
+impl CustomOp3 for ConvOp {
+    fn name(&self) -> &'static str {
+        self.op_name()
+    }
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        self.fwd((s1, l1), (s2, l2), Some((s3, l3)))
+    }
+    fn bwd(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        b: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let grad = grad.contiguous()?;
+        let sink = b.track_op().then(|| Arc::new(OnceLock::new()));
+        let (gx, gw) = self.grads(x, w, &grad, sink.clone())?;
+        let summed = sink.and_then(|s| Arc::try_unwrap(s).ok()).and_then(|s| s.into_inner());
+        let gb = match summed {
+            Some(buf) => Some(buf.tensor(b.shape(), b.device())?),
+            None if b.track_op() => {
+                let d = grad.dims();
+                let per_channel = grad.reshape((d[0], d[1], d[2] * d[3] * d[4]))?;
+                Some(crate::ops::reduce::sum_keepdim(&per_channel, &[0, 2])?.reshape(b.shape())?)
+            }
+            None => None,
+        };
+        Ok((gx, gw, gb))
+    }
+}
+
+/// Apply `op` to the 5-d image-side input and the weight, with the bias if any.
+pub(crate) fn apply(x5: &Tensor, w: &Tensor, b: Option<&Tensor>, op: ConvOp) -> Result<Tensor> {
+    let w = w.contiguous()?;
+    match b {
+        Some(b) => x5.apply_op3(&w, &b.contiguous()?, op),
+        None => x5.apply_op2(&w, op),
+    }
+}
+
+/// x (N, C, D, H, W), w (Cout, C/G, kd, kh, kw) -> (N, Cout, od, oh, ow). `keep_cols`:
+/// the weight will be differentiated, so the forward keeps its columns for that.
+pub(crate) fn conv_nd(x: &Tensor, w: &Tensor, b: Option<&Tensor>, g: Geom, cout: usize, keep_cols: bool) -> Result<Tensor> {
+    let [d, h, wi] = g.ins;
+    let x5 = x.reshape((g.n, g.c, d, h, wi))?.contiguous()?;
+    apply(&x5, w, b, ConvOp::new(g, cout, Kind::Fwd, keep_cols))
+}
+
+/// x (N, Cin, Di, Hi, Wi), w (Cin, Cout/G, kd, kh, kw) -> (N, Cout, *g.ins): the adjoint of
+/// the convolution whose geometry `g` maps the output grid back onto x's grid.
+pub(crate) fn conv_transpose_nd(x: &Tensor, w: &Tensor, b: Option<&Tensor>, g: Geom, cin: usize) -> Result<Tensor> {
+    let [d, h, wi] = g.outs;
+    let x5 = x.reshape((g.n, cin, d, h, wi))?.contiguous()?;
+    apply(&x5, w, b, ConvOp::new(g, cin, Kind::Adj, false))
+}

@@ -1,0 +1,197 @@
+//! Layer norm and batch norm as fused Candle ops with hand-written backward.
+//!
+//! Candle's fused layer_norm records no backward, and the same normalization
+//! written with broadcast ops spends most of its backward in Candle's
+//! single-threaded broadcast reductions (about 9x PyTorch). Here forward and
+//! backward are each one parallel pass over rows (layer norm) or channels
+//! (batch norm); statistics are accumulated in f64.
+//!
+//! The fused kernels are CPU code for f32/f64. Other devices and dtypes get
+//! the same math from Candle ops (`*_ops` below), which run on every device
+//! and carry Candle's backward.
+use crate::ops::float::Float;
+use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Storage, Tensor};
+use rayon::prelude::*;
+use std::sync::Mutex;
+
+/// The float types with hand-vectorized layer-norm rows: the default methods say
+/// "none", f32 overrides them where the CPU has AVX-512.
+pub(crate) trait Fl: Float {
+    /// The layer-norm rows through a hand-vectorized kernel where this dtype has one
+    /// and the CPU runs it; false when the caller must run the generic `ln_rows`.
+    fn ln_rows_simd(_x: &[Self], _w: &[Self], _b: &[Self], _out: &mut [Self], _stats: &mut [(f64, f64)], _d: usize, _eps: f64) -> bool {
+        false
+    }
+    /// `ln_bwd_rows` through a hand-vectorized kernel, as `ln_rows_simd`.
+    fn ln_bwd_rows_simd(
+        _xc: &[Self],
+        _gc: &[Self],
+        _ws: &[Self],
+        _sc: &[(f64, f64)],
+        _dxc: &mut [Self],
+        _dw: &mut [f64],
+        _db: &mut [f64],
+        _d: usize,
+    ) -> bool {
+        false
+    }
+}
+impl Fl for f32 {
+    #[cfg(target_arch = "x86_64")]
+    fn ln_bwd_rows_simd(
+        xc: &[f32],
+        gc: &[f32],
+        ws: &[f32],
+        sc: &[(f64, f64)],
+        dxc: &mut [f32],
+        dw: &mut [f64],
+        db: &mut [f64],
+        d: usize,
+    ) -> bool {
+        if !crate::ops::cpu::has_avx512() {
+            return false;
+        }
+        assert!(
+            xc.len() == sc.len() * d && gc.len() == xc.len() && dxc.len() == xc.len() && ws.len() >= d && dw.len() >= d && db.len() >= d
+        );
+        // SAFETY: AVX-512F, AVX2 and FMA were detected (`has_avx512`); the assert above
+        // gives the whole rows and the `d` weights and partials the kernel asks for.
+        unsafe { ln_bwd_rows_f32_avx512(xc, gc, ws, sc, dxc, dw, db, d) };
+        true
+    }
+    #[cfg(target_arch = "x86_64")]
+    fn ln_rows_simd(x: &[f32], w: &[f32], b: &[f32], out: &mut [f32], stats: &mut [(f64, f64)], d: usize, eps: f64) -> bool {
+        if !crate::ops::cpu::has_avx512() {
+            return false;
+        }
+        assert!(x.len() >= stats.len() * d && out.len() >= stats.len() * d && w.len() >= d && b.len() >= d);
+        // SAFETY: AVX-512F, AVX2 and FMA were detected (`has_avx512`); the assert above
+        // gives the whole rows of `d` (stats.len() of them) and the `d` of w and b.
+        unsafe { ln_rows_f32_avx512(x, w, b, out, stats, d, eps) };
+        true
+    }
+}
+impl Fl for f64 {}
+
+pub(crate) fn slice<'a, T>(v: &'a [T], l: &Layout) -> Result<&'a [T]> {
+    match l.contiguous_offsets() {
+        Some((a, b)) => Ok(&v[a..b]),
+        None => candle_core::bail!("norm: expected contiguous inputs"),
+    }
+}
+
+/// Run `f` on the typed data of three contiguous CPU tensors (x, w, g) of one
+/// float dtype, and wrap its three result vectors as tensors shaped like x, w, w.
+macro_rules! with_slices {
+    ($x:expr, $w:expr, $g:expr, |$xs:ident, $ws:ident, $gs:ident| $body:expr) => {{
+        let (x, w, g) = ($x.contiguous()?, $w.contiguous()?, $g.contiguous()?);
+        let (sx, lx) = x.storage_and_layout();
+        let (sw, lw) = w.storage_and_layout();
+        let (sg, lg) = g.storage_and_layout();
+        let dev = candle_core::Device::Cpu;
+        match (&*sx, &*sw, &*sg) {
+            (Storage::Cpu(CpuStorage::F32(a)), Storage::Cpu(CpuStorage::F32(b)), Storage::Cpu(CpuStorage::F32(c))) => {
+                let ($xs, $ws, $gs) = (slice(a, lx)?, slice(b, lw)?, slice(c, lg)?);
+                let (dx, dw, db) = $body;
+                (Tensor::from_vec(dx, x.dims(), &dev)?, Tensor::from_vec(dw, w.dims(), &dev)?, Tensor::from_vec(db, w.dims(), &dev)?)
+            }
+            (Storage::Cpu(CpuStorage::F64(a)), Storage::Cpu(CpuStorage::F64(b)), Storage::Cpu(CpuStorage::F64(c))) => {
+                let ($xs, $ws, $gs) = (slice(a, lx)?, slice(b, lw)?, slice(c, lg)?);
+                let (dx, dw, db) = $body;
+                (Tensor::from_vec(dx, x.dims(), &dev)?, Tensor::from_vec(dw, w.dims(), &dev)?, Tensor::from_vec(db, w.dims(), &dev)?)
+            }
+            _ => candle_core::bail!("norm backward: expected float32 or float64 CPU tensors of one dtype"),
+        }
+    }};
+}
+
+mod batch_norm;
+mod layer_norm;
+
+pub(crate) use batch_norm::BatchNorm;
+pub(crate) use layer_norm::LayerNorm;
+#[cfg(target_arch = "x86_64")]
+use layer_norm::{ln_bwd_rows_f32_avx512, ln_rows_f32_avx512};
+
+/// The fused kernels take CPU tensors of one dtype, f32 or f64.
+pub(crate) fn fused(ts: &[&Tensor]) -> bool {
+    let dt = ts[0].dtype();
+    matches!(dt, DType::F32 | DType::F64) && ts.iter().all(|t| t.device().is_cpu() && t.dtype() == dt)
+}
+
+/// Layer norm over rows of `d` from Candle ops (any device; mixed devices fail in Candle).
+pub(crate) fn layer_norm_ops(x: &Tensor, w: &Tensor, b: &Tensor, d: usize, eps: f64) -> Result<Tensor> {
+    if x.elem_count() == 0 {
+        return x.zeros_like();
+    }
+    let (odt, x) = (x.dtype(), &wide(x)?);
+    let rows = x.reshape(((), d))?;
+    let mean = rows.mean_keepdim(1)?;
+    let xc = rows.broadcast_sub(&mean)?;
+    let rstd = (xc.sqr()?.mean_keepdim(1)? + eps)?.sqrt()?.recip()?;
+    let (w, b) = (w.reshape((1, d))?.to_dtype(x.dtype())?, b.reshape((1, d))?.to_dtype(x.dtype())?);
+    xc.broadcast_mul(&rstd)?.broadcast_mul(&w)?.broadcast_add(&b)?.reshape(x.shape())?.to_dtype(odt)
+}
+
+/// Half-precision inputs are normalized in f32, as PyTorch does.
+pub(crate) fn wide(x: &Tensor) -> Result<Tensor> {
+    match x.dtype() {
+        DType::F16 | DType::BF16 => x.to_dtype(DType::F32),
+        _ => Ok(x.clone()),
+    }
+}
+
+/// Batch norm over dim 1 from Candle ops. With `batch_stats` the statistics are
+/// recomputed from `x` inside the graph, so the gradient flows through them.
+pub(crate) fn batch_norm_ops(
+    x: &Tensor,
+    w: &Tensor,
+    b: &Tensor,
+    mean: &Tensor,
+    var: &Tensor,
+    batch_stats: bool,
+    eps: f64,
+) -> Result<Tensor> {
+    if x.elem_count() == 0 {
+        return x.zeros_like();
+    }
+    let (odt, x) = (x.dtype(), &wide(x)?);
+    let c = x.dims()[1];
+    let x3 = x.reshape((x.dims()[0], c, ()))?;
+    let (xc, v) = if batch_stats {
+        let xc = x3.broadcast_sub(&x3.mean_keepdim(2)?.mean_keepdim(0)?)?;
+        let v = xc.sqr()?.mean_keepdim(2)?.mean_keepdim(0)?;
+        (xc, v)
+    } else {
+        let m = mean.detach().reshape((1, c, 1))?.to_dtype(x.dtype())?;
+        (x3.broadcast_sub(&m)?, var.detach().reshape((1, c, 1))?.to_dtype(x.dtype())?)
+    };
+    let rstd = (v + eps)?.sqrt()?.recip()?;
+    let (w, b) = (w.reshape((1, c, 1))?.to_dtype(x.dtype())?, b.reshape((1, c, 1))?.to_dtype(x.dtype())?);
+    xc.broadcast_mul(&rstd)?.broadcast_mul(&w)?.broadcast_add(&b)?.reshape(x.shape())?.to_dtype(odt)
+}
+
+/// Layer norm over rows of the last `d` elements (`w`, `b` hold `d` each): the fused
+/// op for CPU f32/f64, Candle's ops (any device, half types in f32) otherwise.
+pub(crate) fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor, d: usize, eps: f64) -> Result<Tensor> {
+    if !fused(&[x, w, b]) {
+        return layer_norm_ops(x, w, b, d, eps);
+    }
+    let op = LayerNorm { d, eps, stats: Mutex::new(Vec::new()) };
+    x.contiguous()?.apply_op3(&w.flatten_all()?.contiguous()?, &b.flatten_all()?.contiguous()?, op)
+}
+
+/// Batch norm over dim 1 of (N, C, ...) with the given per-channel statistics (with
+/// `batch_stats` the gradient also flows through them): the fused op for CPU f32/f64,
+/// Candle's ops otherwise.
+pub(crate) fn batch_norm(x: &Tensor, w: &Tensor, b: &Tensor, mean: &Tensor, var: &Tensor, batch_stats: bool, eps: f64) -> Result<Tensor> {
+    if !fused(&[x, w, b]) {
+        return batch_norm_ops(x, w, b, mean, var, batch_stats, eps);
+    }
+    let (c, s) = (x.dims()[1], x.dims()[2..].iter().product());
+    let stats = |t: &Tensor| t.flatten_all()?.to_dtype(DType::F64)?.to_vec1::<f64>();
+    let (mean, var) = (stats(mean)?, stats(var)?);
+    let rstd = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+    let op = BatchNorm { c, s, mean, rstd, batch_stats };
+    x.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, op)
+}

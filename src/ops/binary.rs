@@ -1,0 +1,244 @@
+//! Elementwise binary arithmetic on Candle tensors: the op enum, PyTorch's integer
+//! semantics (floor division, wrap-around, integer powers), and the fast paths for
+//! contiguous CPU float operands (one parallel pass instead of Candle's generic
+//! dispatch; a backward for the tracked side only when the other is a constant).
+use crate::ops::parallel::{map, zip_map};
+use candle_core::{DType, Tensor};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Bin {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    FloorDiv,
+    Rem,
+    Pow,
+    Max,
+    Min,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+    Xor,
+}
+
+impl Bin {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Bin::Add => "add",
+            Bin::Sub => "sub",
+            Bin::Mul => "mul",
+            Bin::Div => "div",
+            Bin::FloorDiv => "floor_divide",
+            Bin::Rem => "remainder",
+            Bin::Pow => "pow",
+            Bin::Max => "maximum",
+            Bin::Min => "minimum",
+            Bin::Eq => "eq",
+            Bin::Ne => "ne",
+            Bin::Lt => "lt",
+            Bin::Le => "le",
+            Bin::Gt => "gt",
+            Bin::Ge => "ge",
+            Bin::And => "logical_and",
+            Bin::Or => "logical_or",
+            Bin::Xor => "logical_xor",
+        }
+    }
+    pub(crate) fn is_cmp(self) -> bool {
+        matches!(self, Bin::Eq | Bin::Ne | Bin::Lt | Bin::Le | Bin::Gt | Bin::Ge)
+    }
+}
+
+/// Integer floor division, rounding toward negative infinity as Python does.
+pub(crate) fn int_floordiv(a: &Tensor, b: &Tensor) -> candle_core::Result<Tensor> {
+    let q = a.div(b)?;
+    let r = a.sub(&q.mul(b)?)?;
+    let zero = r.zeros_like()?;
+    let rz = r.ne(&zero)?;
+    let sign_diff = r.lt(&zero)?.ne(&b.lt(&zero)?)?;
+    let adjust = rz.mul(&sign_diff)?.to_dtype(q.dtype())?;
+    q.sub(&adjust)
+}
+
+/// f64 integer values to an integer dtype with two's-complement wrap-around
+/// (as PyTorch and NumPy overflow), not Candle's saturating float cast.
+pub(crate) fn wrap_int(x: &Tensor, to: DType) -> candle_core::Result<Tensor> {
+    x.to_dtype(DType::I64)?.to_dtype(to)
+}
+
+/// Integer power by repeated squaring; keeps gradients for float inputs.
+pub(crate) fn pow_int(x: &Tensor, n: i64) -> candle_core::Result<Tensor> {
+    if n == 0 {
+        return x.ones_like();
+    }
+    if n < 0 {
+        return pow_int(x, -n)?.recip();
+    }
+    let mut result: Option<Tensor> = None;
+    let mut base = x.clone();
+    let mut e = n;
+    while e > 0 {
+        if e & 1 == 1 {
+            result = Some(match result {
+                None => base.clone(),
+                Some(r) => r.mul(&base)?,
+            });
+        }
+        e >>= 1;
+        if e > 0 {
+            base = base.sqr()?;
+        }
+    }
+    Ok(result.unwrap())
+}
+
+/// Elementwise `x ** y` (same shapes, float dtype) with PyTorch's values: negative
+/// bases with integral exponents keep their sign, `x ** 0 == 1`, negative bases with
+/// fractional exponents give NaN. Built from differentiable ops: |x|^y = exp(y ln|x|).
+pub(crate) fn pow_tensor(x: &Tensor, y: &Tensor) -> candle_core::Result<Tensor> {
+    let mag = y.mul(&x.abs()?.log()?)?.exp()?;
+    let neg = x.lt(&x.zeros_like()?)?;
+    let fractional = y.floor()?.ne(y)?;
+    let half = y.affine(0.5, 0.0)?;
+    let odd = half.floor()?.ne(&half)?;
+    // sign = 1 - 2 * (negative base and odd exponent)
+    let flip = neg.mul(&odd)?.to_dtype(x.dtype())?;
+    let signed = mag.mul(&flip.affine(-2.0, 1.0)?)?;
+    let nan = Tensor::full(f64::NAN, (), x.device())?.to_dtype(x.dtype())?.broadcast_as(x.shape())?;
+    let one = x.ones_like()?;
+    let bad = neg.mul(&fractional)?;
+    let out = bad.where_cond(&nan, &signed)?;
+    y.eq(&y.zeros_like()?)?.where_cond(&one, &out)
+}
+
+/// `a[i] (op) b[i]` for the four arithmetic ops, one parallel pass
+/// (`direct_binary` and `OneSideTracked` share it).
+pub(crate) fn arith<
+    T: Copy + Send + Sync + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>,
+>(
+    a: &[T],
+    b: &[T],
+    op: Bin,
+) -> Vec<T> {
+    match op {
+        Bin::Add => zip_map(a, b, |x, y| x + y),
+        Bin::Sub => zip_map(a, b, |x, y| x - y),
+        Bin::Mul => zip_map(a, b, |x, y| x * y),
+        _ => zip_map(a, b, |x, y| x / y),
+    }
+}
+
+/// Contiguous CPU operands outside autograd: one tight vectorized loop into a
+/// new buffer, skipping Candle's generic dispatch (which dominates small ops),
+/// and split over rayon's pool for large ones (`crate::ops::parallel`'s policy). Candle's own parallel path runs on
+/// a second thread pool beside rayon's; on 2 cores the two pools' spinning
+/// workers starve each other, so large elementwise work stays on one pool.
+pub(crate) fn direct_binary(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
+    // `contiguous_offsets` below rejects strided views.
+    if l.track_op() || r.track_op() || !l.device().is_cpu() {
+        return None;
+    }
+    let n = l.elem_count();
+    let (la, _) = l.layout().contiguous_offsets()?;
+    let (ra, _) = r.layout().contiguous_offsets()?;
+    let (ls, _) = l.storage_and_layout();
+    let (rs, _) = r.storage_and_layout();
+    let shape = l.shape().clone();
+    match (&*ls, &*rs) {
+        (candle_core::Storage::Cpu(candle_core::CpuStorage::F32(a)), candle_core::Storage::Cpu(candle_core::CpuStorage::F32(b))) => {
+            Tensor::from_vec(arith(&a[la..la + n], &b[ra..ra + n], op), shape, &candle_core::Device::Cpu).ok()
+        }
+        (candle_core::Storage::Cpu(candle_core::CpuStorage::F64(a)), candle_core::Storage::Cpu(candle_core::CpuStorage::F64(b))) => {
+            Tensor::from_vec(arith(&a[la..la + n], &b[ra..ra + n], op), shape, &candle_core::Device::Cpu).ok()
+        }
+        _ => None,
+    }
+}
+
+/// `a (op) b` where exactly one side is in the autograd graph (a loss weight, a
+/// mask, a target): Candle's `Mul` backward differentiates both operands, each
+/// gradient costing a product plus a zero fill and an add over the whole tensor,
+/// even for the side nobody asked about. This op computes the forward in one
+/// parallel pass and, in the backward, only the tracked side's gradient. `None`
+/// where it does not apply (both or neither side tracked, strided, not CPU f32/f64).
+pub(crate) fn one_side_tracked(l: &Tensor, r: &Tensor, op: Bin) -> Option<candle_core::Result<Tensor>> {
+    if l.track_op() == r.track_op() || !l.device().is_cpu() || !matches!(l.dtype(), DType::F32 | DType::F64) {
+        return None;
+    }
+    l.layout().contiguous_offsets()?;
+    r.layout().contiguous_offsets()?;
+    Some(l.apply_op2(r, OneSideTracked { op, left: l.track_op() }))
+}
+
+struct OneSideTracked {
+    op: Bin,
+    /// Whether the left operand is the tracked one.
+    left: bool,
+}
+
+impl candle_core::CustomOp2 for OneSideTracked {
+    fn name(&self) -> &'static str {
+        self.op.name()
+    }
+    fn cpu_fwd(
+        &self,
+        s1: &candle_core::CpuStorage,
+        l1: &candle_core::Layout,
+        s2: &candle_core::CpuStorage,
+        l2: &candle_core::Layout,
+    ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        use candle_core::CpuStorage as C;
+        let (Some((a0, a1)), Some((b0, b1))) = (l1.contiguous_offsets(), l2.contiguous_offsets()) else {
+            candle_core::bail!("{}: expected contiguous operands", self.op.name())
+        };
+        let out = match (s1, s2) {
+            (C::F32(a), C::F32(b)) => C::F32(arith(&a[a0..a1], &b[b0..b1], self.op)),
+            (C::F64(a), C::F64(b)) => C::F64(arith(&a[a0..a1], &b[b0..b1], self.op)),
+            _ => candle_core::bail!("{}: expected float32 or float64 operands of one dtype", self.op.name()),
+        };
+        Ok((out, l1.shape().clone()))
+    }
+    fn bwd(&self, l: &Tensor, r: &Tensor, res: &Tensor, g: &Tensor) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
+        // d/dl and d/dr of l (op) r, for the tracked side only.
+        let d = match (self.op, self.left) {
+            (Bin::Add, _) | (Bin::Sub, true) => g.clone(),
+            (Bin::Sub, false) => g.neg()?,
+            (Bin::Mul, true) => g.mul(r)?,
+            (Bin::Mul, false) => g.mul(l)?,
+            (Bin::Div, true) => g.div(r)?,
+            // d(l / r)/dr = -l / r^2 = -(l / r) / r
+            (_, false) => g.mul(res)?.div(r)?.neg()?,
+            (_, true) => candle_core::bail!("{}: no backward", self.op.name()),
+        };
+        Ok(if self.left { (Some(d), None) } else { (None, Some(d)) })
+    }
+}
+
+/// `x * mul + add` for a contiguous CPU tensor outside autograd, as Candle's
+/// affine computes it (same formula, same rounding), in one vectorized pass.
+pub(crate) fn direct_affine(x: &Tensor, mul: f64, add: f64) -> Option<Tensor> {
+    let n = x.elem_count();
+    if x.track_op() || !x.device().is_cpu() {
+        return None;
+    }
+    let (a, _) = x.layout().contiguous_offsets()?;
+    let (st, _) = x.storage_and_layout();
+    let shape = x.dims().to_vec();
+    let dev = candle_core::Device::Cpu;
+    match &*st {
+        candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)) => {
+            let (m, c) = (mul as f32, add as f32);
+            Tensor::from_vec(map(&v[a..a + n], |x| x * m + c), shape, &dev).ok()
+        }
+        candle_core::Storage::Cpu(candle_core::CpuStorage::F64(v)) => {
+            Tensor::from_vec(map(&v[a..a + n], |x| x * mul + add), shape, &dev).ok()
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,162 @@
+//! The one float trait every kernel is generic over: f32 and f64 (half types are
+//! widened to f32 by the callers). It carries what the kernels need beyond
+//! arithmetic: constants, the fast exp, conversions through f64, and the typed
+//! view of a Candle CPU storage, so no kernel matches on `CpuStorage` by hand.
+use super::approx::{fast_exp, fast_exp_nonpos};
+use candle_core::CpuStorage;
+use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
+
+/// A float element type the kernels run on.
+pub(crate) trait Float:
+    Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + AddAssign
+    + SubAssign
+    + MulAssign
+    + DivAssign
+    + Into<f64>
+    + candle_core::WithDType
+    + 'static
+{
+    const ZERO: Self;
+    const ONE: Self;
+    const NEG_INF: Self;
+    const INF: Self;
+    /// `exp(x)`: branch-free and vectorizable for f32 (`approx::fast_exp`), libm's for
+    /// f64. `FMA`: the caller is compiled with FMA enabled (see `approx::madd`).
+    fn exp<const FMA: bool>(self) -> Self;
+    /// `exp(x)` for `x <= 0` or `-inf` (exactly 0 there), with no branch.
+    fn exp_nonpos<const FMA: bool>(self) -> Self;
+    fn ln(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn is_nan(self) -> bool;
+    /// The larger of two values (the first when they compare unordered).
+    #[inline(always)]
+    fn maximum(self, o: Self) -> Self {
+        if self > o {
+            self
+        } else {
+            o
+        }
+    }
+    fn of(v: f64) -> Self;
+    #[inline(always)]
+    fn f(self) -> f64 {
+        self.into()
+    }
+    /// This type's data in a CPU storage, or None for another dtype.
+    fn slice(s: &CpuStorage) -> Option<&[Self]>;
+    fn slice_mut(s: &mut CpuStorage) -> Option<&mut [Self]>;
+    fn storage(v: Vec<Self>) -> CpuStorage;
+    /// `Some(f(row, m))` when `Self` is f32 (the same slice and value: no copy, no
+    /// conversion), None otherwise: how a generic kernel calls an f32-only SIMD kernel
+    /// (`exp_row_f32`) without an unsafe cast.
+    fn via_f32(row: &mut [Self], m: Self, f: impl FnOnce(&mut [f32], f32) -> f32) -> Option<Self>;
+}
+
+impl Float for f32 {
+    const ZERO: f32 = 0.0;
+    const ONE: f32 = 1.0;
+    const NEG_INF: f32 = f32::NEG_INFINITY;
+    const INF: f32 = f32::INFINITY;
+    #[inline(always)]
+    fn exp<const FMA: bool>(self) -> f32 {
+        fast_exp::<FMA>(self)
+    }
+    #[inline(always)]
+    fn exp_nonpos<const FMA: bool>(self) -> f32 {
+        fast_exp_nonpos::<FMA>(self)
+    }
+    #[inline(always)]
+    fn ln(self) -> f32 {
+        f32::ln(self)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> f32 {
+        f32::sqrt(self)
+    }
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+    #[inline(always)]
+    fn of(v: f64) -> f32 {
+        v as f32
+    }
+    fn slice(s: &CpuStorage) -> Option<&[f32]> {
+        match s {
+            CpuStorage::F32(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn slice_mut(s: &mut CpuStorage) -> Option<&mut [f32]> {
+        match s {
+            CpuStorage::F32(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn storage(v: Vec<f32>) -> CpuStorage {
+        CpuStorage::F32(v)
+    }
+    #[inline(always)]
+    fn via_f32(row: &mut [f32], m: f32, f: impl FnOnce(&mut [f32], f32) -> f32) -> Option<f32> {
+        Some(f(row, m))
+    }
+}
+
+impl Float for f64 {
+    const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
+    const NEG_INF: f64 = f64::NEG_INFINITY;
+    const INF: f64 = f64::INFINITY;
+    #[inline(always)]
+    fn exp<const FMA: bool>(self) -> f64 {
+        f64::exp(self)
+    }
+    #[inline(always)]
+    fn exp_nonpos<const FMA: bool>(self) -> f64 {
+        f64::exp(self)
+    }
+    #[inline(always)]
+    fn ln(self) -> f64 {
+        f64::ln(self)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> f64 {
+        f64::sqrt(self)
+    }
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+    #[inline(always)]
+    fn of(v: f64) -> f64 {
+        v
+    }
+    fn slice(s: &CpuStorage) -> Option<&[f64]> {
+        match s {
+            CpuStorage::F64(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn slice_mut(s: &mut CpuStorage) -> Option<&mut [f64]> {
+        match s {
+            CpuStorage::F64(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn storage(v: Vec<f64>) -> CpuStorage {
+        CpuStorage::F64(v)
+    }
+    #[inline(always)]
+    fn via_f32(_: &mut [f64], _: f64, _: impl FnOnce(&mut [f32], f32) -> f32) -> Option<f64> {
+        None
+    }
+}

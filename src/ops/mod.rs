@@ -1,0 +1,16 @@
+//! Pure compute for the tensor math, no PyO3: Candle custom ops with their
+//! backward where Candle's are slow or missing, and the pieces every kernel
+//! shares (one float trait, one CPU-feature detector, one threading policy).
+pub(crate) mod approx;
+pub(crate) mod binary;
+pub(crate) mod cpu;
+pub(crate) mod float;
+pub(crate) mod gather;
+pub(crate) mod gemm;
+pub(crate) mod optim;
+pub(crate) mod parallel;
+pub(crate) mod random;
+pub(crate) mod reduce;
+pub(crate) mod softmax;
+pub(crate) mod storage;
+pub(crate) mod unary;

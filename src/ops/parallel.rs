@@ -1,0 +1,117 @@
+//! The threading policy shared by every kernel (elementwise ops, conv, pooling,
+//! losses, linear): when a pass is worth splitting over rayon's pool, and the
+//! helpers that split it. One policy in one place, so all kernels agree on what
+//! "large enough" means.
+use rayon::prelude::*;
+use std::mem::MaybeUninit;
+
+/// Below these a pass stays on the calling thread. Handing work to rayon costs tens
+/// of microseconds, and where cores are shared (other threads, other processes) a
+/// fork-join can wait a whole scheduler slice for its second thread: only work of
+/// about a millisecond or more on one core is worth splitting.
+const PAR_ELEMS: usize = 1 << 18;
+const PAR_MACS: usize = 1 << 23;
+
+/// Whether a memory-bound pass over `elems` elements is worth splitting over threads.
+pub(crate) fn par_ok(elems: usize) -> bool {
+    elems >= PAR_ELEMS && rayon::current_num_threads() > 1
+}
+
+/// Whether GEMMs of `macs` multiply-adds are worth splitting over threads.
+pub(crate) fn par_gemm(macs: usize) -> bool {
+    macs >= PAR_MACS && rayon::current_num_threads() > 1
+}
+
+/// Run `f` on a rayon worker when it will go parallel (`par`), so the parallel passes
+/// inside it split from there instead of each paying a hand-off from the calling
+/// (Python) thread.
+pub(crate) fn in_pool<R: Send>(par: bool, f: impl FnOnce() -> R + Send) -> R {
+    if par && rayon::current_thread_index().is_none() {
+        rayon::scope(|_| f())
+    } else {
+        f()
+    }
+}
+
+/// `f(i, chunk)` over `v.chunks_mut(size)`, in parallel when `par`.
+pub(crate) fn for_chunks<T: Send>(v: &mut [T], size: usize, par: bool, f: impl Fn(usize, &mut [T]) + Sync + Send) {
+    if size == 0 {
+        return;
+    }
+    if par {
+        v.par_chunks_mut(size).enumerate().for_each(|(i, c)| f(i, c));
+    } else {
+        v.chunks_mut(size).enumerate().for_each(|(i, c)| f(i, c));
+    }
+}
+
+/// A vector of `n` elements that `fill` writes in full before anything reads them:
+/// GEMM outputs, permutes and gathers skip the zero fill, a pass over memory.
+pub(crate) fn filled<T: Copy>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    fill(&mut v.spare_capacity_mut()[..n]);
+    // SAFETY: the capacity is `n` (`with_capacity(n)`; slicing `..n` above would have
+    // panicked otherwise), and every caller's `fill` writes all `n` elements (documented
+    // at each call), so the first `n` elements are initialized.
+    unsafe { v.set_len(n) };
+    v
+}
+
+/// `filled` for kernels that write through plain slices of a float type (f32/f64:
+/// no invalid bit patterns, no drop): `fill` must write every element before it
+/// reads any (documented at each call).
+pub(crate) fn filled_plain<T: Copy>(n: usize, fill: impl FnOnce(&mut [T])) -> Vec<T> {
+    filled(n, |out| {
+        // SAFETY: `MaybeUninit<T>` has `T`'s size, alignment and layout, so the slice cast is
+        // in bounds; `T` is a plain float (no drop, every bit pattern valid) and callers write
+        // every element before they read it, so no uninitialized value is read as `T`.
+        fill(unsafe { &mut *(out as *mut [MaybeUninit<T>] as *mut [T]) })
+    })
+}
+
+/// A raw pointer that tasks writing disjoint regions may share. Read it through
+/// `ptr()`, so closures capture the wrapper (Send + Sync), not the bare field.
+#[derive(Clone, Copy)]
+pub(crate) struct SyncPtr<T>(pub(crate) *mut T);
+// SAFETY: a `SyncPtr` is only an address; moving or sharing it across threads touches
+// no memory. Every dereference is an `unsafe` block at a use site, whose SAFETY comment
+// shows that concurrent tasks write disjoint regions of a buffer the spawning call
+// borrows mutably for the whole parallel pass (and the pointees are plain floats).
+unsafe impl<T> Send for SyncPtr<T> {}
+// SAFETY: as for `Send`: `&SyncPtr` only gives out the address (`ptr()`); the accesses
+// through it are the use sites' `unsafe` blocks, each over a task's own region.
+unsafe impl<T> Sync for SyncPtr<T> {}
+impl<T> SyncPtr<T> {
+    #[inline(always)]
+    pub(crate) fn ptr(&self) -> *mut T {
+        self.0
+    }
+}
+
+/// Elements per chunk of an elementwise pass (64 KiB of f32).
+const ELEM_CHUNK: usize = 1 << 14;
+
+/// `f(a[i])` for every i, into a new vector (no zero fill), split over threads when
+/// `par_ok` says the pass is large enough.
+pub(crate) fn map<A: Copy + Sync, U: Copy + Send>(a: &[A], f: impl Fn(A) -> U + Sync + Send) -> Vec<U> {
+    filled(a.len(), |out| {
+        for_chunks(out, ELEM_CHUNK, par_ok(a.len()), |i, dst| {
+            for (d, &x) in dst.iter_mut().zip(&a[i * ELEM_CHUNK..]) {
+                d.write(f(x));
+            }
+        })
+    })
+}
+
+/// `f(a[i], b[i])` for every i (`a` and `b` of one length), as `map`.
+pub(crate) fn zip_map<A: Copy + Sync, B: Copy + Sync, U: Copy + Send>(a: &[A], b: &[B], f: impl Fn(A, B) -> U + Sync + Send) -> Vec<U> {
+    debug_assert_eq!(a.len(), b.len());
+    filled(a.len(), |out| {
+        for_chunks(out, ELEM_CHUNK, par_ok(a.len()), |i, dst| {
+            let lo = i * ELEM_CHUNK;
+            for ((d, &x), &y) in dst.iter_mut().zip(&a[lo..]).zip(&b[lo..]) {
+                d.write(f(x, y));
+            }
+        })
+    })
+}

@@ -1,0 +1,281 @@
+//! Multi-threaded sums and products over any dims, as Candle custom ops with
+//! their backward written out (Candle's sum is single-threaded; it has no
+//! product). CPU code for f32/f64 (any dtype for products); other devices and
+//! dtypes take Candle's own sum, which runs there with its backward.
+use super::cpu::has_avx512;
+use super::float::Float;
+use candle_core::{CpuStorage, CustomOp1, DType, Layout, Result, Shape, Tensor};
+use rayon::prelude::*;
+
+/// Rows of at least this many elements each make a parallel task worthwhile.
+pub(crate) const GRAIN: usize = 1 << 14;
+
+pub(crate) fn fast_path(t: &Tensor) -> bool {
+    t.device().is_cpu() && matches!(t.dtype(), DType::F32 | DType::F64)
+}
+
+/// `(outer, r, inner)` of a contiguous tensor reduced over dims `lo..=hi`.
+pub(crate) fn split(dims: &[usize], lo: usize, hi: usize) -> (usize, usize, usize) {
+    let outer = dims[..lo].iter().product();
+    let r = dims[lo..=hi].iter().product();
+    let inner = dims[hi + 1..].iter().product();
+    (outer, r, inner)
+}
+
+/// Reductions with 16 independent lanes, so the loops vectorize despite float
+/// non-associativity (a single running accumulator would serialize them).
+#[inline(always)]
+pub(crate) fn sum_slice<T: Float>(x: &[T]) -> T {
+    let mut acc = [T::ZERO; 16];
+    let chunks = x.chunks_exact(16);
+    let rem = chunks.remainder();
+    for c in chunks {
+        for k in 0..16 {
+            acc[k] += c[k];
+        }
+    }
+    let mut s = T::ZERO;
+    for &a in acc.iter().chain(rem) {
+        s += a;
+    }
+    s
+}
+
+#[inline(always)]
+pub(crate) fn max_slice<T: Float>(x: &[T]) -> T {
+    let mut acc = [T::NEG_INF; 16];
+    let chunks = x.chunks_exact(16);
+    let rem = chunks.remainder();
+    for c in chunks {
+        for k in 0..16 {
+            acc[k] = acc[k].maximum(c[k]);
+        }
+    }
+    let mut m = T::NEG_INF;
+    for &a in acc.iter().chain(rem) {
+        m = m.maximum(a);
+    }
+    m
+}
+
+#[inline(always)]
+fn add_into<T: Float>(acc: &mut [T], row: &[T]) {
+    for (a, &v) in acc.iter_mut().zip(row) {
+        *a += v;
+    }
+}
+
+#[inline(always)]
+fn row_sums<T: Float>(rows: &[T], out: &mut [T], r: usize) {
+    for (v, row) in out.iter_mut().zip(rows.chunks(r)) {
+        *v = sum_slice(row);
+    }
+}
+
+/// `row_sums` compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX2 and FMA (`ops::cpu::has_avx512`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn row_sums_avx512<T: Float>(rows: &[T], out: &mut [T], r: usize) {
+    row_sums(rows, out, r)
+}
+
+fn reduce_block<T: Float>(src: &[T], outer: usize, r: usize, inner: usize) -> Vec<T> {
+    let mut out = vec![T::ZERO; outer * inner];
+    if inner == 1 {
+        if outer == 1 {
+            // One long sum: partial sums per chunk, then combine.
+            let parts: Vec<T> = src.par_chunks(GRAIN * 4).map(sum_slice).collect();
+            out[0] = sum_slice(&parts);
+        } else {
+            let per = (GRAIN / r.max(1)).max(1);
+            let wide = has_avx512();
+            out.par_chunks_mut(per).enumerate().for_each(|(ci, o)| {
+                let rows = &src[ci * per * r..(ci * per + o.len()) * r];
+                #[cfg(target_arch = "x86_64")]
+                if wide {
+                    // SAFETY: `wide` is `has_avx512()`, so the CPU supports AVX-512F, AVX2 and
+                    // FMA; the kernel itself only uses safe slice indexing.
+                    unsafe { row_sums_avx512(rows, o, r) };
+                    return;
+                }
+                let _ = wide;
+                row_sums(rows, o, r);
+            });
+        }
+    } else {
+        let col_chunk = (GRAIN / r.max(1)).clamp(64, inner.max(64));
+        out.par_chunks_mut(inner).enumerate().for_each(|(o, dst)| {
+            let block = &src[o * r * inner..(o + 1) * r * inner];
+            dst.par_chunks_mut(col_chunk).enumerate().for_each(|(cj, d)| {
+                let j0 = cj * col_chunk;
+                for i in 0..r {
+                    add_into(d, &block[i * inner + j0..i * inner + j0 + d.len()]);
+                }
+            });
+        });
+    }
+    out
+}
+
+struct SumBlock {
+    lo: usize,
+    hi: usize,
+}
+
+impl CustomOp1 for SumBlock {
+    fn name(&self) -> &'static str {
+        "sum"
+    }
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let dims = l.dims();
+        let (outer, r, inner) = split(dims, self.lo, self.hi);
+        let mut out_dims = dims.to_vec();
+        for d in &mut out_dims[self.lo..=self.hi] {
+            *d = 1;
+        }
+        let Some((a, b)) = l.contiguous_offsets() else { candle_core::bail!("sum: expected a contiguous input") };
+        let st = match s {
+            CpuStorage::F32(v) => CpuStorage::F32(reduce_block(&v[a..b], outer, r, inner)),
+            CpuStorage::F64(v) => CpuStorage::F64(reduce_block(&v[a..b], outer, r, inner)),
+            _ => candle_core::bail!("sum: fast path supports f32 and f64"),
+        };
+        Ok((st, Shape::from(out_dims)))
+    }
+    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad_res: &Tensor) -> Result<Option<Tensor>> {
+        Ok(Some(grad_res.broadcast_as(arg.shape())?))
+    }
+}
+
+/// Sum over `dims` (sorted, non-empty), keeping them as size-1 dims.
+pub fn sum_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    // Empty inputs go to Candle too: the blocked kernel splits rows by their (zero) length.
+    if !fast_path(t) || t.elem_count() == 0 {
+        return t.sum_keepdim(dims.to_vec());
+    }
+    let mut cur = t.contiguous()?;
+    // Reduce runs of consecutive dims in one pass each, last run first.
+    let mut i = dims.len();
+    while i > 0 {
+        let hi = dims[i - 1];
+        let mut lo = hi;
+        i -= 1;
+        while i > 0 && dims[i - 1] + 1 == lo {
+            lo -= 1;
+            i -= 1;
+        }
+        cur = cur.apply_op1(SumBlock { lo, hi })?;
+    }
+    Ok(cur)
+}
+
+/// Products along one dim of a contiguous tensor, as (outer, r, inner) blocks.
+trait ProdElem: Copy + Send + Sync + std::ops::Mul<Output = Self> + 'static {
+    const ONE: Self;
+}
+macro_rules! prod_elem {
+    ($($t:ty => $one:expr),*) => { $(impl ProdElem for $t { const ONE: $t = $one; })* };
+}
+prod_elem!(f32 => 1.0, f64 => 1.0, i64 => 1, i32 => 1, i16 => 1, u8 => 1, u32 => 1);
+
+fn prod_block<T: ProdElem>(src: &[T], outer: usize, r: usize, inner: usize) -> Vec<T> {
+    let mut out = vec![T::ONE; outer * inner];
+    if inner == 0 {
+        return out;
+    }
+    out.par_chunks_mut(inner).enumerate().for_each(|(o, dst)| {
+        let block = &src[o * r * inner..(o + 1) * r * inner];
+        for i in 0..r {
+            for (d, &v) in dst.iter_mut().zip(&block[i * inner..(i + 1) * inner]) {
+                *d = *d * v;
+            }
+        }
+    });
+    out
+}
+
+/// For each element, the product of all the others along the dim (the exact
+/// gradient of `prod`, zeros included): left prefix products times right suffix products.
+fn exclusive_prod<T: ProdElem>(src: &[T], outer: usize, r: usize, inner: usize) -> Vec<T> {
+    let mut out = vec![T::ONE; src.len()];
+    if inner == 0 || r == 0 {
+        return out;
+    }
+    out.par_chunks_mut(r * inner).zip(src.par_chunks(r * inner)).for_each(|(dst, block)| {
+        let mut run = vec![T::ONE; inner];
+        for i in 0..r {
+            for j in 0..inner {
+                dst[i * inner + j] = run[j];
+                run[j] = run[j] * block[i * inner + j];
+            }
+        }
+        run.iter_mut().for_each(|v| *v = T::ONE);
+        for i in (0..r).rev() {
+            for j in 0..inner {
+                dst[i * inner + j] = dst[i * inner + j] * run[j];
+                run[j] = run[j] * block[i * inner + j];
+            }
+        }
+    });
+    let _ = outer;
+    out
+}
+
+struct ProdDim {
+    dim: usize,
+    exclusive: bool,
+}
+
+impl CustomOp1 for ProdDim {
+    fn name(&self) -> &'static str {
+        "prod"
+    }
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let dims = l.dims();
+        let (outer, r, inner) = split(dims, self.dim, self.dim);
+        let Some((a, b)) = l.contiguous_offsets() else { candle_core::bail!("prod: expected a contiguous input") };
+        let mut out_dims = dims.to_vec();
+        if !self.exclusive {
+            out_dims[self.dim] = 1;
+        }
+        macro_rules! run {
+            ($v:expr, $variant:ident) => {
+                CpuStorage::$variant(if self.exclusive {
+                    exclusive_prod(&$v[a..b], outer, r, inner)
+                } else {
+                    prod_block(&$v[a..b], outer, r, inner)
+                })
+            };
+        }
+        let st = match s {
+            CpuStorage::F32(v) => run!(v, F32),
+            CpuStorage::F64(v) => run!(v, F64),
+            CpuStorage::I64(v) => run!(v, I64),
+            CpuStorage::I32(v) => run!(v, I32),
+            CpuStorage::I16(v) => run!(v, I16),
+            CpuStorage::U8(v) => run!(v, U8),
+            CpuStorage::U32(v) => run!(v, U32),
+            _ => candle_core::bail!("prod: unsupported dtype"),
+        };
+        Ok((st, Shape::from(out_dims)))
+    }
+    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad_res: &Tensor) -> Result<Option<Tensor>> {
+        let others = arg.detach().contiguous()?.apply_op1_no_bwd(&ProdDim { dim: self.dim, exclusive: true })?;
+        Ok(Some(others.broadcast_mul(grad_res)?))
+    }
+}
+
+/// Product over `dim`, keeping it as a size-1 dim; differentiable for floats.
+/// Runs on the CPU (other devices copy there and back).
+pub fn prod_keepdim(t: &Tensor, dim: usize) -> Result<Tensor> {
+    let dev = t.device().clone();
+    let x = if dev.is_cpu() { t.contiguous()? } else { t.to_device(&candle_core::Device::Cpu)?.contiguous()? };
+    let out = x.apply_op1(ProdDim { dim, exclusive: false })?;
+    if dev.is_cpu() {
+        Ok(out)
+    } else {
+        out.to_device(&dev)
+    }
+}

@@ -1,0 +1,172 @@
+//! Softmax and log-softmax over any dim as one Candle custom op with its
+//! backward: rows in parallel, the exp loop compiled for AVX2/AVX-512 and picked
+//! at run time. Other devices and dtypes get the same math from Candle's ops.
+use super::cpu::{has_avx2_fma, has_avx512};
+use super::float::Float;
+use super::reduce::{fast_path, max_slice, split, sum_slice, GRAIN};
+use candle_core::{CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
+use rayon::prelude::*;
+
+#[inline(always)]
+fn softmax_row<T: Float, const FMA: bool>(src: &[T], dst: &mut [T], log: bool) {
+    let m = max_slice(src);
+    for (d, &v) in dst.iter_mut().zip(src) {
+        *d = (v - m).exp::<FMA>();
+    }
+    let s = sum_slice(dst);
+    if log {
+        let ls = s.ln();
+        for (d, &v) in dst.iter_mut().zip(src) {
+            *d = v - m - ls;
+        }
+    } else {
+        for d in dst.iter_mut() {
+            *d /= s;
+        }
+    }
+}
+
+#[inline(always)]
+fn rows_chunk<T: Float, const FMA: bool>(s: &[T], d: &mut [T], n: usize, log: bool) {
+    for (dr, sr) in d.chunks_mut(n).zip(s.chunks(n)) {
+        softmax_row::<T, FMA>(sr, dr, log);
+    }
+}
+
+/// The same loop compiled for AVX2+FMA, picked at run time so the wheel stays portable.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rows_chunk_avx2<T: Float>(s: &[T], d: &mut [T], n: usize, log: bool) {
+    rows_chunk::<T, true>(s, d, n, log)
+}
+
+/// The same loop compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX2 and FMA (`ops::cpu::has_avx512`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn rows_chunk_avx512<T: Float>(s: &[T], d: &mut [T], n: usize, log: bool) {
+    rows_chunk::<T, true>(s, d, n, log)
+}
+
+fn softmax_rows<T: Float>(src: &[T], dst: &mut [T], n: usize, log: bool) {
+    let per = (GRAIN / n.max(1)).max(1);
+    let simd = has_avx2_fma();
+    let wide = has_avx512();
+    dst.par_chunks_mut(per * n).zip(src.par_chunks(per * n)).for_each(|(d, s)| {
+        #[cfg(target_arch = "x86_64")]
+        if wide {
+            // SAFETY: `wide` is `has_avx512()`: the CPU supports AVX-512F, AVX2 and FMA.
+            unsafe { rows_chunk_avx512(s, d, n, log) };
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if simd {
+            // SAFETY: `simd` is `has_avx2_fma()`: the CPU supports AVX2 and FMA.
+            unsafe { rows_chunk_avx2(s, d, n, log) };
+            return;
+        }
+        let _ = (simd, wide);
+        rows_chunk::<T, false>(s, d, n, log);
+    });
+}
+
+/// Softmax over a middle dim: each (outer) block is an r x inner matrix, reduced over r.
+fn softmax_strided<T: Float>(src: &[T], dst: &mut [T], r: usize, inner: usize, log: bool) {
+    dst.par_chunks_mut(r * inner).zip(src.par_chunks(r * inner)).for_each(|(d, s)| {
+        let mut m = vec![T::NEG_INF; inner];
+        for i in 0..r {
+            for (mj, &v) in m.iter_mut().zip(&s[i * inner..(i + 1) * inner]) {
+                *mj = mj.maximum(v);
+            }
+        }
+        let mut sum = vec![T::ZERO; inner];
+        for i in 0..r {
+            let row = &s[i * inner..(i + 1) * inner];
+            let out = &mut d[i * inner..(i + 1) * inner];
+            for j in 0..inner {
+                let e = (row[j] - m[j]).exp::<false>();
+                out[j] = e;
+                sum[j] += e;
+            }
+        }
+        for i in 0..r {
+            let row = &s[i * inner..(i + 1) * inner];
+            let out = &mut d[i * inner..(i + 1) * inner];
+            for j in 0..inner {
+                out[j] = if log { row[j] - m[j] - sum[j].ln() } else { out[j] / sum[j] };
+            }
+        }
+    });
+}
+
+struct Softmax {
+    dim: usize,
+    log: bool,
+}
+
+impl CustomOp1 for Softmax {
+    fn name(&self) -> &'static str {
+        if self.log {
+            "log_softmax"
+        } else {
+            "softmax"
+        }
+    }
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let dims = l.dims();
+        let (_, r, inner) = split(dims, self.dim, self.dim);
+        let Some((a, b)) = l.contiguous_offsets() else { candle_core::bail!("softmax: expected a contiguous input") };
+        fn run<T: Float>(v: &[T], r: usize, inner: usize, log: bool) -> Vec<T> {
+            let mut out = vec![T::ZERO; v.len()];
+            if r == 0 || v.is_empty() {
+                return out;
+            }
+            if inner == 1 {
+                softmax_rows(v, &mut out, r, log);
+            } else {
+                softmax_strided(v, &mut out, r, inner, log);
+            }
+            out
+        }
+        let st = match s {
+            CpuStorage::F32(v) => CpuStorage::F32(run(&v[a..b], r, inner, self.log)),
+            CpuStorage::F64(v) => CpuStorage::F64(run(&v[a..b], r, inner, self.log)),
+            _ => candle_core::bail!("softmax: fast path supports f32 and f64"),
+        };
+        Ok((st, l.shape().clone()))
+    }
+    fn bwd(&self, _arg: &Tensor, res: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
+        let d = self.dim;
+        let gx = if self.log {
+            // d log_softmax: g - softmax * sum(g)
+            let s = g.sum_keepdim(d)?;
+            g.sub(&res.exp()?.broadcast_mul(&s)?)?
+        } else {
+            // d softmax: y * (g - sum(g * y))
+            let s = g.mul(res)?.sum_keepdim(d)?;
+            res.mul(&g.broadcast_sub(&s)?)?
+        };
+        Ok(Some(gx))
+    }
+}
+
+/// Differentiable softmax (or log_softmax) over `dim`.
+pub fn softmax(t: &Tensor, dim: usize, log: bool) -> Result<Tensor> {
+    if fast_path(t) {
+        return t.contiguous()?.apply_op1(Softmax { dim, log });
+    }
+    let max = t.max_keepdim(dim)?.detach();
+    let diff = t.broadcast_sub(&max)?;
+    let e = diff.exp()?;
+    let s = e.sum_keepdim(dim)?;
+    if log {
+        diff.broadcast_sub(&s.log()?)
+    } else {
+        e.broadcast_div(&s)
+    }
+}

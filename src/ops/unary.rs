@@ -1,0 +1,95 @@
+//! Elementwise unary functions Candle lacks: compositions of its differentiable
+//! ops, and custom ops with their backward where a fused pass pays.
+use super::float::Float;
+use super::parallel::{map, zip_map};
+use super::storage::{data, float_dispatch};
+use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};
+
+/// Round half to even (banker's rounding), as PyTorch's `round`.
+pub(crate) fn round_half_even(x: &Tensor) -> candle_core::Result<Tensor> {
+    let r = x.round()?;
+    let tie = r.sub(x)?.abs()?.eq(0.5)?;
+    let half = r.affine(0.5, 0.0)?;
+    let odd = half.floor()?.ne(&half)?;
+    let fix = tie.mul(&odd)?.to_dtype(x.dtype())?.mul(&x.sign()?)?;
+    r.sub(&fix)
+}
+
+/// Round toward zero: `sign(x) * floor(|x|)` (differentiable, zero gradient a.e.).
+pub(crate) fn trunc(x: &Tensor) -> Result<Tensor> {
+    x.sign()?.mul(&x.abs()?.floor()?)
+}
+
+/// `log(sigmoid(x))` without overflow, as PyTorch computes it:
+/// `min(x, 0) - log1p(exp(-|x|))`. Its derivative is `sigmoid(-x)`, written
+/// `1 / (1 + e^x)` for `x < 0` and `e^-x / (1 + e^-x)` otherwise, so that neither
+/// branch overflows.
+struct LogSigmoid;
+/// `(x, grad) -> grad * sigmoid(-x)`.
+struct LogSigmoidGrad;
+
+#[inline(always)]
+fn logsigmoid_of<T: Float>(x: T) -> T {
+    // `x < 0`, not `min`: a NaN input stays NaN through the log1p term either way.
+    let lo = if x < T::ZERO { x } else { T::ZERO };
+    let z = (T::ZERO - abs(x)).exp::<false>();
+    lo - T::of(z.f().ln_1p())
+}
+
+#[inline(always)]
+fn logsigmoid_grad_of<T: Float>(x: T, g: T) -> T {
+    let z = (T::ZERO - abs(x)).exp::<false>();
+    let d = if x < T::ZERO { T::ONE / (T::ONE + z) } else { z / (T::ONE + z) };
+    g * d
+}
+
+#[inline(always)]
+fn abs<T: Float>(x: T) -> T {
+    if x < T::ZERO {
+        T::ZERO - x
+    } else {
+        x
+    }
+}
+
+impl CustomOp1 for LogSigmoid {
+    fn name(&self) -> &'static str {
+        "logsigmoid"
+    }
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let out = float_dispatch!(s, l, "logsigmoid", |v| map(v, logsigmoid_of));
+        Ok((out, l.shape().clone()))
+    }
+    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+        Ok(Some(arg.detach().apply_op2_no_bwd(&grad.contiguous()?, &LogSigmoidGrad)?))
+    }
+}
+
+impl CustomOp2 for LogSigmoidGrad {
+    fn name(&self) -> &'static str {
+        "logsigmoid_backward"
+    }
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
+        let out = match (s1, s2) {
+            (CpuStorage::F32(x), CpuStorage::F32(g)) => {
+                CpuStorage::F32(zip_map(data(x, l1, "logsigmoid")?, data(g, l2, "logsigmoid")?, logsigmoid_grad_of))
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(g)) => {
+                CpuStorage::F64(zip_map(data(x, l1, "logsigmoid")?, data(g, l2, "logsigmoid")?, logsigmoid_grad_of))
+            }
+            _ => candle_core::bail!("logsigmoid: expected float32 or float64 operands of one dtype"),
+        };
+        Ok((out, l1.shape().clone()))
+    }
+}
+
+/// `log(sigmoid(x))`, differentiable: one parallel pass each way for contiguous
+/// f32/f64 on the CPU; elsewhere the same formula from Candle's ops (which carry
+/// their own backward; log1p is `log(1 + z)` there, exact to f32 rounding).
+pub(crate) fn logsigmoid(x: &Tensor) -> Result<Tensor> {
+    if x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64) {
+        return x.contiguous()?.apply_op1(LogSigmoid);
+    }
+    let lo = x.minimum(&x.zeros_like()?)?;
+    lo.sub(&(x.abs()?.neg()?.exp()? + 1.0)?.log()?)
+}
