@@ -217,11 +217,13 @@ fn where_fn(condition: &Bound<'_, PyTensor>, input: &Bound<'_, PyAny>, other: &B
 }
 
 /// Elementwise float functions that PyTorch has as `nn.functional` functions and not
-/// as Tensor methods: each row becomes `_core.<name>(input)` with the row's docstring.
+/// as Tensor methods: each row becomes `_core.<name>(input)` with the row's docstring,
+/// and `tools/gen_surface.py` writes its stub, its `F.<name>` and its layer class
+/// (`layer <Class>`) from the same row: the op is named here only.
 /// Non-float inputs are refused, as PyTorch's kernels refuse them; the GIL is
 /// released for large inputs. The math and the gradient are the `ops` function's.
 macro_rules! functional_unary {
-    ($($(#[doc = $doc:literal])* $name:ident => $f:path;)*) => {
+    ($($(#[doc = $doc:literal])* $name:ident => $f:path, layer $layer:ident;)*) => {
         $(
             $(#[doc = $doc])*
             #[pyfunction]
@@ -242,10 +244,9 @@ macro_rules! functional_unary {
 }
 
 functional_unary! {
-    /// logsigmoid(input) -> Tensor
-    ///
-    /// `log(1 / (1 + exp(-input)))`, elementwise, computed without overflow.
-    logsigmoid => crate::ops::unary::logsigmoid;
+    /// `log(sigmoid(input))`, elementwise, computed without overflow as
+    /// `min(input, 0) - log1p(exp(-|input|))`; float inputs only, as in PyTorch.
+    logsigmoid => crate::ops::unary::logsigmoid, layer LogSigmoid;
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

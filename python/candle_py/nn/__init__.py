@@ -4,12 +4,13 @@ containers, layers (PyTorch's names, signatures and state_dict keys), losses.
 Each layer family's module lists its public names in its `__all__`; this
 package re-exports them, so a new layer is named in its own module only."""
 
-from . import activation, containers, conv, functional, init, linear, loss, normalization, pooling, rnn, snake, utils
+from . import activation, containers, conv, elementwise, functional, init, linear, loss, normalization, pooling, rnn, snake, utils
 from ._typecheck import type_check_forwards as _type_check
 from .activation import *  # noqa: F403
 from .attention import MultiheadAttention
 from .containers import *  # noqa: F403
 from .conv import *  # noqa: F403
+from .elementwise import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .module import Buffer, Module, Parameter, StateDictError
@@ -35,6 +36,7 @@ _type_check(
 __all__ = ["functional", "init", "utils", "Module", "StateDictError", "Parameter", "Buffer", "MultiheadAttention", "Upsample"]
 __all__ += activation.__all__
 __all__ += containers.__all__
+__all__ += elementwise.__all__
 __all__ += conv.__all__
 __all__ += linear.__all__
 __all__ += loss.__all__

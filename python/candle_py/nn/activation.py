@@ -13,7 +13,7 @@ from .parameter import Parameter
 
 __all__ = [
     "ReLU", "ReLU6", "LeakyReLU", "PReLU", "RReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish",
-    "Sigmoid", "LogSigmoid", "Tanh", "Hardtanh", "Hardsigmoid", "Hardswish", "Softplus", "Softmax", "LogSoftmax",
+    "Sigmoid", "Tanh", "Hardtanh", "Hardsigmoid", "Hardswish", "Softplus", "Softmax", "LogSoftmax",
 ]  # fmt: skip
 
 
@@ -62,13 +62,6 @@ class SELU(_Elementwise):
 
     def forward(self, input: Tensor) -> Tensor:
         return F.selu(input)
-
-
-class LogSigmoid(Module):
-    """`F.logsigmoid` as a layer: `log(sigmoid(x))`, computed without overflow."""
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.logsigmoid(input)
 
 
 class Hardsigmoid(_Elementwise):

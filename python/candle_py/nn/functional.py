@@ -20,6 +20,7 @@ from .. import _core  # noqa: F401
 from .._core import ShapeError, Tensor  # noqa: F401
 from ..autograd import no_grad as _no_grad  # noqa: F401
 from ._devices import on_cpu, sdpa_math  # noqa: F401
+from ._functional import elementwise as _elementwise
 from ._functional.activation import (
     celu,
     elu,
@@ -29,7 +30,6 @@ from ._functional.activation import (
     hardtanh,
     leaky_relu,
     log_softmax,
-    logsigmoid,
     mish,
     prelu,
     relu,
@@ -73,6 +73,7 @@ from ._functional.conv_pool import (  # noqa: F401
     max_pool2d,
     max_pool3d,
 )
+from ._functional.elementwise import *  # noqa: F403 - the generated elementwise ops, named in their __all__
 from ._functional.linear import bilinear, dropout, embedding, linear, one_hot
 from ._functional.loss import (  # noqa: F401
     _class_dim_last,
@@ -104,8 +105,10 @@ __all__ = [
     "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
     "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
-    "scaled_dot_product_attention", "logsigmoid",
+    "scaled_dot_product_attention",
 ]  # fmt: skip
+# The elementwise ops generated from the core's table (tools/gen_surface.py).
+__all__ += _elementwise.__all__
 
 # Non-tensor inputs raise PyTorch's TypeError ("tanh(): argument 'input' (position 1)
 # must be Tensor, not list") instead of an AttributeError from inside.

@@ -101,12 +101,6 @@ def sigmoid(input: Tensor) -> Tensor:
     return input.sigmoid()
 
 
-def logsigmoid(input: Tensor) -> Tensor:
-    """`log(sigmoid(input))`, elementwise, computed without overflow as
-    `min(input, 0) - log1p(exp(-|input|))`; float inputs only, as in PyTorch."""
-    return _core.logsigmoid(input)
-
-
 def tanh(input: Tensor) -> Tensor:
     """Hyperbolic tangent, elementwise."""
     return input.tanh()
