@@ -598,6 +598,20 @@ def test_pickle_requires_grad_dtype_device():
         assert pickle.loads(pickle.dumps(dev)) == dev
 
 
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_dtypes_pickle_and_copy_as_the_same_global_objects(protocol):
+    import copy
+
+    for name in ["bool", "uint8", "int16", "int32", "int64", "uint32", "float16", "bfloat16", "float32", "float64"]:
+        d = getattr(cp, name)
+        data = pickle.dumps(d, protocol=protocol)
+        assert pickle.loads(data) is d
+        assert b"candle_py" in data and name.encode() in data
+        assert copy.deepcopy(d) is d and copy.copy(d) is d
+    # Pickles written by earlier versions named the helper; they still load.
+    assert cp._dtype_from_name("float16") is cp.float16
+
+
 def test_repr_of_huge_broadcast_view_reads_only_corners():
     # 2**62 elements exist only as a view; repr must not try to copy them out.
     t = cp.tensor(1.5).expand(2**62)

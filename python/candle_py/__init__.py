@@ -101,7 +101,8 @@ concatenate = cat
 
 
 def _dtype_from_name(name: str) -> dtype:
-    """Unpickling support for dtypes."""
+    """Unpickling support for dtypes pickled by earlier versions (dtypes now pickle
+    as references to the module globals `candle_py.<name>`)."""
     return getattr(_core, name)  # type: ignore[no-any-return]
 
 

@@ -35,9 +35,10 @@ impl PyDType {
     fn name(&self) -> &'static str {
         self.dt.name()
     }
-    fn __reduce__(&self, py: Python<'_>) -> PyResult<(Py<PyAny>, (String,))> {
-        let f = py.import("candle_py")?.getattr("_dtype_from_name")?;
-        Ok((f.unbind(), (self.dt.name().to_string(),)))
+    /// Pickled by name: the dtype objects are module globals (`candle_py.float32`, ...),
+    /// so pickle stores a reference to the global and unpickling returns the same object.
+    fn __reduce__(&self) -> &'static str {
+        self.dt.name()
     }
 }
 
