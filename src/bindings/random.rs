@@ -3,7 +3,7 @@
 use crate::bindings::args::{check_alloc, nonneg_shape, opt_dtype};
 use crate::bindings::creation::{like, shape_args, with_grad};
 use crate::bindings::device::device_arg;
-use crate::bindings::errors::{type_err, value_err, OpResult};
+use crate::bindings::errors::{dtype_err, type_err, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
 use crate::ops::random;
@@ -31,12 +31,51 @@ pub fn _randperm_list(n: usize) -> Vec<usize> {
     random::randperm(n)
 }
 
-fn float_dt(dtype: Option<&Bound<'_, PyAny>>, op: &str) -> PyResult<DT> {
-    let dt = opt_dtype(dtype)?.unwrap_or(DT::F32);
+/// `dt` if it is a float dtype; the random float factories refuse the others.
+fn float_only(dt: DT, op: &str) -> PyResult<DT> {
     if !dt.is_float() {
-        return Err(crate::bindings::errors::dtype_err(op, format!("expected a floating point dtype, got {}", dt.name())));
+        return Err(dtype_err(op, format!("expected a floating point dtype, got {}", dt.name())));
     }
     Ok(dt)
+}
+
+/// Uniform draws in [0, 1) or, with `normal`, standard normal ones, as `dt` on `dev`.
+fn draw(shape: &[usize], dt: DT, dev: &Device, normal: bool) -> PyResult<PyTensor> {
+    let t = if normal {
+        random::normal_tensor(shape, dt.candle(), dev).op("randn")?
+    } else {
+        random::uniform_tensor(shape, dt.candle(), dev).op("rand")?
+    };
+    Ok(PyTensor::wrap_dt(t, dt))
+}
+
+/// `rand(*size)` / `randn(*size)`: float32 unless `dtype` names another float dtype.
+fn sized(
+    size: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    normal: bool,
+) -> PyResult<PyTensor> {
+    let op = if normal { "randn" } else { "rand" };
+    let shape = nonneg_shape(&shape_args(size, op)?, op)?;
+    let dt = float_only(opt_dtype(dtype)?.unwrap_or(DT::F32), op)?;
+    check_alloc(shape.iter().product(), 8, op)?;
+    with_grad(draw(&shape, dt, &device_arg(device)?, normal)?, requires_grad)
+}
+
+/// `rand_like(input)` / `randn_like(input)`: the template's shape, dtype and device
+/// unless overridden.
+fn shaped_like(
+    input: &Bound<'_, PyTensor>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    normal: bool,
+) -> PyResult<PyTensor> {
+    let (s, dt, dev) = like(input, dtype, device)?;
+    let dt = float_only(dt, if normal { "randn_like" } else { "rand_like" })?;
+    with_grad(draw(&s, dt, &dev, normal)?, requires_grad)
 }
 
 #[pyfunction]
@@ -49,11 +88,7 @@ fn rand_fn(
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     let _ = generator;
-    let shape = nonneg_shape(&shape_args(size, "rand")?, "rand")?;
-    let dt = float_dt(dtype, "rand")?;
-    check_alloc(shape.iter().product(), 8, "rand")?;
-    let t = random::uniform_tensor(&shape, dt.candle(), &device_arg(device)?).op("rand")?;
-    with_grad(PyTensor::wrap_dt(t, dt), requires_grad)
+    sized(size, dtype, device, requires_grad, false)
 }
 
 #[pyfunction]
@@ -66,11 +101,7 @@ fn randn(
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     let _ = generator;
-    let shape = nonneg_shape(&shape_args(size, "randn")?, "randn")?;
-    let dt = float_dt(dtype, "randn")?;
-    check_alloc(shape.iter().product(), 8, "randn")?;
-    let t = random::normal_tensor(&shape, dt.candle(), &device_arg(device)?).op("randn")?;
-    with_grad(PyTensor::wrap_dt(t, dt), requires_grad)
+    sized(size, dtype, device, requires_grad, true)
 }
 
 #[pyfunction]
@@ -81,11 +112,7 @@ fn rand_like(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let (s, dt, dev) = like(input, dtype, device)?;
-    if !dt.is_float() {
-        return Err(crate::bindings::errors::dtype_err("rand_like", format!("expected a floating point dtype, got {}", dt.name())));
-    }
-    with_grad(PyTensor::wrap_dt(random::uniform_tensor(&s, dt.candle(), &dev).op("rand")?, dt), requires_grad)
+    shaped_like(input, dtype, device, requires_grad, false)
 }
 
 #[pyfunction]
@@ -96,11 +123,7 @@ fn randn_like(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let (s, dt, dev) = like(input, dtype, device)?;
-    if !dt.is_float() {
-        return Err(crate::bindings::errors::dtype_err("randn_like", format!("expected a floating point dtype, got {}", dt.name())));
-    }
-    with_grad(PyTensor::wrap_dt(random::normal_tensor(&s, dt.candle(), &dev).op("randn")?, dt), requires_grad)
+    shaped_like(input, dtype, device, requires_grad, true)
 }
 
 /// `randint(high, size)` or `randint(low, high, size)`, values in [low, high).

@@ -143,10 +143,7 @@ pub(crate) struct Inputs<'a, T> {
 
 pub(crate) fn cpu_slice<'a, T: Float>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
     let v = T::slice(s).ok_or_else(|| candle_core::Error::Msg(format!("{OP}: unexpected storage dtype")))?;
-    match l.contiguous_offsets() {
-        Some((a, b)) => Ok(&v[a..b]),
-        None => candle_core::bail!("{OP}: expected contiguous inputs"),
-    }
+    crate::ops::storage::data(v, l, OP)
 }
 
 /// The storage from the layout's first element on: the forward reads strided

@@ -3,7 +3,7 @@
 //! weight gradient.
 use super::im2col::*;
 use super::*;
-use crate::ops::gemm::gemm_slices;
+use crate::ops::gemm::{gemm_slices, Parallelism};
 
 /// Run `f(g, dst_g, par)` for every group's `chunk` of `out`: in parallel over groups
 /// when there are enough of them to fill the threads, else one after another with a
@@ -13,14 +13,14 @@ pub(crate) fn per_group<U: Send>(
     chunk: usize,
     groups: usize,
     work: usize,
-    f: impl Fn(usize, &mut [U], gemm::Parallelism) + Sync + Send,
+    f: impl Fn(usize, &mut [U], Parallelism) + Sync + Send,
 ) {
     let threads = rayon::current_num_threads();
     if groups >= threads && groups > 1 && (par_gemm(work * groups) || par_ok(chunk * groups)) {
-        out.par_chunks_mut(chunk).take(groups).enumerate().for_each(|(g, o)| f(g, o, gemm::Parallelism::None));
+        out.par_chunks_mut(chunk).take(groups).enumerate().for_each(|(g, o)| f(g, o, Parallelism::None));
     } else {
         // gemm splits only above its own size threshold.
-        let par = if par_gemm(work) { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+        let par = if par_gemm(work) { Parallelism::Rayon(threads) } else { Parallelism::None };
         for (g, o) in out.chunks_mut(chunk).take(groups).enumerate() {
             f(g, o, par);
         }

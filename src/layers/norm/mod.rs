@@ -73,11 +73,9 @@ impl Fl for f32 {
 }
 impl Fl for f64 {}
 
+/// The contiguous data of a norm op's input (the entry points make them contiguous).
 pub(crate) fn slice<'a, T>(v: &'a [T], l: &Layout) -> Result<&'a [T]> {
-    match l.contiguous_offsets() {
-        Some((a, b)) => Ok(&v[a..b]),
-        None => candle_core::bail!("norm: expected contiguous inputs"),
-    }
+    crate::ops::storage::data(v, l, "norm")
 }
 
 /// Run `f` on the typed data of three contiguous CPU tensors (x, w, g) of one
