@@ -620,3 +620,11 @@ def test_repr_of_huge_broadcast_view_reads_only_corners():
     assert repr(m).splitlines()[0] == "tensor([[[0., 0., 0.,  ..., 0., 0., 0.],"
     with pytest.raises(RuntimeError):
         t.numpy()  # materializing it cannot work: an exception, not an abort
+
+
+def test_python_floats_asked_for_as_float64_stay_exact() -> None:
+    """torch.tensor([0.1], dtype=torch.float64) holds the double 0.1, not 0.1 rounded through float32."""
+    assert cp.tensor([0.1, -1e-8], dtype=cp.float64).tolist() == [0.1, -1e-8]
+    assert cp.tensor([[0.1], [1e300]], dtype=cp.float64).tolist() == [[0.1], [1e300]]
+    assert cp.tensor(0.1, dtype=cp.float64).item() == 0.1
+    assert cp.tensor([0.1]).dtype == cp.float32 and cp.tensor([0.1]).item() == np.float32(0.1)

@@ -17,7 +17,8 @@ EDGE_CASES = cases("edges")
 
 
 def test_edge_fixtures_exist() -> None:
-    assert "logsigmoid_edges" in EDGE_CASES
+    for op in ["logsigmoid", "silu", "mish", "hardsigmoid", "hardswish", "elu", "selu", "celu", "softplus", "leaky_relu", "gelu_tanh"]:
+        assert f"{op}_edges" in EDGE_CASES
 
 
 @pytest.mark.parametrize("name", EDGE_CASES)
@@ -26,7 +27,7 @@ def test_edges_match_torch(name: str, dtype: str) -> None:
     t, meta = load(name)
     fn = getattr(F, meta["layer"])
     x = t[f"input.{dtype}"].clone().requires_grad_(True)
-    y = fn(x)
+    y = fn(x, **meta["kwargs"])
     assert y.dtype == x.dtype
     y.sum().backward()
     for got, want, what in ((y, t[f"output.{dtype}"], "output"), (x.grad, t[f"grad.input.{dtype}"], "grad")):

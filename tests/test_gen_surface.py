@@ -53,3 +53,21 @@ def test_a_new_row_makes_the_files_stale() -> None:
     assert "class NewOp(Module):" in tool.layers_text(rows)
     stub = tool.stub_text((ROOT / "python/candle_py/_core.pyi").read_text(), rows)
     assert "def newop(input: Tensor) -> Tensor: ..." in stub
+
+
+def test_every_tensor_method_row_reaches_the_method_its_stub_and_its_function() -> None:
+    names = _tool().method_rows()
+    assert {"exp", "log1p", "sigmoid", "floor", "trunc"} <= set(names)
+    stub = (ROOT / "python/candle_py/_core.pyi").read_text()
+    x = cp.tensor([0.25, 1.5])
+    for name in names:
+        assert f"    def {name}(self) -> Tensor: ..." in stub, name
+        assert name in cp.__all__, name
+        assert getattr(cp, name)(x).tolist() == getattr(x, name)().tolist(), name
+
+
+def test_a_new_method_row_makes_the_files_stale() -> None:
+    tool = _tool()
+    names = tool.method_rows() + ["newmethod"]
+    assert 'newmethod = _unary("newmethod")' in tool.functions_text((ROOT / "python/candle_py/_functions.py").read_text(), names)
+    assert "    def newmethod(self) -> Tensor: ..." in tool.methods_stub_text((ROOT / "python/candle_py/_core.pyi").read_text(), names)

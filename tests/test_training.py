@@ -273,36 +273,108 @@ FUSED_CONFIGS = [
 ]
 
 
+def _reference_steps(name: str, kwargs: Dict[str, Any], p: np.ndarray, grads: List[np.ndarray]) -> Dict[str, np.ndarray]:
+    """torch.optim's single-tensor update rules in float64 NumPy: the oracle for the Rust steps."""
+    lr, wd, maximize = kwargs["lr"], kwargs.get("weight_decay", 0.0), kwargs.get("maximize", False)
+    p = p.astype(np.float64).copy()
+    state: Dict[str, np.ndarray] = {}
+    for step, g in enumerate(grads, 1):
+        g = -g if maximize else g.astype(np.float64)
+        if name == "SGD":
+            mom = kwargs.get("momentum", 0.0)
+            if wd:
+                g = g + wd * p
+            if mom:
+                buf = (
+                    g.copy() if "momentum_buffer" not in state else mom * state["momentum_buffer"] + (1 - kwargs.get("dampening", 0.0)) * g
+                )
+                state["momentum_buffer"] = buf
+                g = g + mom * buf if kwargs.get("nesterov") else buf
+            p = p - lr * g
+            continue
+        b1, b2 = kwargs.get("betas", (0.9, 0.999))
+        if name == "AdamW" and "weight_decay" not in kwargs:
+            wd = 1e-2
+        if wd and name == "AdamW":
+            p = p * (1 - lr * wd)
+        elif wd:
+            g = g + wd * p
+        m = state.get("exp_avg", np.zeros_like(p))
+        v = state.get("exp_avg_sq", np.zeros_like(p))
+        m = m + (1 - b1) * (g - m)
+        v = b2 * v + (1 - b2) * g * g
+        state["exp_avg"], state["exp_avg_sq"] = m, v
+        if kwargs.get("amsgrad"):
+            v = state["max_exp_avg_sq"] = np.maximum(state.get("max_exp_avg_sq", np.zeros_like(p)), v)
+        denom = np.sqrt(v) / math.sqrt(1 - b2**step) + 1e-8
+        p = p - lr / (1 - b1**step) * m / denom
+    state["param"] = p
+    return state
+
+
 @pytest.mark.parametrize("dtype", [cp.float32, cp.float64])
 @pytest.mark.parametrize("name,kwargs", FUSED_CONFIGS)
-def test_fused_step_matches_tensor_path(name: str, kwargs: Dict[str, Any], dtype: Any, monkeypatch: Any) -> None:
-    """The one-pass Rust update gives what the tensor-op update gives, state included."""
-    cp.manual_seed(0)
-    a = mlp().to(dtype)
-    b = mlp().to(dtype)
-    b.load_state_dict(a.state_dict())
-    kernel = "_sgd_step" if name == "SGD" else "_adam_step"
-    fused = getattr(cp._core, kernel)
-    used: List[bool] = []
-    monkeypatch.setattr(cp._core, kernel, lambda *args: used.append(fused(*args)) or used[-1])
-    opt_a = getattr(optim, name)(a.parameters(), **kwargs)
-    la = _train_steps(a, opt_a, 5, seed=4, dtype=dtype)
-    assert used and all(used), "the fused kernel must take plain CPU float tensors"
-    monkeypatch.setattr(cp._core, kernel, lambda *args: False)
-    opt_b = getattr(optim, name)(b.parameters(), **kwargs)
-    lb = _train_steps(b, opt_b, 5, seed=4, dtype=dtype)
-    tol = 1e-6 if dtype == cp.float32 else 1e-12
-    np.testing.assert_allclose(la, lb, rtol=tol, atol=tol)
-    for (k, va), vb in zip(a.state_dict().items(), b.state_dict().values()):
-        assert va.dtype == dtype
-        np.testing.assert_allclose(np_(va), np_(vb), atol=tol, rtol=tol, err_msg=k)
-    # Plain SGD keeps no state (as torch); the tensor path leaves empty entries.
-    sa, sb = opt_a.state_dict()["state"], {i: s for i, s in opt_b.state_dict()["state"].items() if s}
-    assert sa.keys() == sb.keys()
-    for i in sa:
-        assert sa[i].keys() == sb[i].keys()
-        for key in sa[i]:
-            np.testing.assert_allclose(np_(sa[i][key]), np_(sb[i][key]), atol=tol, rtol=tol, err_msg=f"{i}.{key}")
+def test_optimizer_steps_match_torch_rules(name: str, kwargs: Dict[str, Any], dtype: Any) -> None:
+    """The one-pass Rust update gives torch's update rule, state included (NumPy oracle, 5 steps)."""
+    rng = np.random.default_rng(3)
+    p0 = rng.standard_normal((4, 3))
+    grads = [rng.standard_normal((4, 3)) for _ in range(5)]
+    p = nn.Parameter(cp.from_numpy(p0).to(dtype))
+    opt = getattr(optim, name)([p], **kwargs)
+    for g in grads:
+        p.grad = cp.from_numpy(g).to(dtype)
+        opt.step()
+    ref = _reference_steps(name, kwargs, p0, grads)
+    tol = 1e-5 if dtype == cp.float32 else 1e-12
+    assert p.dtype == dtype
+    np.testing.assert_allclose(np_(p), ref.pop("param"), rtol=tol, atol=tol)
+    state = opt.state_dict()["state"]
+    assert set(state.get(0, {})) - {"step"} == set(ref)  # plain SGD keeps no state, as torch
+    for key, want in ref.items():
+        assert state[0][key].dtype == dtype
+        np.testing.assert_allclose(np_(state[0][key]), want, rtol=tol, atol=tol, err_msg=key)
+
+
+@pytest.mark.parametrize("name,kwargs", [FUSED_CONFIGS[3], FUSED_CONFIGS[5]])
+@pytest.mark.parametrize("case", ["strided", "float16", "bfloat16", "aliased"])
+def test_optimizer_steps_on_tensors_the_kernel_cannot_write(name: str, kwargs: Dict[str, Any], case: str) -> None:
+    """Strided gradients, half-precision parameters and a gradient sharing the
+    parameter's storage are updated through float copies written back in place: same rule,
+    same Parameter object, same dtype, views of the parameter see the update."""
+    rng = np.random.default_rng(5)
+    p0 = rng.standard_normal((4, 3)).astype(np.float32)
+    grads = [rng.standard_normal((4, 3)).astype(np.float32) for _ in range(3)]
+    dtype = {"float16": cp.float16, "bfloat16": cp.bfloat16}.get(case, cp.float32)
+    p = nn.Parameter(cp.from_numpy(p0).to(dtype))
+    view = p.detach()[0]
+    opt = getattr(optim, name)([p], **kwargs)
+    used = []
+    for g in grads:
+        if case == "aliased":
+            p.grad = p.detach()  # the gradient is the parameter's own storage
+            used.append(np_(p).astype(np.float64))
+        else:
+            p.grad = cp.from_numpy(np.ascontiguousarray(g.T)).t() if case == "strided" else cp.from_numpy(g).to(dtype)
+            assert p.grad.is_contiguous() == (case != "strided")
+            used.append(np_(p.grad).astype(np.float64))
+        opt.step()
+    start = np_(cp.from_numpy(p0).to(dtype)).astype(np.float64)
+    ref = _reference_steps(name, kwargs, start, used)
+    tol = {"float16": 2e-3, "bfloat16": 2e-2}.get(case, 1e-5)
+    assert p.dtype == dtype and tuple(p.shape) == (4, 3)
+    np.testing.assert_allclose(np_(p).astype(np.float64), ref["param"], rtol=tol, atol=tol)
+    np.testing.assert_array_equal(np_(view), np_(p)[0])
+
+
+def test_optimizer_step_rejects_mismatched_state() -> None:
+    """Lists of the wrong length or shape raise, naming the step and the shapes."""
+    p = nn.Parameter(cp.zeros(4, 3))
+    with pytest.raises(cp.ShapeError, match=r"optimizer.step.*grads 0 has shape \[3, 4\] but its parameter has \[4, 3\]"):
+        cp._core._sgd_step([p], [cp.zeros(3, 4)], [], [], 0.1, 0.0, 0.0, 0.0, False, False)
+    with pytest.raises(ValueError, match="optimizer.step: expected 1 step counts, got 0"):
+        cp._core._adam_step(
+            [p], [cp.zeros(4, 3)], [cp.zeros(4, 3)], [cp.zeros(4, 3)], [], [], 0.1, 0.9, 0.999, 1e-8, 0.0, False, False, False
+        )
 
 
 def test_fused_steps_on_large_parameters_match_numpy() -> None:
@@ -331,78 +403,128 @@ def test_fused_steps_on_large_parameters_match_numpy() -> None:
     np.testing.assert_allclose(np_(opt.state[q]["max_exp_avg_sq"]), v, rtol=1e-5, atol=1e-12)
 
 
+def _cross_entropy_reference(x: np.ndarray, t: np.ndarray, g: np.ndarray, kwargs: Dict[str, Any]) -> Any:
+    """torch's cross-entropy and its gradient (upstream `g`) in float64 NumPy: the oracle."""
+    n, c = x.shape
+    w = np.ones(c) if kwargs.get("weight") is None else np_(kwargs["weight"]).astype(np.float64)
+    ls, red = kwargs.get("label_smoothing", 0.0), kwargs.get("reduction", "mean")
+    valid = t != kwargs.get("ignore_index", -100)
+    ts = np.where(valid, t, 0)
+    shifted = x - x.max(1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+    p = np.exp(logp)
+    wt = w[ts] * valid
+    per = -(1 - ls) * wt * logp[np.arange(n), ts] - ls / c * (logp * w).sum(1) * valid
+    dper = (1 - ls) * wt[:, None] * (p - np.eye(c)[ts]) + ls / c * (p * w.sum() - w) * valid[:, None]
+    if red == "none":
+        return per, dper * g[:, None]
+    if red == "sum":
+        return per.sum(), dper * g
+    return per.sum() / wt.sum(), dper * g / wt.sum()
+
+
+CE_CONFIGS = [
+    dict(),
+    dict(reduction="sum"),
+    dict(reduction="none", weight=True),
+    dict(label_smoothing=0.3, weight=True),
+    dict(label_smoothing=0.1, reduction="none"),
+    dict(ignore_index=7, reduction="mean", weight=True),
+]
+
+
 @pytest.mark.parametrize("dtype", [cp.float32, cp.float64])
-def test_fused_cross_entropy_matches_tensor_path(dtype: Any, monkeypatch: Any) -> None:
-    """`_core._cross_entropy` (one op, one-pass backward) against the tensor-op formula:
-    every reduction, class weights, ignore_index and label smoothing."""
+@pytest.mark.parametrize("config", range(len(CE_CONFIGS)))
+def test_cross_entropy_matches_reference(dtype: Any, config: int) -> None:
+    """`F.cross_entropy` (one Rust op, fused one-pass backward on the CPU) against torch's
+    formulas: every reduction, class weights, ignore_index and label smoothing, gradients too."""
     rng = np.random.default_rng(8)
     x = rng.standard_normal((7, 5))
-    t = cp.from_numpy(np.array([0, 4, 2, -100, 1, 3, 7]))
-    w = cp.from_numpy(rng.random(5)).to(dtype)
-    fused = cp._core._cross_entropy
-    for kwargs in [
-        dict(),
-        dict(reduction="sum"),
-        dict(reduction="none", weight=w),
-        dict(label_smoothing=0.3, weight=w),
-        dict(label_smoothing=0.1, reduction="none"),
-        dict(ignore_index=7, reduction="mean", weight=w),
-    ]:
-        out = []
-        for use in (True, False):
-            monkeypatch.setattr(cp._core, "_cross_entropy", fused if use else (lambda *a: None))
-            xt = cp.from_numpy(x).to(dtype).requires_grad_(True)
-            ignore = kwargs.get("ignore_index", -100)
-            tt = cp.where(t == -100, cp.tensor(0), t) if ignore == 7 else cp.where(t == 7, cp.tensor(-100), t)
-            loss = F.cross_entropy(xt, tt, **kwargs)
-            g = cp.from_numpy(np.linspace(0.5, 1.5, max(loss.numel(), 1)).reshape(tuple(loss.shape))).to(dtype)
-            (loss * g).sum().backward()
-            out.append((np_(loss), np_(xt.grad), loss.dtype))
-        tol = 1e-6 if dtype == cp.float32 else 1e-12
-        np.testing.assert_allclose(out[0][0], out[1][0], rtol=tol, atol=tol, err_msg=str(kwargs))
-        np.testing.assert_allclose(out[0][1], out[1][1], rtol=tol, atol=tol, err_msg=str(kwargs))
-        assert out[0][2] == out[1][2] == dtype
-    # Where the kernel does not apply it says so, and the tensor path raises its errors.
-    assert fused(cp.ones(4, 3), cp.tensor([0, 1, 5, 1]), None, -100, "mean", 0.0) is None
-    assert fused(cp.ones(4, 3, 2), cp.zeros(4, 2, dtype=cp.int64), None, -100, "mean", 0.0) is None
+    kwargs: Dict[str, Any] = dict(CE_CONFIGS[config])
+    if kwargs.get("weight"):
+        kwargs["weight"] = cp.from_numpy(rng.random(5)).to(dtype)
+    ignore = kwargs.get("ignore_index", -100)
+    t = np.array([0, 4, 2, ignore, 1, 3, 0 if ignore == 7 else 4])
+    xt = cp.from_numpy(x).to(dtype).requires_grad_(True)
+    loss = F.cross_entropy(xt, cp.from_numpy(t), **kwargs)
+    g = np.linspace(0.5, 1.5, max(loss.numel(), 1)).reshape(tuple(loss.shape))
+    (loss * cp.from_numpy(g).to(dtype)).sum().backward()
+    want, dwant = _cross_entropy_reference(np_(xt.detach()).astype(np.float64), t, g, kwargs)
+    tol = 1e-6 if dtype == cp.float32 else 1e-12
+    assert loss.dtype == xt.grad.dtype == dtype
+    np.testing.assert_allclose(np_(loss), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(np_(xt.grad), dwant, rtol=tol, atol=tol)
 
 
-def test_fused_cross_entropy_on_large_logits(monkeypatch: Any) -> None:
-    """Logits big enough to be split over threads by rows give the tensor path's result."""
-    rng = np.random.default_rng(9)
-    x = rng.standard_normal((300, 1000)).astype(np.float32)
-    t = cp.from_numpy(rng.integers(0, 1000, 300))
+@pytest.mark.parametrize("shape", [(6, 4), (2, 4, 3), (2, 4, 2, 2), (4,)])
+@pytest.mark.parametrize("kwargs", [dict(), dict(reduction="none", weight=True), dict(reduction="sum", ignore_index=1)])
+def test_cross_entropy_is_nll_of_log_softmax(shape: Any, kwargs: Dict[str, Any]) -> None:
+    """The fused op and `nll_loss(log_softmax(x))` (the tensor-op form, also the off-CPU
+    path) agree in value and gradient, for spatial inputs and an unbatched one too."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(shape)
+    c = shape[1] if len(shape) > 1 else shape[0]
+    t = rng.integers(0, c, (shape[0],) + shape[2:] if len(shape) > 1 else ())
+    kw = dict(kwargs, weight=cp.from_numpy(rng.random(c))) if kwargs.get("weight") else kwargs
     out = []
     for fused in (True, False):
-        if not fused:
-            monkeypatch.setattr(cp._core, "_cross_entropy", lambda *a: None)
         xt = cp.from_numpy(x).requires_grad_(True)
-        loss = F.cross_entropy(xt, t, label_smoothing=0.1)
-        loss.backward()
-        out.append((loss.item(), np_(xt.grad)))
-    assert abs(out[0][0] - out[1][0]) < 1e-5
-    np.testing.assert_allclose(out[0][1], out[1][1], atol=1e-8, rtol=1e-4)
+        tt = cp.from_numpy(np.asarray(t))
+        loss = F.cross_entropy(xt, tt, **kw) if fused else F.nll_loss(F.log_softmax(xt, 1 if len(shape) > 1 else 0), tt, **kw)
+        (loss * cp.from_numpy(np.linspace(0.5, 1.5, max(loss.numel(), 1)).reshape(tuple(loss.shape)))).sum().backward()
+        out.append((np_(loss), np_(xt.grad)))
+    assert out[0][0].shape == out[1][0].shape == (np.asarray(t).shape if kwargs.get("reduction") == "none" else ())
+    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-12, atol=1e-12)
 
 
-def test_fused_step_falls_back_for_strided_grads() -> None:
-    """A gradient that is a non-contiguous view takes the tensor path, with the same result;
-    SGD's first momentum buffer is still the gradient itself."""
-    p = nn.Parameter(cp.zeros(4, 3))
-    g = cp.arange(12, dtype=cp.float32).reshape(3, 4).t()
-    assert not g.is_contiguous()
-    assert cp._core._sgd_step([p], [g], [cp.zeros(4, 3)], [True], 0.1, 0.9, 0.0, 0.0, False, False) is False
-    opt = optim.SGD([p], lr=0.5, momentum=0.9)
-    p.grad = g
-    opt.step()
-    np.testing.assert_allclose(np_(opt.state[p]["momentum_buffer"]), np_(g))
-    np.testing.assert_allclose(np_(p), -0.5 * np_(g))
-    p.grad = g.contiguous()
-    opt.step()  # fused from here on, continuing the same buffer
-    np.testing.assert_allclose(np_(p), -0.5 * np_(g) - 0.5 * 1.9 * np_(g), rtol=1e-6)
-    shared = cp.zeros(4, 3)
-    assert (
-        cp._core._adam_step([p], [shared], [shared], [cp.zeros(4, 3)], [], [1.0], 0.1, 0.9, 0.999, 1e-8, 0.0, False, False, False) is False
-    )  # aliased buffers are never locked twice
+def test_cross_entropy_on_large_logits() -> None:
+    """Logits big enough to be split over threads by rows give torch's formulas."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((300, 1000)).astype(np.float32)
+    t = rng.integers(0, 1000, 300)
+    xt = cp.from_numpy(x).requires_grad_(True)
+    loss = F.cross_entropy(xt, cp.from_numpy(t), label_smoothing=0.1)
+    loss.backward()
+    want, dwant = _cross_entropy_reference(x.astype(np.float64), t, np.float64(1.0), dict(label_smoothing=0.1))
+    assert abs(loss.item() - want) < 1e-5
+    np.testing.assert_allclose(np_(xt.grad), dwant, atol=1e-8, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [cp.float16, cp.bfloat16])
+def test_cross_entropy_half_precision(dtype: Any) -> None:
+    """Half-precision logits compute in float32 and give a result of their own dtype."""
+    rng = np.random.default_rng(12)
+    x = cp.from_numpy(rng.standard_normal((6, 5)).astype(np.float32)).to(dtype)
+    t = cp.from_numpy(rng.integers(0, 5, 6))
+    xt = x.requires_grad_(True)
+    loss = F.cross_entropy(xt, t, label_smoothing=0.1)
+    loss.backward()
+    want, dwant = _cross_entropy_reference(np_(x.float()).astype(np.float64), np_(t), np.float64(1.0), dict(label_smoothing=0.1))
+    assert loss.dtype == xt.grad.dtype == dtype
+    np.testing.assert_allclose(np_(loss.float()), want, rtol=1e-2)
+    np.testing.assert_allclose(np_(xt.grad.float()), dwant, atol=1e-2)
+
+
+@pytest.mark.parametrize(
+    "call,err,words",
+    [
+        (lambda: F.cross_entropy(cp.ones(4, 3), cp.tensor([0, 1, 2, 0]), reduction="avg"), ValueError, ["cross_entropy", "'avg'"]),
+        (lambda: F.cross_entropy(cp.ones(4, 3), cp.tensor([0, 1, 2, 0]), weight=cp.ones(4)), cp.ShapeError, ["all 3 classes", "[4]"]),
+        (lambda: F.cross_entropy(cp.ones(4, 3), cp.ones(4, 2)), cp.ShapeError, ["[4, 2]", "[4, 3]"]),
+        (lambda: F.cross_entropy(cp.ones(4, 3), cp.ones(4, dtype=cp.bool)), TypeError, ["integer", "bool"]),
+        (lambda: F.cross_entropy(cp.ones(4, 3), cp.tensor([0, 1, 2, 0]), label_smoothing=1.5), ValueError, ["label_smoothing", "1.5"]),
+        (lambda: F.cross_entropy(cp.ones(4, 3, dtype=cp.int64), cp.tensor([0, 1, 2, 0])), cp.DTypeError, ["floating", "int64"]),
+        (lambda: F.nll_loss(cp.ones(4, 3), cp.tensor([0, 1, -2, 0])), IndexError, ["nll_loss", "-2", "3 classes"]),
+        (lambda: F.nll_loss(cp.ones(()), cp.tensor(0)), cp.ShapeError, ["nll_loss", "0-d"]),
+    ],
+)
+def test_loss_argument_errors(call: Any, err: Any, words: List[str]) -> None:
+    """Bad arguments raise the right exception, naming the op, the shapes and dtypes."""
+    with pytest.raises(err) as info:
+        call()
+    for w in words:
+        assert w in str(info.value), (w, str(info.value))
 
 
 # -- utils.data -------------------------------------------------------------------------------
@@ -861,3 +983,11 @@ def test_keras_learning_rate_scheduler_and_subclassed_model() -> None:
     step = optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.1)
     model.fit(x, y, epochs=2, verbose=0, callbacks=[keras.LearningRateScheduler(step)])
     assert opt.param_groups[0]["lr"] == pytest.approx(0.002)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
+def test_differentiable_optimizer_step_is_refused(name: str) -> None:
+    p = nn.Parameter(cp.zeros(2))
+    with pytest.raises(NotImplementedError, match=f"{name}: differentiable=True"):
+        getattr(optim, name)([p], lr=0.1, differentiable=True)
+    getattr(optim, name)([p], lr=0.1, foreach=True, fused=False)  # kernel choices: the same update

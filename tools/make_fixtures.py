@@ -77,9 +77,19 @@ LAYERS: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], bool]] 
 
 # Elementwise functions on the values where their formulas break down (overflow, the
 # cut-offs of fast approximations, signed zeros, inf, NaN), in float32 and float64:
-# (case name, torch.nn.functional function)
-EDGES: list[tuple[str, str]] = [
-    ("logsigmoid_edges", "logsigmoid"),
+# (case name, torch.nn.functional function, keyword arguments)
+EDGES: list[tuple[str, str, dict[str, Any]]] = [
+    ("logsigmoid_edges", "logsigmoid", {}),
+    ("silu_edges", "silu", {}),
+    ("mish_edges", "mish", {}),
+    ("hardsigmoid_edges", "hardsigmoid", {}),
+    ("hardswish_edges", "hardswish", {}),
+    ("elu_edges", "elu", {"alpha": 1.3}),
+    ("selu_edges", "selu", {}),
+    ("celu_edges", "celu", {"alpha": 0.7}),
+    ("softplus_edges", "softplus", {"beta": 2.0, "threshold": 15.0}),
+    ("leaky_relu_edges", "leaky_relu", {"negative_slope": 0.2}),
+    ("gelu_tanh_edges", "gelu", {"approximate": "tanh"}),
 ]
 EDGE_VALUES = [-float("inf"), -1e30, -1e4, -104.0, -88.5, -87.0, -30.0, -17.0, -1.0, -1e-8, -0.0, 0.0, 1e-8, 0.5, 1.0,
                17.0, 30.0, 87.0, 88.5, 104.0, 1e4, 1e30, float("inf"), float("nan")]  # fmt: skip
@@ -169,17 +179,17 @@ def make_layers(only: Optional[set[str]] = None) -> None:
 def make_edges(only: Optional[set[str]] = None) -> None:
     """`EDGES`: input, output and the gradient of `output.sum()`, per float dtype
     (keys `input.float32`, `output.float32`, `grad.input.float32`, ...)."""
-    for name, fn in EDGES:
+    for name, fn, kwargs in EDGES:
         if only is not None and name not in only:
             continue
         tensors: dict[str, torch.Tensor] = {}
         for dt in (torch.float32, torch.float64):
             x = torch.tensor(EDGE_VALUES, dtype=dt, requires_grad=True)
-            y = getattr(torch.nn.functional, fn)(x)
+            y = getattr(torch.nn.functional, fn)(x, **kwargs)
             y.sum().backward()
             key = str(dt).split(".")[-1]
             tensors.update({f"input.{key}": x, f"output.{key}": y, f"grad.input.{key}": x.grad})
-        _save(name, tensors, {"kind": "edges", "layer": fn, "args": "[]", "kwargs": "{}", "train": "1"})
+        _save(name, tensors, {"kind": "edges", "layer": fn, "args": "[]", "kwargs": json.dumps(kwargs), "train": "1"})
 
 
 def make_sequence() -> None:
@@ -379,6 +389,32 @@ def make_parity_model() -> None:
     save_file({"input": x, "output": y}, os.path.join(path, "parity_io.safetensors"))
 
 
+# (case name, nn.Embedding keyword arguments): what the options do to the output, the
+# weight (max_norm renormalizes it in place) and the weight's gradient.
+EMBEDDINGS: list[tuple[str, dict[str, Any]]] = [
+    ("embedding_padding_idx", {"padding_idx": 2}),
+    ("embedding_max_norm", {"max_norm": 1.5}),
+    ("embedding_max_norm_l1", {"max_norm": 2.0, "norm_type": 1.0}),
+    ("embedding_scale_grad_by_freq", {"scale_grad_by_freq": True, "padding_idx": 0}),
+]
+
+
+def make_embeddings(only: Optional[set[str]] = None) -> None:
+    for i, (name, kwargs) in enumerate(EMBEDDINGS):
+        if only is not None and name not in only:
+            continue
+        torch.manual_seed(2000 + i)
+        m = torch.nn.Embedding(7, 4, **kwargs)
+        w0 = m.weight.detach().clone()
+        idx = torch.tensor([[0, 2, 5, 2], [3, 5, 5, 0]])
+        y = m(idx)
+        g = torch.randn(y.shape)
+        (y * g).sum().backward()
+        meta = {"kind": "embedding", "layer": "Embedding", "args": "[7, 4]", "kwargs": json.dumps(kwargs), "train": "1"}
+        tensors = {"weight.before": w0, "input": idx, "output": y, "grad.output": g, "weight.after": m.weight, "grad.weight": m.weight.grad}
+        _save(name, tensors, meta)
+
+
 def main() -> None:
     os.makedirs(OUT, exist_ok=True)
     torch.set_default_dtype(torch.float32)
@@ -387,10 +423,12 @@ def main() -> None:
         only = set(sys.argv[1:])
         make_layers(only)
         make_edges(only)
+        make_embeddings(only)
         print(f"wrote the cases {sorted(only)} (where they exist) to {os.path.normpath(OUT)}")
         return
     make_layers()
     make_edges()
+    make_embeddings()
     make_sequence()
     make_losses()
     make_extra_ops()

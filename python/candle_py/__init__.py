@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins as _builtins
 from importlib import metadata as _metadata
 
-from . import _core, _functions, autograd, cuda, keras, metal, nn, optim, safetensors, utils
+from . import _core, _format, _functions, autograd, cuda, keras, metal, nn, optim, safetensors, utils
 from ._core import (
     BackendError,
     DeviceError,
@@ -88,6 +88,7 @@ def _check_core_version() -> None:
 
 
 _check_core_version()
+_core._set_formatter(_format.tensor_repr)  # the core prints tensors with PyTorch's layout (_format.py)
 
 # PyTorch's aliases.
 float = float32

@@ -14,10 +14,8 @@ from ._core import Tensor, tensor
 Number = Union[int, float, bool]
 
 __all__ = [
-    # unary
-    "abs", "neg", "negative", "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt",
-    "sin", "cos", "tan", "tanh", "sigmoid", "relu", "floor", "ceil", "round", "trunc", "frac",
-    "sign", "square", "reciprocal", "erf", "logical_not",
+    # unary (and the Tensor-method tables of src/bindings/unary.rs, added below: generated)
+    "abs", "neg", "negative", "relu", "sign", "square", "logical_not",
     # binary
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide",
     "remainder", "fmod", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
@@ -55,6 +53,11 @@ def _unary(name: str) -> Callable[..., Tensor]:
 
 abs = _unary("abs")
 neg = negative = _unary("neg")
+# <generated: tensor_unary (tools/gen_surface.py)>
+__all__ += [
+    "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos",
+    "tan", "tanh", "sigmoid", "erf", "reciprocal", "frac", "floor", "ceil", "round", "trunc",
+]  # fmt: skip
 exp = _unary("exp")
 log = _unary("log")
 log2 = _unary("log2")
@@ -68,16 +71,17 @@ cos = _unary("cos")
 tan = _unary("tan")
 tanh = _unary("tanh")
 sigmoid = _unary("sigmoid")
-relu = _unary("relu")
+erf = _unary("erf")
+reciprocal = _unary("reciprocal")
+frac = _unary("frac")
 floor = _unary("floor")
 ceil = _unary("ceil")
 round = _unary("round")
 trunc = _unary("trunc")
-frac = _unary("frac")
+# </generated>
+relu = _unary("relu")
 sign = _unary("sign")
 square = _unary("square")
-reciprocal = _unary("reciprocal")
-erf = _unary("erf")
 logical_not = _unary("logical_not")
 
 

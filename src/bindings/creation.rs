@@ -67,7 +67,8 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DT>, device: Opti
         return finish(from_numpy_array(a.cast::<PyUntypedArray>()?)?, dtype, device);
     }
     if let Some(s) = extract_scalar(data) {
-        let dt = s.dt();
+        // A Python float asked for as float64 is kept exact, not rounded through float32.
+        let dt = if dtype == Some(DT::F64) && s.dt() == DT::F32 { DT::F64 } else { s.dt() };
         let t = s.tensor(dt, &Device::Cpu)?;
         return finish(PyTensor::wrap_dt(t, dt), dtype, device);
     }
@@ -95,6 +96,8 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DT>, device: Opti
     })?;
     let kind: String = a.getattr("dtype")?.getattr("kind")?.extract()?;
     let a = match kind.as_str() {
+        // Python floats are float64: kept so when float64 is asked for, else float32 (torch's default).
+        "f" if dtype == Some(DT::F64) => a,
         "f" => a.call_method1("astype", ("float32",))?,
         "i" | "u" => a.call_method1("astype", ("int64",))?,
         "b" => a,

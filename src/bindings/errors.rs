@@ -42,6 +42,9 @@ pub fn runtime_err(op: &str, msg: impl std::fmt::Display) -> PyErr {
 pub fn labelled_shape_err(label: &str, msg: impl std::fmt::Display) -> PyErr {
     ShapeError::new_err(format!("{label} {msg}"))
 }
+pub fn labelled_device_err(label: &str, msg: impl std::fmt::Display) -> PyErr {
+    DeviceError::new_err(format!("{label} {msg}"))
+}
 pub fn labelled_dtype_err(label: &str, msg: impl std::fmt::Display) -> PyErr {
     DTypeError::new_err(format!("{label} {msg}"))
 }
@@ -52,6 +55,33 @@ pub fn zero_div_err(op: &str) -> PyErr {
 /// A shape as every message prints it, from Rust and from Python: `[2, 3]`, `[8]`, `[]`.
 pub fn shape_str(dims: &[usize]) -> String {
     format!("{dims:?}")
+}
+
+/// A device as PyTorch prints it: `cpu`, `cuda:0`, `metal:0`.
+pub fn device_str(d: &candle_core::Device) -> String {
+    match d.location() {
+        candle_core::DeviceLocation::Cpu => "cpu".to_string(),
+        candle_core::DeviceLocation::Cuda { gpu_id } => format!("cuda:{gpu_id}"),
+        candle_core::DeviceLocation::Metal { gpu_id } => format!("metal:{gpu_id}"),
+    }
+}
+
+/// The message for tensors on several devices (`expected all tensors on one device,
+/// got cpu and cuda:0`), or None when they share one.
+pub fn mixed_devices<'a>(ts: impl IntoIterator<Item = &'a candle_core::Tensor>) -> Option<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for t in ts {
+        let d = device_str(t.device());
+        if !seen.contains(&d) {
+            seen.push(d);
+        }
+    }
+    (seen.len() > 1).then(|| format!("expected all tensors on one device, got {}", seen.join(" and ")))
+}
+
+/// DeviceError (`op: expected all tensors on one device, ...`) unless every tensor is on one device.
+pub fn same_device<'a>(op: &str, ts: impl IntoIterator<Item = &'a candle_core::Tensor>) -> PyResult<()> {
+    mixed_devices(ts).map_or(Ok(()), |m| Err(device_err(op, m)))
 }
 
 /// Strip Candle's wrappers (backtraces, context) down to the error that says what happened.

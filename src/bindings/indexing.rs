@@ -5,12 +5,12 @@
 //! writes go straight into the storage region the key names, so a write costs
 //! time proportional to the region, not the tensor. Advanced keys (integer or
 //! boolean tensors, lists, arrays) follow NumPy's rules, which PyTorch shares:
-//! `candle_py._indexing` computes the element offsets with NumPy and we gather
-//! or write them.
+//! `ops::advanced_index` computes the element offsets and we gather or write them.
 //!
 //! Writes into a tensor that is part of the autograd graph are done
 //! functionally (the tensor's value is replaced by a new one in the graph), so
 //! gradients stay right; views taken before such a write keep the old values.
+use crate::bindings::advanced_key::advanced_selection;
 use crate::bindings::args::{cast, extract_scalar};
 use crate::bindings::errors::{index_err, runtime_err, shape_err, type_err, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
@@ -331,6 +331,16 @@ pub fn overwrite(dst: &PyTensor, src: Tensor, op: &str) -> PyResult<()> {
         let n = t.elem_count();
         return crate::bindings::errors::detach_if(n, || t.inplace_op2(&src, &WriteRange { start, len: n })).op(op);
     }
+    // In the graph, overwriting every element is a replacement: the new value is `src`
+    // with its own history, and the old value gets no gradient (as torch's `copy_`).
+    let tracked = t.track_op() && grad_enabled();
+    if (tracked || src.track_op() && grad_enabled()) && src.dims() == t.dims() && src.dtype() == t.dtype() {
+        if tracked && t.is_variable() {
+            return Err(runtime_err(op, "a leaf Variable that requires grad is being used in an in-place operation."));
+        }
+        dst.replace(src);
+        return Ok(());
+    }
     let (strides, start) = (t.stride().to_vec(), t.layout().start_offset());
     let dims = t.dims().to_vec();
     let storage_offs = if t.track_op() && grad_enabled() || !t.device().is_cpu() { Vec::new() } else { offsets(&dims, &strides, start) };
@@ -349,12 +359,16 @@ impl PyTensor {
             let out = crate::bindings::errors::detach_op(py, "index", || read_basic(&t, &plan))?;
             return Ok(Py::new(py, PyTensor::wrap(out, me.is_bool))?.into_any());
         }
-        let f = py.import("candle_py._indexing")?.getattr("getitem_advanced")?;
-        Ok(f.call1((slf, key))?.unbind())
+        // Advanced key: NumPy's rules give the row-major offsets; a differentiable gather reads them.
+        let (offs, shape) = advanced_selection(key, t.dims())?;
+        let out = crate::bindings::errors::detach_op(py, "index", || {
+            let idx = Tensor::from_vec(offs.iter().map(|&o| o as i64).collect::<Vec<_>>(), offs.len(), t.device())?;
+            t.flatten_all()?.index_select(&idx, 0)?.reshape(shape)
+        })?;
+        Ok(Py::new(py, PyTensor::wrap_dt(out, me.dt()))?.into_any())
     }
 
     fn __setitem__(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let py = slf.py();
         let me = slf.get();
         let t = me.t();
         let (strides, start) = (t.stride().to_vec(), t.layout().start_offset());
@@ -376,9 +390,8 @@ impl PyTensor {
                 "setitem",
             );
         }
-        // Advanced key: NumPy gives the logical (row-major) offsets and the region's shape.
-        let f = py.import("candle_py._indexing")?.getattr("logical_offsets")?;
-        let (logical, shape): (Vec<usize>, Vec<usize>) = f.call1((slf, key))?.extract()?;
+        // Advanced key: NumPy's rules give the logical (row-major) offsets and the region's shape.
+        let (logical, shape) = advanced_selection(key, &dims)?;
         let src = value_tensor(me, value, &shape, "setitem")?;
         let rm = row_major(&dims);
         let storage: Vec<usize> = logical

@@ -2,6 +2,7 @@
 //! Everything PyO3 lives here; the math is in `crate::ops` and `crate::layers`.
 use pyo3::prelude::*;
 
+pub(crate) mod advanced_key;
 pub(crate) mod args;
 pub(crate) mod arith;
 pub(crate) mod autograd;
@@ -10,6 +11,7 @@ pub(crate) mod creation;
 pub(crate) mod device;
 pub(crate) mod dtype;
 pub(crate) mod errors;
+pub(crate) mod formatting;
 pub(crate) mod indexing;
 pub(crate) mod nn;
 pub(crate) mod numpy_interop;
@@ -29,6 +31,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dtype::register(m)?;
     device::register(m)?;
     tensor::register(m)?;
+    formatting::register(m)?;
     creation::register(m)?;
     numpy_interop::register(m)?;
     unary::register(m)?;

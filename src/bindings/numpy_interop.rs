@@ -298,9 +298,30 @@ impl PyTensor {
         arr.call_method0("tolist")
     }
 
+    /// Unpickling: the tensor of `array` (a copy), in dtype `dtype_name`, a leaf that
+    /// requires grad if `requires_grad`.
+    #[classmethod]
+    fn _rebuild(
+        _cls: &Bound<'_, pyo3::types::PyType>,
+        array: &Bound<'_, PyAny>,
+        dtype_name: &str,
+        requires_grad: bool,
+    ) -> PyResult<PyTensor> {
+        let dt = DT::from_name(dtype_name)
+            .ok_or_else(|| crate::bindings::errors::value_err("Tensor._rebuild", format!("unknown dtype {dtype_name:?}")))?;
+        let arr = if dt == DT::Bool { array.call_method1("astype", ("bool",))? } else { array.clone() };
+        let t = from_numpy(&arr)?;
+        let t = if t.dt() == dt { t } else { PyTensor::wrap_dt(crate::bindings::args::cast(&t.t(), t.dt(), dt)?, dt) };
+        if requires_grad {
+            t.set_requires_grad(true)?;
+        }
+        Ok(t)
+    }
+
     fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
         let py = slf.py();
-        let f = py.import("candle_py._tensor_helpers")?.getattr("_rebuild")?;
+        // Rebuilt by `Tensor._rebuild` (a plain Tensor, as before, for subclasses too).
+        let f = py.get_type::<PyTensor>().getattr("_rebuild")?;
         let arr = crate::bindings::numpy_interop::to_numpy(slf, false)?.call_method0("copy")?;
         let me = slf.get();
         let args = PyTuple::new(

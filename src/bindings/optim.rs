@@ -1,59 +1,104 @@
 //! `_core._sgd_step` / `_core._adam_step`: one call per parameter group; the
-//! kernels and the in-place storage access are `crate::ops::optim`'s.
+//! kernels and the in-place storage access are `crate::ops::optim`'s. These are the
+//! only implementation of the updates: a parameter whose tensors the kernels cannot
+//! update in place (another device, a half dtype, a strided view, shared storage)
+//! is updated on contiguous float copies that are then written back in place.
+use crate::bindings::errors::{detach_if, value_err, OpResult};
+use crate::bindings::indexing::overwrite;
 use crate::bindings::tensor::PyTensor;
 use crate::ops::float::Float;
 use crate::ops::optim::{adam_kernel, plain, sgd_kernel, update, Adam, Sgd};
-use candle_core::{DType, Result, Tensor};
+use candle_core::{DType, Device, Result, Tensor};
 use pyo3::prelude::*;
 
 type Tensors<'py> = Vec<Bound<'py, PyTensor>>;
 
-fn tensors(v: &[Bound<'_, PyTensor>]) -> Vec<Tensor> {
-    v.iter().map(|t| t.get().t()).collect()
+const OP: &str = "optimizer.step";
+
+/// One parameter's tensors `[param, grad, buffers...]` as the kernels see them: the
+/// originals when they can be updated in place, else contiguous CPU copies in the
+/// compute dtype (float64 for float64 parameters, float32 otherwise, so half types
+/// round once per step, as torch's CPU kernels do).
+struct Work {
+    ts: Vec<Tensor>,
+    copied: bool,
 }
 
-/// Checks every parameter's tensors, then runs `each(i, dtype)` for every parameter
-/// with the GIL released when the step is large.
-fn run_all(py: Python<'_>, groups: &[Vec<Tensor>], each: impl Fn(usize, DType) -> Result<()> + Send + Sync) -> PyResult<bool> {
-    let n_params = groups[0].len();
-    if groups.iter().any(|g| g.len() != n_params) {
-        return Ok(false);
+impl Work {
+    fn new(ts: Vec<Tensor>) -> Result<Work> {
+        let p = &ts[0];
+        let n = p.elem_count();
+        let refs: Vec<&Tensor> = ts.iter().collect();
+        if matches!(p.dtype(), DType::F32 | DType::F64) && plain(&refs, p.dtype(), n) {
+            return Ok(Work { ts, copied: false });
+        }
+        let dt = if p.dtype() == DType::F64 { DType::F64 } else { DType::F32 };
+        // `copy` gives each tensor a storage of its own, so none aliases another.
+        let ts = ts.iter().map(|t| t.to_device(&Device::Cpu)?.to_dtype(dt)?.contiguous()?.copy()).collect::<Result<Vec<_>>>()?;
+        Ok(Work { ts, copied: true })
     }
-    let mut total = 0;
-    for i in 0..n_params {
-        let p = &groups[0][i];
-        if !matches!(p.dtype(), DType::F32 | DType::F64) {
-            return Ok(false);
+}
+
+/// Checks that every list holds one tensor per parameter of the parameter's shape,
+/// runs `each(tensors, dtype)` for every parameter (GIL released when the step is
+/// large), and writes the copies back into the parameters and buffers they came from.
+fn run_all(lists: &[(&str, &[Bound<'_, PyTensor>])], each: impl Fn(usize, &[Tensor], DType) -> Result<()> + Send + Sync) -> PyResult<()> {
+    let params = lists[0].1;
+    let mut work = Vec::with_capacity(params.len());
+    for (i, p) in params.iter().enumerate() {
+        let pdims = p.get().t().dims().to_vec();
+        let mut ts = Vec::with_capacity(lists.len());
+        for (name, list) in lists {
+            let t = list.get(i).ok_or_else(|| value_err(OP, format!("expected {} {name}, got {}", params.len(), list.len())))?.get().t();
+            if t.dims() != pdims.as_slice() {
+                return Err(crate::bindings::errors::shape_err(
+                    OP,
+                    format!("{name} {i} has shape {} but its parameter has {}", shape(t.dims()), shape(&pdims)),
+                ));
+            }
+            ts.push(t);
         }
-        let ts: Vec<&Tensor> = groups.iter().map(|g| &g[i]).collect();
-        if !plain(&ts, p.dtype(), p.elem_count()) {
-            return Ok(false);
-        }
-        total += p.elem_count();
+        work.push(Work::new(ts).op(OP)?);
     }
-    let go = || -> PyResult<bool> {
-        use crate::bindings::errors::OpResult;
-        for (i, p) in groups[0].iter().enumerate() {
-            each(i, p.dtype()).op("optimizer.step")?;
+    let total: usize = work.iter().map(|w| w.ts[0].elem_count()).sum();
+    detach_if(total, || work.iter().enumerate().try_for_each(|(i, w)| each(i, &w.ts, w.ts[0].dtype()))).op(OP)?;
+    for (i, w) in work.iter().enumerate().filter(|(_, w)| w.copied) {
+        // Every list but the gradient (position 1) was updated.
+        for (k, (_, list)) in lists.iter().enumerate().filter(|(k, _)| *k != 1) {
+            let dst = list[i].get();
+            let orig = dst.t();
+            let back = w.ts[k].to_dtype(orig.dtype()).and_then(|t| t.to_device(orig.device())).op(OP)?;
+            overwrite(dst, back, OP)?;
         }
-        Ok(true)
-    };
-    if total >= crate::bindings::errors::DETACH_ELEMS {
-        crate::bindings::errors::detach(py, "optimizer.step", go)
-    } else {
-        go()
+    }
+    Ok(())
+}
+
+fn shape(d: &[usize]) -> String {
+    crate::bindings::errors::shape_str(d)
+}
+
+/// Runs `kernel` on one parameter's tensors `[p, g, bufs...]` in their dtype.
+fn dispatch(
+    ts: &[Tensor],
+    dt: DType,
+    f32k: &crate::ops::optim::UpdateFn<'_, f32>,
+    f64k: &crate::ops::optim::UpdateFn<'_, f64>,
+) -> Result<()> {
+    match dt {
+        DType::F32 => update::<f32>(&ts[0], &ts[1], &ts[2..], f32k),
+        _ => update::<f64>(&ts[0], &ts[1], &ts[2..], f64k),
     }
 }
 
 /// `_core._sgd_step(params, grads, bufs, fresh, lr, momentum, dampening, weight_decay,
-/// nesterov, maximize) -> bool`: PyTorch's SGD step for one parameter group, in place.
-/// `bufs` are the momentum buffers (empty list without momentum); `fresh[i]` marks a
+/// nesterov, maximize)`: PyTorch's SGD step for one parameter group, in place.
+/// `bufs` are the momentum buffers (ignored without momentum); `fresh[i]` marks a
 /// buffer made for this step, which takes the gradient as it is (torch's `clone`).
 #[pyfunction]
 #[pyo3(signature = (params, grads, bufs, fresh, lr, momentum, dampening, weight_decay, nesterov, maximize))]
 #[allow(clippy::too_many_arguments)]
 fn _sgd_step(
-    py: Python<'_>,
     params: Tensors<'_>,
     grads: Tensors<'_>,
     bufs: Tensors<'_>,
@@ -64,35 +109,31 @@ fn _sgd_step(
     weight_decay: f64,
     nesterov: bool,
     maximize: bool,
-) -> PyResult<bool> {
+) -> PyResult<()> {
     let h = Sgd { lr, momentum, dampening, weight_decay, nesterov, maximize };
-    let mut groups = vec![tensors(&params), tensors(&grads)];
+    let mut lists: Vec<(&str, &[Bound<'_, PyTensor>])> = vec![("params", &params), ("grads", &grads)];
     if momentum != 0.0 {
         if fresh.len() != params.len() {
-            return Ok(false);
+            return Err(value_err(OP, format!("expected {} fresh flags, got {}", params.len(), fresh.len())));
         }
-        groups.push(tensors(&bufs));
+        lists.push(("momentum buffers", &bufs));
     }
-    let gs = &groups;
-    run_all(py, gs, |i, dt| {
-        let (p, g, b) = (&gs[0][i], &gs[1][i], &gs[2..].iter().map(|v| v[i].clone()).collect::<Vec<_>>());
+    run_all(&lists, |i, ts, dt| {
         let fr = fresh.get(i).copied().unwrap_or(false);
-        match dt {
-            DType::F32 => update::<f32>(p, g, b, &|p, g, b| sgd_kernel(p, g, b.first_mut().map(|x| &mut **x), fr, &h)),
-            _ => update::<f64>(p, g, b, &|p, g, b| sgd_kernel(p, g, b.first_mut().map(|x| &mut **x), fr, &h)),
-        }
+        dispatch(ts, dt, &|p, g, b| sgd_kernel(p, g, b.first_mut().map(|x| &mut **x), fr, &h), &|p, g, b| {
+            sgd_kernel(p, g, b.first_mut().map(|x| &mut **x), fr, &h)
+        })
     })
 }
 
 /// `_core._adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr,
-/// beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled) -> bool`: PyTorch's
+/// beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled)`: PyTorch's
 /// Adam / AdamW step for one parameter group, in place. `steps[i]` is parameter i's
-/// step count after this step; `max_exp_avg_sqs` is empty without amsgrad.
+/// step count after this step; `max_exp_avg_sqs` is ignored without amsgrad.
 #[pyfunction]
 #[pyo3(signature = (params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled))]
 #[allow(clippy::too_many_arguments)]
 fn _adam_step(
-    py: Python<'_>,
     params: Tensors<'_>,
     grads: Tensors<'_>,
     exp_avgs: Tensors<'_>,
@@ -107,29 +148,24 @@ fn _adam_step(
     amsgrad: bool,
     maximize: bool,
     decoupled: bool,
-) -> PyResult<bool> {
+) -> PyResult<()> {
     if steps.len() != params.len() {
-        return Ok(false);
+        return Err(value_err(OP, format!("expected {} step counts, got {}", params.len(), steps.len())));
     }
-    let mut groups = vec![tensors(&params), tensors(&grads), tensors(&exp_avgs), tensors(&exp_avg_sqs)];
+    let mut lists: Vec<(&str, &[Bound<'_, PyTensor>])> =
+        vec![("params", &params), ("grads", &grads), ("exp_avgs", &exp_avgs), ("exp_avg_sqs", &exp_avg_sqs)];
     if amsgrad {
-        groups.push(tensors(&max_exp_avg_sqs));
+        lists.push(("max_exp_avg_sqs", &max_exp_avg_sqs));
     }
-    let gs = &groups;
     let base = Adam { lr, beta1, beta2, eps, weight_decay, maximize, decoupled, step: 0.0 };
-    run_all(py, gs, |i, dt| {
+    fn k<T: Float>(p: &mut [T], g: &[T], b: &mut [&mut [T]], h: &Adam) {
+        let (m, rest) = b.split_first_mut().expect("exp_avg");
+        let (v, rest) = rest.split_first_mut().expect("exp_avg_sq");
+        adam_kernel(p, g, m, v, rest.first_mut().map(|x| &mut **x), h);
+    }
+    run_all(&lists, |i, ts, dt| {
         let h = Adam { step: steps[i], ..base };
-        let (p, g) = (&gs[0][i], &gs[1][i]);
-        let b: Vec<Tensor> = gs[2..].iter().map(|v| v[i].clone()).collect();
-        fn k<T: Float>(p: &mut [T], g: &[T], b: &mut [&mut [T]], h: &Adam) {
-            let (m, rest) = b.split_first_mut().expect("exp_avg");
-            let (v, rest) = rest.split_first_mut().expect("exp_avg_sq");
-            adam_kernel(p, g, m, v, rest.first_mut().map(|x| &mut **x), h);
-        }
-        match dt {
-            DType::F32 => update::<f32>(p, g, &b, &|p, g, b| k(p, g, b, &h)),
-            _ => update::<f64>(p, g, &b, &|p, g, b| k(p, g, b, &h)),
-        }
+        dispatch(ts, dt, &|p, g, b| k(p, g, b, &h), &|p, g, b| k(p, g, b, &h))
     })
 }
 

@@ -60,11 +60,6 @@ pub fn sum_dims(py: Python<'_>, t: &Tensor, dims: Option<&[usize]>, keepdim: boo
     }
 }
 
-fn minmax_tuple<'py>(py: Python<'py>, values: PyTensor, indices: PyTensor, name: &str) -> PyResult<Bound<'py, PyAny>> {
-    let f = py.import("candle_py._tensor_helpers")?.getattr(if name == "max" { "_max_result" } else { "_min_result" })?;
-    f.call1((Py::new(py, values)?, Py::new(py, indices)?))
-}
-
 impl PyTensor {
     fn minmax<'py>(&self, py: Python<'py>, dim: Option<&Bound<'py, PyAny>>, keepdim: bool, is_max: bool) -> PyResult<Bound<'py, PyAny>> {
         let name = if is_max { "max" } else { "min" };
@@ -95,7 +90,12 @@ impl PyTensor {
                 let d = norm_dim(d, t.rank(), name)?;
                 if t.rank() == 0 {
                     let idx = Tensor::new(0i64, t.device()).op(name)?;
-                    return minmax_tuple(py, PyTensor::wrap_dt(t.clone(), dt), PyTensor::wrap_dt(idx, DT::I64), name);
+                    return crate::bindings::formatting::minmax_result(
+                        py,
+                        PyTensor::wrap_dt(t.clone(), dt),
+                        PyTensor::wrap_dt(idx, DT::I64),
+                        is_max,
+                    );
                 }
                 if t.dims()[d] == 0 {
                     return Err(value_err(name, format!("cannot compute {name} over an empty dimension {d} of shape {:?}", t.dims())));
@@ -110,7 +110,7 @@ impl PyTensor {
                     (v, i)
                 };
                 let (v, i) = if keepdim { (v, i) } else { (v.squeeze(d).op(name)?, i.squeeze(d).op(name)?) };
-                minmax_tuple(py, PyTensor::wrap_dt(v, dt), PyTensor::wrap_dt(i, DT::I64), name)
+                crate::bindings::formatting::minmax_result(py, PyTensor::wrap_dt(v, dt), PyTensor::wrap_dt(i, DT::I64), is_max)
             }
         }
     }

@@ -384,8 +384,7 @@ impl PyTensor {
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        let py = slf.py();
-        py.import("candle_py._format")?.getattr("tensor_repr")?.call1((slf,))?.extract()
+        crate::bindings::formatting::repr(slf)
     }
 
     fn __str__(slf: &Bound<'_, Self>) -> PyResult<String> {

@@ -157,3 +157,123 @@ impl CustomOp2 for CrossEntropyGrad {
         Ok((out, l1.shape().clone()))
     }
 }
+
+/// (N, C, d1, ...) -> (N * d1 * ..., C); (C,) -> (1, C); (N, C) unchanged: the class
+/// dimension last, one row per prediction (differentiable).
+pub(crate) fn class_rows(x: &Tensor) -> Result<Tensor> {
+    match x.rank() {
+        1 => x.unsqueeze(0),
+        2 => Ok(x.clone()),
+        r => {
+            let c = x.dims()[1];
+            let mut order: Vec<usize> = vec![0];
+            order.extend(2..r);
+            order.push(1);
+            x.permute(order)?.reshape(((), c))
+        }
+    }
+}
+
+/// The loss from log-probabilities `logp` (rows x C) with class-index targets, built
+/// from tensor ops so that it runs on every device and dtype: per row
+/// `-(1 - ls) * w[t] * logp[t] - ls / C * sum_c w[c] * logp[c]` (0 for ignored rows),
+/// reduced as the fused op does. `out` is the shape of "none"'s result.
+pub(crate) fn nll_rows(logp: &Tensor, s: &Spec, weight: Option<&Tensor>, out: &[usize]) -> Result<Tensor> {
+    let (dev, dt) = (logp.device(), logp.dtype());
+    let idx: Vec<u32> = s.target.iter().map(|t| t.unwrap_or(0) as u32).collect();
+    let idx = Tensor::from_vec(idx, (s.n, 1), dev)?;
+    let wt: Vec<f64> = s.target.iter().map(|t| t.map_or(0.0, |t| s.w(t))).collect();
+    let wt = Tensor::from_vec(wt, s.n, dev)?.to_dtype(dt)?;
+    let picked = logp.gather(&idx, 1)?.squeeze(1)?;
+    let mut per = picked.mul(&wt)?.affine(-(1.0 - s.smoothing), 0.0)?;
+    if s.smoothing > 0.0 {
+        let weighted = match weight {
+            Some(w) => logp.broadcast_mul(&w.to_dtype(dt)?.reshape((1, s.c))?)?,
+            None => logp.clone(),
+        };
+        let valid: Vec<f64> = s.target.iter().map(|t| if t.is_some() { 1.0 } else { 0.0 }).collect();
+        let valid = Tensor::from_vec(valid, s.n, dev)?.to_dtype(dt)?;
+        let smooth = weighted.sum(1)?.mul(&valid)?.affine(-s.smoothing / s.c as f64, 0.0)?;
+        per = per.add(&smooth)?;
+    }
+    match s.reduction {
+        Reduction::None => per.reshape(out),
+        Reduction::Sum => per.sum_all(),
+        Reduction::Mean => per.sum_all()?.affine(1.0 / s.denom(), 0.0),
+    }
+}
+
+/// Cross-entropy against class probabilities `target` (the input's shape): per
+/// prediction `-sum_c w[c] * logp[c] * t[c]` over the class dim, targets smoothed to
+/// `t * (1 - ls) + ls / C`; "mean" divides by the number of predictions.
+pub(crate) fn soft_target_loss(
+    logp: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    class_dim: usize,
+    smoothing: f64,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    let (c, dt) = (logp.dims()[class_dim], logp.dtype());
+    let mut tgt = target.to_dtype(dt)?;
+    if smoothing > 0.0 {
+        tgt = tgt.affine(1.0 - smoothing, smoothing / c as f64)?;
+    }
+    let mut per = logp.mul(&tgt)?;
+    if let Some(w) = weight {
+        let mut shape = vec![1; logp.rank()];
+        shape[class_dim] = c;
+        per = per.broadcast_mul(&w.to_dtype(dt)?.reshape(shape)?)?;
+    }
+    let loss = per.sum(class_dim)?.neg()?;
+    match reduction {
+        Reduction::None => Ok(loss),
+        Reduction::Sum => loss.sum_all(),
+        Reduction::Mean => {
+            // An empty batch gives 0 / 0 = NaN, as torch.
+            loss.sum_all()?.affine(1.0 / loss.elem_count() as f64, 0.0)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::{Device, Var};
+
+    /// The fused op and the tensor-op form (`nll_rows` over `softmax(.., log)`) give one
+    /// loss and one gradient, for every reduction, weights, ignored rows and smoothing.
+    #[test]
+    fn tensor_op_form_matches_fused_op() -> Result<()> {
+        let (n, c) = (7, 5);
+        let xs: Vec<f64> = (0..n * c).map(|i| ((i * 37 % 23) as f64 - 11.0) / 4.0).collect();
+        let target = vec![Some(0), Some(4), Some(2), None, Some(1), Some(3), Some(4)];
+        let w = [0.5, 1.5, 1.0, 2.0, 0.25];
+        for (weight, smoothing) in [(false, 0.0), (true, 0.0), (false, 0.3), (true, 0.2)] {
+            for reduction in [Reduction::None, Reduction::Sum, Reduction::Mean] {
+                let spec = Arc::new(Spec { n, c, target: target.clone(), weight: weight.then(|| w.to_vec()), reduction, smoothing });
+                let wt = Tensor::new(&w, &Device::Cpu)?;
+                let run = |fused: bool| -> Result<(Vec<f64>, Vec<f64>)> {
+                    let x = Var::from_vec(xs.clone(), (n, c), &Device::Cpu)?;
+                    let y = if fused {
+                        x.as_tensor().apply_op1(CrossEntropy(spec.clone()))?
+                    } else {
+                        let logp = crate::ops::softmax::softmax(x.as_tensor(), 1, true)?;
+                        nll_rows(&logp, &spec, weight.then_some(&wt), &[n])?
+                    };
+                    // Distinct upstream gradients per row for "none".
+                    let g = Tensor::arange(1.0, y.elem_count() as f64 + 1.0, &Device::Cpu)?.reshape(y.shape())?;
+                    let grads = y.mul(&g)?.sum_all()?.backward()?;
+                    let dx = grads.get(x.as_tensor()).expect("x takes part").flatten_all()?.to_vec1()?;
+                    Ok((y.flatten_all()?.to_vec1()?, dx))
+                };
+                let (a, b) = (run(true)?, run(false)?);
+                for (u, v) in a.0.iter().zip(&b.0).chain(a.1.iter().zip(&b.1)) {
+                    assert!((u - v).abs() < 1e-12, "weight={weight} ls={smoothing}: {u} vs {v}");
+                }
+                assert_eq!((a.0.len(), a.1.len()), (b.0.len(), b.1.len()));
+            }
+        }
+        Ok(())
+    }
+}

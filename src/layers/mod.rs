@@ -6,5 +6,7 @@ pub(crate) mod attention;
 pub(crate) mod conv;
 pub(crate) mod linear;
 pub(crate) mod loss;
+pub(crate) mod loss_elementwise;
 pub(crate) mod norm;
+pub(crate) mod pointwise;
 pub(crate) mod pooling;

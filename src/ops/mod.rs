@@ -1,6 +1,7 @@
 //! Pure compute for the tensor math, no PyO3: Candle custom ops with their
 //! backward where Candle's are slow or missing, and the pieces every kernel
 //! shares (one float trait, one CPU-feature detector, one threading policy).
+pub(crate) mod advanced_index;
 pub(crate) mod approx;
 pub(crate) mod binary;
 pub(crate) mod cpu;

@@ -18,8 +18,8 @@ __all__ = [
 
 
 class _Elementwise(Module):
-    """An activation with an `inplace` flag that PyTorch accepts and we ignore
-    (results are always new tensors)."""
+    """An activation with PyTorch's `inplace` flag: with `inplace=True` the result
+    is written into the input, which is returned."""
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
@@ -33,49 +33,49 @@ class ReLU(_Elementwise):
     """`F.relu` as a layer: `max(x, 0)`."""
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.relu(input)
+        return F.relu(input, inplace=self.inplace)
 
 
 class ReLU6(_Elementwise):
     """`F.relu6` as a layer: `min(max(x, 0), 6)`."""
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.relu6(input)
+        return F.relu6(input, inplace=self.inplace)
 
 
 class SiLU(_Elementwise):
     """`F.silu` as a layer: `x * sigmoid(x)`."""
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.silu(input)
+        return F.silu(input, inplace=self.inplace)
 
 
 class Mish(_Elementwise):
     """`F.mish` as a layer: `x * tanh(softplus(x))`."""
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.mish(input)
+        return F.mish(input, inplace=self.inplace)
 
 
 class SELU(_Elementwise):
     """`F.selu` as a layer: the self-normalizing scaled ELU."""
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.selu(input)
+        return F.selu(input, inplace=self.inplace)
 
 
 class Hardsigmoid(_Elementwise):
     """`F.hardsigmoid` as a layer: `clamp(x + 3, 0, 6) / 6`."""
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.hardsigmoid(input)
+        return F.hardsigmoid(input, inplace=self.inplace)
 
 
 class Hardswish(_Elementwise):
     """`F.hardswish` as a layer: `x * clamp(x + 3, 0, 6) / 6`."""
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.hardswish(input)
+        return F.hardswish(input, inplace=self.inplace)
 
 
 class Sigmoid(Module):
@@ -100,7 +100,7 @@ class LeakyReLU(_Elementwise):
         self.negative_slope = negative_slope
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.leaky_relu(input, self.negative_slope)
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
@@ -114,7 +114,7 @@ class ELU(_Elementwise):
         self.alpha = alpha
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.elu(input, self.alpha)
+        return F.elu(input, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
@@ -128,7 +128,7 @@ class CELU(_Elementwise):
         self.alpha = alpha
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.celu(input, self.alpha)
+        return F.celu(input, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
@@ -144,7 +144,7 @@ class Hardtanh(_Elementwise):
         self.min_val, self.max_val = min_val, max_val
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.hardtanh(input, self.min_val, self.max_val)
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
@@ -160,7 +160,7 @@ class RReLU(_Elementwise):
         self.lower, self.upper = lower, upper
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.rrelu(input, self.lower, self.upper, self.training)
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
 
     def extra_repr(self) -> str:
         return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")

@@ -19,7 +19,6 @@ from typing import Any, Optional, Sequence, Tuple, Union  # noqa: F401
 from .. import _core  # noqa: F401
 from .._core import ShapeError, Tensor  # noqa: F401
 from ..autograd import no_grad as _no_grad  # noqa: F401
-from ._devices import on_cpu, sdpa_math  # noqa: F401
 from ._functional import elementwise as _elementwise
 from ._functional.activation import (
     celu,
@@ -76,10 +75,7 @@ from ._functional.conv_pool import (  # noqa: F401
 from ._functional.elementwise import *  # noqa: F403 - the generated elementwise ops, named in their __all__
 from ._functional.linear import bilinear, dropout, embedding, linear, one_hot
 from ._functional.loss import (  # noqa: F401
-    _class_dim_last,
     _legacy,
-    _reduce,
-    _same_shape,
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,

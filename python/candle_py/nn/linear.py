@@ -6,7 +6,7 @@ import math
 from typing import Any, Optional, Sequence
 
 from .. import _core
-from .._core import ShapeError, Tensor
+from .._core import Tensor
 from ..autograd import no_grad
 from . import functional as F
 from . import init
@@ -49,9 +49,7 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input: Tensor) -> Tensor:
-        if input.ndim == 0 or input.shape[-1] != self.in_features:
-            raise ShapeError(f"[Linear] expected input with last dimension {self.in_features} (in_features), got shape {list(input.shape)}")
-        return F.linear(input, self.weight, self.bias)
+        return _core._linear(input, self.weight, self.bias, "[Linear]")
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
@@ -160,6 +158,7 @@ class Embedding(Module):
                 raise ValueError(f"[Embedding] padding_idx must be within num_embeddings, got {padding_idx}")
             padding_idx = padding_idx % num_embeddings
         self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
+        self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse = max_norm, norm_type, scale_grad_by_freq, sparse
         if _weight is None:
             self.weight = Parameter(
                 _core.randn(num_embeddings, embedding_dim, dtype=_dtype(dtype), device=device), requires_grad=not _freeze
@@ -171,16 +170,43 @@ class Embedding(Module):
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2.0:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += ", scale_grad_by_freq=True"
+        if self.sparse:
+            s += ", sparse=True"
         return s
 
     @classmethod
-    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, padding_idx: Optional[int] = None) -> "Embedding":
+    def from_pretrained(
+        cls,
+        embeddings: Tensor,
+        freeze: bool = True,
+        padding_idx: Optional[int] = None,
+        max_norm: Optional[float] = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+    ) -> "Embedding":
         """An Embedding holding `embeddings` (rows, dim) as its weight, frozen unless `freeze=False`."""
         rows, cols = embeddings.shape
-        return cls(rows, cols, padding_idx=padding_idx, _weight=embeddings, _freeze=freeze)
+        return cls(
+            rows,
+            cols,
+            padding_idx=padding_idx,
+            max_norm=max_norm,
+            norm_type=norm_type,
+            scale_grad_by_freq=scale_grad_by_freq,
+            sparse=sparse,
+            _weight=embeddings,
+            _freeze=freeze,
+        )

@@ -8,7 +8,6 @@ from typing import Any, Optional
 
 from .._core import ShapeError, Tensor
 from . import functional as F
-from ._devices import on_cpu
 from .module import Module
 
 __all__ = [
@@ -194,7 +193,7 @@ class _AdaptivePoolNd(Module):
         name, n = type(self).__name__, self._nd
         _check_input(name, n, input)
         sizes = F._adaptive_size(input, self.output_size, n, f"[{name}]")
-        return on_cpu(F._core._adaptive_pool, f"[{name}]", input, sizes, self._max, self._max and self.return_indices, f"[{name}]")
+        return F._core._adaptive_pool(input, sizes, self._max, self._max and self.return_indices, f"[{name}]")
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"

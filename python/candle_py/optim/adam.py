@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, Dict, List, Optional, Tuple
 
 from .. import _core
 from .._core import Tensor
-from .optimizer import Optimizer, ParamsT
+from .optimizer import Optimizer, ParamsT, _refuse_differentiable
 
 
 class Adam(Optimizer):
@@ -32,7 +31,8 @@ class Adam(Optimizer):
         fused: Optional[bool] = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
-        # foreach / capturable / differentiable / fused select PyTorch kernels; accepted for compatibility.
+        # foreach / capturable / fused select PyTorch kernels of the same update: one Rust update serves all.
+        _refuse_differentiable(type(self).__name__, differentiable)
         lr = float(lr)
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
@@ -64,14 +64,14 @@ class Adam(Optimizer):
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = _core.zeros_like(p)
 
-    def _fused_step(self, group: Dict[str, Any], params: List[Tensor], grads: List[Tensor]) -> bool:
+    def _step_group(self, group: Dict[str, Any], params: List[Tensor], grads: List[Tensor]) -> None:
         states = [self.state.setdefault(p, {}) for p in params]
         for p, state in zip(params, states):
             self._init_state(p, state, group)
         amsgrad = bool(group["amsgrad"])
         steps = [float(s["step"].item()) + 1 for s in states]
         b1, b2 = group["betas"]
-        done = _core._adam_step(
+        _core._adam_step(
             params,
             grads,
             [s["exp_avg"] for s in states],
@@ -87,34 +87,9 @@ class Adam(Optimizer):
             bool(group.get("maximize", False)),
             bool(group.get("decoupled_weight_decay", self._decoupled)),
         )
-        if done:
-            made: Dict[float, Tensor] = {}  # one step tensor per distinct count (they are replaced, never mutated)
-            for s, step in zip(states, steps):
-                s["step"] = made.get(step) or made.setdefault(step, _core.tensor(step))
-        return done
-
-    def _update(self, p: Tensor, grad: Tensor, state: Dict[str, Any], group: Dict[str, Any]) -> Tensor:
-        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-        self._init_state(p, state, group)
-        step = float(state["step"].item()) + 1
-        state["step"] = _core.tensor(step)
-        if wd != 0:
-            if group.get("decoupled_weight_decay", self._decoupled):
-                p = p * (1 - lr * wd)
-            else:
-                grad = grad + p * wd
-        m = state["exp_avg"] * b1 + grad * (1 - b1)
-        v = state["exp_avg_sq"] * b2 + grad * grad * (1 - b2)
-        state["exp_avg"], state["exp_avg_sq"] = m, v
-        bc1 = 1 - b1**step
-        bc2_sqrt = math.sqrt(1 - b2**step)
-        if group["amsgrad"]:
-            vmax = state["max_exp_avg_sq"].maximum(v)
-            state["max_exp_avg_sq"] = vmax
-            denom = vmax.sqrt() / bc2_sqrt + eps
-        else:
-            denom = v.sqrt() / bc2_sqrt + eps
-        return p - (m / denom) * (lr / bc1)
+        made: Dict[float, Tensor] = {}  # one step tensor per distinct count (they are replaced, never mutated)
+        for s, step in zip(states, steps):
+            s["step"] = made.get(step) or made.setdefault(step, _core.tensor(step))
 
 
 class AdamW(Adam):
@@ -137,4 +112,6 @@ class AdamW(Adam):
         differentiable: bool = False,
         fused: Optional[bool] = None,
     ) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, decoupled_weight_decay=True)
+        super().__init__(
+            params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, differentiable=differentiable, decoupled_weight_decay=True
+        )

@@ -1,6 +1,8 @@
 """`Optimizer`: PyTorch's base class. Keeps parameter groups and a per-parameter
-state; each optimizer writes only its update rule (`_update`). Parameters are
-updated in place (under `no_grad`), so modules keep the same Parameter objects."""
+state; each optimizer hands a group's parameters, gradients and state to its
+one Rust update (`_step_group`). Parameters are updated in place (under
+`no_grad`), so modules keep the same Parameter objects. A subclass may instead
+override `step` itself, as with `torch.optim.Optimizer`."""
 
 from __future__ import annotations
 
@@ -12,6 +14,13 @@ from ..autograd import enable_grad, no_grad
 from ..nn.module import zero_grads
 
 ParamsT = Union[Iterable[Tensor], Iterable[Dict[str, Any]]]
+
+
+def _refuse_differentiable(name: str, differentiable: bool) -> None:
+    """`differentiable=True` asks for autograd through the update, which the Rust
+    steps do not record: refused rather than ignored."""
+    if differentiable:
+        raise NotImplementedError(f"{name}: differentiable=True (autograd through the optimizer step) is not supported")
 
 
 class Optimizer:
@@ -57,14 +66,9 @@ class Optimizer:
         """Reset the gradients of all parameters: to None (`set_to_none=True`) or to zeros."""
         zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
 
-    def _update(self, p: Tensor, grad: Tensor, state: Dict[str, Any], group: Dict[str, Any]) -> Tensor:
-        """The new value of `p` (each optimizer defines its rule)."""
-        raise NotImplementedError(f"{type(self).__name__} must define _update")
-
-    def _fused_step(self, group: Dict[str, Any], params: List[Tensor], grads: List[Tensor]) -> bool:
-        """Update `params` (those of `group` with a gradient) with one fused Rust call;
-        False when the fused kernel does not apply (then `_update` runs per parameter)."""
-        return False
+    def _step_group(self, group: Dict[str, Any], params: List[Tensor], grads: List[Tensor]) -> None:
+        """Update `params` (those of `group` with a gradient) in place, with their state."""
+        raise NotImplementedError(f"{type(self).__name__} must define step() or _step_group()")
 
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
         """Update every parameter that has a gradient, in place. `closure`, if given,
@@ -78,13 +82,8 @@ class Optimizer:
                 pairs = [(p, p.grad) for p in group["params"]]
                 params = [p for p, g in pairs if g is not None]
                 grads = [g for _, g in pairs if g is not None]
-                if not params or self._fused_step(group, params, grads):
-                    continue
-                for p, grad in zip(params, grads):
-                    if group.get("maximize", False):
-                        grad = -grad
-                    state = self.state.setdefault(p, {})
-                    p.copy_(self._update(p.detach(), grad, state, group))
+                if params:
+                    self._step_group(group, params, grads)
         return loss
 
     # -- state dicts: parameters are referred to by their position, as in PyTorch --

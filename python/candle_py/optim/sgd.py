@@ -6,13 +6,14 @@ from typing import Any, Dict, List, Optional
 
 from .. import _core
 from .._core import Tensor
-from .optimizer import Optimizer, ParamsT
+from .optimizer import Optimizer, ParamsT, _refuse_differentiable
 
 
 class SGD(Optimizer):
     """Stochastic gradient descent, as `torch.optim.SGD`: learning rate `lr`, optional
     `momentum` (with `dampening` and `nesterov`), L2 `weight_decay`, and
-    `maximize` to ascend; `foreach`, `differentiable`, `fused` are accepted and ignored."""
+    `maximize` to ascend. `foreach` / `fused` pick PyTorch kernels of the same update (one
+    Rust update serves both); `differentiable=True` (autograd through the step) is refused."""
 
     def __init__(
         self,
@@ -28,7 +29,8 @@ class SGD(Optimizer):
         differentiable: bool = False,
         fused: Optional[bool] = None,
     ) -> None:
-        # foreach / differentiable / fused select PyTorch kernels; accepted for compatibility.
+        # foreach / fused select PyTorch kernels of the same update: one Rust update serves both.
+        _refuse_differentiable("SGD", differentiable)
         lr = float(lr)
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
@@ -42,21 +44,7 @@ class SGD(Optimizer):
             params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
         )
 
-    def _update(self, p: Tensor, grad: Tensor, state: Dict[str, Any], group: Dict[str, Any]) -> Tensor:
-        wd, momentum = group["weight_decay"], group["momentum"]
-        if wd != 0:
-            grad = grad + p * wd
-        if momentum != 0:
-            buf = state.get("momentum_buffer")
-            if buf is None:
-                buf = grad.clone()
-            else:
-                buf = buf * momentum + grad * (1 - group["dampening"])
-            state["momentum_buffer"] = buf
-            grad = grad + buf * momentum if group["nesterov"] else buf
-        return p - grad * group["lr"]
-
-    def _fused_step(self, group: Dict[str, Any], params: List[Tensor], grads: List[Tensor]) -> bool:
+    def _step_group(self, group: Dict[str, Any], params: List[Tensor], grads: List[Tensor]) -> None:
         momentum = group["momentum"]
         bufs: List[Tensor] = []
         fresh: List[bool] = []
@@ -65,10 +53,10 @@ class SGD(Optimizer):
                 state = self.state.setdefault(p, {})
                 buf = state.get("momentum_buffer")
                 fresh.append(buf is None)
-                if buf is None:
+                if buf is None:  # filled with the gradient by the step (torch's clone)
                     buf = state["momentum_buffer"] = _core.zeros_like(p)
                 bufs.append(buf)
-        done = _core._sgd_step(
+        _core._sgd_step(
             params,
             grads,
             bufs,
@@ -80,8 +68,3 @@ class SGD(Optimizer):
             bool(group["nesterov"]),
             bool(group.get("maximize", False)),
         )
-        if not done:  # the per-parameter path makes its buffers from the gradient itself
-            for p, new in zip(params, fresh):
-                if new:
-                    del self.state[p]["momentum_buffer"]
-        return done

@@ -40,6 +40,8 @@ fn _sdpa(
             ),
         ));
     }
+    let mask_t = attn_mask.map(|m| m.get().t());
+    crate::bindings::errors::same_device(OP, [&q, &k, &v].into_iter().chain(mask_t.as_ref()))?;
     if qd.len() < 2 || kd.len() < 2 || vd.len() < 2 {
         return Err(shape_err(
             OP,
@@ -55,7 +57,8 @@ fn _sdpa(
         return Err(value_err(OP, format!("dropout_p must be in [0, 1], got {dropout_p}")));
     }
     if is_causal && attn_mask.is_some() {
-        return Err(value_err(OP, "attn_mask must not be given together with is_causal=True"));
+        let md = mask_t.as_ref().map(|m| shape_str(m.dims())).unwrap_or_default();
+        return Err(value_err(OP, format!("attn_mask must not be given together with is_causal=True (got attn_mask of shape {md})")));
     }
     let (l, d) = (qd[qd.len() - 2], qd[qd.len() - 1]);
     let (s, dk_) = (kd[kd.len() - 2], kd[kd.len() - 1]);
@@ -175,6 +178,12 @@ fn _sdpa(
             Some(add.detach())
         }
     };
+    // Off the CPU: PyTorch's math backend from device ops (the fused kernel is CPU code).
+    if !q.device().is_cpu() {
+        let cfg = MathCfg { causal: is_causal, scale: scale.unwrap_or(1.0 / (d as f64).sqrt()), gqa, dropout: dropout_p };
+        let y = crate::bindings::errors::detach_op(py, OP, || sdpa_math(&q, &k, &v, mask.as_ref(), &cfg))?;
+        return Ok(PyTensor::wrap_dt(y, qdt));
+    }
     // Inputs the forward reads in place (transposed head views need no copy); the
     // rest get a contiguous copy in the compute dtype.
     let (qs, ks, vs) = (in_place(&q, cdt, rank), in_place(&k, cdt, rank), in_place(&v, cdt, rank));

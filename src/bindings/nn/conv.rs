@@ -40,8 +40,12 @@ fn _conv(
             }
         }
     }
-    let (x, w) = (x.t(), w.t());
-    let b = b.map(|b| b.t());
+    let (mut x, mut w) = (x.t(), w.t());
+    let mut b = b.map(|b| b.t());
+    let home = match b.as_mut() {
+        Some(b) => super::on_cpu(op, &mut [&mut x, &mut w, b])?,
+        None => super::on_cpu(op, &mut [&mut x, &mut w])?,
+    };
     let nd = w.rank().saturating_sub(2);
     if !(1..=3).contains(&nd) {
         return Err(labelled_shape_err(op, format!("expected a weight of rank 3, 4 or 5, got shape {:?}", w.dims())));
@@ -141,7 +145,7 @@ fn _conv(
     let (y, cout, outs) = out;
     let mut shape = vec![n, cout];
     shape.extend_from_slice(&outs[3 - nd..]);
-    let y = y.reshape(shape).op(op)?;
+    let y = y.reshape(shape).and_then(|y| y.to_device(&home)).op(op)?;
     Ok(PyTensor::wrap_dt(y, dt))
 }
 

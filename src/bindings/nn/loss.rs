@@ -1,15 +1,80 @@
-//! Python entry points of `layers::loss`: argument checks, GIL release, errors.
+//! Python entry points of `layers::loss`: `F.cross_entropy` and `F.nll_loss` call
+//! these and nothing else. Argument checks and errors are here; the math is the
+//! fused one-pass op for CPU logits and `layers::loss`'s tensor-op form elsewhere.
+use crate::bindings::errors::{detach_op, dtype_err, index_err, shape_err, shape_str, type_err, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::layers::loss::*;
 use candle_core::{DType, Tensor};
 use pyo3::prelude::*;
 use std::sync::Arc;
 
+fn reduction_of(op: &str, r: &str) -> PyResult<Reduction> {
+    match r {
+        "none" => Ok(Reduction::None),
+        "sum" => Ok(Reduction::Sum),
+        "mean" => Ok(Reduction::Mean),
+        _ => Err(value_err(op, format!("reduction must be 'mean', 'sum' or 'none', got '{r}'"))),
+    }
+}
+
+/// The class weights as a float tensor of shape [C] (host copy for the kernels too).
+fn class_weight(op: &str, weight: Option<&Bound<'_, PyTensor>>, c: usize) -> PyResult<Option<(Tensor, Vec<f64>)>> {
+    let Some(w) = weight else { return Ok(None) };
+    let w = w.get().t();
+    if w.dims() != [c] {
+        return Err(shape_err(
+            op,
+            format!(
+                "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {}",
+                shape_str(w.dims())
+            ),
+        ));
+    }
+    let host = w.to_dtype(DType::F64).and_then(|w| w.to_vec1::<f64>()).op(op)?;
+    Ok(Some((w, host)))
+}
+
+/// Row targets from an integer `target` for `rows` predictions of `c` classes:
+/// `None` where the target is `ignore_index`; out-of-range classes raise IndexError.
+fn class_targets(op: &str, input: &[usize], target: &PyTensor, rows: usize, c: usize, ignore_index: i64) -> PyResult<Vec<Option<usize>>> {
+    let t = target.t();
+    if t.dtype().is_float() || target.is_bool {
+        return Err(type_err(op, format!("expected target of an integer dtype (class indices), got {}", target.dt().name())));
+    }
+    if t.elem_count() != rows {
+        return Err(shape_err(
+            op,
+            format!("expected target of {rows} elements for input {}, got {}", shape_str(input), shape_str(t.dims())),
+        ));
+    }
+    let ti = t.flatten_all().and_then(|t| t.to_dtype(DType::I64)).and_then(|t| t.to_vec1::<i64>()).op(op)?;
+    ti.into_iter()
+        .map(|v| match v {
+            v if v == ignore_index => Ok(None),
+            v if v < 0 || v as usize >= c => Err(index_err(op, format!("target {v} is out of bounds for {c} classes"))),
+            v => Ok(Some(v as usize)),
+        })
+        .collect()
+}
+
+/// Rows and classes of `x` (class dim 1, or 0 for a 1-D input) and the shape of "none"'s result.
+fn rows_of(op: &str, x: &Tensor) -> PyResult<(usize, usize, Vec<usize>)> {
+    let d = x.dims();
+    match d.len() {
+        0 => Err(shape_err(op, "expected an input of at least 1 dimension (C,), got a 0-d tensor")),
+        1 => Ok((1, d[0], vec![])),
+        _ => {
+            let c = d[1];
+            let mut out = vec![d[0]];
+            out.extend_from_slice(&d[2..]);
+            Ok((out.iter().product(), c, out))
+        }
+    }
+}
+
 /// `_core._cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)`:
-/// the loss for (N, C) float32/float64 CPU logits and N integer class indices, or
-/// None where this kernel does not apply (other shapes, dtypes or devices, bad
-/// targets, an unknown reduction): the Python implementation then computes the loss
-/// or raises its error.
+/// `F.cross_entropy` from logits (N, C, d1, ...) or (C,), with class indices or class
+/// probabilities (float, the input's shape) as target.
 #[pyfunction]
 #[pyo3(signature = (input, target, weight, ignore_index, reduction, label_smoothing))]
 fn _cross_entropy(
@@ -20,59 +85,138 @@ fn _cross_entropy(
     ignore_index: i64,
     reduction: &str,
     label_smoothing: f64,
-) -> PyResult<Option<PyTensor>> {
+) -> PyResult<PyTensor> {
+    const OP: &str = "cross_entropy";
+    let (x, dt) = input.get().t_dt();
+    if !dt.is_float() {
+        return Err(dtype_err(OP, format!("expected floating point logits, got {}", dt.name())));
+    }
+    let reduction = reduction_of(OP, reduction)?;
+    if !(0.0..=1.0).contains(&label_smoothing) {
+        return Err(value_err(OP, format!("label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")));
+    }
+    let (rows, c, out) = rows_of(OP, &x)?;
+    let weight = class_weight(OP, weight, c)?;
+    let tg = target.get();
+    if tg.dt().is_float() {
+        let t = tg.t();
+        if t.dims() != x.dims() {
+            return Err(shape_err(
+                OP,
+                format!("target size {} must be the same as input size {}", shape_str(t.dims()), shape_str(x.dims())),
+            ));
+        }
+        let class_dim = usize::from(x.rank() > 1);
+        let y = detach_op(py, OP, || {
+            let logp = crate::ops::softmax::softmax(&x, class_dim, true)?;
+            soft_target_loss(&logp, &t, weight.as_ref().map(|w| &w.0), class_dim, label_smoothing, reduction)
+        })?;
+        return Ok(PyTensor::wrap_dt(y, dt));
+    }
+    let targets = class_targets(OP, x.dims(), tg, rows, c, ignore_index)?;
+    let (w_t, w_host) = weight.map_or((None, None), |(t, h)| (Some(t), Some(h)));
+    let spec = Arc::new(Spec { n: rows, c, target: targets, weight: w_host, reduction, smoothing: label_smoothing });
+    let y = detach_op(py, OP, || {
+        let x2 = class_rows(&x)?;
+        if !x2.device().is_cpu() {
+            // Off the CPU: log_softmax and the gather-based loss, as device ops.
+            let logp = crate::ops::softmax::softmax(&x2, 1, true)?;
+            return nll_rows(&logp, &spec, w_t.as_ref(), &out);
+        }
+        // CPU: the fused one-pass op (half types computed in float32, as torch's opmath).
+        let wide = if matches!(x2.dtype(), DType::F32 | DType::F64) { x2 } else { x2.to_dtype(DType::F32)? };
+        let y = wide.contiguous()?.apply_op1(CrossEntropy(spec.clone()))?.to_dtype(x.dtype())?;
+        if reduction == Reduction::None {
+            y.reshape(out.as_slice())
+        } else {
+            Ok(y)
+        }
+    })?;
+    Ok(PyTensor::wrap_dt(y, dt))
+}
+
+/// `_core._nll_loss(input, target, weight, ignore_index, reduction)`: `F.nll_loss` from
+/// log-probabilities (N, C, d1, ...) or (C,) and class indices.
+#[pyfunction]
+#[pyo3(signature = (input, target, weight, ignore_index, reduction))]
+fn _nll_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyTensor>,
+    weight: Option<&Bound<'_, PyTensor>>,
+    ignore_index: i64,
+    reduction: &str,
+) -> PyResult<PyTensor> {
+    const OP: &str = "nll_loss";
+    let (x, dt) = input.get().t_dt();
+    if !dt.is_float() {
+        return Err(dtype_err(OP, format!("expected floating point log-probabilities, got {}", dt.name())));
+    }
+    let reduction = reduction_of(OP, reduction)?;
+    let (rows, c, out) = rows_of(OP, &x)?;
+    let weight = class_weight(OP, weight, c)?;
+    let targets = class_targets(OP, x.dims(), target.get(), rows, c, ignore_index)?;
+    let (w_t, w_host) = weight.map_or((None, None), |(t, h)| (Some(t), Some(h)));
+    let spec = Spec { n: rows, c, target: targets, weight: w_host, reduction, smoothing: 0.0 };
+    let y = detach_op(py, OP, || class_rows(&x).and_then(|x2| nll_rows(&x2, &spec, w_t.as_ref(), &out)))?;
+    Ok(PyTensor::wrap_dt(y, dt))
+}
+
+/// `_core._point_loss(op, input, target, reduction, weight=None, pos_weight=None, beta=1.0,
+/// log_target=False)`: the elementwise losses of `layers::loss_elementwise` — `op` is
+/// mse_loss, l1_loss, smooth_l1_loss (beta), binary_cross_entropy,
+/// binary_cross_entropy_with_logits (pos_weight) or kl_div (log_target; reduction
+/// may be "batchmean"). `weight` rescales each element's loss.
+#[pyfunction]
+#[pyo3(signature = (op, input, target, reduction, weight=None, pos_weight=None, beta=1.0, log_target=false))]
+#[allow(clippy::too_many_arguments)]
+fn _point_loss(
+    py: Python<'_>,
+    op: &str,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyTensor>,
+    reduction: &str,
+    weight: Option<&Bound<'_, PyTensor>>,
+    pos_weight: Option<&Bound<'_, PyTensor>>,
+    beta: f64,
+    log_target: bool,
+) -> PyResult<PyTensor> {
+    use crate::layers::loss_elementwise::{point_loss, PointLoss, Reduce};
+    let kind = match op {
+        "mse_loss" => PointLoss::Mse,
+        "l1_loss" => PointLoss::L1,
+        "smooth_l1_loss" if beta < 0.0 => return Err(value_err(op, format!("beta must be non-negative, got {beta}"))),
+        "smooth_l1_loss" => PointLoss::SmoothL1 { beta },
+        "binary_cross_entropy" => PointLoss::Bce,
+        "binary_cross_entropy_with_logits" => PointLoss::BceWithLogits,
+        "kl_div" => PointLoss::KlDiv { log_target },
+        _ => return Err(value_err("_point_loss", format!("unknown loss {op:?}"))),
+    };
+    let op = kind.name();
+    let reduce = match (reduction, kind) {
+        ("none", _) => Reduce::None,
+        ("sum", _) => Reduce::Sum,
+        ("mean", _) => Reduce::Mean,
+        ("batchmean", PointLoss::KlDiv { .. }) => Reduce::BatchMean,
+        _ => return Err(value_err(op, format!("reduction must be 'mean', 'sum' or 'none', got '{reduction}'"))),
+    };
     let (x, dt) = input.get().t_dt();
     let t = target.get().t();
-    let reduction = match reduction {
-        "none" => Reduction::None,
-        "sum" => Reduction::Sum,
-        "mean" => Reduction::Mean,
-        _ => return Ok(None),
-    };
-    let plain = |v: &Tensor| v.device().is_cpu() && v.is_contiguous();
-    if x.rank() != 2 || !matches!(x.dtype(), DType::F32 | DType::F64) || !plain(&x) || t.rank() != 1 || !plain(&t) {
-        return Ok(None);
+    if !dt.is_float() {
+        return Err(dtype_err(op, format!("expected a floating point input, got {}", dt.name())));
     }
-    let (n, c) = (x.dims()[0], x.dims()[1]);
-    if t.dims()[0] != n || c == 0 || !(0.0..=1.0).contains(&label_smoothing) {
-        return Ok(None);
+    if t.dims() != x.dims() {
+        return Err(shape_err(op, format!("target size {} must be the same as input size {}", shape_str(t.dims()), shape_str(x.dims()))));
     }
-    if t.dtype().is_float() || target.get().is_bool {
-        return Ok(None);
-    }
-    let Ok(ti) = t.to_dtype(DType::I64).and_then(|t| t.to_vec1::<i64>()) else { return Ok(None) };
-    let mut tg = Vec::with_capacity(n);
-    for &v in &ti {
-        if v == ignore_index {
-            tg.push(None);
-        } else if v < 0 || v as usize >= c {
-            return Ok(None);
-        } else {
-            tg.push(Some(v as usize));
-        }
-    }
-    let weight = match weight {
-        None => None,
-        Some(w) => {
-            let w = w.get().t();
-            if w.dims() != [c] || w.dtype() != x.dtype() || !w.device().is_cpu() {
-                return Ok(None);
-            }
-            match w.to_dtype(DType::F64).and_then(|w| w.to_vec1::<f64>()) {
-                Ok(v) => Some(v),
-                Err(_) => return Ok(None),
-            }
-        }
-    };
-    let spec = Arc::new(Spec { n, c, target: tg, weight, reduction, smoothing: label_smoothing });
-    let y = crate::bindings::errors::detach(py, "cross_entropy", || {
-        use crate::bindings::errors::OpResult;
-        x.apply_op1(CrossEntropy(spec)).op("cross_entropy")
-    })?;
-    Ok(Some(PyTensor::wrap_dt(y, dt)))
+    let (w, pw) = (weight.map(|w| w.get().t()), pos_weight.map(|w| w.get().t()));
+    crate::bindings::errors::same_device(op, [&x, &t].into_iter().chain(w.as_ref()).chain(pw.as_ref()))?;
+    let y = detach_op(py, op, || point_loss(kind, &x, &t, w.as_ref(), pw.as_ref(), reduce))?;
+    Ok(PyTensor::wrap_dt(y, dt))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_point_loss, m)?)?;
     m.add_function(wrap_pyfunction!(_cross_entropy, m)?)?;
+    m.add_function(wrap_pyfunction!(_nll_loss, m)?)?;
     Ok(())
 }

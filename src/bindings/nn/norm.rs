@@ -1,7 +1,8 @@
 //! Python entry points of `layers::norm`: argument checks, GIL release, errors.
-use crate::bindings::errors::shape_err;
+use crate::bindings::errors::{shape_err, shape_str};
 use crate::bindings::tensor::PyTensor;
-use crate::layers::norm::{batch_norm, layer_norm};
+use crate::layers::norm::{batch_norm, group_norm, layer_norm, rms_norm};
+use candle_core::DType;
 use pyo3::prelude::*;
 
 /// `_layer_norm(x, weight, bias, d, eps)`: normalize over the last `d` elements.
@@ -54,7 +55,78 @@ fn _batch_norm(
     Ok(PyTensor::wrap_dt(out, dt))
 }
 
+/// `_group_norm(x, num_groups, weight=None, bias=None, eps=1e-5)` over (N, C, ...).
+#[pyfunction]
+#[pyo3(signature = (x, num_groups, weight=None, bias=None, eps=1e-5))]
+fn _group_norm(
+    py: Python<'_>,
+    x: &Bound<'_, PyTensor>,
+    num_groups: i64,
+    weight: Option<&Bound<'_, PyTensor>>,
+    bias: Option<&Bound<'_, PyTensor>>,
+    eps: f64,
+) -> PyResult<PyTensor> {
+    const OP: &str = "group_norm";
+    let (xt, dt) = x.get().t_dt();
+    if !dt.is_float() {
+        return Err(crate::bindings::errors::dtype_err(OP, format!("expected a floating point input, got {}", dt.name())));
+    }
+    if xt.rank() < 2 {
+        return Err(shape_err(OP, format!("expected an input of at least 2 dims (N, C, ...), got {}", shape_str(xt.dims()))));
+    }
+    let c = xt.dims()[1];
+    if num_groups <= 0 || c % num_groups as usize != 0 {
+        return Err(shape_err(OP, format!("num_channels ({c}) must be divisible by num_groups ({num_groups})")));
+    }
+    let (w, b) = (weight.map(|w| w.get().t()), bias.map(|b| b.get().t()));
+    for (name, t) in [("weight", &w), ("bias", &b)] {
+        if let Some(t) = t {
+            if t.elem_count() != c {
+                return Err(shape_err(
+                    OP,
+                    format!("expected {name} of {c} elements for input {}, got {}", shape_str(xt.dims()), shape_str(t.dims())),
+                ));
+            }
+        }
+    }
+    let out = crate::bindings::errors::detach_op(py, OP, || group_norm(&xt, num_groups as usize, w.as_ref(), b.as_ref(), eps))?;
+    Ok(PyTensor::wrap_dt(out, dt))
+}
+
+/// `_rms_norm(x, d, weight=None, eps=None)`: over the last `d` elements; `eps` defaults
+/// to the machine epsilon of the input's dtype (as PyTorch).
+#[pyfunction]
+#[pyo3(signature = (x, d, weight=None, eps=None))]
+fn _rms_norm(
+    py: Python<'_>,
+    x: &Bound<'_, PyTensor>,
+    d: usize,
+    weight: Option<&Bound<'_, PyTensor>>,
+    eps: Option<f64>,
+) -> PyResult<PyTensor> {
+    const OP: &str = "rms_norm";
+    let (xt, dt) = x.get().t_dt();
+    if !dt.is_float() {
+        return Err(crate::bindings::errors::dtype_err(OP, format!("expected a floating point input, got {}", dt.name())));
+    }
+    let w = weight.map(|w| w.get().t());
+    if (d == 0 && xt.elem_count() > 0) || (d > 0 && xt.elem_count() % d != 0) || w.as_ref().is_some_and(|w| w.elem_count() != d) {
+        let ws = w.as_ref().map_or(String::new(), |w| format!(" and weight {}", shape_str(w.dims())));
+        return Err(shape_err(OP, format!("the last {d} elements of input {}{ws} do not fit", shape_str(xt.dims()))));
+    }
+    let eps = eps.unwrap_or(match xt.dtype() {
+        DType::F16 => 0.000_976_562_5,
+        DType::BF16 => 0.007_812_5,
+        DType::F32 => f64::from(f32::EPSILON),
+        _ => f64::EPSILON,
+    });
+    let out = crate::bindings::errors::detach_op(py, OP, || rms_norm(&xt, d, w.as_ref(), eps))?;
+    Ok(PyTensor::wrap_dt(out, dt))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_group_norm, m)?)?;
+    m.add_function(wrap_pyfunction!(_rms_norm, m)?)?;
     m.add_function(wrap_pyfunction!(_layer_norm, m)?)?;
     m.add_function(wrap_pyfunction!(_batch_norm, m)?)?;
     Ok(())

@@ -4,18 +4,20 @@ use crate::bindings::errors::{labelled_dtype_err, labelled_shape_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
 use crate::layers::pooling::*;
-use candle_core::{Result, Tensor};
+use candle_core::{Device, Result, Tensor};
 use pyo3::prelude::*;
 use std::sync::{Arc, OnceLock};
 
 /// The input as (planes, D, H, W) plus its original dims, after rank/dtype checks.
-fn prepare(input: &Bound<'_, PyTensor>, nd: usize, op: &str) -> PyResult<(Tensor, Vec<usize>, DT)> {
+/// The input on the CPU, its dims and dtype, and the device the result goes back to.
+fn prepare(input: &Bound<'_, PyTensor>, nd: usize, op: &str) -> PyResult<(Tensor, Vec<usize>, DT, Device)> {
     let x = input.get();
     let dt = x.dt();
     if !matches!(dt, DT::F32 | DT::F64) {
         return Err(labelled_dtype_err(op, format!("expected a float32 or float64 input, got {}", dt.name())));
     }
-    let t = x.t();
+    let mut t = x.t();
+    let home = super::on_cpu(op, &mut [&mut t])?;
     let dims = t.dims().to_vec();
     if dims.len() != nd + 1 && dims.len() != nd + 2 {
         return Err(labelled_shape_err(op, format!("expected a {}-d or {}-d input, got shape {dims:?}", nd + 1, nd + 2)));
@@ -23,7 +25,7 @@ fn prepare(input: &Bound<'_, PyTensor>, nd: usize, op: &str) -> PyResult<(Tensor
     if dims[dims.len() - nd..].contains(&0) {
         return Err(labelled_shape_err(op, format!("expected non-empty spatial dims, got shape {dims:?}")));
     }
-    Ok((t, dims, dt))
+    Ok((t, dims, dt, home))
 }
 
 fn planes(dims: &[usize], nd: usize) -> usize {
@@ -42,10 +44,10 @@ fn pool_out(n_in: usize, k: usize, s: usize, p: usize, d: usize, ceil: bool) -> 
 }
 
 /// Run a pooling op on (planes, D, H, W) and reshape back to the input's leading dims.
-fn finish(y: Tensor, dims: &[usize], nd: usize, outs: [usize; 3], op: &str) -> PyResult<Tensor> {
+fn finish(y: Tensor, dims: &[usize], nd: usize, outs: [usize; 3], home: &Device, op: &str) -> PyResult<Tensor> {
     let mut shape = dims[..dims.len() - nd].to_vec();
     shape.extend_from_slice(&outs[3 - nd..]);
-    y.reshape(shape).op(op)
+    y.reshape(shape).and_then(|y| y.to_device(home)).op(op)
 }
 
 /// Per-axis (kernel, stride, padding, dilation, output size).
@@ -124,7 +126,7 @@ fn _max_pool<'py>(
     if !(1..=3).contains(&nd) {
         return Err(labelled_shape_err(op, format!("kernel_size must have 1, 2 or 3 values, got {kernel_size:?}")));
     }
-    let (t, dims, dt) = prepare(input, nd, op)?;
+    let (t, dims, dt, home) = prepare(input, nd, op)?;
     let win = windows(&dims, nd, &kernel_size, &stride, &padding, &dilation, ceil_mode, op)?;
     let ins = &dims[dims.len() - nd..];
     let axes: Vec<Axis> = win
@@ -148,10 +150,10 @@ fn _max_pool<'py>(
     let outs = pad3(&win.iter().map(|w| w.4).collect::<Vec<_>>(), 1);
     let g = PoolGeom::new(planes(&dims, nd), pad3(&dims[dims.len() - nd..], 1), outs, axes3(axes), None);
     let (y, idx) = run_max(py, &t, g, return_indices, op)?;
-    let y = PyTensor::wrap_dt(finish(y, &dims, nd, outs, op)?, dt);
+    let y = PyTensor::wrap_dt(finish(y, &dims, nd, outs, &home, op)?, dt);
     match idx {
         Some(i) => {
-            let i = PyTensor::wrap_dt(finish(i, &dims, nd, outs, op)?, DT::I64);
+            let i = PyTensor::wrap_dt(finish(i, &dims, nd, outs, &home, op)?, DT::I64);
             Ok((y, i).into_pyobject(py)?.into_any())
         }
         None => Ok(Bound::new(py, y)?.into_any()),
@@ -181,7 +183,7 @@ fn _avg_pool(
     if divisor_override == Some(0) {
         return Err(labelled_shape_err(op, "divisor must be not zero"));
     }
-    let (t, dims, dt) = prepare(input, nd, op)?;
+    let (t, dims, dt, home) = prepare(input, nd, op)?;
     let ones = vec![1i64; nd];
     let win = windows(&dims, nd, &kernel_size, &stride, &padding, &ones, ceil_mode, op)?;
     let ins = &dims[dims.len() - nd..];
@@ -212,7 +214,7 @@ fn _avg_pool(
     ));
     let x = t.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2])).op(op)?;
     let y = crate::bindings::errors::detach(py, op, || x.contiguous().and_then(|x| x.apply_op1(AvgPool(g.clone()))).op(op))?;
-    Ok(PyTensor::wrap_dt(finish(y, &dims, nd, outs, op)?, dt))
+    Ok(PyTensor::wrap_dt(finish(y, &dims, nd, outs, &home, op)?, dt))
 }
 
 /// `_core._adaptive_pool(input, output_size, is_max, return_indices, op)`: PyTorch's
@@ -231,7 +233,7 @@ fn _adaptive_pool<'py>(
     if !(1..=3).contains(&nd) {
         return Err(labelled_shape_err(op, format!("output_size must have 1, 2 or 3 values, got {output_size:?}")));
     }
-    let (t, dims, dt) = prepare(input, nd, op)?;
+    let (t, dims, dt, home) = prepare(input, nd, op)?;
     let os = per_axis(&output_size, nd, "output_size", 1, op)?;
     let ins = &dims[dims.len() - nd..];
     let axes: Vec<Axis> = os
@@ -250,10 +252,10 @@ fn _adaptive_pool<'py>(
     let g = PoolGeom::new(planes(&dims, nd), pad3(&dims[dims.len() - nd..], 1), outs, axes3(axes), None);
     if is_max {
         let (y, idx) = run_max(py, &t, g, return_indices, op)?;
-        let y = PyTensor::wrap_dt(finish(y, &dims, nd, outs, op)?, dt);
+        let y = PyTensor::wrap_dt(finish(y, &dims, nd, outs, &home, op)?, dt);
         return match idx {
             Some(i) => {
-                let i = PyTensor::wrap_dt(finish(i, &dims, nd, outs, op)?, DT::I64);
+                let i = PyTensor::wrap_dt(finish(i, &dims, nd, outs, &home, op)?, DT::I64);
                 Ok((y, i).into_pyobject(py)?.into_any())
             }
             None => Ok(Bound::new(py, y)?.into_any()),
@@ -262,7 +264,7 @@ fn _adaptive_pool<'py>(
     let g = Arc::new(g);
     let x = t.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2])).op(op)?;
     let y = crate::bindings::errors::detach(py, op, || x.contiguous().and_then(|x| x.apply_op1(AvgPool(g.clone()))).op(op))?;
-    Ok(Bound::new(py, PyTensor::wrap_dt(finish(y, &dims, nd, outs, op)?, dt))?.into_any())
+    Ok(Bound::new(py, PyTensor::wrap_dt(finish(y, &dims, nd, outs, &home, op)?, dt))?.into_any())
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -193,3 +193,42 @@ pub(crate) fn batch_norm(x: &Tensor, w: &Tensor, b: &Tensor, mean: &Tensor, var:
     let op = BatchNorm { c, s, mean, rstd, batch_stats };
     x.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, op)
 }
+
+/// Group norm over (N, C, ...): the C / G channels of each group of each sample are
+/// normalized together — the layer-norm op on rows of (N * G, C / G * spatial) —
+/// then scaled and shifted per channel by `w` and `b` (C each).
+pub(crate) fn group_norm(x: &Tensor, groups: usize, w: Option<&Tensor>, b: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+    let dims = x.dims().to_vec();
+    let c = dims[1];
+    let mut y = if x.elem_count() == 0 {
+        x.clone()
+    } else {
+        let d = x.elem_count() / (dims[0] * groups);
+        let (ones, zeros) = (Tensor::ones(d, x.dtype(), x.device())?, Tensor::zeros(d, x.dtype(), x.device())?);
+        layer_norm(&x.reshape(((), d))?, &ones, &zeros, d, eps)?.reshape(dims.as_slice())?
+    };
+    let mut shape = vec![1; dims.len()];
+    shape[1] = c;
+    if let Some(w) = w {
+        y = y.broadcast_mul(&w.to_dtype(x.dtype())?.reshape(shape.as_slice())?)?;
+    }
+    if let Some(b) = b {
+        y = y.broadcast_add(&b.to_dtype(x.dtype())?.reshape(shape.as_slice())?)?;
+    }
+    Ok(y)
+}
+
+/// RMS norm over rows of the last `d` elements: `x / sqrt(mean(x^2) + eps)`, then
+/// scaled by `w` (`d` elements) — PyTorch's composite formula, in the input dtype.
+pub(crate) fn rms_norm(x: &Tensor, d: usize, w: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+    if x.elem_count() == 0 {
+        return Ok(x.clone());
+    }
+    let rows = x.reshape(((), d))?;
+    let inv = rows.sqr()?.mean_keepdim(1)?.affine(1.0, eps)?.sqrt()?.recip()?;
+    let mut y = rows.broadcast_mul(&inv)?;
+    if let Some(w) = w {
+        y = y.broadcast_mul(&w.to_dtype(x.dtype())?.reshape((1, d))?)?;
+    }
+    y.reshape(x.shape())
+}

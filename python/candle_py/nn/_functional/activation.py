@@ -1,34 +1,42 @@
-"""Activation functions, softmax and log_softmax, snake."""
+"""Activation functions, softmax and log_softmax, snake. Each calls one core op
+(`_core._activation` for the parameterized family) with its own backward."""
 
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
 
 from ... import _core
 from ..._core import Tensor
 
 
+def _result(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
+    """`out`, or with `inplace=True` `input` overwritten with it (PyTorch's in-place
+    forms: the same tensor object comes back, and autograd records the write)."""
+    if not inplace:
+        return out
+    return input.copy_(out)
+
+
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
-    """`max(input, 0)`, elementwise. `inplace` is accepted for PyTorch compatibility; the result is always a new tensor."""
-    return input.relu()
+    """`max(input, 0)`, elementwise; `inplace=True` writes the result into `input`."""
+    return _result(input, input.relu(), inplace)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """`min(max(input, 0), 6)`, elementwise."""
-    return hardtanh(input, 0.0, 6.0)
+    return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
     """Clamp `input` to `[min_val, max_val]` (default `[-1, 1]`)."""
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
-    return input.clamp(min_val, max_val)
+    return _result(input, input.clamp(min_val, max_val), inplace)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """`input` where positive, `negative_slope * input` elsewhere."""
-    return _core.where(input > 0, input, input * negative_slope)
+    return _result(input, _core._activation(input, "leaky_relu", negative_slope=float(negative_slope)), inplace)
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
@@ -45,24 +53,23 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     training, the fixed slope (lower + upper) / 2 in evaluation."""
     if training:
         slope = _core.rand_like(input) * (upper - lower) + lower
-        return _core.where(input >= 0, input, input * slope)
-    return _core.where(input >= 0, input, input * ((lower + upper) / 2))
+        return _result(input, _core.where(input >= 0, input, input * slope), inplace)
+    return _result(input, _core.where(input >= 0, input, input * ((lower + upper) / 2)), inplace)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """`input` where positive, `alpha * (exp(input) - 1)` elsewhere."""
-    return _core.where(input > 0, input, (input.clamp(max=0.0).exp() - 1) * alpha)
+    return _result(input, _core._activation(input, "elu", alpha=float(alpha)), inplace)
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """Scaled ELU with the fixed constants of self-normalizing networks (`scale * elu(input, alpha)`)."""
-    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-    return elu(input, alpha) * scale
+    return _result(input, _core._activation(input, "selu"), inplace)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """`input` where positive, `alpha * (exp(input / alpha) - 1)` elsewhere."""
-    return _core.where(input > 0, input, ((input.clamp(max=0.0) / alpha).exp() - 1) * alpha)
+    return _result(input, _core._activation(input, "celu", alpha=float(alpha)), inplace)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -71,14 +78,13 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate == "none":
         return input._gelu()
     if approximate == "tanh":
-        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return input * 0.5 * (inner.tanh() + 1.0)
+        return _core._activation(input, "gelu_tanh")
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """`input * sigmoid(input)` (swish)."""
-    return input * input.sigmoid()
+    return _result(input, _core._activation(input, "silu"), inplace)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -86,14 +92,12 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     exceeds `threshold` the result is `input` itself."""
     if not isinstance(beta, (int, float)) or not isinstance(threshold, (int, float)):
         raise TypeError(f"softplus(): beta and threshold must be numbers, got {type(beta).__name__} and {type(threshold).__name__}")
-    scaled = input * beta
-    soft = (scaled.clamp(max=threshold)).exp().log1p() / beta
-    return _core.where(scaled > threshold, input, soft)
+    return _core._activation(input, "softplus", beta=float(beta), threshold=float(threshold))
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """`input * tanh(softplus(input))`."""
-    return input * softplus(input).tanh()
+    return _result(input, _core._activation(input, "mish"), inplace)
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -108,12 +112,12 @@ def tanh(input: Tensor) -> Tensor:
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """Piecewise-linear sigmoid: `clamp(input + 3, 0, 6) / 6`."""
-    return (input + 3.0).clamp(0.0, 6.0) / 6.0
+    return _result(input, _core._activation(input, "hardsigmoid"), inplace)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """`input * clamp(input + 3, 0, 6) / 6`."""
-    return input * (input + 3.0).clamp(0.0, 6.0) / 6.0
+    return _result(input, _core._activation(input, "hardswish"), inplace)
 
 
 def softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3, dtype: Optional[Any] = None) -> Tensor:

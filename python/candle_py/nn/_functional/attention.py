@@ -7,7 +7,6 @@ from typing import Any, Optional, Tuple
 
 from ... import _core
 from ..._core import ShapeError, Tensor
-from .._devices import sdpa_math
 from .common import _check_tensor
 from .linear import dropout, linear
 from .vision import pad
@@ -25,8 +24,9 @@ def scaled_dot_product_attention(
 ) -> Tensor:
     """`softmax(Q K^T * scale + mask) V` over (..., L, D) x (..., S, D) x (..., S, Dv), as PyTorch.
 
-    A fused CPU kernel (online softmax over key blocks, never the L x S matrix),
-    differentiable in query, key and value. `attn_mask` is boolean (True takes
+    One Rust op: a fused CPU kernel (online softmax over key blocks, never the
+    L x S matrix), PyTorch's math backend from device ops elsewhere; differentiable
+    in query, key and value. `attn_mask` is boolean (True takes
     part) or additive float, broadcast to (..., L, S); `is_causal` is the top-left
     aligned lower-triangular mask; `enable_gqa` lets Hq be a multiple of the kv heads.
     Rows with every key masked give zeros (as torch's CPU kernel).
@@ -38,14 +38,8 @@ def scaled_dot_product_attention(
         _check_tensor(attn_mask, f"{op} (attn_mask)")
     if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)):
         raise TypeError(f"{op}: dropout_p must be a float, got {type(dropout_p).__name__}")
-    if not 0.0 <= float(dropout_p) <= 1.0:
-        raise ValueError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
         raise TypeError(f"{op}: scale must be a float or None, got {type(scale).__name__}")
-    if is_causal and attn_mask is not None:
-        raise ValueError(f"{op}: attn_mask must not be given together with is_causal=True (got attn_mask of shape {list(attn_mask.shape)})")
-    if query.device.type != "cpu":  # the fused kernel is CPU code; PyTorch's math path elsewhere
-        return sdpa_math(query, key, value, attn_mask, float(dropout_p), bool(is_causal), scale, bool(enable_gqa))
     return _core._sdpa(
         query, key, value, attn_mask, float(dropout_p), bool(is_causal), None if scale is None else float(scale), bool(enable_gqa)
     )

@@ -6,7 +6,6 @@ from typing import Any, Optional
 
 from ... import _core
 from ..._core import ShapeError, Tensor
-from .._devices import on_cpu
 from .common import _check_tensor
 
 
@@ -53,7 +52,7 @@ def _conv_nd(
             raise ValueError(f"{op} padding must be 'same', 'valid', an int or a tuple, got {padding!r}")
     else:
         lo = hi = _tuple_n(padding, n, op, "padding")
-    out = on_cpu(_core._conv, op, x, weight, bias, list(stride), list(lo), list(hi), list(dilation), int(groups), False, [0] * n, op)
+    out = _core._conv(x, weight, bias, list(stride), list(lo), list(hi), list(dilation), int(groups), False, [0] * n, op)
     return out.squeeze(0) if unbatched else out
 
 
@@ -72,9 +71,7 @@ def _conv_transpose_nd(
     unbatched = _conv_rank(input, weight, n, op)
     x = input.unsqueeze(0) if unbatched else input
     p = _tuple_n(padding, n, op, "padding")
-    out = on_cpu(
-        _core._conv,
-        op,
+    out = _core._conv(
         x,
         weight,
         bias,
@@ -175,7 +172,7 @@ def _max_pool_nd(
 ) -> Any:
     k, s, p = _pool_args(input, kernel_size, stride, padding, n, op)
     d = _tuple_n(dilation, n, op, "dilation")
-    return on_cpu(_core._max_pool, op, input, list(k), list(s), list(p), list(d), bool(ceil_mode), bool(return_indices), op)
+    return _core._max_pool(input, list(k), list(s), list(p), list(d), bool(ceil_mode), bool(return_indices), op)
 
 
 def max_pool1d(
@@ -234,9 +231,7 @@ def _avg_pool_nd(
     op: str,
 ) -> Tensor:
     k, s, p = _pool_args(input, kernel_size, stride, padding, n, op)
-    return on_cpu(
-        _core._avg_pool,
-        op,
+    return _core._avg_pool(
         input,
         list(k),
         list(s),
@@ -298,9 +293,7 @@ def _adaptive_size(input: Tensor, output_size: Any, n: int, op: str) -> list:
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     """Mean pooling whose windows are chosen so that the last dim becomes `output_size`."""
-    return on_cpu(
-        _core._adaptive_pool,
-        "adaptive_avg_pool1d:",
+    return _core._adaptive_pool(
         input,
         _adaptive_size(input, output_size, 1, "adaptive_avg_pool1d:"),
         False,
@@ -312,9 +305,7 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Mean pooling whose windows are chosen so that the last two dims become
     `output_size` (an int, or a pair whose None entries keep the input size)."""
-    return on_cpu(
-        _core._adaptive_pool,
-        "adaptive_avg_pool2d:",
+    return _core._adaptive_pool(
         input,
         _adaptive_size(input, output_size, 2, "adaptive_avg_pool2d:"),
         False,
@@ -325,9 +316,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
 
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     """Mean pooling whose windows are chosen so that the last three dims become `output_size`."""
-    return on_cpu(
-        _core._adaptive_pool,
-        "adaptive_avg_pool3d:",
+    return _core._adaptive_pool(
         input,
         _adaptive_size(input, output_size, 3, "adaptive_avg_pool3d:"),
         False,
@@ -339,9 +328,7 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling whose windows are chosen so that the last dim becomes
     `output_size`; `return_indices` also returns the positions of the maxima."""
-    return on_cpu(
-        _core._adaptive_pool,
-        "adaptive_max_pool1d:",
+    return _core._adaptive_pool(
         input,
         _adaptive_size(input, output_size, 1, "adaptive_max_pool1d:"),
         True,
@@ -353,9 +340,7 @@ def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = 
 def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling whose windows are chosen so that the last two dims become
     `output_size`; `return_indices` also returns the positions of the maxima."""
-    return on_cpu(
-        _core._adaptive_pool,
-        "adaptive_max_pool2d:",
+    return _core._adaptive_pool(
         input,
         _adaptive_size(input, output_size, 2, "adaptive_max_pool2d:"),
         True,
@@ -367,9 +352,7 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
 def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling whose windows are chosen so that the last three dims become
     `output_size`; `return_indices` also returns the positions of the maxima."""
-    return on_cpu(
-        _core._adaptive_pool,
-        "adaptive_max_pool3d:",
+    return _core._adaptive_pool(
         input,
         _adaptive_size(input, output_size, 3, "adaptive_max_pool3d:"),
         True,

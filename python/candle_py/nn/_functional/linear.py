@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
+
 from ... import _core
 from ..._core import ShapeError, Tensor
-from .common import _check_tensor
+from ...autograd import no_grad as _no_grad
 
 
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """`input @ weight.T + bias`."""
-    _check_tensor(input, "linear")
     # One fused GEMM (bias folded into the output's initial value, batch dims
     # folded into rows); shape/dtype errors name both operands.
     return _core._linear(input, weight, bias)
@@ -55,19 +56,46 @@ def embedding(
     sparse: bool = False,
 ) -> Tensor:
     """Rows of `weight` picked by the integer tensor `input`: the result has shape
-    `(*input.shape, embedding_dim)`. The other arguments are accepted for
-    PyTorch compatibility."""
+    `(*input.shape, embedding_dim)`. As PyTorch: rows looked up at `padding_idx` get
+    no gradient; with `max_norm`, the looked-up rows whose `norm_type`-norm exceeds it
+    are rescaled in `weight` (in place) to that norm first; `scale_grad_by_freq`
+    divides each row's gradient by how often it occurs in `input`. `sparse` asks
+    PyTorch for a sparse gradient; ours is dense, with the same values."""
     if input.dtype.is_floating_point or input.dtype == _core.bool:
         raise TypeError(
             f"embedding: indices must be an integer tensor (int64 or int32), got {input.dtype} of shape "
             f"{list(input.shape)}; convert with .long()"
         )
     idx = input.reshape(-1)
+    if max_norm is not None:
+        _renorm_rows(weight, idx, float(max_norm), float(norm_type))
     try:
         out = weight.index_select(0, idx)
     except IndexError as e:  # name the layer's op and shapes, not index_select
         raise IndexError(f"embedding: {str(e).split(': ', 1)[-1]} (weight {list(weight.shape)}, input {list(input.shape)})") from None
+    if padding_idx is not None or scale_grad_by_freq:
+        # The value stays `out`; only the gradient is rescaled per looked-up row:
+        # out * s + out.detach() * (1 - s) has the value out and the gradient s.
+        scale = _core.ones(idx.shape[0], dtype=out.dtype, device=out.device)
+        if scale_grad_by_freq:
+            _, inverse, counts = np.unique(np.asarray(idx), return_inverse=True, return_counts=True)
+            scale = _core.from_numpy((1.0 / counts[inverse]).astype(np.float64)).to(out.dtype).to(out.device)
+        if padding_idx is not None:
+            scale = _core.where(idx == padding_idx % weight.shape[0], 0.0, scale).to(out.dtype)
+        s = scale.unsqueeze(1)
+        out = out * s + out.detach() * (1 - s)
     return out.reshape(*tuple(input.shape), weight.shape[1])
+
+
+def _renorm_rows(weight: Tensor, idx: Tensor, max_norm: float, norm_type: float) -> None:
+    """PyTorch's `embedding_renorm_`: the rows of `weight` at `idx` whose norm exceeds
+    `max_norm` are scaled to `max_norm / (norm + 1e-7)`, in place, outside autograd."""
+    rows = _core.from_numpy(np.unique(np.asarray(idx)).astype(np.int64)).to(weight.device)
+    with _no_grad():
+        picked = weight.index_select(0, rows)
+        norms = picked.norm(norm_type, 1, keepdim=True)
+        scale = _core.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).to(weight.dtype)
+        weight[rows] = picked * scale
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:

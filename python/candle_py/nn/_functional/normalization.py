@@ -35,31 +35,16 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[Te
     """Divide by the root mean square over the trailing `normalized_shape` dims
     (plus `eps`; default the dtype's machine epsilon), then scale by `weight`."""
     shape = tuple(normalized_shape) if not isinstance(normalized_shape, int) else (normalized_shape,)
-    dims = tuple(range(input.ndim - len(shape), input.ndim))
-    if eps is None:
-        eps = 1.1920928955078125e-07 if input.dtype == _core.float32 else 2.220446049250313e-16
-    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
-    return out * weight if weight is not None else out
+    if tuple(input.shape[input.ndim - len(shape) :]) != shape:
+        raise ShapeError(f"rms_norm: expected input with shape [*, {', '.join(map(str, shape))}], got {list(input.shape)}")
+    return _core._rms_norm(input, math.prod(shape), weight, None if eps is None else float(eps))
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
     """Split the channels (dim 1) into `num_groups` groups, normalize each group of
     each sample to zero mean and unit variance, then apply the per-channel
-    `weight` and `bias`."""
-    n, c = input.shape[0], input.shape[1]
-    if c % num_groups != 0:
-        raise ShapeError(f"group_norm: num_channels ({c}) must be divisible by num_groups ({num_groups})")
-    x = input.reshape(n, num_groups, -1)
-    mean = x.mean(-1, keepdim=True)
-    centered = x - mean
-    var = (centered * centered).mean(-1, keepdim=True)
-    out = (centered * (var + eps).rsqrt()).reshape(tuple(input.shape))
-    shape = [1, c] + [1] * (input.ndim - 2)
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    `weight` and `bias` (the layer-norm kernel on each group)."""
+    return _core._group_norm(input, int(num_groups), weight, bias, float(eps))
 
 
 def batch_norm(

@@ -1,0 +1,326 @@
+//! The elementwise activations beyond ReLU and exact GELU — SiLU, Mish, the ELU
+//! family (ELU, SELU, CELU), softplus, hard sigmoid / hard swish, leaky ReLU and
+//! tanh-approximated GELU — each one op with its own derivative, in PyTorch's
+//! formulas (`aten/src/ATen/native/cpu/Activation.cpp`).
+//!
+//! On the CPU for float32/float64 an op is one parallel pass forward and one
+//! backward; other dtypes and devices run the same formula from Candle's
+//! differentiable ops.
+use crate::ops::float::Float;
+use crate::ops::parallel::{map, zip_map};
+use crate::ops::storage::{data, float_dispatch};
+use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};
+
+/// An activation and its parameters.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Act {
+    Silu,
+    Mish,
+    Hardsigmoid,
+    Hardswish,
+    /// `x > 0 ? scale * x : scale * alpha * expm1(input_scale * x)`: ELU
+    /// (scale 1, input_scale 1), SELU (fixed alpha and scale), CELU (input_scale 1 / alpha).
+    /// `grad_scale` is the input scale the derivative uses (PyTorch's CELU backward
+    /// uses 1 / alpha with alpha rounded to float32).
+    Elu {
+        alpha: f64,
+        scale: f64,
+        input_scale: f64,
+        grad_scale: f64,
+    },
+    /// `beta * x > threshold ? x : log1p(exp(beta * x)) / beta`.
+    Softplus {
+        beta: f64,
+        threshold: f64,
+    },
+    LeakyRelu {
+        slope: f64,
+    },
+    /// `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))`.
+    GeluTanh,
+}
+
+/// SELU's constants (Klambauer et al.), as PyTorch.
+pub(crate) const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;
+pub(crate) const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
+const K_BETA: f64 = 0.797_884_560_802_865_4; // sqrt(2 / pi)
+const K_KAPPA: f64 = 0.044715;
+
+/// PyTorch's CPU kernels differ by dtype at NaN for some derivatives (float32 takes
+/// the "positive" branch, float64 returns NaN); we follow each.
+#[inline(always)]
+fn nan_grad<T: Float>(g: T) -> T {
+    if std::mem::size_of::<T>() == 8 {
+        T::of(f64::NAN)
+    } else {
+        g
+    }
+}
+
+#[inline(always)]
+fn sigmoid<T: Float>(x: T) -> T {
+    T::ONE / (T::ONE + (-x).exp::<false>())
+}
+
+impl Act {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Act::Silu => "silu",
+            Act::Mish => "mish",
+            Act::Hardsigmoid => "hardsigmoid",
+            Act::Hardswish => "hardswish",
+            Act::Elu { .. } => "elu",
+            Act::Softplus { .. } => "softplus",
+            Act::LeakyRelu { .. } => "leaky_relu",
+            Act::GeluTanh => "gelu",
+        }
+    }
+
+    #[inline(always)]
+    fn f<T: Float>(self, x: T) -> T {
+        let (three, six) = (T::of(3.0), T::of(6.0));
+        match self {
+            Act::Silu => x / (T::ONE + (-x).exp::<false>()),
+            Act::Mish => T::of(x.f() * x.f().exp().ln_1p().tanh()),
+            // clamp(x + 3, 0, 6) / 6, NaN kept.
+            Act::Hardsigmoid => clamp06(x + three) / six,
+            Act::Hardswish => x * clamp06(x + three) / six,
+            Act::Elu { alpha, scale, input_scale, .. } => {
+                if x > T::ZERO {
+                    x * T::of(scale)
+                } else {
+                    T::of((x.f() * input_scale).exp_m1() * alpha * scale)
+                }
+            }
+            Act::Softplus { beta, threshold } => {
+                let z = x.f() * beta;
+                if z > threshold {
+                    x
+                } else {
+                    T::of(z.exp().ln_1p() / beta)
+                }
+            }
+            Act::LeakyRelu { slope } => {
+                if x > T::ZERO {
+                    x
+                } else {
+                    x * T::of(slope)
+                }
+            }
+            Act::GeluTanh => {
+                let v = x.f();
+                T::of(0.5 * v * (1.0 + (K_BETA * (v + K_KAPPA * v * v * v)).tanh()))
+            }
+        }
+    }
+
+    /// `g * f'(x)`.
+    #[inline(always)]
+    fn df<T: Float>(self, x: T, g: T) -> T {
+        let three = T::of(3.0);
+        match self {
+            Act::Silu => {
+                let s = sigmoid(x);
+                g * s * (T::ONE + x * (T::ONE - s))
+            }
+            Act::Mish => {
+                let v = x.f();
+                let (s, t) = (1.0 / (1.0 + (-v).exp()), v.exp().ln_1p().tanh());
+                g * T::of(t + v * s * (1.0 - t * t))
+            }
+            Act::Hardsigmoid => {
+                if x > -three && x < three {
+                    // PyTorch's constant is a float32 1/6, for float64 too.
+                    g * T::of(f64::from(1.0f32 / 6.0))
+                } else {
+                    T::ZERO
+                }
+            }
+            Act::Hardswish => {
+                if x.is_nan() {
+                    nan_grad(g)
+                } else if x < -three {
+                    T::ZERO
+                } else if x <= three {
+                    g * (x / three + T::of(0.5))
+                } else {
+                    g
+                }
+            }
+            Act::Elu { alpha, scale, grad_scale, .. } => {
+                if x.is_nan() {
+                    nan_grad(g * T::of(scale))
+                } else if x > T::ZERO {
+                    g * T::of(scale)
+                } else {
+                    g * T::of(alpha * scale * grad_scale * (x.f() * grad_scale).exp())
+                }
+            }
+            Act::Softplus { beta, threshold } => {
+                let z = x.f() * beta;
+                if z > threshold {
+                    g
+                } else {
+                    let e = z.exp();
+                    g * T::of(e / (e + 1.0))
+                }
+            }
+            Act::LeakyRelu { slope } => {
+                if x > T::ZERO {
+                    g
+                } else {
+                    g * T::of(slope)
+                }
+            }
+            Act::GeluTanh => {
+                // In the element type, as PyTorch: x^2 overflows float32 for |x| > ~1.8e19,
+                // and its derivative is then 0 * inf = NaN there too.
+                let (beta, kappa, half) = (T::of(K_BETA), T::of(K_KAPPA), T::of(0.5));
+                let x_sq = x * x;
+                let inner = beta * (x + kappa * x_sq * x);
+                let t = T::of(inner.f().tanh());
+                let left = half * x;
+                let left_derivative = half * (T::ONE + t);
+                let right_derivative = left * (T::ONE - t * t) * beta * (T::ONE + T::of(3.0) * kappa * x_sq);
+                g * (left_derivative + right_derivative)
+            }
+        }
+    }
+
+    /// The same function from Candle's differentiable ops: other devices and dtypes.
+    fn composed(self, x: &Tensor) -> Result<Tensor> {
+        let pos = || x.gt(0.0);
+        match self {
+            Act::Silu => x.mul(&candle_nn::ops::sigmoid(x)?),
+            Act::Mish => x.mul(&softplus_ops(x, 1.0, 20.0)?.tanh()?),
+            Act::Hardsigmoid => x.affine(1.0, 3.0)?.clamp(0.0, 6.0)?.affine(1.0 / 6.0, 0.0),
+            Act::Hardswish => x.mul(&x.affine(1.0, 3.0)?.clamp(0.0, 6.0)?)?.affine(1.0 / 6.0, 0.0),
+            Act::Elu { alpha, scale, input_scale, .. } => {
+                let neg = x.minimum(0.0)?.affine(input_scale, 0.0)?.exp()?.affine(alpha * scale, -alpha * scale)?;
+                pos()?.where_cond(&x.affine(scale, 0.0)?, &neg)
+            }
+            Act::Softplus { beta, threshold } => softplus_ops(x, beta, threshold),
+            Act::LeakyRelu { slope } => pos()?.where_cond(x, &x.affine(slope, 0.0)?),
+            Act::GeluTanh => x.gelu(),
+        }
+    }
+}
+
+#[inline(always)]
+fn clamp06<T: Float>(v: T) -> T {
+    if v < T::ZERO {
+        T::ZERO
+    } else if v > T::of(6.0) {
+        T::of(6.0)
+    } else {
+        v
+    }
+}
+
+fn softplus_ops(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> {
+    let z = x.affine(beta, 0.0)?;
+    let soft = z.minimum(threshold)?.exp()?.affine(1.0, 1.0)?.log()?.affine(1.0 / beta, 0.0)?;
+    z.gt(threshold)?.where_cond(x, &soft)
+}
+
+struct Fwd(Act);
+/// `(x, grad) -> grad * f'(x)`.
+struct Bwd(Act);
+
+macro_rules! per_variant {
+    // Match the activation once, outside the loop, so each loop is monomorphic.
+    ($act:expr, |$a:ident| $body:expr) => {
+        match $act {
+            $a @ Act::Silu => $body,
+            $a @ Act::Mish => $body,
+            $a @ Act::Hardsigmoid => $body,
+            $a @ Act::Hardswish => $body,
+            $a @ Act::Elu { .. } => $body,
+            $a @ Act::Softplus { .. } => $body,
+            $a @ Act::LeakyRelu { .. } => $body,
+            $a @ Act::GeluTanh => $body,
+        }
+    };
+}
+
+impl CustomOp1 for Fwd {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let act = self.0;
+        let out = float_dispatch!(s, l, act.name(), |v| per_variant!(act, |a| map(v, |x| a.f(x))));
+        Ok((out, l.shape().clone()))
+    }
+    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+        Ok(Some(arg.detach().apply_op2_no_bwd(&grad.contiguous()?, &Bwd(self.0))?))
+    }
+}
+
+impl CustomOp2 for Bwd {
+    fn name(&self) -> &'static str {
+        "activation_backward"
+    }
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
+        let (act, op) = (self.0, self.0.name());
+        let out = match (s1, s2) {
+            (CpuStorage::F32(x), CpuStorage::F32(g)) => {
+                let (x, g) = (data(x, l1, op)?, data(g, l2, op)?);
+                CpuStorage::F32(per_variant!(act, |a| zip_map(x, g, |x, g| a.df(x, g))))
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(g)) => {
+                let (x, g) = (data(x, l1, op)?, data(g, l2, op)?);
+                CpuStorage::F64(per_variant!(act, |a| zip_map(x, g, |x, g| a.df(x, g))))
+            }
+            _ => candle_core::bail!("{op}: expected float32 or float64 operands of one dtype"),
+        };
+        Ok((out, l1.shape().clone()))
+    }
+}
+
+/// `act(x)`, differentiable: the fused pass for float32/float64 CPU tensors, the
+/// Candle-ops formula elsewhere (half types computed in float32, as PyTorch's opmath).
+pub(crate) fn activation(x: &Tensor, act: Act) -> Result<Tensor> {
+    match (x.device().is_cpu(), x.dtype()) {
+        (true, DType::F32 | DType::F64) => x.contiguous()?.apply_op1(Fwd(act)),
+        (_, DType::F16 | DType::BF16) => act.composed(&x.to_dtype(DType::F32)?)?.to_dtype(x.dtype()),
+        _ => act.composed(x),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::{Device, Var};
+
+    /// The fused op and the Candle-ops formula agree in value and gradient, for every activation.
+    #[test]
+    fn fused_matches_composed() -> Result<()> {
+        let xs: Vec<f64> = (0..161).map(|i| (i as f64 - 80.0) / 8.0 + 0.013).collect();
+        let acts = [
+            Act::Silu,
+            Act::Mish,
+            Act::Hardsigmoid,
+            Act::Hardswish,
+            Act::Elu { alpha: 1.3, scale: 1.0, input_scale: 1.0, grad_scale: 1.0 },
+            Act::Elu { alpha: SELU_ALPHA, scale: SELU_SCALE, input_scale: 1.0, grad_scale: 1.0 },
+            Act::Elu { alpha: 0.7, scale: 1.0, input_scale: 1.0 / 0.7, grad_scale: 1.0 / 0.7 },
+            Act::Softplus { beta: 2.0, threshold: 5.0 },
+            Act::LeakyRelu { slope: 0.1 },
+            Act::GeluTanh,
+        ];
+        for act in acts {
+            let run = |fused: bool| -> Result<(Vec<f64>, Vec<f64>)> {
+                let x = Var::from_vec(xs.clone(), xs.len(), &Device::Cpu)?;
+                let y = if fused { x.as_tensor().apply_op1(Fwd(act))? } else { act.composed(x.as_tensor())? };
+                let grads = y.sum_all()?.backward()?;
+                Ok((y.to_vec1()?, grads.get(x.as_tensor()).expect("x takes part").to_vec1()?))
+            };
+            let (a, b) = (run(true)?, run(false)?);
+            for (i, (u, v)) in a.0.iter().zip(&b.0).chain(a.1.iter().zip(&b.1)).enumerate() {
+                assert!((u - v).abs() < 1e-9 * (1.0 + v.abs()), "{act:?} at {i}: {u} vs {v}");
+            }
+        }
+        Ok(())
+    }
+}
