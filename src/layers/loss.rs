@@ -1,5 +1,7 @@
 //! Cross-entropy from logits with class-index targets as one op with a one-pass
-//! backward (`_core._cross_entropy`). Built from tensor ops it is a dozen small ops
+//! backward (`_core._cross_entropy` on the CPU), and the same loss from tensor ops
+//! (`nll_rows`, `soft_target_loss`) for other devices and for `F.nll_loss`. Built
+//! from tensor ops it is a dozen small ops
 //! and graph nodes, which cost more than the layers of a small network; here it is
 //! one pass over the logits forward and one backward.
 //!

@@ -317,8 +317,10 @@ mod tests {
                 Ok((y.to_vec1()?, grads.get(x.as_tensor()).expect("x takes part").to_vec1()?))
             };
             let (a, b) = (run(true)?, run(false)?);
+            // 1e-7: the fused hard sigmoid's slope is PyTorch's float32 1/6 (exactly 1/6 in
+            // the composed form); everything else agrees to 1e-12.
             for (i, (u, v)) in a.0.iter().zip(&b.0).chain(a.1.iter().zip(&b.1)).enumerate() {
-                assert!((u - v).abs() < 1e-9 * (1.0 + v.abs()), "{act:?} at {i}: {u} vs {v}");
+                assert!((u - v).abs() < 1e-7 * (1.0 + v.abs()), "{act:?} at {i}: {u} vs {v}");
             }
         }
         Ok(())

@@ -7,9 +7,9 @@
 //! on CPU by default) operation by operation: Python-side scalars are computed in
 //! f64 and rounded once to the element type, as torch's CPU kernels do.
 //!
-//! The functions return False, touching nothing, when a tensor is not a contiguous
-//! float32/float64 CPU tensor of its parameter's shape and dtype or two of them share
-//! storage; the Python optimizer then takes its tensor-op path.
+//! The kernels write contiguous float32/float64 CPU storages in place (`plain`);
+//! the bindings hand them float copies of any other tensors and write those back
+//! (`bindings::optim`), so these are the only optimizer updates.
 use super::float::Float;
 use candle_core::{CpuStorage, DType, InplaceOp1, Layout, Result, Storage, Tensor};
 use rayon::prelude::*;

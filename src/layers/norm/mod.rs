@@ -1,4 +1,5 @@
-//! Layer norm and batch norm as fused Candle ops with hand-written backward.
+//! Layer norm and batch norm as fused Candle ops with hand-written backward; group
+//! norm through the layer-norm op, and RMS norm from Candle ops.
 //!
 //! Candle's fused layer_norm records no backward, and the same normalization
 //! written with broadcast ops spends most of its backward in Candle's
