@@ -101,10 +101,27 @@ pub(crate) fn select(dims: &[usize], entries: &[Entry]) -> Result<(Vec<usize>, V
             _ => None,
         })
         .collect();
+    // Trailing axes that read whole trailing source dims in order form one contiguous
+    // run per outer position (x[idx], x[mask]): offsets are pushed a run at a time.
+    let mut tail = 0;
+    for a in axes.iter().rev() {
+        match a {
+            Axis::Basic(i) => match &entries[*i] {
+                Entry::Range { dim, start: 0, step: 1, len } if *dim + tail + 1 == dims.len() && *len == dims[*dim] => tail += 1,
+                _ => break,
+            },
+            Axis::Block => break,
+        }
+    }
+    let outer = shape.len() - tail;
+    let run: usize = shape[outer..].iter().product();
     let total: usize = shape.iter().product();
     let mut out = Vec::with_capacity(total);
     let mut pos = vec![0usize; shape.len()];
-    for _ in 0..total {
+    for _ in 0..shape[..outer].iter().product::<usize>() {
+        if run == 0 {
+            break;
+        }
         let (mut off, mut ax) = (0usize, 0usize);
         for a in &axes {
             match a {
@@ -124,9 +141,9 @@ pub(crate) fn select(dims: &[usize], entries: &[Entry]) -> Result<(Vec<usize>, V
                 }
             }
         }
-        out.push(off);
-        // Odometer over the result shape.
-        for k in (0..shape.len()).rev() {
+        out.extend(off..off + run);
+        // Odometer over the outer part of the result shape.
+        for k in (0..outer).rev() {
             pos[k] += 1;
             if pos[k] < shape[k] {
                 break;
@@ -172,6 +189,10 @@ mod tests {
         // Shapes that do not broadcast.
         let e = select(&dims, &[adv(0, &[0, 1], &[2]), adv(1, &[0, 1, 2], &[3])]).unwrap_err();
         assert!(e.contains("[2], [3]"), "{e}");
+        // A tail that is not the whole trailing dim (a stepped slice) is walked per element.
+        let (o, s) = select(&dims, &[adv(0, &[1, 0], &[2]), all(1, 3), Entry::Range { dim: 2, start: 1, step: 2, len: 2 }]).unwrap();
+        assert_eq!(s, vec![2, 3, 2]);
+        assert_eq!(&o[..4], &[13, 15, 17, 19]);
         // Empty index arrays select nothing.
         let (o, s) = select(&dims, &[adv(0, &[], &[0])]).unwrap();
         assert_eq!((o.len(), s), (0, vec![0]));

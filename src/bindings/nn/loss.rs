@@ -72,6 +72,22 @@ fn rows_of(op: &str, x: &Tensor) -> PyResult<(usize, usize, Vec<usize>)> {
     }
 }
 
+/// The loss spec for class-index targets (checked) and the class weights as a tensor.
+fn index_spec(
+    op: &str,
+    x: &Tensor,
+    target: &PyTensor,
+    weight: Option<(Tensor, Vec<f64>)>,
+    ignore_index: i64,
+    reduction: Reduction,
+    smoothing: f64,
+) -> PyResult<(Spec, Option<Tensor>)> {
+    let (rows, c, _) = rows_of(op, x)?;
+    let targets = class_targets(op, x.dims(), target, rows, c, ignore_index)?;
+    let (w_t, w_host) = weight.map_or((None, None), |(t, h)| (Some(t), Some(h)));
+    Ok((Spec { n: rows, c, target: targets, weight: w_host, reduction, smoothing }, w_t))
+}
+
 /// `_core._cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)`:
 /// `F.cross_entropy` from logits (N, C, d1, ...) or (C,), with class indices or class
 /// probabilities (float, the input's shape) as target.
@@ -95,7 +111,7 @@ fn _cross_entropy(
     if !(0.0..=1.0).contains(&label_smoothing) {
         return Err(value_err(OP, format!("label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")));
     }
-    let (rows, c, out) = rows_of(OP, &x)?;
+    let (_, c, out) = rows_of(OP, &x)?;
     let weight = class_weight(OP, weight, c)?;
     let tg = target.get();
     if tg.dt().is_float() {
@@ -113,9 +129,8 @@ fn _cross_entropy(
         })?;
         return Ok(PyTensor::wrap_dt(y, dt));
     }
-    let targets = class_targets(OP, x.dims(), tg, rows, c, ignore_index)?;
-    let (w_t, w_host) = weight.map_or((None, None), |(t, h)| (Some(t), Some(h)));
-    let spec = Arc::new(Spec { n: rows, c, target: targets, weight: w_host, reduction, smoothing: label_smoothing });
+    let (spec, w_t) = index_spec(OP, &x, tg, weight, ignore_index, reduction, label_smoothing)?;
+    let spec = Arc::new(spec);
     let y = detach_op(py, OP, || {
         let x2 = class_rows(&x)?;
         if !x2.device().is_cpu() {
@@ -153,11 +168,9 @@ fn _nll_loss(
         return Err(dtype_err(OP, format!("expected floating point log-probabilities, got {}", dt.name())));
     }
     let reduction = reduction_of(OP, reduction)?;
-    let (rows, c, out) = rows_of(OP, &x)?;
+    let (_, c, out) = rows_of(OP, &x)?;
     let weight = class_weight(OP, weight, c)?;
-    let targets = class_targets(OP, x.dims(), target.get(), rows, c, ignore_index)?;
-    let (w_t, w_host) = weight.map_or((None, None), |(t, h)| (Some(t), Some(h)));
-    let spec = Spec { n: rows, c, target: targets, weight: w_host, reduction, smoothing: 0.0 };
+    let (spec, w_t) = index_spec(OP, &x, target.get(), weight, ignore_index, reduction, 0.0)?;
     let y = detach_op(py, OP, || class_rows(&x).and_then(|x2| nll_rows(&x2, &spec, w_t.as_ref(), &out)))?;
     Ok(PyTensor::wrap_dt(y, dt))
 }
