@@ -4,7 +4,7 @@
 use crate::bindings::args::{extract_scalar, Scalar};
 use crate::bindings::errors::{index_err, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
-use crate::ops::advanced_index::{select, Entry};
+use crate::ops::advanced_index::{row_major, select, Entry};
 use candle_core::DType;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyEllipsis, PySlice, PySliceMethods, PyTuple};
@@ -160,13 +160,7 @@ pub(crate) fn advanced_selection(key: &Bound<'_, PyAny>, dims: &[usize]) -> PyRe
                     }
                 }
                 // One coordinate array per mask dim: the true elements' positions.
-                let rm = {
-                    let mut rm = vec![1; shape.len()];
-                    for k in (0..shape.len().saturating_sub(1)).rev() {
-                        rm[k] = rm[k + 1] * shape[k + 1];
-                    }
-                    rm
-                };
+                let rm = row_major(&shape);
                 let trues: Vec<usize> = m.iter().enumerate().filter(|(_, &b)| b).map(|(i, _)| i).collect();
                 for k in 0..shape.len() {
                     let idx = trues.iter().map(|&f| f / rm[k] % shape[k]).collect();

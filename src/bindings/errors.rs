@@ -34,6 +34,14 @@ pub fn index_err(op: &str, msg: impl std::fmt::Display) -> PyErr {
 pub fn device_err(op: &str, msg: impl std::fmt::Display) -> PyErr {
     DeviceError::new_err(format!("{op}: {msg}"))
 }
+/// DTypeError `op: expected a floating point input, got <dtype>` unless `dt` is a float dtype.
+pub fn require_float(op: &str, dt: crate::dtype::DT) -> PyResult<()> {
+    if dt.is_float() {
+        Ok(())
+    } else {
+        Err(dtype_err(op, format!("expected a floating point input, got {}", dt.name())))
+    }
+}
 pub fn runtime_err(op: &str, msg: impl std::fmt::Display) -> PyErr {
     PyRuntimeError::new_err(format!("{op}: {msg}"))
 }

@@ -15,6 +15,7 @@ use crate::bindings::args::{cast, extract_scalar};
 use crate::bindings::errors::{index_err, runtime_err, shape_err, type_err, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::grad::grad_enabled;
+use crate::ops::advanced_index::row_major;
 use candle_core::{CpuStorage, DType, InplaceOp2, Layout, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::{PyEllipsis, PyInt, PyList, PySlice, PySliceMethods, PyTuple};
@@ -175,14 +176,6 @@ fn region(t: &Tensor, plan: &[Dim], strides: &[usize], offset: usize) -> (Vec<us
         }
     }
     (shape, st, off)
-}
-
-fn row_major(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1; dims.len()];
-    for i in (0..dims.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * dims[i + 1];
-    }
-    s
 }
 
 /// Every offset of a strided region, in row-major order of the region.

@@ -3,7 +3,7 @@
 //! only implementation of the updates: a parameter whose tensors the kernels cannot
 //! update in place (another device, a half dtype, a strided view, shared storage)
 //! is updated on contiguous float copies that are then written back in place.
-use crate::bindings::errors::{detach_if, value_err, OpResult};
+use crate::bindings::errors::{detach_if, shape_str, value_err, OpResult};
 use crate::bindings::indexing::overwrite;
 use crate::bindings::tensor::PyTensor;
 use crate::ops::float::Float;
@@ -53,7 +53,7 @@ fn run_all(lists: &[(&str, &[Bound<'_, PyTensor>])], each: impl Fn(usize, &[Tens
             if t.dims() != pdims.as_slice() {
                 return Err(crate::bindings::errors::shape_err(
                     OP,
-                    format!("{name} {i} has shape {} but its parameter has {}", shape(t.dims()), shape(&pdims)),
+                    format!("{name} {i} has shape {} but its parameter has {}", shape_str(t.dims()), shape_str(&pdims)),
                 ));
             }
             ts.push(t);
@@ -72,10 +72,6 @@ fn run_all(lists: &[(&str, &[Bound<'_, PyTensor>])], each: impl Fn(usize, &[Tens
         }
     }
     Ok(())
-}
-
-fn shape(d: &[usize]) -> String {
-    crate::bindings::errors::shape_str(d)
 }
 
 /// Runs `kernel` on one parameter's tensors `[p, g, bufs...]` in their dtype.

@@ -229,9 +229,7 @@ macro_rules! functional_unary {
             #[pyfunction]
             fn $name(input: &PyTensor) -> PyResult<PyTensor> {
                 let (t, dt) = input.t_dt();
-                if !dt.is_float() {
-                    return Err(dtype_err(stringify!($name), format!("expected a floating point input, got {}", dt.name())));
-                }
+                crate::bindings::errors::require_float(stringify!($name), dt)?;
                 let out = detach_if(t.elem_count(), || $f(&t)).op(stringify!($name))?;
                 Ok(PyTensor::wrap_dt(out, dt))
             }

@@ -36,7 +36,8 @@ fn broadcast(shapes: &[&[usize]]) -> Option<Vec<usize>> {
     Some(out)
 }
 
-fn row_major(dims: &[usize]) -> Vec<usize> {
+/// Row-major strides (in elements) of a contiguous tensor of shape `dims`.
+pub(crate) fn row_major(dims: &[usize]) -> Vec<usize> {
     let mut rm = vec![1; dims.len()];
     for k in (0..dims.len().saturating_sub(1)).rev() {
         rm[k] = rm[k + 1] * dims[k + 1];

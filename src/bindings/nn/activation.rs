@@ -1,5 +1,5 @@
 //! `_core._activation`: the entry of every elementwise activation of `layers::pointwise`.
-use crate::bindings::errors::{detach_op, dtype_err, value_err};
+use crate::bindings::errors::{detach_op, require_float, value_err};
 use crate::bindings::tensor::PyTensor;
 use crate::layers::pointwise::{activation, Act, SELU_ALPHA, SELU_SCALE};
 use pyo3::prelude::*;
@@ -34,9 +34,7 @@ fn _activation(
         _ => return Err(value_err("_activation", format!("unknown activation {op:?}"))),
     };
     let (t, dt) = input.get().t_dt();
-    if !dt.is_float() {
-        return Err(dtype_err(op, format!("expected a floating point input, got {}", dt.name())));
-    }
+    require_float(op, dt)?;
     let y = detach_op(py, op, || activation(&t, act))?;
     Ok(PyTensor::wrap_dt(y, dt))
 }

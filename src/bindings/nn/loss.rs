@@ -76,13 +76,13 @@ fn rows_of(op: &str, x: &Tensor) -> PyResult<(usize, usize, Vec<usize>)> {
 fn index_spec(
     op: &str,
     x: &Tensor,
+    (rows, c): (usize, usize),
     target: &PyTensor,
     weight: Option<(Tensor, Vec<f64>)>,
     ignore_index: i64,
     reduction: Reduction,
     smoothing: f64,
 ) -> PyResult<(Spec, Option<Tensor>)> {
-    let (rows, c, _) = rows_of(op, x)?;
     let targets = class_targets(op, x.dims(), target, rows, c, ignore_index)?;
     let (w_t, w_host) = weight.map_or((None, None), |(t, h)| (Some(t), Some(h)));
     Ok((Spec { n: rows, c, target: targets, weight: w_host, reduction, smoothing }, w_t))
@@ -111,7 +111,7 @@ fn _cross_entropy(
     if !(0.0..=1.0).contains(&label_smoothing) {
         return Err(value_err(OP, format!("label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")));
     }
-    let (_, c, out) = rows_of(OP, &x)?;
+    let (rows, c, out) = rows_of(OP, &x)?;
     let weight = class_weight(OP, weight, c)?;
     let tg = target.get();
     if tg.dt().is_float() {
@@ -129,7 +129,7 @@ fn _cross_entropy(
         })?;
         return Ok(PyTensor::wrap_dt(y, dt));
     }
-    let (spec, w_t) = index_spec(OP, &x, tg, weight, ignore_index, reduction, label_smoothing)?;
+    let (spec, w_t) = index_spec(OP, &x, (rows, c), tg, weight, ignore_index, reduction, label_smoothing)?;
     let spec = Arc::new(spec);
     let y = detach_op(py, OP, || {
         let x2 = class_rows(&x)?;
@@ -168,9 +168,9 @@ fn _nll_loss(
         return Err(dtype_err(OP, format!("expected floating point log-probabilities, got {}", dt.name())));
     }
     let reduction = reduction_of(OP, reduction)?;
-    let (_, c, out) = rows_of(OP, &x)?;
+    let (rows, c, out) = rows_of(OP, &x)?;
     let weight = class_weight(OP, weight, c)?;
-    let (spec, w_t) = index_spec(OP, &x, target.get(), weight, ignore_index, reduction, 0.0)?;
+    let (spec, w_t) = index_spec(OP, &x, (rows, c), target.get(), weight, ignore_index, reduction, 0.0)?;
     let y = detach_op(py, OP, || class_rows(&x).and_then(|x2| nll_rows(&x2, &spec, w_t.as_ref(), &out)))?;
     Ok(PyTensor::wrap_dt(y, dt))
 }
@@ -215,9 +215,7 @@ fn _point_loss(
     };
     let (x, dt) = input.get().t_dt();
     let t = target.get().t();
-    if !dt.is_float() {
-        return Err(dtype_err(op, format!("expected a floating point input, got {}", dt.name())));
-    }
+    crate::bindings::errors::require_float(op, dt)?;
     if t.dims() != x.dims() {
         return Err(shape_err(op, format!("target size {} must be the same as input size {}", shape_str(t.dims()), shape_str(x.dims()))));
     }

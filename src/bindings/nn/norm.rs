@@ -68,9 +68,7 @@ fn _group_norm(
 ) -> PyResult<PyTensor> {
     const OP: &str = "group_norm";
     let (xt, dt) = x.get().t_dt();
-    if !dt.is_float() {
-        return Err(crate::bindings::errors::dtype_err(OP, format!("expected a floating point input, got {}", dt.name())));
-    }
+    crate::bindings::errors::require_float(OP, dt)?;
     if xt.rank() < 2 {
         return Err(shape_err(OP, format!("expected an input of at least 2 dims (N, C, ...), got {}", shape_str(xt.dims()))));
     }
@@ -106,9 +104,7 @@ fn _rms_norm(
 ) -> PyResult<PyTensor> {
     const OP: &str = "rms_norm";
     let (xt, dt) = x.get().t_dt();
-    if !dt.is_float() {
-        return Err(crate::bindings::errors::dtype_err(OP, format!("expected a floating point input, got {}", dt.name())));
-    }
+    crate::bindings::errors::require_float(OP, dt)?;
     let w = weight.map(|w| w.get().t());
     if (d == 0 && xt.elem_count() > 0) || (d > 0 && xt.elem_count() % d != 0) || w.as_ref().is_some_and(|w| w.elem_count() != d) {
         let ws = w.as_ref().map_or(String::new(), |w| format!(" and weight {}", shape_str(w.dims())));
