@@ -49,7 +49,8 @@ loss = F.binary_cross_entropy_with_logits(z, y)
 print("loss =", loss)
 
 # --- Autograd -------------------------------------------------------------------
-grad_L_w1, grad_L_b = cp.autograd.grad(loss, [w1, b])
+# retain_graph=True keeps the graph for the backward() below (as in PyTorch).
+grad_L_w1, grad_L_b = cp.autograd.grad(loss, [w1, b], retain_graph=True)
 print("\ngrad_L_w1 via autograd.grad:", grad_L_w1)
 print("grad_L_b via autograd.grad:", grad_L_b)
 

@@ -12,9 +12,9 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod alloc;
+pub mod autograd;
 mod bindings;
 mod dtype;
-mod grad;
 pub mod layers;
 pub mod ops;
 mod runtime;

@@ -340,15 +340,32 @@ def test_setitem_on_nonleaf_keeps_gradients():
         h = a * 2
         h[0, 1] = 5.0  # constant: no gradient there
         h[1] = b[0] * 3  # from another leaf
-        h[:, 2] = h[:, 2] * a[:, 0]
+        h[:, 2] = h[:, 2].clone() * a[:, 0]  # (a view of h itself would be saved, then overwritten)
         return h * h
 
     check_grad(f, rnd(3, 4), rnd(2, 4))
 
 
+def test_write_into_a_tensor_saved_for_backward_raises_as_torch():
+    """PyTorch's version counters: mul saved a view of h, which the write then changed."""
+    a = leaf([1.0, 2.0, 3.0])
+    h = a * 2
+    h[1:] = h[1:] * a[1:]
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        h.sum().backward()
+    y = a.exp()
+    y.add_(1.0)  # exp saved its output
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    z = a.sin()
+    z.mul_(2.0)  # sin saved its input, not its output: fine
+    z.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), 2 * np.cos([1.0, 2.0, 3.0]), rtol=1e-6)
+
+
 def test_setitem_advanced_on_nonleaf_keeps_gradients():
     def f(a, b):
-        h = a.exp()
+        h = a * 3.0  # saves nothing: writing into h afterwards is fine (as in PyTorch)
         h[cp.tensor([0, 2])] = b
         h[h > 100.0] = 0.0
         return h
@@ -409,12 +426,16 @@ def test_grad_accumulates_and_resets():
 
 
 def test_backward_twice_through_the_same_graph():
+    """As PyTorch: a second backward needs retain_graph=True on the first; then the
+    gradients accumulate. Without it the saved tensors are gone and it raises."""
     x = leaf([1.0, 2.0])
     y = (x.exp() * x).sum()
-    y.backward()
+    y.backward(retain_graph=True)
     first = x.grad.numpy().copy()
     y.backward()
     np.testing.assert_allclose(x.grad.numpy(), 2 * first, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
 
 
 def test_grad_setter_checks_shape():
@@ -552,7 +573,7 @@ def test_backward_on_non_scalar_needs_gradient():
     y = x * x
     with pytest.raises(RuntimeError):
         y.backward()
-    y.backward(gradient=cp.tensor([1.0, 0.5]))
+    y.backward(gradient=cp.tensor([1.0, 0.5]), retain_graph=True)
     assert x.grad.tolist() == [2.0, 2.0]
     x.grad = None
     y.backward(cp.tensor([2.0, 1.0]))

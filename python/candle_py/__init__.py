@@ -58,7 +58,7 @@ from ._core import (
     zeros_like,
 )
 from ._functions import *  # noqa: F403 - the torch.* function forms of Tensor methods, named in _functions.__all__
-from .autograd import enable_grad, no_grad, set_grad_enabled
+from .autograd import enable_grad, inference_mode, is_inference_mode_enabled, no_grad, set_grad_enabled
 from .safetensors import load_file, save_file
 
 __version__: str = _core.__version__
@@ -124,7 +124,7 @@ __all__ = [
     "linspace", "eye", "rand", "randn", "randint", "randperm", "zeros_like", "ones_like",
     "full_like", "empty_like", "rand_like", "randn_like", "cat", "concat", "concatenate",
     "stack", "where", "device", "dtype", "set_default_device", "get_default_device", "manual_seed", "initial_seed", "no_grad",
-    "enable_grad", "set_grad_enabled", "is_grad_enabled", "autograd", "cuda", "metal",
+    "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode", "is_inference_mode_enabled", "autograd", "cuda", "metal",
     "float32", "float", "float64", "double", "float16", "half", "bfloat16", "uint8",
     "uint32", "int16", "short", "int32", "int", "int64", "long", "bool",
     "ShapeError", "DTypeError", "DeviceError", "BackendError", "is_tensor", "numel",

@@ -179,5 +179,6 @@ def tensor_repr(t: "Tensor") -> str:
         if name not in _IMPLICIT:
             suffixes.append(f"dtype=candle_py.{name}")
     if t.requires_grad:
-        suffixes.append("requires_grad=True" if t.is_leaf else "grad_fn=<Backward>")
+        node = t.grad_fn
+        suffixes.append(f"grad_fn=<{node.name()}>" if node is not None else "requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)

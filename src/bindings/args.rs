@@ -134,6 +134,18 @@ pub fn cast(t: &Tensor, from: DT, to: DT) -> PyResult<Tensor> {
     t.to_dtype(to.candle()).op("to")
 }
 
+/// `cast` inside the autograd graph: float-to-float conversions carry the gradient.
+pub fn cast_v(v: &crate::autograd::Value, from: DT, to: DT) -> PyResult<crate::autograd::Value> {
+    if from == to {
+        return Ok(v.clone());
+    }
+    if from.is_float() && to.is_float() {
+        check_alloc(v.data.elem_count(), to.itemsize().max(from.itemsize()), "to")?;
+        return crate::autograd::ops::to_dtype(v, to.candle()).op("to");
+    }
+    Ok(crate::autograd::Value::plain(cast(&v.data, from, to)?))
+}
+
 /// One value per spatial axis (`kernel_size`, `stride`, `padding`, ...), as the
 /// conv and pooling layers pass them: exactly `nd` values, each at least `min`.
 /// `label` is the layer's (`"[Conv2d]"`, `"max_pool2d:"`).

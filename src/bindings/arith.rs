@@ -1,24 +1,34 @@
 //! Tensor arithmetic and comparison with PyTorch's type promotion and
 //! broadcasting: the operators (`+`, `+=`, `__radd__`, ...), their method forms
 //! (`add`, `add_`), and `matmul`. The elementwise math is `crate::ops::binary`'s.
+use crate::autograd::{grad_enabled, ops, Value};
+use crate::bindings::args::cast_v;
 use crate::bindings::args::{cast, extract_scalar, Scalar};
 use crate::bindings::errors::{detach_if, dtype_err, runtime_err, shape_err, type_err, zero_div_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::{Category, DT};
-use crate::ops::binary::{direct_affine, direct_binary, int_floordiv, one_side_tracked, pow_int, pow_tensor, wrap_int, Bin};
-use candle_core::{DType, Tensor, D};
+use crate::ops::binary::{direct_affine, direct_binary, int_floordiv, pow_int, pow_tensor, wrap_int, Bin};
+use candle_core::{DType, Tensor};
 use pyo3::prelude::*;
+use std::sync::Arc;
 
 /// A tensor-or-scalar operand.
 pub enum Operand {
-    T(Tensor, DT),
+    T(Value, DT),
     S(Scalar),
+}
+
+impl Operand {
+    /// A tensor operand that takes part in autograd.
+    fn tracked(&self) -> bool {
+        matches!(self, Operand::T(v, _) if v.requires_grad())
+    }
 }
 
 pub fn extract_operand(obj: &Bound<'_, PyAny>) -> PyResult<Option<Operand>> {
     if let Ok(t) = obj.cast::<PyTensor>() {
-        let (t, dt) = t.get().t_dt();
-        return Ok(Some(Operand::T(t, dt)));
+        let (v, dt) = t.get().v_dt();
+        return Ok(Some(Operand::T(v, dt)));
     }
     if let Some(s) = extract_scalar(obj) {
         return Ok(Some(Operand::S(s)));
@@ -43,7 +53,7 @@ pub fn result_dt(a: DT, a_zero_dim: bool, b: &Operand) -> DT {
             }
         }
         Operand::T(t, bd) => {
-            let b_zero = t.rank() == 0;
+            let b_zero = t.data.rank() == 0;
             if a_zero_dim == b_zero {
                 DT::promote(a, *bd)
             } else if a_zero_dim {
@@ -88,16 +98,114 @@ fn any_zero(t: &Tensor) -> PyResult<bool> {
 
 /// `a (op) b` with `a` a tensor and `b` any operand; `reflected` swaps the sides.
 pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<PyTensor> {
+    let (av, adt) = a.v_dt();
+    if grad_enabled() && (av.requires_grad() || b.tracked()) {
+        return binary_tracked(av, adt, b, op, reflected);
+    }
+    binary_plain(av.data, adt, b, op, reflected)
+}
+
+/// The float arithmetic ops on two same-dtype tensors of one shape: the one
+/// definition the plain path and the autograd fallback share.
+fn float_arith(l: &Tensor, r: &Tensor, op: Bin) -> candle_core::Result<Tensor> {
+    match op {
+        Bin::Add => l.add(r),
+        Bin::Sub => l.sub(r),
+        Bin::Mul => l.mul(r),
+        Bin::Div => l.div(r),
+        Bin::FloorDiv => l.div(r)?.floor(),
+        Bin::Rem => l.sub(&l.div(r)?.floor()?.mul(r)?),
+        Bin::Pow => pow_tensor(l, r),
+        Bin::Max => l.maximum(r),
+        Bin::Min => l.minimum(r),
+        _ => candle_core::bail!("{} is not an arithmetic op", op.name()),
+    }
+}
+
+/// `binary` when an operand requires grad: float results get a node.
+fn binary_tracked(av: Value, adt: DT, b: Operand, op: Bin, reflected: bool) -> PyResult<PyTensor> {
     let name = op.name();
-    let (at, adt) = a.t_dt();
+    let mut dt = result_dt(adt, av.data.rank() == 0, &b);
+    if op == Bin::Div && !dt.is_float() {
+        dt = DT::F32;
+    }
+    if !dt.is_float() || op.is_cmp() || matches!(op, Bin::And | Bin::Or | Bin::Xor) {
+        let bp = match b {
+            Operand::T(v, d) => Operand::T(v.detached(), d),
+            s => s,
+        };
+        return binary_plain(av.data, adt, bp, op, reflected);
+    }
+    let dev = av.data.device().clone();
+    let x = cast_v(&av, adt, dt)?;
+    let n = x.data.elem_count();
+    // Tensor (op) Python scalar: an affine map, or a power with a constant exponent.
+    if let (Operand::S(s), false) = (&b, reflected && op == Bin::Pow) {
+        let c = s.f64();
+        if matches!(op, Bin::Add | Bin::Sub | Bin::Mul) {
+            let (mul, add) = match (op, reflected) {
+                (Bin::Add, _) => (1.0, c),
+                (Bin::Sub, false) => (1.0, -c),
+                (Bin::Sub, true) => (-1.0, c),
+                _ => (c, 0.0),
+            };
+            return Ok(PyTensor::wrap_v(detach_if(n, || ops::affine(&x, mul, add)).op(name)?, false));
+        }
+        if op == Bin::Pow {
+            return Ok(PyTensor::wrap_v(detach_if(n, || ops::powf(&x, c)).op(name)?, false));
+        }
+    }
+    let y = match b {
+        Operand::T(v, bdt) => {
+            if !v.data.device().same_device(&dev) {
+                return Err(crate::bindings::errors::device_err(
+                    name,
+                    format!(
+                        "Expected all tensors to be on the same device, but found {:?} and {:?}",
+                        dev.location(),
+                        v.data.device().location()
+                    ),
+                ));
+            }
+            cast_v(&v, bdt, dt)?
+        }
+        Operand::S(s) => Value::plain(s.tensor(dt, &dev)?),
+    };
+    let (l, r) = if reflected { (y, x) } else { (x, y) };
+    let (lt, rt) = bcast(name, &l.data, &r.data)?;
+    let arith = match op {
+        Bin::Add => Some(ops::Arith::Add),
+        Bin::Sub => Some(ops::Arith::Sub),
+        Bin::Mul => Some(ops::Arith::Mul),
+        Bin::Div => Some(ops::Arith::Div),
+        _ => None,
+    };
+    let out = match arith {
+        Some(k) => {
+            let raw = detach_if(lt.elem_count(), || direct_binary(&lt, &rt, op).map_or_else(|| float_arith(&lt, &rt, op), Ok)).op(name)?;
+            ops::record_binary(k, &l, &r, raw)
+        }
+        None => {
+            // Powers, floor division, remainder, maximum, minimum: through the generic node for now.
+            let f: crate::autograd::recompute::Forward = Arc::new(move |ts: &[Tensor]| {
+                let s = ts[0].shape().broadcast_shape_binary_op(ts[1].shape(), "broadcast")?;
+                float_arith(&ts[0].broadcast_as(&s)?, &ts[1].broadcast_as(&s)?, op)
+            });
+            detach_if(lt.elem_count(), || crate::autograd::recompute::apply(name, &[&l, &r], f)).op(name)?
+        }
+    };
+    Ok(PyTensor::wrap_v(out, false))
+}
+
+/// `binary` outside autograd.
+fn binary_plain(at: Tensor, adt: DT, b: Operand, op: Bin, reflected: bool) -> PyResult<PyTensor> {
+    let name = op.name();
     // Hot path: same dtype and shape, plain arithmetic; no promotion or broadcast work.
-    if let Operand::T(bt, bdt) = &b {
+    if let Operand::T(bv, bdt) = &b {
+        let bt = &bv.data;
         if *bdt == adt && at.dims() == bt.dims() && adt.is_float() && matches!(op, Bin::Add | Bin::Sub | Bin::Mul | Bin::Div) {
             let (l, r) = if reflected { (bt, &at) } else { (&at, bt) };
             if let Some(out) = detach_if(l.elem_count(), || Ok(direct_binary(l, r, op))).op(name)? {
-                return Ok(PyTensor::wrap_dt(out, adt));
-            }
-            if let Some(out) = detach_if(l.elem_count(), || one_side_tracked(l, r, op).transpose()).op(name)? {
                 return Ok(PyTensor::wrap_dt(out, adt));
             }
             let out = detach_if(l.elem_count(), || match op {
@@ -176,6 +284,7 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
     }
     let bt = match &b {
         Operand::T(t, bdt) => {
+            let t = &t.data;
             if !t.device().same_device(&dev) {
                 return Err(crate::bindings::errors::device_err(
                     name,
@@ -210,7 +319,6 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
     };
     if let Some(f) = simple {
         let out = detach_if(l.elem_count(), || f(&l, &r)).op(name)?;
-        let out = if dt.is_float() { out } else { out.detach() };
         return Ok(PyTensor::wrap_dt(out, dt));
     }
     let out = match op {
@@ -223,12 +331,7 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
         Bin::Div => l.div(&r),
         Bin::FloorDiv | Bin::Rem => {
             if dt.is_float() {
-                let q = l.div(&r).and_then(|q| q.floor()).op(name)?;
-                if op == Bin::FloorDiv {
-                    Ok(q)
-                } else {
-                    l.sub(&q.mul(&r).op(name)?)
-                }
+                float_arith(&l, &r, op)
             } else {
                 if any_zero(&r)? {
                     return Err(zero_div_err(name));
@@ -265,8 +368,6 @@ pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<Py
     }
     .op(name)?;
     let out_dt = if op.is_cmp() { DT::Bool } else { dt };
-    // Non-float results have no gradient: keep them out of the graph.
-    let out = if out_dt.is_float() { out } else { out.detach() };
     Ok(PyTensor::wrap_dt(out, out_dt))
 }
 
@@ -278,7 +379,7 @@ pub(crate) fn operand(other: &Bound<'_, PyAny>) -> PyResult<Option<Operand>> {
     if other.cast::<numpy::PyUntypedArray>().is_ok() || other.is_instance_of::<pyo3::types::PyList>() {
         let t = crate::bindings::creation::tensor_from_data(other, None, None)?;
         let dt = t.dt();
-        return Ok(Some(Operand::T(t.t(), dt)));
+        return Ok(Some(Operand::T(t.v(), dt)));
     }
     Ok(None)
 }
@@ -298,8 +399,11 @@ fn small_same_shape(a: &PyTensor, other: &Bound<'_, PyAny>, op: Bin, reflected: 
     let ga = a.read();
     // `x + x`: one guard (a second read lock on one RwLock from one thread may deadlock).
     let gb = if std::ptr::eq(a, b) { None } else { Some(b.read()) };
-    let bt: &Tensor = gb.as_deref().unwrap_or(&ga);
-    let (l, r) = if reflected { (bt, &*ga) } else { (&*ga, bt) };
+    let bv: &Value = gb.as_deref().unwrap_or(&ga);
+    if ga.requires_grad() || bv.requires_grad() {
+        return None;
+    }
+    let (l, r) = if reflected { (&bv.data, &ga.data) } else { (&ga.data, &bv.data) };
     if l.dtype() != r.dtype() || l.dims() != r.dims() || l.elem_count() >= crate::bindings::errors::DETACH_ELEMS {
         return None;
     }
@@ -330,16 +434,16 @@ pub(crate) fn binop_strict(a: &PyTensor, other: &Bound<'_, PyAny>, op: Bin) -> P
 /// Write `new` into `a` in place (PyTorch's `add_`, `+=`, ...): the result keeps `a`'s dtype and shape.
 pub fn assign_inplace(a: &PyTensor, new: PyTensor, op: &str) -> PyResult<()> {
     let cur = a.t();
-    let nt = new.t();
-    if nt.dims() != cur.dims() {
-        return Err(shape_err(op, format!("output with shape {:?} doesn't match the broadcast shape {:?}", cur.dims(), nt.dims())));
+    let nv = new.v();
+    if nv.data.dims() != cur.dims() {
+        return Err(shape_err(op, format!("output with shape {:?} doesn't match the broadcast shape {:?}", cur.dims(), nv.data.dims())));
     }
     let (ndt, adt) = (new.dt(), a.dt());
     if ndt.category() > adt.category() {
         return Err(dtype_err(op, format!("result type {} can't be cast to the desired output type {}", ndt.name(), adt.name())));
     }
-    let nt = cast(&nt, ndt, adt)?;
-    crate::bindings::indexing::overwrite(a, nt, op)
+    let nv = cast_v(&nv, ndt, adt)?;
+    crate::bindings::indexing::overwrite(a, nv, op)
 }
 
 macro_rules! dunder {
@@ -353,14 +457,14 @@ macro_rules! dunder {
                 binop(py, self, other, $op, true)
             }
             fn $inplace(&self, other: &Bound<'_, PyAny>) -> PyResult<()> {
-                let r = binop_strict(self, other, $op)?;
+                let r = binop_strict(&self.inplace_source(), other, $op)?;
                 assign_inplace(self, r, stringify!($inplace))
             }
             fn $method(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
                 binop_strict(self, other, $op)
             }
             fn $method_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-                let r = binop_strict(slf.get(), other, $op)?;
+                let r = binop_strict(&slf.get().inplace_source(), other, $op)?;
                 assign_inplace(slf.get(), r, stringify!($method_))?;
                 Ok(slf.clone().unbind())
             }
@@ -393,14 +497,14 @@ mod operators {
         }
         fn __ipow__(&self, other: &Bound<'_, PyAny>, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
             let _ = modulo;
-            let r = binop_strict(self, other, Bin::Pow)?;
+            let r = binop_strict(&self.inplace_source(), other, Bin::Pow)?;
             assign_inplace(self, r, "__ipow__")
         }
         fn pow(&self, exponent: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
             binop_strict(self, exponent, Bin::Pow)
         }
         fn pow_(slf: &Bound<'_, Self>, exponent: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-            let r = binop_strict(slf.get(), exponent, Bin::Pow)?;
+            let r = binop_strict(&slf.get().inplace_source(), exponent, Bin::Pow)?;
             assign_inplace(slf.get(), r, "pow_")?;
             Ok(slf.clone().unbind())
         }
@@ -471,7 +575,7 @@ impl PyTensor {
         if a.dims() != b.dims() {
             return Ok(false);
         }
-        let r = binary(self, Operand::T(b, other.get().dt()), Bin::Ne, false)?;
+        let r = binary(self, Operand::T(Value::plain(b), other.get().dt()), Bin::Ne, false)?;
         Ok(r.t().to_dtype(DType::F32).and_then(|x| x.sum_all()).and_then(|x| x.to_scalar::<f32>()).op("equal")? == 0.0)
     }
 
@@ -479,10 +583,13 @@ impl PyTensor {
         if self.is_bool {
             return Err(type_err("neg", "negation, the `-` operator, on a bool tensor is not supported; use `~` or logical_not()"));
         }
-        let t = self.t();
+        let v = self.v();
+        if self.dt().is_float() {
+            return Ok(PyTensor::wrap_v(ops::neg(&v).op("neg")?, false));
+        }
         // Candle has no integer neg kernel: 0 - x (wrapping for unsigned types, as PyTorch).
-        let out = if !self.dt().is_float() { t.zeros_like().and_then(|z| z.sub(&t)) } else { t.neg() }.op("neg")?;
-        Ok(PyTensor::wrap(out, false))
+        let t = v.data;
+        Ok(PyTensor::wrap(t.zeros_like().and_then(|z| z.sub(&t)).op("neg")?, false))
     }
     pub(crate) fn neg(&self) -> PyResult<PyTensor> {
         self.__neg__()
@@ -502,11 +609,11 @@ impl PyTensor {
         Ok(PyTensor::wrap(out, true))
     }
     pub(crate) fn abs(&self) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
         if matches!(self.dt(), DT::Bool | DT::U8 | DT::U32) {
-            return Ok(PyTensor::wrap(t, self.is_bool));
+            return Ok(PyTensor::wrap(v.data, self.is_bool));
         }
-        Ok(PyTensor::wrap(t.abs().op("abs")?, false))
+        Ok(PyTensor::wrap_v(crate::autograd::recompute::via("abs", &[&v], |t| t[0].abs()).op("abs")?, false))
     }
 
     fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -567,25 +674,20 @@ pub fn matmul(py: Python<'_>, a: &PyTensor, b: &PyTensor) -> PyResult<PyTensor> 
     }
     // Candle's gemm is for floats; integers go through f64 (exact below 2^53).
     let cdt = if dt.is_float() { dt } else { DT::F64 };
-    let l = cast(&at, a.dt(), cdt)?;
-    let r = cast(&bt, b.dt(), cdt)?;
-    let l = if ra == 1 { l.unsqueeze(0).op("matmul")? } else { l };
-    let r = if rb == 1 { r.unsqueeze(1).op("matmul")? } else { r };
-    let run =
-        |l: &Tensor, r: &Tensor| if l.rank() == 2 && r.rank() == 2 { crate::layers::linear::matmul2d(l, r) } else { l.broadcast_matmul(r) };
-    let mut out = crate::bindings::errors::detach_op(py, "matmul", || match run(&l, &r) {
-        // Candle's gemm takes transposed matrices but not every batch striding
-        // (e.g. heads split with transpose(1, 2)): retry on contiguous copies.
-        Err(_) if !l.is_contiguous() || !r.is_contiguous() => run(&l.contiguous()?, &r.contiguous()?),
-        res => res,
+    let l = cast_v(&a.v(), a.dt(), cdt)?;
+    let r = cast_v(&b.v(), b.dt(), cdt)?;
+    let mut out = crate::bindings::errors::detach_op(py, "matmul", || {
+        let l = if ra == 1 { ops::unsqueeze(&l, 0)? } else { l };
+        let r = if rb == 1 { ops::unsqueeze(&r, 1)? } else { r };
+        ops::matmul(&l, &r)
     })?;
     if rb == 1 {
-        out = out.squeeze(D::Minus1).op("matmul")?;
+        out = ops::squeeze(&out, out.data.rank() - 1).op("matmul")?;
     }
     if ra == 1 {
-        let d = if rb == 1 { 0 } else { out.rank() - 2 };
-        out = out.squeeze(d).op("matmul")?;
+        let d = if rb == 1 { 0 } else { out.data.rank() - 2 };
+        out = ops::squeeze(&out, d).op("matmul")?;
     }
-    let out = cast(&out, cdt, dt)?;
-    Ok(PyTensor::wrap_dt(out, dt))
+    let out = cast_v(&out, cdt, dt)?;
+    Ok(PyTensor::wrap_vdt(out, dt))
 }

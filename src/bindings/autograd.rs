@@ -1,66 +1,69 @@
-//! Autograd with PyTorch's surface over Candle's graph.
-//!
-//! Candle records an op whenever an input is a variable (a leaf that requires
-//! grad) or has an op, and `Tensor::backward` returns a `GradStore` keyed by
-//! tensor id. PyTorch users expect `.grad` on the leaf objects, accumulation
-//! across calls, and `no_grad()`. So:
-//! - each leaf's `.grad` lives in a `GradSlot`; a registry maps the leaf's
-//!   Candle id to its slot (weakly), and every Python wrapper of that leaf
-//!   shares the slot;
-//! - `backward()` runs Candle's backward (GIL released) and adds each leaf's
-//!   gradient into its slot;
-//! - grad mode is per thread, as in PyTorch; when off, results are detached.
-use crate::bindings::errors::{runtime_err, OpResult};
+//! PyTorch's autograd surface over our engine (`crate::autograd`): `requires_grad`,
+//! `.grad`, `grad_fn`, `backward()`, `retain_grad()`, tensor hooks,
+//! `autograd.grad`, and the per-thread grad and inference modes.
+use crate::autograd::engine::{self, Options};
+use crate::autograd::node::Edge;
+use crate::autograd::value::{lock, Meta};
+use crate::autograd::{grad_enabled, set_grad_enabled, Value};
+use crate::bindings::errors::{runtime_err, shape_err, value_err, OpResult};
+use crate::bindings::grad_fn::{py_hook, register_tensor_hook, PyHandle, PyNode};
 use crate::bindings::tensor::PyTensor;
-use crate::grad::{get_slot, grad_enabled, set_grad_enabled, set_slot, slot_of};
-use candle_core::{Tensor, TensorId, Var};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-/// The scalar whose backward gives the gradients: `out` itself, or `sum(out * gradient)`.
-fn root(py: Python<'_>, out: &PyTensor, gradient: Option<&Bound<'_, PyAny>>, op: &str) -> PyResult<Tensor> {
-    let t = out.t();
-    if !t.track_op() {
-        return Err(runtime_err(op, "element 0 of tensors does not require grad and does not have a grad_fn"));
-    }
+const NO_GRAD_FN: &str = "element 0 of tensors does not require grad and does not have a grad_fn";
+
+/// The gradient to start from at `out`: `gradient`, or 1 for a scalar output.
+fn root_grad(out: &Value, gradient: Option<&Bound<'_, PyAny>>, op: &str) -> PyResult<Value> {
     match gradient {
         Some(g) if !g.is_none() => {
-            let (g, _) = crate::bindings::creation::as_tensor_arg(g, op)?;
-            if g.dims() != t.dims() {
-                return Err(crate::bindings::errors::shape_err(
+            let gv = match g.cast::<PyTensor>() {
+                Ok(t) => t.get().v(),
+                Err(_) => Value::plain(crate::bindings::creation::as_tensor_arg(g, op)?.0),
+            };
+            if gv.data.dims() != out.data.dims() {
+                return Err(shape_err(
                     op,
-                    format!("gradient has shape {:?} but the output has shape {:?}", g.dims(), t.dims()),
+                    format!(
+                        "Mismatch in shape: grad_output[0] has a shape of {:?} and output[0] has a shape of {:?}",
+                        gv.data.dims(),
+                        out.data.dims()
+                    ),
                 ));
             }
-            let g = g.detach().to_dtype(t.dtype()).op(op)?;
-            // `g` is a constant: only `t`'s side of the product is differentiated.
-            let prod = crate::bindings::errors::detach_op(py, op, || {
-                crate::ops::binary::one_side_tracked(&t, &g, crate::ops::binary::Bin::Mul).unwrap_or_else(|| t.mul(&g))
-            })?;
-            crate::bindings::reduce::sum_dims(py, &prod, None, false)
+            if gv.data.dtype() == out.data.dtype() {
+                Ok(gv)
+            } else {
+                crate::autograd::ops::to_dtype(&gv, out.data.dtype()).op(op)
+            }
         }
         _ => {
-            if t.elem_count() != 1 {
-                return Err(runtime_err(op, format!("grad can be implicitly created only for scalar outputs, got shape {:?}", t.dims())));
+            if out.data.elem_count() != 1 {
+                return Err(runtime_err(
+                    op,
+                    format!("grad can be implicitly created only for scalar outputs, got shape {:?}", out.data.dims()),
+                ));
             }
-            if !t.dtype().is_float() {
-                return Err(runtime_err(op, "only floating point outputs can require gradients"));
-            }
-            Ok(t)
+            Ok(Value::plain(out.data.ones_like().op(op)?))
         }
     }
 }
 
-fn run_backward(py: Python<'_>, root: Tensor, op: &str) -> PyResult<candle_core::backprop::GradStore> {
-    crate::bindings::errors::detach_op(py, op, || root.backward())
+fn edge_of(v: &Value, op: &str) -> PyResult<Edge> {
+    v.edge().ok_or_else(|| runtime_err(op, NO_GRAD_FN))
+}
+
+fn run(py: Python<'_>, roots: Vec<(Edge, Value)>, targets: Vec<Value>, opts: Options, op: &str) -> PyResult<Vec<Option<Value>>> {
+    crate::bindings::errors::detach(py, op, || engine::run(roots, &targets, &opts).op(op))
 }
 
 #[pymethods]
 impl PyTensor {
     #[getter]
     fn requires_grad(&self) -> bool {
-        // Only floating point tensors take part in autograd (comparisons, argmax, ... do not).
-        self.t().track_op() && self.dt().is_float()
+        self.read().requires_grad()
     }
     #[setter(requires_grad)]
     fn set_requires_grad_attr(&self, value: bool) -> PyResult<()> {
@@ -73,47 +76,70 @@ impl PyTensor {
     }
     #[getter]
     fn is_leaf(&self) -> bool {
-        let t = self.t();
-        t.is_variable() || !t.track_op() || !self.dt().is_float()
+        self.read().is_leaf()
+    }
+    /// The node that made this tensor (None for leaves and tensors outside the graph).
+    #[getter]
+    fn grad_fn(&self) -> Option<PyNode> {
+        self.read().grad_fn().map(|(node, _)| PyNode { node })
+    }
+    /// Which output of its `grad_fn` this tensor is.
+    #[getter]
+    fn output_nr(&self) -> usize {
+        self.read().grad_fn().map_or(0, |(_, nr)| nr)
     }
     #[getter]
     fn grad(&self) -> Option<PyTensor> {
-        self.slot_if_any().and_then(|s| get_slot(s)).map(|g| PyTensor::wrap(g, false))
+        let v = self.v();
+        let g = match &v.meta {
+            Some(m) => lock(&m.grad).clone(),
+            None => self.plain_grad().clone(),
+        };
+        g.map(|g| PyTensor::wrap_v(g, false))
     }
     #[setter(grad)]
     fn set_grad(&self, value: Option<&Bound<'_, PyTensor>>) -> PyResult<()> {
-        match value {
-            None => {
-                if let Some(s) = self.slot_if_any() {
-                    set_slot(s, None)
-                }
-            }
+        let new = match value {
+            None => None,
             Some(v) => {
-                let g = v.get().t();
-                let me = self.t();
-                if g.dims() != me.dims() {
-                    return Err(crate::bindings::errors::shape_err(
+                let (g, me) = (v.get().v(), self.t());
+                if g.data.dims() != me.dims() {
+                    return Err(shape_err(
                         "grad",
-                        format!("assigned grad has shape {:?} but the tensor has shape {:?}", g.dims(), me.dims()),
+                        format!("assigned grad has shape {:?} but the tensor has shape {:?}", g.data.dims(), me.dims()),
                     ));
                 }
-                set_slot(self.slot(), Some(g.detach()));
+                Some(g)
             }
+        };
+        match &self.read().meta {
+            Some(m) => *lock(&m.grad) = new,
+            None => *self.plain_grad() = new,
         }
         Ok(())
     }
+    /// How many in-place writes this tensor's storage has seen (PyTorch's `_version`).
+    #[getter]
+    fn _version(&self) -> u32 {
+        self.read().version_now()
+    }
+    /// Whether `.grad` is kept for this non-leaf tensor.
+    #[getter]
+    fn retains_grad(&self) -> bool {
+        self.read().meta.as_ref().is_some_and(|m| m.grad_fn.is_some() && m.retains_grad.load(Ordering::Relaxed))
+    }
 
     fn detach(&self) -> PyTensor {
-        PyTensor::wrap(self.t().detach(), self.is_bool)
+        PyTensor::wrap_v(self.read().detached(), self.is_bool)
     }
 
     fn detach_(slf: &Bound<'_, Self>) -> Py<PyTensor> {
-        let me = slf.get();
-        me.replace(me.t().detach());
+        slf.get().set_meta(None);
         slf.clone().unbind()
     }
 
-    /// Compute gradients of this tensor and add them into the `.grad` of every leaf.
+    /// Compute gradients of this tensor and add them into the `.grad` of every leaf
+    /// (or only of `inputs`).
     #[pyo3(signature = (gradient=None, retain_graph=None, create_graph=false, inputs=None))]
     fn backward(
         &self,
@@ -123,86 +149,100 @@ impl PyTensor {
         create_graph: bool,
         inputs: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let _ = retain_graph; // Candle's graph lives as long as the tensors: always retained.
-        if create_graph {
-            return Err(runtime_err("backward", "create_graph=True (higher-order gradients) is not supported"));
-        }
-        let r = root(py, self, gradient, "backward")?;
-        let grads = run_backward(py, r, "backward")?;
-        let only: Option<Vec<TensorId>> = match inputs {
-            Some(i) if !i.is_none() => Some(tensors_of(i)?.iter().map(|t| t.get().t().id()).collect()),
-            _ => None,
-        };
-        let mut work = Vec::new();
-        for id in grads.get_ids() {
-            if let Some(o) = &only {
-                if !o.contains(id) {
-                    continue;
+        let out = self.v();
+        let edge = edge_of(&out, "backward")?;
+        let g = root_grad(&out, gradient, "backward")?;
+        let targets = match inputs {
+            Some(i) if !i.is_none() => {
+                let ts = tensors_of(i)?;
+                if ts.is_empty() {
+                    return Err(runtime_err("backward", "'inputs' argument to backward() cannot be empty."));
                 }
+                ts.iter().map(|t| t.get().v()).map(|v| edge_of(&v, "backward").map(|_| v)).collect::<PyResult<Vec<_>>>()?
             }
-            let Some(slot) = slot_of(id) else { continue };
-            let Some(g) = grads.get_id(*id) else { continue };
-            work.push((slot, g.detach()));
-        }
-        // Accumulate with the GIL released, and take each slot's lock only
-        // there: a thread that blocked on a slot while holding the GIL would
-        // deadlock with another thread's backward that holds the slot and waits
-        // for the GIL (two threads training one shared model).
-        crate::bindings::errors::detach_op(py, "backward", || {
-            for (slot, g) in &work {
-                let mut cur = slot.lock().unwrap_or_else(|p| p.into_inner());
-                // Own storage: a gradient may share memory with another leaf's.
-                let new = match cur.as_ref() {
-                    None => g.copy()?,
-                    Some(old) => old.add(g)?,
-                };
-                *cur = Some(new);
-            }
-            Ok(())
-        })
+            _ => Vec::new(),
+        };
+        let opts = Options { retain_graph: retain_graph.unwrap_or(create_graph), create_graph, accumulate: true };
+        run(py, vec![(edge, g)], targets, opts, "backward")?;
+        Ok(())
     }
 
+    /// Keep `.grad` for this non-leaf tensor at the next backward.
     fn retain_grad(&self) -> PyResult<()> {
-        if self.t().is_variable() {
-            return Ok(());
+        let v = self.v();
+        let Some(m) = &v.meta else {
+            return Err(runtime_err("retain_grad", "can't retain_grad on Tensor that has requires_grad=False"));
+        };
+        if let Some((node, nr)) = &m.grad_fn {
+            if !m.retains_grad.swap(true, Ordering::Relaxed) {
+                lock(&node.base().retains).push((*nr, Arc::downgrade(m)));
+            }
         }
-        Err(runtime_err(
-            "retain_grad",
-            "gradients of non-leaf tensors are not kept by the Candle backend; take the gradient of a leaf instead",
-        ))
+        Ok(())
+    }
+
+    /// `hook(grad)` runs when this tensor's gradient is computed; it may return a replacement.
+    fn register_hook(&self, hook: Py<PyAny>) -> PyResult<PyHandle> {
+        register_tensor_hook(&self.v(), py_hook(hook))
+            .ok_or_else(|| runtime_err("register_hook", "cannot register a hook on a tensor that doesn't require gradient"))
+    }
+
+    /// `hook(tensor)` runs after this leaf's gradient was accumulated into `.grad`.
+    fn register_post_accumulate_grad_hook(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<PyHandle> {
+        let v = slf.get().v();
+        let m = match &v.meta {
+            Some(m) if m.grad_fn.is_none() => m.clone(),
+            Some(_) => {
+                return Err(runtime_err(
+                    "register_post_accumulate_grad_hook",
+                    "post accumulate grad hooks cannot be registered on non-leaf tensors",
+                ))
+            }
+            None => {
+                return Err(runtime_err(
+                    "register_post_accumulate_grad_hook",
+                    "cannot register a hook on a tensor that doesn't require gradient",
+                ))
+            }
+        };
+        let me: Py<PyTensor> = slf.clone().unbind();
+        let h: crate::autograd::node::Hook = Arc::new(move |_g: &Value| {
+            Python::attach(|py| hook.call1(py, (me.clone_ref(py),)).map(|_| None).map_err(crate::bindings::errors::py_to_candle))
+        });
+        let id = crate::autograd::node::next_hook_id();
+        lock(&m.post_hooks).push((id, h));
+        Ok(PyHandle::leaf(&m, true, id))
     }
 }
 
 impl PyTensor {
     pub fn set_requires_grad(&self, value: bool) -> PyResult<()> {
-        let t = self.t();
-        if t.track_op() && !t.is_variable() && self.dt().is_float() {
+        let v = self.v();
+        if !v.is_leaf() {
+            if value {
+                return Ok(());
+            }
             return Err(runtime_err(
                 "requires_grad_",
-                "you can only change requires_grad flags of leaf variables; use detach() for a non-leaf",
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().",
             ));
         }
-        if value == t.is_variable() {
+        if value == v.requires_grad() {
             return Ok(());
         }
         if value {
-            if !t.dtype().is_float() {
+            if !self.dt().is_float() {
                 return Err(runtime_err("requires_grad_", "only Tensors of floating point dtype can require gradients"));
             }
-            if t.track_op() {
-                return Err(runtime_err("requires_grad_", "you can only change requires_grad flags of leaf variables"));
-            }
-            // A variable needs its own storage in Candle; this is the one copy.
-            let v = Var::from_tensor(&t).op("requires_grad_")?.into_inner();
-            self.replace(v);
+            // A plain `.grad` assigned earlier stays the leaf's gradient.
+            let m = Meta::leaf();
+            *lock(&m.grad) = self.plain_grad().take();
+            self.set_meta(Some(m));
         } else {
-            if !t.is_variable() && t.track_op() {
-                return Err(runtime_err(
-                    "requires_grad_",
-                    "you can only change requires_grad flags of leaf variables; use detach() for a non-leaf",
-                ));
+            if let Some(m) = &v.meta {
+                *self.plain_grad() = lock(&m.grad).take();
             }
-            self.replace(t.detach());
+            self.set_meta(None);
         }
         Ok(())
     }
@@ -223,7 +263,7 @@ fn tensors_of<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyTensor>
     Ok(out)
 }
 
-/// `candle_py.autograd.grad(outputs, inputs, grad_outputs=None, allow_unused=False)`.
+/// `candle_py.autograd.grad(outputs, inputs, grad_outputs=None, ...)`.
 #[pyfunction]
 #[pyo3(signature = (outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=false, allow_unused=None, materialize_grads=false))]
 #[allow(clippy::too_many_arguments)]
@@ -237,12 +277,12 @@ fn grad<'py>(
     allow_unused: Option<bool>,
     materialize_grads: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let _ = retain_graph;
-    if create_graph {
-        return Err(runtime_err("autograd.grad", "create_graph=True (higher-order gradients) is not supported"));
-    }
+    const OP: &str = "autograd.grad";
     let outs = tensors_of(outputs)?;
     let ins = tensors_of(inputs)?;
+    if outs.is_empty() {
+        return Err(value_err(OP, "no outputs given"));
+    }
     let gos: Vec<Option<Bound<'py, PyAny>>> = match grad_outputs {
         Some(g) if !g.is_none() => {
             if let Ok(t) = g.cast::<PyTensor>() {
@@ -254,46 +294,43 @@ fn grad<'py>(
         _ => vec![None; outs.len()],
     };
     if gos.len() != outs.len() {
-        return Err(crate::bindings::errors::value_err(
-            "autograd.grad",
-            format!("got {} grad_outputs for {} outputs", gos.len(), outs.len()),
-        ));
+        return Err(value_err(OP, format!("got {} grad_outputs for {} outputs", gos.len(), outs.len())));
     }
-    let mut total: Option<Tensor> = None;
+    let mut roots = Vec::new();
     for (o, g) in outs.iter().zip(gos.iter()) {
-        let r = root(py, o.get(), g.as_ref(), "autograd.grad")?;
-        total = Some(match total {
-            None => r,
-            Some(t) => t.add(&r.to_dtype(t.dtype()).op("autograd.grad")?).op("autograd.grad")?,
-        });
+        let v = o.get().v();
+        let e = edge_of(&v, OP)?;
+        roots.push((e, root_grad(&v, g.as_ref(), OP)?));
     }
-    let Some(total) = total else {
-        return Err(crate::bindings::errors::value_err("autograd.grad", "no outputs given"));
-    };
-    let grads = run_backward(py, total, "autograd.grad")?;
+    let targets: Vec<Value> = ins
+        .iter()
+        .map(|t| {
+            let v = t.get().v();
+            if v.requires_grad() {
+                Ok(v)
+            } else {
+                Err(runtime_err(OP, "One of the differentiated Tensors does not require grad"))
+            }
+        })
+        .collect::<PyResult<_>>()?;
+    let opts = Options { retain_graph: retain_graph.unwrap_or(create_graph), create_graph, accumulate: false };
+    let got = run(py, roots, targets.clone(), opts, OP)?;
+    let allow_unused = allow_unused.unwrap_or(materialize_grads);
     let mut res: Vec<Option<PyTensor>> = Vec::new();
-    for i in &ins {
-        let it = i.get().t();
-        match grads.get(&it) {
-            // Detached: without create_graph the gradients are plain values, as in PyTorch.
-            Some(g) => res.push(Some(PyTensor::wrap(g.detach().copy().op("autograd.grad")?, false))),
+    for (g, v) in got.into_iter().zip(&targets) {
+        match g {
+            Some(g) => {
+                // Without create_graph the gradients are plain values, as in PyTorch.
+                let g = if create_graph { g } else { g.detached() };
+                res.push(Some(PyTensor::wrap_v(g, false)));
+            }
+            None if materialize_grads => res.push(Some(PyTensor::wrap(v.data.zeros_like().op(OP)?, false))),
+            None if allow_unused => res.push(None),
             None => {
-                if it.track_op() && !it.is_variable() {
-                    return Err(runtime_err(
-                        "autograd.grad",
-                        "gradients with respect to non-leaf tensors are not kept by the Candle backend; pass leaf tensors as inputs",
-                    ));
-                }
-                if materialize_grads {
-                    res.push(Some(PyTensor::wrap(it.zeros_like().op("autograd.grad")?, false)));
-                } else if allow_unused.unwrap_or(false) {
-                    res.push(None);
-                } else {
-                    return Err(runtime_err(
-                        "autograd.grad",
-                        "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.",
-                    ));
-                }
+                return Err(runtime_err(
+                    OP,
+                    "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.",
+                ))
             }
         }
     }
@@ -311,9 +348,23 @@ fn is_grad_enabled() -> bool {
     grad_enabled()
 }
 
+/// Enter (True) or leave inference mode on this thread; returns the previous
+/// (inference mode, grad mode) pair for the context manager to restore.
+#[pyfunction]
+fn _set_inference_mode(on: bool) -> (bool, bool) {
+    crate::autograd::mode::set_inference_mode(on)
+}
+
+#[pyfunction]
+fn is_inference_mode_enabled() -> bool {
+    crate::autograd::mode::inference_mode()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(grad, m)?)?;
     m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
+    m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;
     Ok(())
 }

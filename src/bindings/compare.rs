@@ -115,8 +115,8 @@ impl PyTensor {
     fn fmod(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         let q = div_trunc(self, other)?;
         let qo = binop_strict(&q, other, Bin::Mul)?;
-        let (t, dt) = qo.t_dt();
-        binary(self, Operand::T(t, dt), Bin::Sub, false)
+        let (v, dt) = qo.v_dt();
+        binary(self, Operand::T(v, dt), Bin::Sub, false)
     }
 
     /// Division; `rounding_mode` is None (true division), "floor" or "trunc".

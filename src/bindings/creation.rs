@@ -1,4 +1,5 @@
 //! Making tensors: from Python data and NumPy, and PyTorch's factory functions.
+use crate::autograd::Value;
 use crate::bindings::args::{cast, check_alloc, extract_scalar, nonneg_shape, opt_dtype, Scalar};
 use crate::bindings::device::device_arg;
 use crate::bindings::errors::{dtype_err, type_err, value_err, OpResult};
@@ -430,7 +431,7 @@ fn eye(
 }
 
 /// Tensors of a list, cast to their promoted dtype (PyTorch promotes in cat/stack).
-pub fn promoted(tensors: &Bound<'_, PyAny>, op: &str) -> PyResult<(Vec<Tensor>, DT)> {
+pub fn promoted(tensors: &Bound<'_, PyAny>, op: &str) -> PyResult<(Vec<Value>, DT)> {
     let mut ts = Vec::new();
     for it in tensors.try_iter().map_err(|_| type_err(op, "expected a sequence of Tensors"))? {
         let it = it?;
@@ -440,13 +441,13 @@ pub fn promoted(tensors: &Bound<'_, PyAny>, op: &str) -> PyResult<(Vec<Tensor>, 
                 format!("expected a sequence of Tensors, found {}", it.get_type().name().map(|n| n.to_string()).unwrap_or_default()),
             )
         })?;
-        ts.push((t.get().t(), t.get().dt()));
+        ts.push(t.get().v_dt());
     }
     if ts.is_empty() {
         return Err(value_err(op, "expected a non-empty list of Tensors"));
     }
     let dt = ts.iter().map(|x| x.1).reduce(DT::promote).unwrap();
-    let ts = ts.iter().map(|(t, d)| cast(t, *d, dt)).collect::<PyResult<Vec<_>>>()?;
+    let ts = ts.iter().map(|(t, d)| crate::bindings::args::cast_v(t, *d, dt)).collect::<PyResult<Vec<_>>>()?;
     Ok((ts, dt))
 }
 
@@ -454,45 +455,49 @@ pub fn promoted(tensors: &Bound<'_, PyAny>, op: &str) -> PyResult<(Vec<Tensor>, 
 #[pyo3(signature = (tensors, dim=0))]
 fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<PyTensor> {
     let (ts, dt) = promoted(tensors, "cat")?;
-    let dev = ts[0].device().clone();
+    let dev = ts[0].data.device().clone();
     // PyTorch skips 1-D empty tensors in cat (legacy behaviour users rely on).
-    let ts: Vec<Tensor> = if ts.len() > 1 { ts.into_iter().filter(|t| !(t.rank() == 1 && t.dims()[0] == 0)).collect() } else { ts };
+    let ts: Vec<Value> =
+        if ts.len() > 1 { ts.into_iter().filter(|t| !(t.data.rank() == 1 && t.data.dims()[0] == 0)).collect() } else { ts };
     if ts.is_empty() {
         return Ok(PyTensor::wrap_dt(Tensor::zeros(0, dt.candle(), &dev).op("cat")?, dt));
     }
-    let rank = ts[0].rank();
+    let rank = ts[0].data.rank();
     if rank == 0 {
         return Err(value_err("cat", "zero-dimensional tensor cannot be concatenated"));
     }
     let d = crate::bindings::args::norm_dim(dim, rank, "cat")?;
     for t in &ts {
-        if t.rank() != rank {
+        if t.data.rank() != rank {
             return Err(crate::bindings::errors::shape_err(
                 "cat",
-                format!("Tensors must have same number of dimensions: got {} and {}", rank, t.rank()),
+                format!("Tensors must have same number of dimensions: got {} and {}", rank, t.data.rank()),
             ));
         }
     }
-    let out = crate::bindings::errors::detach_op(py, "cat", || Tensor::cat(&ts, d))?;
-    Ok(PyTensor::wrap_dt(out, dt))
+    let out = crate::bindings::errors::detach_op(py, "cat", || crate::autograd::ops::cat(&ts, d))?;
+    Ok(PyTensor::wrap_vdt(out, dt))
 }
 
 #[pyfunction]
 #[pyo3(signature = (tensors, dim=0))]
 fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<PyTensor> {
     let (ts, dt) = promoted(tensors, "stack")?;
-    let rank = ts[0].rank();
+    let rank = ts[0].data.rank();
     let d = crate::bindings::args::norm_dim(dim, rank + 1, "stack")?;
     for t in &ts {
-        if t.dims() != ts[0].dims() {
+        if t.data.dims() != ts[0].data.dims() {
             return Err(crate::bindings::errors::shape_err(
                 "stack",
-                format!("stack expects each tensor to be equal size, but got {:?} and {:?}", ts[0].dims(), t.dims()),
+                format!("stack expects each tensor to be equal size, but got {:?} and {:?}", ts[0].data.dims(), t.data.dims()),
             ));
         }
     }
-    let out = crate::bindings::errors::detach_op(py, "stack", || Tensor::stack(&ts, d))?;
-    Ok(PyTensor::wrap_dt(out, dt))
+    let out = crate::bindings::errors::detach_op(py, "stack", || {
+        let us = ts.iter().map(|t| crate::autograd::ops::unsqueeze(t, d)).collect::<candle_core::Result<Vec<_>>>()?;
+        crate::autograd::ops::cat(&us, d)
+    })?;
+    Ok(PyTensor::wrap_vdt(out, dt))
 }
 
 /// `Tensor(data, dtype=..., device=..., requires_grad=...)`: the constructor.

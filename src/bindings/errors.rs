@@ -102,10 +102,29 @@ fn innermost(e: &CErr) -> &CErr {
     }
 }
 
+const PY_ERR_MARK: &str = "a Python callback raised an exception";
+
+thread_local! {
+    static PENDING: std::cell::RefCell<Option<PyErr>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Carry an exception raised by Python code that Rust called (a hook, a custom
+/// Function's backward) through a Candle error: `candle_to_py` gives it back
+/// unchanged. The engine runs on the calling thread, so a thread-local holds it.
+pub fn py_to_candle(e: PyErr) -> CErr {
+    PENDING.with(|p| *p.borrow_mut() = Some(e));
+    CErr::Msg(PY_ERR_MARK.into())
+}
+
 /// Map one Candle error to the Python exception a user expects.
 pub fn candle_to_py(op: &str, e: CErr) -> PyErr {
     let inner = innermost(&e);
     let msg = inner.to_string();
+    if msg == PY_ERR_MARK {
+        if let Some(e) = PENDING.with(|p| p.take()) {
+            return e;
+        }
+    }
     let msg = msg.lines().next().unwrap_or("").to_string();
     match inner {
         CErr::UnexpectedDType { .. }
@@ -140,6 +159,9 @@ pub fn candle_to_py(op: &str, e: CErr) -> PyErr {
         CErr::Io(io) if io.kind() == std::io::ErrorKind::NotFound => pyo3::exceptions::PyFileNotFoundError::new_err(format!("{op}: {msg}")),
         CErr::SafeTensor(_) | CErr::Io(_) | CErr::CannotFindTensor { .. } => value_err(op, msg),
         CErr::BackwardNotSupported { .. } => runtime_err(op, msg),
+        // The autograd engine's own errors (freed graph, modified saved tensor, no
+        // second-order formula) are RuntimeErrors, as in PyTorch.
+        CErr::Msg(_) if crate::autograd::engine::is_engine_msg(&msg) => runtime_err(op, msg),
         _ => BackendError::new_err(format!("{op}: {msg}")),
     }
 }

@@ -10,13 +10,14 @@
 //! Writes into a tensor that is part of the autograd graph are done
 //! functionally (the tensor's value is replaced by a new one in the graph), so
 //! gradients stay right; views taken before such a write keep the old values.
+use crate::autograd::grad_enabled;
+use crate::autograd::{ops, Value};
 use crate::bindings::advanced_key::advanced_selection;
-use crate::bindings::args::{cast, extract_scalar};
+use crate::bindings::args::{cast, cast_v, extract_scalar};
 use crate::bindings::errors::{index_err, runtime_err, shape_err, type_err, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
-use crate::grad::grad_enabled;
 use crate::ops::advanced_index::row_major;
-use candle_core::{CpuStorage, DType, InplaceOp2, Layout, Tensor};
+use candle_core::{CpuStorage, DType, InplaceOp2, Layout, Shape, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::{PyEllipsis, PyInt, PyList, PySlice, PySliceMethods, PyTuple};
 
@@ -119,37 +120,52 @@ fn resolve(items: Vec<Item<'_>>, dims: &[usize]) -> PyResult<Vec<Dim>> {
     Ok(out)
 }
 
-fn read_basic(t: &Tensor, plan: &[Dim]) -> candle_core::Result<Tensor> {
+fn read_basic(t: &Value, plan: &[Dim]) -> candle_core::Result<Value> {
     let mut x = t.clone();
     let mut d = 0;
     for p in plan {
         match *p {
             Dim::New => {
-                x = x.unsqueeze(d)?;
+                x = ops::unsqueeze(&x, d)?;
                 d += 1;
             }
             Dim::Drop { index } => {
-                x = x.narrow(d, index, 1)?.squeeze(d)?;
+                x = ops::select(&x, d, index)?;
             }
             Dim::Keep { start, len, step } => {
                 if step == 1 {
-                    if start != 0 || len != x.dims()[d] {
-                        x = x.narrow(d, start, len)?;
+                    if start != 0 || len != x.data.dims()[d] {
+                        x = ops::narrow(&x, d, start, len)?;
                     }
                 } else {
                     let idx: Vec<u32> = (0..len).map(|i| (start + i * step) as u32).collect();
-                    let idx = Tensor::from_vec(idx, len, x.device())?;
+                    let idx = Tensor::from_vec(idx, len, x.data.device())?;
                     // Candle's index_select wants a contiguous (possibly offset) source.
-                    if !x.is_contiguous() {
-                        x = x.contiguous()?;
+                    if !x.data.is_contiguous() {
+                        x = ops::force_contiguous(&x, "CloneBackward0")?;
                     }
-                    x = x.index_select(&idx, d)?;
+                    x = ops::index_select(&x, &idx, d)?;
                 }
                 d += 1;
             }
         }
     }
     Ok(x)
+}
+
+/// `v` flattened to one dimension (a view where contiguous).
+fn flat(v: &Value) -> candle_core::Result<Value> {
+    ops::reshape(v, &Shape::from(v.data.elem_count()))
+}
+
+/// `t` with the elements at row-major `offs` replaced by `src` (flattened), in the graph.
+fn put(t: &Value, offs: Vec<u32>, src: &Value) -> candle_core::Result<Value> {
+    let n = offs.len();
+    let idx = Tensor::from_vec(offs, n, t.data.device())?;
+    let f = flat(t)?;
+    let old = ops::index_select(&f, &idx, 0)?;
+    let delta = ops::sub(&flat(src)?, &old)?;
+    ops::reshape(&ops::index_add(&f, &idx, &delta, 0)?, t.data.shape())
 }
 
 /// The storage region (shape, strides, offset) a basic plan selects in `t`.
@@ -263,80 +279,86 @@ impl InplaceOp2 for WriteOffsets {
 /// Write `src` (already broadcast to the region's shape and cast) into the
 /// region of `dst` at storage `offs`, or replace `dst` functionally when it is
 /// in the autograd graph or not on the CPU.
-fn write(dst: &PyTensor, src: Tensor, storage_offs: Vec<usize>, logical_offs: impl FnOnce() -> Vec<usize>, op: &str) -> PyResult<()> {
-    let t = dst.t();
-    let tracked = t.track_op() && grad_enabled();
-    if tracked && t.is_variable() {
-        return Err(runtime_err(op, "a leaf Variable that requires grad is being used in an in-place operation."));
+fn write(dst: &PyTensor, src: Value, storage_offs: Vec<usize>, logical_offs: impl FnOnce() -> Vec<usize>, op: &str) -> PyResult<()> {
+    let tv = dst.v();
+    let t = tv.data.clone();
+    let tracked = tv.requires_grad() && grad_enabled();
+    if tracked && tv.is_leaf() {
+        return Err(runtime_err(op, LEAF_INPLACE));
     }
-    if tracked || src.track_op() && grad_enabled() || !t.device().is_cpu() {
+    if tracked || src.requires_grad() && grad_enabled() || !t.device().is_cpu() {
         let offs: Vec<u32> = logical_offs().into_iter().map(|o| o as u32).collect();
-        let n = offs.len();
-        let idx = Tensor::from_vec(offs, n, t.device()).op(op)?;
-        let flat = t.flatten_all().op(op)?;
-        let old = flat.index_select(&idx, 0).op(op)?;
-        let delta = src.flatten_all().and_then(|s| s.sub(&old)).op(op)?;
-        let new = flat.index_add(&idx, &delta, 0).and_then(|x| x.reshape(t.dims())).op(op)?;
-        let new = if !grad_enabled() { new.detach() } else { new };
-        dst.replace(new);
+        let new = put(&tv, offs, &src).op(op)?;
+        dst.replace_v(new);
         return Ok(());
     }
-    let src = src.detach().force_contiguous().op(op)?;
-    crate::bindings::errors::guard(op, || t.inplace_op2(&src, &WriteOffsets { offsets: storage_offs }).op(op))
+    let src = src.data.force_contiguous().op(op)?;
+    crate::bindings::errors::guard(op, || t.inplace_op2(&src, &WriteOffsets { offsets: storage_offs }).op(op))?;
+    tv.bump_version();
+    Ok(())
 }
 
+const LEAF_INPLACE: &str = "a leaf Variable that requires grad is being used in an in-place operation.";
+
 /// `value` as a tensor of `dst`'s dtype broadcast to `shape`.
-fn value_tensor(dst: &PyTensor, value: &Bound<'_, PyAny>, shape: &[usize], op: &str) -> PyResult<Tensor> {
+fn value_tensor(dst: &PyTensor, value: &Bound<'_, PyAny>, shape: &[usize], op: &str) -> PyResult<Value> {
     let dt = dst.dt();
     let dev = dst.t().device().clone();
     let v = match extract_scalar(value) {
-        Some(s) => s.tensor(dt, &dev)?,
-        None => {
-            let (v, vd) = crate::bindings::creation::as_tensor_arg(value, op)?;
-            cast(&v, vd, dt)?.to_device(&dev).op(op)?
-        }
+        Some(s) => Value::plain(s.tensor(dt, &dev)?),
+        None => match value.cast::<PyTensor>() {
+            Ok(t) => {
+                let (tv, vd) = t.get().v_dt();
+                ops::to_device(&cast_v(&tv, vd, dt)?, &dev).op(op)?
+            }
+            Err(_) => {
+                let (v, vd) = crate::bindings::creation::as_tensor_arg(value, op)?;
+                Value::plain(cast(&v, vd, dt)?.to_device(&dev).op(op)?)
+            }
+        },
     };
     // A source may carry extra leading 1-dims, as PyTorch allows.
     let mut v = v;
-    while v.rank() > shape.len() && v.dims()[0] == 1 {
-        v = v.squeeze(0).op(op)?;
+    while v.data.rank() > shape.len() && v.data.dims()[0] == 1 {
+        v = ops::squeeze(&v, 0).op(op)?;
     }
-    v.broadcast_as(shape).map_err(|_| {
-        shape_err(
+    if v.data.shape().broadcast_shape_binary_op(&Shape::from(shape), "setitem").map(|s| s.dims() != shape).unwrap_or(true) {
+        return Err(shape_err(
             op,
-            format!("shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {shape:?}", v.dims()),
-        )
-    })
+            format!("shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {shape:?}", v.data.dims()),
+        ));
+    }
+    ops::broadcast_as(&v, &Shape::from(shape)).op(op)
 }
 
 /// Overwrite all of `dst` with `src` (same shape and dtype): the in-place ops' common end.
-pub fn overwrite(dst: &PyTensor, src: Tensor, op: &str) -> PyResult<()> {
-    let t = dst.t();
+pub fn overwrite(dst: &PyTensor, src: Value, op: &str) -> PyResult<()> {
+    let tv = dst.v();
+    let t = tv.data.clone();
+    let (dst_tracked, src_tracked) = (tv.requires_grad() && grad_enabled(), src.requires_grad() && grad_enabled());
+    if dst_tracked && tv.is_leaf() {
+        return Err(runtime_err(op, LEAF_INPLACE));
+    }
     // Fast path (optimizer updates, zero_, fill_): a contiguous CPU tensor outside
     // the graph is overwritten with one memcpy instead of per-element offsets.
-    let plain = !grad_enabled() || (!t.track_op() && !src.track_op());
-    if plain && t.device().is_cpu() && t.is_contiguous() && src.dims() == t.dims() && src.dtype() == t.dtype() {
-        if t.is_variable() && grad_enabled() {
-            return Err(runtime_err(op, "a leaf Variable that requires grad is being used in an in-place operation."));
-        }
-        let src = src.detach().force_contiguous().op(op)?;
+    let same = src.data.dims() == t.dims() && src.data.dtype() == t.dtype();
+    if !dst_tracked && !src_tracked && t.device().is_cpu() && t.is_contiguous() && same {
+        let src = src.data.force_contiguous().op(op)?;
         let start = t.layout().start_offset();
         let n = t.elem_count();
-        return crate::bindings::errors::detach_if(n, || t.inplace_op2(&src, &WriteRange { start, len: n })).op(op);
+        crate::bindings::errors::detach_if(n, || t.inplace_op2(&src, &WriteRange { start, len: n })).op(op)?;
+        tv.bump_version();
+        return Ok(());
     }
     // In the graph, overwriting every element is a replacement: the new value is `src`
     // with its own history, and the old value gets no gradient (as torch's `copy_`).
-    let tracked = t.track_op() && grad_enabled();
-    if (tracked || src.track_op() && grad_enabled()) && src.dims() == t.dims() && src.dtype() == t.dtype() {
-        if tracked && t.is_variable() {
-            return Err(runtime_err(op, "a leaf Variable that requires grad is being used in an in-place operation."));
-        }
-        dst.replace(src);
+    if (dst_tracked || src_tracked) && same {
+        dst.replace_v(src);
         return Ok(());
     }
     let (strides, start) = (t.stride().to_vec(), t.layout().start_offset());
     let dims = t.dims().to_vec();
-    let storage_offs = if t.track_op() && grad_enabled() || !t.device().is_cpu() { Vec::new() } else { offsets(&dims, &strides, start) };
+    let storage_offs = if dst_tracked || !t.device().is_cpu() { Vec::new() } else { offsets(&dims, &strides, start) };
     let n = t.elem_count();
     write(dst, src, storage_offs, || (0..n).collect(), op)
 }
@@ -346,19 +368,20 @@ impl PyTensor {
     fn __getitem__(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         let me = slf.get();
-        let t = me.t();
+        let v = me.v();
         if let Some(items) = parse_basic(key)? {
-            let plan = resolve(items, t.dims())?;
-            let out = crate::bindings::errors::detach_op(py, "index", || read_basic(&t, &plan))?;
-            return Ok(Py::new(py, PyTensor::wrap(out, me.is_bool))?.into_any());
+            let plan = resolve(items, v.data.dims())?;
+            let out = crate::bindings::errors::detach_op(py, "index", || read_basic(&v, &plan))?;
+            return Ok(Py::new(py, PyTensor::wrap_v(out, me.is_bool))?.into_any());
         }
         // Advanced key: NumPy's rules give the row-major offsets; a differentiable gather reads them.
-        let (offs, shape) = advanced_selection(key, t.dims())?;
+        let (offs, shape) = advanced_selection(key, v.data.dims())?;
         let out = crate::bindings::errors::detach_op(py, "index", || {
-            let idx = Tensor::from_vec(offs.iter().map(|&o| o as i64).collect::<Vec<_>>(), offs.len(), t.device())?;
-            t.flatten_all()?.index_select(&idx, 0)?.reshape(shape)
+            let idx = Tensor::from_vec(offs.iter().map(|&o| o as i64).collect::<Vec<_>>(), offs.len(), v.data.device())?;
+            let src = if v.data.is_contiguous() { v.clone() } else { ops::force_contiguous(&v, "CloneBackward0")? };
+            ops::reshape(&ops::index_select(&flat(&src)?, &idx, 0)?, &Shape::from(shape))
         })?;
-        Ok(Py::new(py, PyTensor::wrap_dt(out, me.dt()))?.into_any())
+        Ok(Py::new(py, PyTensor::wrap_v(out, me.is_bool))?.into_any())
     }
 
     fn __setitem__(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -435,21 +458,22 @@ impl PyTensor {
         let plan = resolve(items, &dims)?;
         let rm = row_major(&dims);
         let (shape, st, off) = region(&t, &plan, &rm, 0);
-        let (s, sd) = crate::bindings::creation::as_tensor_arg(src, "slice_assign")?;
-        if s.dims() != shape.as_slice() {
-            return Err(shape_err("slice_assign", format!("src has shape {:?} but the region has shape {shape:?}", s.dims())));
+        let (s, sd) = match src.cast::<PyTensor>() {
+            Ok(p) => p.get().v_dt(),
+            Err(_) => {
+                let (s, sd) = crate::bindings::creation::as_tensor_arg(src, "slice_assign")?;
+                (Value::plain(s), sd)
+            }
+        };
+        if s.data.dims() != shape.as_slice() {
+            return Err(shape_err("slice_assign", format!("src has shape {:?} but the region has shape {shape:?}", s.data.dims())));
         }
-        let s = cast(&s, sd, self.dt())?;
+        let s = cast_v(&s, sd, self.dt())?;
         let logical: Vec<u32> = offsets(&shape, &st, off).into_iter().map(|o| o as u32).collect();
-        let n = logical.len();
-        let idx = Tensor::from_vec(logical, n, t.device()).op("slice_assign")?;
-        let flat = t.flatten_all().op("slice_assign")?;
-        let old = flat.index_select(&idx, 0).op("slice_assign")?;
-        let delta = s.flatten_all().and_then(|s| s.sub(&old)).op("slice_assign")?;
-        let new = crate::bindings::errors::detach_op(py, "slice_assign", || {
-            flat.index_add(&idx, &delta, 0).and_then(|x| x.reshape(dims.as_slice()))
-        })?;
-        Ok(PyTensor::wrap(new, self.is_bool))
+        let tv = self.v();
+        let tv = if tv.data.is_contiguous() { tv } else { ops::force_contiguous(&tv, "CloneBackward0").op("slice_assign")? };
+        let new = crate::bindings::errors::detach_op(py, "slice_assign", || put(&tv, logical, &s))?;
+        Ok(PyTensor::wrap_v(new, self.is_bool))
     }
 
     fn copy_(slf: &Bound<'_, Self>, src: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
@@ -465,7 +489,7 @@ impl PyTensor {
     fn zero_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         let me = slf.get();
         let z = me.t().zeros_like().op("zero_")?;
-        overwrite(me, z, "zero_")?;
+        overwrite(me, Value::plain(z), "zero_")?;
         Ok(slf.clone().unbind())
     }
     #[pyo3(signature = (mean=0.0, std=1.0))]
@@ -473,7 +497,7 @@ impl PyTensor {
         let me = slf.get();
         let t = me.t();
         let r = crate::ops::random::normal_tensor(t.dims(), t.dtype(), t.device()).and_then(|r| r.affine(std, mean)).op("normal_")?;
-        overwrite(me, r, "normal_")?;
+        overwrite(me, Value::plain(r), "normal_")?;
         Ok(slf.clone().unbind())
     }
     #[pyo3(signature = (a=0.0, b=1.0))]
@@ -481,7 +505,7 @@ impl PyTensor {
         let me = slf.get();
         let t = me.t();
         let r = crate::ops::random::uniform_tensor(t.dims(), t.dtype(), t.device()).and_then(|r| r.affine(b - a, a)).op("uniform_")?;
-        overwrite(me, r, "uniform_")?;
+        overwrite(me, Value::plain(r), "uniform_")?;
         Ok(slf.clone().unbind())
     }
 }

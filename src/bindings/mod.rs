@@ -12,6 +12,7 @@ pub(crate) mod device;
 pub(crate) mod dtype;
 pub(crate) mod errors;
 pub(crate) mod formatting;
+pub(crate) mod grad_fn;
 pub(crate) mod indexing;
 pub(crate) mod nn;
 pub(crate) mod numpy_interop;
@@ -38,6 +39,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     shape_ops::register(m)?;
     indexing::register(m)?;
     autograd::register(m)?;
+    grad_fn::register(m)?;
     random::register(m)?;
     safetensors_io::register(m)?;
     nn::register(m)?;

@@ -326,7 +326,11 @@ impl PyTensor {
         let me = slf.get();
         let args = PyTuple::new(
             py,
-            [arr.into_any(), me.dt().name().into_pyobject(py)?.into_any(), me.t().is_variable().into_pyobject(py)?.to_owned().into_any()],
+            [
+                arr.into_any(),
+                me.dt().name().into_pyobject(py)?.into_any(),
+                (me.read().requires_grad() && me.read().is_leaf()).into_pyobject(py)?.to_owned().into_any(),
+            ],
         )?;
         Ok((f.unbind(), args.into_any().unbind()))
     }

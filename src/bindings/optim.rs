@@ -68,7 +68,14 @@ fn run_all(lists: &[(&str, &[Bound<'_, PyTensor>])], each: impl Fn(usize, &[Tens
             let dst = list[i].get();
             let orig = dst.t();
             let back = w.ts[k].to_dtype(orig.dtype()).and_then(|t| t.to_device(orig.device())).op(OP)?;
-            overwrite(dst, back, OP)?;
+            overwrite(dst, crate::autograd::Value::plain(back), OP)?;
+        }
+    }
+    // In-place updates: saved copies of these tensors are now stale.
+    for (k, (_, list)) in lists.iter().enumerate().filter(|(k, _)| *k != 1) {
+        let _ = k;
+        for t in list.iter() {
+            t.get().read().bump_version();
         }
     }
     Ok(())

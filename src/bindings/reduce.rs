@@ -1,6 +1,8 @@
 //! Reductions (`sum`, `mean`, `max`, `var`, `norm`, `prod`, ...) with `dim` and
 //! `keepdim`, and softmax / log-softmax.
-use crate::bindings::args::{cast, norm_dim};
+use crate::autograd::recompute::via;
+use crate::autograd::{ops, Value};
+use crate::bindings::args::{cast, cast_v, norm_dim};
 use crate::bindings::arith::binop_strict;
 use crate::bindings::errors::{dtype_err, type_err, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
@@ -42,22 +44,31 @@ fn squeeze_dims(t: Tensor, dims: &[usize]) -> candle_core::Result<Tensor> {
     Ok(t)
 }
 
+/// Drop the size-1 `dims` of a keepdim result (one view).
+fn squeeze_v(v: &Value, dims: &[usize]) -> candle_core::Result<Value> {
+    let shape: Vec<usize> = v.data.dims().iter().enumerate().filter(|(i, _)| !dims.contains(i)).map(|(_, &d)| d).collect();
+    ops::reshape(v, &candle_core::Shape::from(shape))
+}
+
 /// Sum over `dims` (all when None); uses the parallel kernel where it applies.
-pub fn sum_dims(py: Python<'_>, t: &Tensor, dims: Option<&[usize]>, keepdim: bool) -> PyResult<Tensor> {
-    if t.rank() == 0 {
+pub fn sum_dims(py: Python<'_>, t: &Value, dims: Option<&[usize]>, keepdim: bool) -> PyResult<Value> {
+    let rank = t.data.rank();
+    if rank == 0 {
         return Ok(t.clone());
     }
-    let all: Vec<usize> = (0..t.rank()).collect();
+    let all: Vec<usize> = (0..rank).collect();
     let dims = dims.unwrap_or(&all);
     if dims.is_empty() {
         return Ok(t.clone());
     }
-    let out = crate::bindings::errors::detach_op(py, "sum", || crate::ops::reduce::sum_keepdim(t, dims))?;
-    if keepdim {
-        Ok(out)
-    } else {
-        squeeze_dims(out, dims).op("sum")
-    }
+    crate::bindings::errors::detach_op(py, "sum", || {
+        let out = ops::sum_keepdim(t, dims)?;
+        if keepdim {
+            Ok(out)
+        } else {
+            squeeze_v(&out, dims)
+        }
+    })
 }
 
 impl PyTensor {
@@ -69,10 +80,8 @@ impl PyTensor {
                 return Ok(Py::new(py, r)?.into_bound(py).into_any());
             }
         }
-        let t = self.t();
-        let dt = self.dt();
-        let cdt = if dt == DT::Bool { DT::U8 } else { dt };
-        let _ = cdt;
+        let (v, dt) = self.v_dt();
+        let t = v.data.clone();
         match dim.filter(|d| !d.is_none()) {
             None => {
                 if t.elem_count() == 0 {
@@ -81,9 +90,12 @@ impl PyTensor {
                         "Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.",
                     ));
                 }
-                let flat = t.flatten_all().op(name)?;
-                let v = if is_max { flat.max_keepdim(0) } else { flat.min_keepdim(0) }.and_then(|v| v.squeeze(0)).op(name)?;
-                Ok(Py::new(py, PyTensor::wrap_dt(v, dt))?.into_bound(py).into_any())
+                let out = via(name, &[&v], move |x| {
+                    let flat = x[0].flatten_all()?;
+                    if is_max { flat.max_keepdim(0) } else { flat.min_keepdim(0) }?.squeeze(0)
+                })
+                .op(name)?;
+                Ok(Py::new(py, PyTensor::wrap_vdt(out, dt))?.into_bound(py).into_any())
             }
             Some(d) => {
                 let d: i64 = d.extract().map_err(|_| type_err(name, "dim must be an int"))?;
@@ -92,7 +104,7 @@ impl PyTensor {
                     let idx = Tensor::new(0i64, t.device()).op(name)?;
                     return crate::bindings::formatting::minmax_result(
                         py,
-                        PyTensor::wrap_dt(t.clone(), dt),
+                        PyTensor::wrap_vdt(v.clone(), dt),
                         PyTensor::wrap_dt(idx, DT::I64),
                         is_max,
                     );
@@ -100,17 +112,20 @@ impl PyTensor {
                 if t.dims()[d] == 0 {
                     return Err(value_err(name, format!("cannot compute {name} over an empty dimension {d} of shape {:?}", t.dims())));
                 }
-                let (v, i) = if t.elem_count() == 0 {
+                let (val, i) = if t.elem_count() == 0 {
                     let mut shape = t.dims().to_vec();
                     shape[d] = 1;
-                    (Tensor::zeros(shape.clone(), t.dtype(), t.device()).op(name)?, Tensor::zeros(shape, DType::I64, t.device()).op(name)?)
+                    (
+                        Value::plain(Tensor::zeros(shape.clone(), t.dtype(), t.device()).op(name)?),
+                        Tensor::zeros(shape, DType::I64, t.device()).op(name)?,
+                    )
                 } else {
-                    let v = if is_max { t.max_keepdim(d) } else { t.min_keepdim(d) }.op(name)?;
+                    let val = via(name, &[&v], move |x| if is_max { x[0].max_keepdim(d) } else { x[0].min_keepdim(d) }).op(name)?;
                     let i = if is_max { t.argmax_keepdim(d) } else { t.argmin_keepdim(d) }.and_then(|i| i.to_dtype(DType::I64)).op(name)?;
-                    (v, i)
+                    (val, i)
                 };
-                let (v, i) = if keepdim { (v, i) } else { (v.squeeze(d).op(name)?, i.squeeze(d).op(name)?) };
-                crate::bindings::formatting::minmax_result(py, PyTensor::wrap_dt(v, dt), PyTensor::wrap_dt(i, DT::I64), is_max)
+                let (val, i) = if keepdim { (val, i) } else { (squeeze_v(&val, &[d]).op(name)?, i.squeeze(d).op(name)?) };
+                crate::bindings::formatting::minmax_result(py, PyTensor::wrap_vdt(val, dt), PyTensor::wrap_dt(i, DT::I64), is_max)
             }
         }
     }
@@ -150,16 +165,17 @@ impl PyTensor {
 
     fn var_impl(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, correction: f64, keepdim: bool, op: &str) -> PyResult<PyTensor> {
         let (t, dt) = float_input(self)?;
-        let dims = reduce_dims(dim, t.rank(), op)?;
-        let all: Vec<usize> = (0..t.rank()).collect();
+        let rank = t.data.rank();
+        let dims = reduce_dims(dim, rank, op)?;
+        let all: Vec<usize> = (0..rank).collect();
         let dl = dims.clone().unwrap_or(all);
-        let n: usize = dl.iter().map(|&d| t.dims()[d]).product::<usize>().max(if t.rank() == 0 { 1 } else { 0 });
-        let mean = sum_dims(py, &t, Some(&dl), true)?.affine(1.0 / n as f64, 0.0).op(op)?;
-        let diff = t.broadcast_sub(&mean).op(op)?;
-        let ss = sum_dims(py, &diff.sqr().op(op)?, Some(&dl), keepdim)?;
+        let n: usize = dl.iter().map(|&d| t.data.dims()[d]).product::<usize>().max(if rank == 0 { 1 } else { 0 });
+        let mean = ops::affine(&sum_dims(py, &t, Some(&dl), true)?, 1.0 / n as f64, 0.0).op(op)?;
+        let diff = ops::sub(&t, &mean).op(op)?;
+        let ss = sum_dims(py, &ops::sqr(&diff).op(op)?, Some(&dl), keepdim)?;
         let denom = n as f64 - correction;
-        let out = if denom <= 0.0 { ss.affine(f64::NAN, 0.0).op(op)? } else { ss.affine(1.0 / denom, 0.0).op(op)? };
-        Ok(PyTensor::wrap_dt(out, dt))
+        let out = ops::affine(&ss, if denom <= 0.0 { f64::NAN } else { 1.0 / denom }, 0.0).op(op)?;
+        Ok(PyTensor::wrap_vdt(out, dt))
     }
 }
 
@@ -181,10 +197,10 @@ impl PyTensor {
             None if src_dt.is_float() => src_dt,
             None => DT::I64,
         };
-        let t = cast(&self.t(), src_dt, dt)?;
-        let dims = reduce_dims(dim, t.rank(), "sum")?;
+        let t = cast_v(&self.v(), src_dt, dt)?;
+        let dims = reduce_dims(dim, t.data.rank(), "sum")?;
         let out = sum_dims(py, &t, dims.as_deref(), keepdim)?;
-        Ok(PyTensor::wrap_dt(out, dt))
+        Ok(PyTensor::wrap_vdt(out, dt))
     }
 
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
@@ -197,15 +213,15 @@ impl PyTensor {
                 format!("could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", dt.name()),
             ));
         }
-        let t = cast(&self.t(), src_dt, dt)?;
-        let dims = reduce_dims(dim, t.rank(), "mean")?;
+        let t = cast_v(&self.v(), src_dt, dt)?;
+        let dims = reduce_dims(dim, t.data.rank(), "mean")?;
         let n: usize = match &dims {
-            None => t.elem_count(),
-            Some(d) => d.iter().map(|&i| t.dims()[i]).product(),
+            None => t.data.elem_count(),
+            Some(d) => d.iter().map(|&i| t.data.dims()[i]).product(),
         };
         let s = sum_dims(py, &t, dims.as_deref(), keepdim)?;
-        let out = s.affine(if n == 0 { f64::NAN } else { 1.0 / n as f64 }, 0.0).op("mean")?;
-        Ok(PyTensor::wrap_dt(out, dt))
+        let out = ops::affine(&s, if n == 0 { f64::NAN } else { 1.0 / n as f64 }, 0.0).op("mean")?;
+        Ok(PyTensor::wrap_vdt(out, dt))
     }
 
     #[pyo3(signature = (dim=None, keepdim=false))]
@@ -254,23 +270,26 @@ impl PyTensor {
     ) -> PyResult<PyTensor> {
         let v = self.var_impl(py, dim, correction_of(unbiased, correction), keepdim, "std")?;
         let dt = v.dt();
-        Ok(PyTensor::wrap_dt(v.t().sqrt().op("std")?, dt))
+        Ok(PyTensor::wrap_vdt(ops::sqrt(&v.v()).op("std")?, dt))
     }
     #[pyo3(signature = (dim, *, dtype=None))]
     fn cumsum(&self, py: Python<'_>, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         let src = self.dt();
         let dt = crate::bindings::args::opt_dtype(dtype)?.unwrap_or(if src.is_float() { src } else { DT::I64 });
-        let t = self.t();
-        if t.rank() == 0 {
-            return Ok(PyTensor::wrap_dt(cast(&t, src, dt)?, dt));
+        let t = self.v();
+        if t.data.rank() == 0 {
+            return Ok(PyTensor::wrap_vdt(cast_v(&t, src, dt)?, dt));
         }
-        let d = norm_dim(dim, t.rank(), "cumsum")?;
+        let d = norm_dim(dim, t.data.rank(), "cumsum")?;
         // Candle's cumsum is a matmul: exact for floats, so integers go through f64.
         let cdt = if dt.is_float() { dt } else { DT::F64 };
-        let x = cast(&t, src, cdt)?;
-        let out = crate::bindings::errors::detach_op(py, "cumsum", || x.cumsum(d))?;
-        let out = if cdt != dt { out.round().op("cumsum")? } else { out };
-        Ok(PyTensor::wrap_dt(cast(&out, cdt, dt)?, dt))
+        let x = cast_v(&t, src, cdt)?;
+        let out = crate::bindings::errors::detach_op(py, "cumsum", || via("cumsum", &[&x], move |x| x[0].cumsum(d)))?;
+        if cdt != dt {
+            let r = out.data.round().op("cumsum")?;
+            return Ok(PyTensor::wrap_dt(cast(&r, cdt, dt)?, dt));
+        }
+        Ok(PyTensor::wrap_vdt(out, dt))
     }
     #[pyo3(signature = (dim, dtype=None))]
     fn softmax(&self, py: Python<'_>, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
@@ -291,33 +310,39 @@ impl PyTensor {
             let r = PyTensor::wrap_dt(x, DT::F32).prod(py, dim, keepdim, None)?;
             return Ok(PyTensor::wrap_dt(cast(&r.t(), DT::F32, dt)?, dt));
         }
-        let t = cast(&self.t(), src, dt)?;
+        let t = cast_v(&self.v(), src, dt)?;
+        let rank = t.data.rank();
         let out = match dim {
-            None => {
-                let flat = t.flatten_all().op("prod")?;
-                let p = crate::bindings::errors::detach_op(py, "prod", || crate::ops::reduce::prod_keepdim(&flat, 0))?;
-                if keepdim {
-                    p.reshape(vec![1usize; t.rank()]).op("prod")?
-                } else {
-                    p.squeeze(0).op("prod")?
-                }
-            }
+            None => crate::bindings::errors::detach_op(py, "prod", || {
+                via("prod", &[&t], move |x| {
+                    let p = crate::ops::reduce::prod_keepdim(&x[0].flatten_all()?, 0)?;
+                    if keepdim {
+                        p.reshape(vec![1usize; rank])
+                    } else {
+                        p.squeeze(0)
+                    }
+                })
+            })?,
             Some(d) => {
-                if t.rank() == 0 {
+                if rank == 0 {
                     norm_dim(d, 0, "prod")?;
                     t.clone()
                 } else {
-                    let d = norm_dim(d, t.rank(), "prod")?;
-                    let p = crate::bindings::errors::detach_op(py, "prod", || crate::ops::reduce::prod_keepdim(&t, d))?;
-                    if keepdim {
-                        p
-                    } else {
-                        p.squeeze(d).op("prod")?
-                    }
+                    let d = norm_dim(d, rank, "prod")?;
+                    crate::bindings::errors::detach_op(py, "prod", || {
+                        via("prod", &[&t], move |x| {
+                            let p = crate::ops::reduce::prod_keepdim(&x[0], d)?;
+                            if keepdim {
+                                Ok(p)
+                            } else {
+                                p.squeeze(d)
+                            }
+                        })
+                    })?
                 }
             }
         };
-        Ok(PyTensor::wrap_dt(out, dt))
+        Ok(PyTensor::wrap_vdt(out, dt))
     }
 
     #[pyo3(signature = (dim=None, keepdim=false))]
@@ -332,23 +357,44 @@ impl PyTensor {
     fn norm(&self, py: Python<'_>, p: Option<f64>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
         let (t, dt) = float_input(self)?;
         let p = p.unwrap_or(2.0);
-        let dims = reduce_dims(dim, t.rank(), "norm")?;
+        let dims = reduce_dims(dim, t.data.rank(), "norm")?;
         let out = if p == 2.0 {
-            sum_dims(py, &t.sqr().op("norm")?, dims.as_deref(), keepdim)?.sqrt().op("norm")?
-        } else if p == 1.0 {
-            sum_dims(py, &t.abs().op("norm")?, dims.as_deref(), keepdim)?
+            ops::sqrt(&sum_dims(py, &ops::sqr(&t).op("norm")?, dims.as_deref(), keepdim)?).op("norm")?
         } else {
-            sum_dims(py, &t.abs().and_then(|a| a.powf(p)).op("norm")?, dims.as_deref(), keepdim)?.powf(1.0 / p).op("norm")?
+            let a = via("abs", &[&t], |x| x[0].abs()).op("norm")?;
+            if p == 1.0 {
+                sum_dims(py, &a, dims.as_deref(), keepdim)?
+            } else {
+                ops::powf(&sum_dims(py, &ops::powf(&a, p).op("norm")?, dims.as_deref(), keepdim)?, 1.0 / p).op("norm")?
+            }
         };
-        Ok(PyTensor::wrap_dt(out, dt))
+        Ok(PyTensor::wrap_vdt(out, dt))
     }
 }
 
 impl PyTensor {
     fn amaxmin(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, is_max: bool) -> PyResult<PyTensor> {
         let name = if is_max { "amax" } else { "amin" };
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         let dims = reduce_dims(dim, t.rank(), name)?.unwrap_or_else(|| (0..t.rank()).collect());
+        if t.elem_count() != 0 && self.dt().is_float() && v.requires_grad() {
+            let ds = dims.clone();
+            let out = crate::bindings::errors::detach_op(py, name, || {
+                via(name, &[&v], move |x| {
+                    let mut o = x[0].clone();
+                    for &d in ds.iter() {
+                        o = if is_max { o.max_keepdim(d) } else { o.min_keepdim(d) }?;
+                    }
+                    if keepdim {
+                        Ok(o)
+                    } else {
+                        squeeze_dims(o, &ds)
+                    }
+                })
+            })?;
+            return Ok(PyTensor::wrap_v(out, false));
+        }
         let mut out = t.clone();
         for &d in dims.iter() {
             if out.dims()[d] == 0 {
@@ -401,12 +447,12 @@ pub fn softmax_impl(py: Python<'_>, a: &PyTensor, dim: i64, dtype: Option<&Bound
     if !dt.is_float() {
         return Err(dtype_err(name, "softmax needs a floating point dtype"));
     }
-    let t = cast(&a.t(), src, dt)?;
-    if t.rank() == 0 {
-        let out = if log { t.zeros_like() } else { t.ones_like() }.op(name)?;
-        return Ok(PyTensor::wrap_dt(out, dt));
+    let t = cast_v(&a.v(), src, dt)?;
+    if t.data.rank() == 0 {
+        let out = via(name, &[&t], move |x| if log { x[0].zeros_like() } else { x[0].ones_like() }).op(name)?;
+        return Ok(PyTensor::wrap_vdt(out, dt));
     }
-    let d = norm_dim(dim, t.rank(), name)?;
-    let out = crate::bindings::errors::detach_op(py, name, || crate::ops::softmax::softmax(&t, d, log))?;
-    Ok(PyTensor::wrap_dt(out, dt))
+    let d = norm_dim(dim, t.data.rank(), name)?;
+    let out = crate::bindings::errors::detach_op(py, name, || ops::softmax(&t, d, log))?;
+    Ok(PyTensor::wrap_vdt(out, dt))
 }

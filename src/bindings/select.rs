@@ -1,12 +1,14 @@
 //! Selection along a dim: `index_select`, `gather`, `scatter`, `scatter_add`, with
 //! PyTorch's bounds checks and negative indices.
-use crate::bindings::args::{cast, norm_dim};
+use crate::autograd::recompute::via;
+use crate::autograd::{ops, Value};
+use crate::bindings::args::{cast_v, norm_dim};
 use crate::bindings::errors::{dtype_err, index_err, shape_err, type_err, value_err, OpResult};
 use crate::bindings::shape_ops::wrap_like;
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
 use crate::ops::gather::{gather_rows, scatter_offsets};
-use candle_core::{DType, Tensor};
+use candle_core::{DType, Shape, Tensor};
 use pyo3::prelude::*;
 
 /// A 0-d `me` and its index (0-d or 1-d) as 1-d tensors, plus the index's own dims.
@@ -20,7 +22,7 @@ fn as_1d<'py>(
     if it.rank() > 1 {
         return Err(shape_err(op, format!("Index tensor must have the same number of dimensions as input tensor: {:?} vs []", it.dims())));
     }
-    let one = Bound::new(py, wrap_like(me, me.t().reshape(1).op(op)?))?;
+    let one = Bound::new(py, wrap_like(me, ops::reshape(&me.v(), &Shape::from(vec![1])).op(op)?))?;
     let i1 = Bound::new(py, PyTensor::wrap_dt(it.flatten_all().op(op)?, index.get().dt()))?;
     Ok((one, i1, it.dims().to_vec()))
 }
@@ -60,8 +62,7 @@ fn checked_index(idx: &Tensor, size: usize, op: &str) -> PyResult<Tensor> {
 /// passes over the index and a per-element copy. `None` where it does not apply.
 fn gather_untracked(py: Python<'_>, t: &Tensor, idx: &Tensor, d: usize) -> PyResult<Option<Tensor>> {
     const OP: &str = "index_select";
-    let tracked = t.track_op() && crate::grad::grad_enabled();
-    if tracked || !t.device().is_cpu() || !idx.device().is_cpu() || !t.is_contiguous() || idx.dtype() != DType::I64 {
+    if !t.device().is_cpu() || !idx.device().is_cpu() || !t.is_contiguous() || idx.dtype() != DType::I64 {
         return Ok(None);
     }
     let size = t.dims()[d];
@@ -99,7 +100,8 @@ fn gather_untracked(py: Python<'_>, t: &Tensor, idx: &Tensor, d: usize) -> PyRes
 #[pymethods]
 impl PyTensor {
     fn index_select(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         let idx = int_index(index.get(), "index_select")?;
         if idx.rank() > 1 {
             return Err(shape_err("index_select", format!("index must be 0-D or 1-D, got shape {:?}", idx.dims())));
@@ -110,27 +112,28 @@ impl PyTensor {
         let d = norm_dim(dim, t.rank(), "index_select")?;
         let idx1 = idx.flatten_all().op("index_select")?;
         // Candle's index_select (and the row copy) read contiguous sources only.
-        let t = if t.is_contiguous() { t } else { t.contiguous().op("index_select")? };
-        let out = match gather_untracked(py, &t, &idx1, d)? {
-            Some(out) => out,
+        let v = if t.is_contiguous() { v } else { ops::force_contiguous(&v, "CloneBackward0").op("index_select")? };
+        let tracked = ops::records(&[&v]);
+        let out = match if tracked { None } else { gather_untracked(py, &v.data, &idx1, d)? } {
+            Some(out) => Value::plain(out),
             None => {
                 let u = checked_index(&idx1, t.dims()[d], "index_select")?;
-                crate::bindings::errors::detach_op(py, "index_select", || t.index_select(&u, d))?
+                crate::bindings::errors::detach_op(py, "index_select", || ops::index_select(&v, &u, d))?
             }
         };
-        let out = if idx.rank() == 0 { out.squeeze(d).and_then(|o| o.unsqueeze(d)).op("index_select")? } else { out };
         Ok(wrap_like(self, out))
     }
 
     fn gather(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         if t.rank() == 0 {
             // As PyTorch: a 0-d self is one element along dim 0 (the 1-d path
             // below indexes dims()[d], which a 0-d tensor lacks).
             norm_dim(dim, 0, "gather")?;
             let (one, i1, idims) = as_1d(py, self, index, "gather")?;
             let out = one.get().gather(py, 0, &i1)?;
-            return Ok(wrap_like(self, out.t().reshape(idims).op("gather")?));
+            return Ok(wrap_like(self, ops::reshape(&out.v(), &Shape::from(idims)).op("gather")?));
         }
         let idx = int_index(index.get(), "gather")?;
         let d = norm_dim(dim, t.rank(), "gather")?;
@@ -153,14 +156,14 @@ impl PyTensor {
             }
         }
         // Candle's gather wants the non-gathered dims equal: narrow the source to the index.
-        let mut src = t.clone();
+        let mut src = v.clone();
         for (i, &n) in idx.dims().iter().enumerate() {
-            if i != d && n < src.dims()[i] {
-                src = src.narrow(i, 0, n).op("gather")?;
+            if i != d && n < src.data.dims()[i] {
+                src = ops::narrow(&src, i, 0, n).op("gather")?;
             }
         }
-        let u = checked_index(&idx, t.dims()[d], "gather")?;
-        let out = crate::bindings::errors::detach_op(py, "gather", || src.contiguous()?.gather(&u.contiguous()?, d))?;
+        let u = checked_index(&idx, t.dims()[d], "gather")?.contiguous().op("gather")?;
+        let out = crate::bindings::errors::detach_op(py, "gather", || via("gather", &[&src], move |x| x[0].contiguous()?.gather(&u, d)))?;
         Ok(wrap_like(self, out))
     }
 
@@ -175,30 +178,42 @@ impl PyTensor {
         value: Option<&Bound<'_, PyAny>>,
         reduce: Option<&str>,
     ) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         if t.rank() == 0 {
             norm_dim(dim, 0, "scatter")?; // a 0-d self is one element along dim 0, as in PyTorch
             let (one, i1, _) = as_1d(py, self, index, "scatter")?;
             let s1 = match src.map(|s| s.cast::<PyTensor>()) {
-                Some(Ok(s)) => Some(Bound::new(py, PyTensor::wrap_dt(s.get().t().flatten_all().op("scatter")?, s.get().dt()))?.into_any()),
+                Some(Ok(s)) => {
+                    let sv = s.get().v();
+                    let n = sv.data.elem_count();
+                    Some(
+                        Bound::new(py, PyTensor::wrap_vdt(ops::reshape(&sv, &Shape::from(vec![n])).op("scatter")?, s.get().dt()))?
+                            .into_any(),
+                    )
+                }
                 _ => src.cloned(),
             };
             let out = one.get().scatter(py, 0, &i1, s1.as_ref(), value, reduce)?;
-            return Ok(wrap_like(self, out.t().reshape(()).op("scatter")?));
+            return Ok(wrap_like(self, ops::reshape(&out.v(), &Shape::from(())).op("scatter")?));
         }
         let d = norm_dim(dim, t.rank(), "scatter")?;
         let idx = int_index(index.get(), "scatter")?;
         let srcv = src.or(value).ok_or_else(|| type_err("scatter", "expected src or value"))?;
         let s = match srcv.cast::<PyTensor>() {
             Ok(s) => {
-                let st = cast(&s.get().t(), s.get().dt(), self.dt())?;
-                if src.is_none() && st.rank() == 0 {
+                let st = cast_v(&s.get().v(), s.get().dt(), self.dt())?;
+                if src.is_none() && st.data.rank() == 0 {
                     // `value` given as a 0-d tensor: a number, as PyTorch reads it.
-                    st.broadcast_as(idx.dims()).op("scatter")?
-                } else if st.rank() != idx.rank() {
+                    ops::broadcast_as(&st, idx.shape()).op("scatter")?
+                } else if st.data.rank() != idx.rank() {
                     return Err(shape_err(
                         "scatter",
-                        format!("Index tensor must have the same number of dimensions as src tensor: {:?} vs {:?}", idx.dims(), st.dims()),
+                        format!(
+                            "Index tensor must have the same number of dimensions as src tensor: {:?} vs {:?}",
+                            idx.dims(),
+                            st.data.dims()
+                        ),
                     ));
                 } else {
                     st
@@ -207,22 +222,21 @@ impl PyTensor {
             Err(_) => {
                 let sc =
                     crate::bindings::args::extract_scalar(srcv).ok_or_else(|| type_err("scatter", "src must be a Tensor or a number"))?;
-                sc.tensor(self.dt(), t.device())?.broadcast_as(idx.dims()).op("scatter")?
+                Value::plain(sc.tensor(self.dt(), t.device())?.broadcast_as(idx.dims()).op("scatter")?)
             }
         };
         let s = {
             let mut s = s;
             for (i, &n) in idx.dims().iter().enumerate() {
-                if n < s.dims()[i] {
-                    s = s.narrow(i, 0, n).op("scatter")?;
+                if n < s.data.dims()[i] {
+                    s = ops::narrow(&s, i, 0, n).op("scatter")?;
                 }
             }
-            s.contiguous().op("scatter")?
+            s
         };
-        let base = t.contiguous().op("scatter")?;
         if idx.elem_count() == 0 {
             // Nothing to write (Candle rejects an empty index): a copy in the graph.
-            return Ok(wrap_like(self, base.force_contiguous().op("scatter")?));
+            return Ok(wrap_like(self, ops::force_contiguous(&v, "ScatterBackward0").op("scatter")?));
         }
         if reduce.is_some_and(|r| r != "add") {
             return Err(value_err("scatter", format!("reduce must be None or 'add', got {:?}", reduce.unwrap_or_default())));
@@ -234,13 +248,15 @@ impl PyTensor {
         // Built from index_add / where_cond on the flattened tensor rather than Candle's
         // scatter, whose backward sends the gradient to the overwritten places of self
         // and fails for an index smaller than self (PyTorch allows both).
-        let out = crate::bindings::errors::detach_op(py, "scatter", || -> candle_core::Result<Tensor> {
-            let dev = base.device();
-            let flat = base.flatten_all()?;
-            let src_flat = s.flatten_all()?;
+        let dims = t.dims().to_vec();
+        let name = if add { "scatter_add" } else { "scatter" };
+        let f = move |ts: &[Tensor]| -> candle_core::Result<Tensor> {
+            let dev = ts[0].device();
+            let flat = ts[0].contiguous()?.flatten_all()?;
+            let src_flat = ts[1].contiguous()?.flatten_all()?;
             if add {
-                let o = Tensor::from_vec(offs, iv.len(), dev)?;
-                return flat.index_add(&o, &src_flat, 0)?.reshape(t.dims());
+                let o = Tensor::from_vec(offs.clone(), iv.len(), dev)?;
+                return flat.index_add(&o, &src_flat, 0)?.reshape(dims.as_slice());
             }
             // The last write to a place wins, as in a sequential loop.
             let n = flat.elem_count();
@@ -259,8 +275,9 @@ impl PyTensor {
             let m = kept_off.len();
             let sel = src_flat.index_select(&Tensor::from_vec(kept_pos, m, dev)?, 0)?;
             let written = flat.zeros_like()?.index_add(&Tensor::from_vec(kept_off, m, dev)?, &sel, 0)?;
-            Tensor::from_vec(mask, n, dev)?.where_cond(&written, &flat)?.reshape(t.dims())
-        })?;
+            Tensor::from_vec(mask, n, dev)?.where_cond(&written, &flat)?.reshape(dims.as_slice())
+        };
+        let out = crate::bindings::errors::detach_op(py, "scatter", || via(name, &[&v, &s], f))?;
         Ok(wrap_like(self, out))
     }
 

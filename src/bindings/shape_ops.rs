@@ -1,10 +1,12 @@
 //! Views and re-arrangements: reshape, transpose, permute, squeeze, expand,
 //! narrow, split, flip, repeat, tril/triu (selection by index is `select.rs`).
+use crate::autograd::recompute::via;
+use crate::autograd::{ops, Value};
 use crate::bindings::args::norm_dim;
 use crate::bindings::creation::shape_args;
 use crate::bindings::errors::{index_err, shape_err, type_err, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
-use candle_core::Tensor;
+use candle_core::{Shape, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
@@ -43,18 +45,24 @@ fn no_zero_d(t: &Tensor, op: &str) -> PyResult<()> {
     Ok(())
 }
 
-pub(crate) fn wrap_like(me: &PyTensor, t: Tensor) -> PyTensor {
-    PyTensor::wrap(t, me.is_bool)
+pub(crate) fn wrap_like(me: &PyTensor, v: Value) -> PyTensor {
+    PyTensor::wrap_v(v, me.is_bool)
+}
+
+/// `v` reshaped to `dims` (a view where the layout allows, as `view`/`reshape`).
+fn to_shape(v: &Value, dims: Vec<usize>) -> candle_core::Result<Value> {
+    ops::reshape(v, &Shape::from(dims))
 }
 
 #[pymethods]
 impl PyTensor {
     #[pyo3(signature = (*shape))]
     fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         let req = shape_args(shape, "reshape")?;
         let s = infer_shape(&req, t.elem_count(), t.dims(), "reshape")?;
-        let out = crate::bindings::errors::detach_op(py, "reshape", || t.reshape(s))?;
+        let out = crate::bindings::errors::detach_op(py, "reshape", || to_shape(&v, s))?;
         Ok(wrap_like(self, out))
     }
     /// `view` reshapes too; Candle copies when the input is not contiguous.
@@ -78,42 +86,47 @@ impl PyTensor {
 
     #[pyo3(name = "t")]
     fn t_py(&self) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         match t.rank() {
-            0 | 1 => Ok(wrap_like(self, t)),
-            2 => Ok(wrap_like(self, t.t().op("t")?)),
+            0 | 1 => Ok(wrap_like(self, v)),
+            2 => Ok(wrap_like(self, ops::transpose(&v, 0, 1).op("t")?)),
             r => Err(shape_err("t", format!("t() expects a tensor with <= 2 dimensions, but self is {r}D"))),
         }
     }
     #[getter(T)]
     fn big_t(&self) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         let dims: Vec<usize> = (0..t.rank()).rev().collect();
-        Ok(wrap_like(self, t.permute(dims).op("T")?))
+        Ok(wrap_like(self, ops::permute(&v, &dims).op("T")?))
     }
     #[getter(mT)]
     fn m_t(&self) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         if t.rank() < 2 {
             return Err(shape_err("mT", "tensor.mT is only supported on matrices or batches of matrices"));
         }
-        Ok(wrap_like(self, t.transpose(t.rank() - 2, t.rank() - 1).op("mT")?))
+        Ok(wrap_like(self, ops::transpose(&v, t.rank() - 2, t.rank() - 1).op("mT")?))
     }
     fn transpose(&self, dim0: i64, dim1: i64) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         if t.rank() == 0 {
-            return Ok(wrap_like(self, t));
+            return Ok(wrap_like(self, v));
         }
         let a = norm_dim(dim0, t.rank(), "transpose")?;
         let b = norm_dim(dim1, t.rank(), "transpose")?;
-        Ok(wrap_like(self, t.transpose(a, b).op("transpose")?))
+        Ok(wrap_like(self, ops::transpose(&v, a, b).op("transpose")?))
     }
     fn swapaxes(&self, axis0: i64, axis1: i64) -> PyResult<PyTensor> {
         self.transpose(axis0, axis1)
     }
     #[pyo3(signature = (*dims))]
     fn permute(&self, dims: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         let req = shape_args(dims, "permute")?;
         if req.len() != t.rank() {
             return Err(shape_err(
@@ -132,34 +145,37 @@ impl PyTensor {
             d.push(n);
         }
         if t.rank() == 0 {
-            return Ok(wrap_like(self, t));
+            return Ok(wrap_like(self, v));
         }
-        Ok(wrap_like(self, t.permute(d).op("permute")?))
+        Ok(wrap_like(self, ops::permute(&v, &d).op("permute")?))
     }
     #[pyo3(signature = (dim=None))]
     fn squeeze(&self, dim: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         let dims = crate::bindings::reduce::reduce_dims(dim, t.rank(), "squeeze")?;
         let dims: Vec<usize> = match dims {
             None => (0..t.rank()).filter(|&i| t.dims()[i] == 1).collect(),
             Some(d) => d.into_iter().filter(|&i| t.rank() > 0 && t.dims()[i] == 1).collect(),
         };
-        let mut out = t;
+        let mut out = v;
         for &d in dims.iter().rev() {
-            out = out.squeeze(d).op("squeeze")?;
+            out = ops::squeeze(&out, d).op("squeeze")?;
         }
         Ok(wrap_like(self, out))
     }
     fn unsqueeze(&self, dim: i64) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         let d = norm_dim(dim, t.rank() + 1, "unsqueeze")?;
-        Ok(wrap_like(self, t.unsqueeze(d).op("unsqueeze")?))
+        Ok(wrap_like(self, ops::unsqueeze(&v, d).op("unsqueeze")?))
     }
     #[pyo3(signature = (start_dim=0, end_dim=-1))]
     fn flatten(&self, start_dim: i64, end_dim: i64) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         if t.rank() == 0 {
-            return Ok(wrap_like(self, t.reshape(1).op("flatten")?));
+            return Ok(wrap_like(self, to_shape(&v, vec![1]).op("flatten")?));
         }
         let a = norm_dim(start_dim, t.rank(), "flatten")?;
         let b = norm_dim(end_dim, t.rank(), "flatten")?;
@@ -169,24 +185,26 @@ impl PyTensor {
         let mut shape: Vec<usize> = t.dims()[..a].to_vec();
         shape.push(t.dims()[a..=b].iter().product());
         shape.extend_from_slice(&t.dims()[b + 1..]);
-        Ok(wrap_like(self, t.reshape(shape).op("flatten")?))
+        Ok(wrap_like(self, to_shape(&v, shape).op("flatten")?))
     }
     fn unflatten(&self, dim: i64, sizes: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         let d = norm_dim(dim, t.rank(), "unflatten")?;
         let req: Vec<i64> = sizes.extract().map_err(|_| type_err("unflatten", "sizes must be a sequence of ints"))?;
         let inner = infer_shape(&req, t.dims()[d], t.dims(), "unflatten")?;
         let mut shape = t.dims()[..d].to_vec();
         shape.extend(inner);
         shape.extend_from_slice(&t.dims()[d + 1..]);
-        Ok(wrap_like(self, t.reshape(shape).op("unflatten")?))
+        Ok(wrap_like(self, to_shape(&v, shape).op("unflatten")?))
     }
     fn ravel(&self) -> PyResult<PyTensor> {
         self.flatten(0, -1)
     }
     #[pyo3(signature = (*sizes))]
     fn expand(&self, sizes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         let req = shape_args(sizes, "expand")?;
         if req.len() < t.rank() {
             return Err(shape_err(
@@ -213,7 +231,7 @@ impl PyTensor {
             };
             shape.push(s);
         }
-        Ok(wrap_like(self, t.broadcast_as(shape).op("expand")?))
+        Ok(wrap_like(self, ops::broadcast_as(&v, &Shape::from(shape)).op("expand")?))
     }
     fn expand_as(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
         self.expand(&PyTuple::new(py, other.get().t().dims())?)
@@ -222,21 +240,23 @@ impl PyTensor {
         self.expand(&PyTuple::new(py, [size])?)
     }
     fn narrow(&self, dim: i64, start: i64, length: i64) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         let d = norm_dim(dim, t.rank(), "narrow")?;
         let size = t.dims()[d] as i64;
         let s = if start < 0 { start + size } else { start };
         if s < 0 || length < 0 || s + length > size {
             return Err(index_err("narrow", format!("start ({start}) + length ({length}) exceeds dimension size ({size})")));
         }
-        Ok(wrap_like(self, t.narrow(d, s as usize, length as usize).op("narrow")?))
+        Ok(wrap_like(self, ops::narrow(&v, d, s as usize, length as usize).op("narrow")?))
     }
     #[pyo3(signature = (chunks, dim=0))]
     fn chunk(&self, py: Python<'_>, chunks: i64, dim: i64) -> PyResult<Py<PyTuple>> {
         if chunks <= 0 {
             return Err(value_err("chunk", format!("chunk expects `chunks` to be greater than 0, got: {chunks}")));
         }
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         no_zero_d(&t, "chunk")?;
         let d = norm_dim(dim, t.rank(), "chunk")?;
         let size = t.dims()[d];
@@ -246,7 +266,8 @@ impl PyTensor {
     }
     #[pyo3(signature = (split_size_or_sections, dim=0))]
     fn split(&self, py: Python<'_>, split_size_or_sections: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTuple>> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         no_zero_d(&t, "split")?;
         let d = norm_dim(dim, t.rank(), "split")?;
         let size = t.dims()[d];
@@ -273,35 +294,39 @@ impl PyTensor {
     }
     #[pyo3(signature = (dim=0))]
     fn unbind(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTuple>> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         no_zero_d(&t, "unbind")?;
         let d = norm_dim(dim, t.rank(), "unbind")?;
         let mut out = Vec::new();
         for i in 0..t.dims()[d] {
-            out.push(Py::new(py, wrap_like(self, t.narrow(d, i, 1).and_then(|x| x.squeeze(d)).op("unbind")?))?);
+            out.push(Py::new(py, wrap_like(self, ops::select(&v, d, i).op("unbind")?))?);
         }
         Ok(PyTuple::new(py, out)?.unbind())
     }
 
     #[pyo3(signature = (*dims))]
     fn flip(&self, dims: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         let req = shape_args(dims, "flip")?;
         let d: Vec<usize> = req.iter().map(|&x| norm_dim(x, t.rank(), "flip")).collect::<PyResult<_>>()?;
-        Ok(wrap_like(self, t.flip(&d).op("flip")?))
+        Ok(wrap_like(self, via("flip", &[&v], move |x| x[0].flip(&d)).op("flip")?))
     }
     #[pyo3(signature = (*sizes))]
     fn repeat(&self, sizes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         let req = shape_args(sizes, "repeat")?;
         if req.len() < t.rank() {
             return Err(shape_err("repeat", "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"));
         }
         let reps = crate::bindings::args::nonneg_shape(&req, "repeat")?;
-        let mut x = t.clone();
-        while x.rank() < reps.len() {
-            x = x.unsqueeze(0).op("repeat")?;
+        let mut xv = v.clone();
+        while xv.data.rank() < reps.len() {
+            xv = ops::unsqueeze(&xv, 0).op("repeat")?;
         }
+        let x = xv.data.clone();
         // Check the result size first: Candle would try to build it piece by piece.
         let mut out_dims = Vec::with_capacity(reps.len());
         for (&d, &r) in x.dims().iter().zip(&reps) {
@@ -310,11 +335,11 @@ impl PyTensor {
         }
         let total = out_dims.iter().try_fold(1usize, |a, &b| a.checked_mul(b));
         match total {
-            Some(0) => return Ok(wrap_like(self, Tensor::zeros(out_dims, x.dtype(), x.device()).op("repeat")?)),
+            Some(0) => return Ok(wrap_like(self, Value::plain(Tensor::zeros(out_dims, x.dtype(), x.device()).op("repeat")?))),
             Some(n) => crate::bindings::args::check_alloc(n, x.dtype().size_in_bytes(), "repeat")?,
             None => return Err(value_err("repeat", format!("result shape {out_dims:?} is too large"))),
         }
-        Ok(wrap_like(self, x.repeat(reps).op("repeat")?))
+        Ok(wrap_like(self, via("repeat", &[&xv], move |x| x[0].repeat(reps.clone())).op("repeat")?))
     }
     #[pyo3(signature = (diagonal=0))]
     fn tril(&self, diagonal: i64) -> PyResult<PyTensor> {
@@ -328,18 +353,19 @@ impl PyTensor {
 
 impl PyTensor {
     fn split_sizes(&self, py: Python<'_>, sizes: &[usize], d: usize, op: &str) -> PyResult<Py<PyTuple>> {
-        let t = self.t();
+        let v = self.v();
         let mut out = Vec::new();
         let mut start = 0;
         for &s in sizes {
-            out.push(Py::new(py, wrap_like(self, t.narrow(d, start, s).op(op)?))?);
+            out.push(Py::new(py, wrap_like(self, ops::narrow(&v, d, start, s).op(op)?))?);
             start += s;
         }
         Ok(PyTuple::new(py, out)?.unbind())
     }
 
     fn tri(&self, k: i64, lower: bool) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        let t = v.data.clone();
         let name = if lower { "tril" } else { "triu" };
         if t.rank() < 2 {
             return Err(shape_err(name, format!("input tensor must have at least 2 dimensions, got {:?}", t.dims())));
@@ -353,8 +379,8 @@ impl PyTensor {
             }
         }
         let mask = Tensor::from_vec(mask, (n, m), t.device()).op(name)?;
-        let z = t.zeros_like().op(name)?;
-        let out = crate::bindings::unary::where_(&mask, &t, &z, name)?;
+        let z = Value::plain(t.zeros_like().op(name)?);
+        let out = crate::bindings::unary::where_(&mask, &v, &z, name)?;
         Ok(wrap_like(self, out))
     }
 }

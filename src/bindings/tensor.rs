@@ -4,98 +4,142 @@
 //! Methods live in one file per area (math.rs, shape_ops.rs, indexing.rs,
 //! autograd.rs, numpy_interop.rs); this file holds the struct, conversions of
 //! arguments, and the plain attributes.
-use crate::bindings::args::{cast, check_alloc, norm_dim, opt_dtype};
+use crate::autograd::Value;
+use crate::bindings::args::{cast_v, check_alloc, norm_dim, opt_dtype};
 use crate::bindings::device::{extract_device, PyDevice};
 use crate::bindings::dtype::{extract_dtype, PyDType};
 use crate::bindings::errors::{runtime_err, type_err, value_err, OpResult};
 use crate::dtype::DT;
-use crate::grad::{self, GradSlot};
 use candle_core::{DType, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyTuple};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 #[pyclass(name = "Tensor", module = "candle_py", subclass, frozen, weakref)]
 pub struct PyTensor {
-    /// Replaceable so that in-place methods (`requires_grad_`, `x[i] = v` on a
-    /// tensor in the autograd graph, `.data = ...`) can swap the value.
-    inner: RwLock<Tensor>,
+    /// The data with its autograd side. Replaceable so that in-place methods
+    /// (`requires_grad_`, `x[i] = v` on a tensor in the autograd graph, `.data = ...`)
+    /// can swap the value; the version counter stays with the object.
+    inner: RwLock<Value>,
     /// Stored as U8 in Candle; shown as `bool` to Python.
     pub is_bool: bool,
-    /// Shared by every Python object that wraps the same leaf tensor; made on
-    /// first use for other tensors (most never need one).
-    grad: OnceLock<Arc<GradSlot>>,
+    /// `.grad` of a tensor that does not require grad (PyTorch lets one be assigned).
+    plain_grad: Mutex<Option<Value>>,
+}
+
+/// Candle slices storage from a view's start offset even when the view holds no
+/// element, so an empty view past the end of its storage (`x[:, 1]` of a (0, 3)
+/// tensor) panics in later ops: make it fresh.
+fn fresh_if_empty_view(t: Tensor) -> Tensor {
+    if t.layout().start_offset() != 0 && t.elem_count() == 0 {
+        Tensor::zeros(t.shape(), t.dtype(), t.device()).unwrap_or(t)
+    } else {
+        t
+    }
 }
 
 impl PyTensor {
-    /// Wrap a fresh Candle result. Outside grad mode the result is cut from the graph.
+    /// Wrap a result outside the autograd graph (integer results, creation, ops whose
+    /// inputs need no grad).
     pub fn wrap(t: Tensor, is_bool: bool) -> PyTensor {
-        let t = if t.track_op() && !t.is_variable() && !grad::grad_enabled() { t.detach() } else { t };
-        // Candle slices storage from a view's start offset even when the view
-        // holds no element, so an empty view past the end of its storage
-        // (`x[:, 1]` of a (0, 3) tensor) panics in later ops: make it fresh.
-        let t = if t.layout().start_offset() != 0 && t.elem_count() == 0 {
-            Tensor::zeros(t.shape(), t.dtype(), t.device()).unwrap_or(t)
-        } else {
-            t
-        };
-        let grad = OnceLock::new();
-        if t.is_variable() {
-            let _ = grad.set(grad::slot_for(&t));
+        Self::wrap_v(Value::plain(fresh_if_empty_view(t)), is_bool)
+    }
+
+    /// Wrap a result with its autograd side.
+    pub fn wrap_v(mut v: Value, is_bool: bool) -> PyTensor {
+        if v.data.layout().start_offset() != 0 && v.data.elem_count() == 0 {
+            v.data = fresh_if_empty_view(v.data);
         }
-        PyTensor { inner: RwLock::new(t), is_bool, grad }
+        PyTensor { inner: RwLock::new(v), is_bool, plain_grad: Mutex::new(None) }
     }
 
     pub fn wrap_dt(t: Tensor, dt: DT) -> PyTensor {
         Self::wrap(t, dt == DT::Bool)
     }
 
+    pub fn wrap_vdt(v: Value, dt: DT) -> PyTensor {
+        Self::wrap_v(v, dt == DT::Bool)
+    }
+
     /// Wrap a tensor just made from a buffer (`Tensor::from_vec`): not in the graph,
     /// not a view, so none of `wrap`'s checks apply. The dispatch fast path uses it.
     pub fn wrap_fresh(t: Tensor) -> PyTensor {
-        debug_assert!(!t.track_op() && t.layout().start_offset() == 0);
-        PyTensor { inner: RwLock::new(t), is_bool: false, grad: OnceLock::new() }
+        debug_assert!(t.layout().start_offset() == 0);
+        PyTensor { inner: RwLock::new(Value::plain(t)), is_bool: false, plain_grad: Mutex::new(None) }
     }
 
     /// The current value, borrowed under the read lock (no clone: two atomics fewer
     /// than `t()`, which matters on the per-op dispatch path).
     #[inline]
-    pub fn read(&self) -> std::sync::RwLockReadGuard<'_, Tensor> {
+    pub fn read(&self) -> std::sync::RwLockReadGuard<'_, Value> {
         self.inner.read().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The data (outside the graph: for values only, never for a differentiable result).
     #[inline]
     pub fn t(&self) -> Tensor {
+        self.read().data.clone()
+    }
+
+    /// The data with its autograd side.
+    #[inline]
+    pub fn v(&self) -> Value {
         self.read().clone()
     }
 
+    /// The data, its autograd side and the Python-level dtype, under one lock.
+    #[inline]
+    pub fn v_dt(&self) -> (Value, DT) {
+        let g = self.read();
+        (g.clone(), self.dt_of(&g.data))
+    }
+
+    /// Replace the value, keeping this tensor's version counter (and bumping it: an
+    /// in-place change, which invalidates saved copies of the old value).
+    pub fn replace_v(&self, mut v: Value) {
+        let mut g = self.inner.write().unwrap_or_else(|p| p.into_inner());
+        g.bump_version();
+        v.version = g.version.clone();
+        *g = v;
+    }
+
+    /// The same data and autograd side under a fresh version counter: what an in-place
+    /// op computes its replacement from. The op's own nodes then keep a snapshot the
+    /// write does not invalidate (PyTorch's `original_self`), while tensors saved
+    /// earlier by other ops still see the write.
+    pub fn inplace_source(&self) -> PyTensor {
+        let mut v = self.v();
+        v.version = crate::autograd::value::new_version();
+        PyTensor::wrap_v(v, self.is_bool)
+    }
+
+    /// Replace the data, keeping the autograd side (`.data = ...`, `detach_()` callers set it).
     pub fn replace(&self, t: Tensor) {
-        if t.is_variable() {
-            grad::rebind_slot(&t, self.slot());
-        }
-        *self.inner.write().unwrap_or_else(|p| p.into_inner()) = t;
+        let mut g = self.inner.write().unwrap_or_else(|p| p.into_inner());
+        g.data = t.detach();
+        g.bump_version();
     }
 
-    /// This tensor's `.grad` slot, created on first use.
-    pub fn slot(&self) -> &Arc<GradSlot> {
-        self.grad.get_or_init(|| Arc::new(std::sync::Mutex::new(None)))
+    /// Set the autograd side (None: out of the graph).
+    pub fn set_meta(&self, meta: Option<Arc<crate::autograd::value::Meta>>) {
+        self.inner.write().unwrap_or_else(|p| p.into_inner()).meta = meta;
     }
 
-    /// The `.grad` slot if one was ever made (None means no gradient).
-    pub fn slot_if_any(&self) -> Option<&Arc<GradSlot>> {
-        self.grad.get()
+    /// `.grad` of a tensor outside the graph.
+    pub fn plain_grad(&self) -> std::sync::MutexGuard<'_, Option<Value>> {
+        self.plain_grad.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The Candle tensor and the Python-level dtype, read under one lock.
     #[inline]
     pub fn t_dt(&self) -> (Tensor, DT) {
         let g = self.read();
-        (g.clone(), self.dt_of(&g))
+        (g.data.clone(), self.dt_of(&g.data))
     }
 
     /// The Python-level dtype, read under the lock without cloning the tensor (hot path).
     pub fn dt(&self) -> DT {
-        self.dt_of(&self.read())
+        self.dt_of(&self.read().data)
     }
 
     #[inline]
@@ -269,28 +313,28 @@ impl PyTensor {
             }
         }
         let me = slf.get();
-        let mut t = me.t();
+        let mut t = me.v();
         let from = me.dt();
         let mut changed = false;
         if let Some(d) = want_dev {
             let dev = d.candle()?;
-            if !t.device().same_device(&dev) {
-                t = crate::bindings::errors::detach_op(py, "to", || t.to_device(&dev))?;
+            if !t.data.device().same_device(&dev) {
+                t = crate::bindings::errors::detach_op(py, "to", || crate::autograd::ops::to_device(&t, &dev))?;
                 changed = true;
             }
         }
         let to_dt = want_dt.unwrap_or(from);
         if to_dt != from {
-            t = cast(&t, from, to_dt)?;
+            t = cast_v(&t, from, to_dt)?;
             changed = true;
         }
         if !changed && !copy {
             return Ok(slf.clone().unbind());
         }
         if !changed {
-            t = t.copy().op("to")?;
+            t = crate::autograd::ops::force_contiguous(&t, "CloneBackward0").op("to")?;
         }
-        Py::new(py, PyTensor::wrap_dt(t, to_dt))
+        Py::new(py, PyTensor::wrap_vdt(t, to_dt))
     }
 
     fn float(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
@@ -349,24 +393,31 @@ impl PyTensor {
 
     fn contiguous(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         let me = slf.get();
-        let t = me.t();
-        if t.is_contiguous() {
+        let t = me.v();
+        if t.data.is_contiguous() {
             return Ok(slf.clone().unbind());
         }
-        check_alloc(t.elem_count(), me.dt().itemsize(), "contiguous")?;
-        let out = crate::bindings::errors::detach_op(slf.py(), "contiguous", || t.contiguous())?;
-        Py::new(slf.py(), PyTensor::wrap(out, me.is_bool))
+        check_alloc(t.data.elem_count(), me.dt().itemsize(), "contiguous")?;
+        let out =
+            crate::bindings::errors::detach_op(slf.py(), "contiguous", || crate::autograd::ops::force_contiguous(&t, "CloneBackward0"))?;
+        Py::new(slf.py(), PyTensor::wrap_v(out, me.is_bool))
     }
 
     /// A copy with its own storage, in the graph (gradients flow back), as in PyTorch.
     #[pyo3(signature = (*, memory_format=None))]
     fn clone(&self, py: Python<'_>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         let _ = memory_format;
-        let t = self.t();
-        check_alloc(t.elem_count(), self.dt().itemsize(), "clone")?;
-        // `copy()` records no backward; `force_contiguous` does (as a Copy op).
-        let out = crate::bindings::errors::detach_op(py, "clone", || t.force_contiguous())?;
-        Ok(PyTensor::wrap(out, self.is_bool))
+        let t = self.v();
+        check_alloc(t.data.elem_count(), self.dt().itemsize(), "clone")?;
+        let out = crate::bindings::errors::detach_op(py, "clone", || crate::autograd::ops::force_contiguous(&t, "CloneBackward0"))?;
+        Ok(PyTensor::wrap_v(out, self.is_bool))
+    }
+
+    /// An alias of this tensor's data and autograd side under a fresh version
+    /// counter: in-place forms computed in Python (`F.relu(x, inplace=True)`) compute
+    /// the new value from it, then write it back with `copy_`.
+    fn _inplace_source(&self) -> PyTensor {
+        self.inplace_source()
     }
 
     fn __copy__(&self, py: Python<'_>) -> PyResult<PyTensor> {
@@ -374,10 +425,10 @@ impl PyTensor {
     }
 
     fn __deepcopy__(&self, py: Python<'_>, _memo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        let t = self.t();
-        let out = crate::bindings::errors::detach_op(py, "deepcopy", || t.copy())?;
+        let v = self.v();
+        let out = crate::bindings::errors::detach_op(py, "deepcopy", || v.data.force_contiguous())?;
         let r = PyTensor::wrap(out, self.is_bool);
-        if self.t().is_variable() {
+        if v.requires_grad() && v.is_leaf() {
             r.set_requires_grad(true)?;
         }
         Ok(r)
@@ -401,15 +452,15 @@ impl PyTensor {
 
     fn __iter__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let me = slf.get();
-        let t = me.t();
-        if t.rank() == 0 {
+        let t = me.v();
+        if t.data.rank() == 0 {
             return Err(type_err("iter", "iteration over a 0-d tensor"));
         }
-        let n = t.dims()[0];
+        let n = t.data.dims()[0];
         let mut items = Vec::with_capacity(n);
         for i in 0..n {
-            let row = t.get(i).op("iter")?;
-            items.push(Py::new(slf.py(), PyTensor::wrap(row, me.is_bool))?);
+            let row = crate::autograd::ops::select(&t, 0, i).op("iter")?;
+            items.push(Py::new(slf.py(), PyTensor::wrap_v(row, me.is_bool))?);
         }
         Ok(pyo3::types::PyList::new(slf.py(), items)?.try_iter()?.into_any().unbind())
     }
@@ -422,19 +473,15 @@ impl PyTensor {
     /// The underlying data, outside the autograd graph; assigning replaces the value.
     #[getter]
     fn data(&self) -> PyTensor {
-        PyTensor::wrap(self.t().detach(), self.is_bool)
+        PyTensor::wrap_v(self.read().detached(), self.is_bool)
     }
+    /// Assigning replaces the data; a leaf that requires grad stays one, with its `.grad`.
     #[setter]
     fn set_data(&self, value: &Bound<'_, PyTensor>) -> PyResult<()> {
-        let v = value.get().t().detach();
-        let cur = self.t();
-        let new = if cur.is_variable() {
-            // Keep it a leaf that requires grad, with its accumulated .grad.
-            candle_core::Var::from_tensor(&v).op("data")?.into_inner()
-        } else {
-            v
-        };
-        self.replace(new);
+        let v = value.get().t();
+        let mut g = self.inner.write().unwrap_or_else(|p| p.into_inner());
+        g.data = v;
+        g.version = crate::autograd::value::new_version();
         Ok(())
     }
 }
@@ -457,20 +504,19 @@ impl PyTensor {
         if me.dt() == dt {
             return Ok(slf.clone().unbind());
         }
-        let t = me.t();
-        let out = cast(&t, me.dt(), dt)?;
-        Py::new(slf.py(), PyTensor::wrap_dt(out, dt))
+        let out = cast_v(&me.v(), me.dt(), dt)?;
+        Py::new(slf.py(), PyTensor::wrap_vdt(out, dt))
     }
 
     fn to_device(slf: &Bound<'_, Self>, dev: PyDevice) -> PyResult<Py<PyTensor>> {
         let me = slf.get();
         let d = dev.candle()?;
-        let t = me.t();
-        if t.device().same_device(&d) {
+        let t = me.v();
+        if t.data.device().same_device(&d) {
             return Ok(slf.clone().unbind());
         }
-        let out = crate::bindings::errors::detach_op(slf.py(), "to", || t.to_device(&d))?;
-        Py::new(slf.py(), PyTensor::wrap(out, me.is_bool))
+        let out = crate::bindings::errors::detach_op(slf.py(), "to", || crate::autograd::ops::to_device(&t, &d))?;
+        Py::new(slf.py(), PyTensor::wrap_v(out, me.is_bool))
     }
 }
 

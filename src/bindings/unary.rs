@@ -1,5 +1,7 @@
 //! Unary methods (`exp`, `floor`, `clamp`, ...) and `where`: integer inputs
 //! compute in float32 where PyTorch does.
+use crate::autograd::recompute::via;
+use crate::autograd::{ops, Value};
 use crate::bindings::args::cast;
 use crate::bindings::arith::Operand;
 use crate::bindings::arith::{assign_inplace, binop_strict, operand, result_dt};
@@ -13,12 +15,12 @@ use candle_core::Tensor;
 use pyo3::prelude::*;
 
 /// Unary float functions: integer inputs compute in float32, as in PyTorch.
-pub(crate) fn float_input(a: &PyTensor) -> PyResult<(Tensor, DT)> {
-    let dt = a.dt();
+pub(crate) fn float_input(a: &PyTensor) -> PyResult<(Value, DT)> {
+    let (v, dt) = a.v_dt();
     if dt.is_float() {
-        Ok((a.t(), dt))
+        Ok((v, dt))
     } else {
-        Ok((cast(&a.t(), dt, DT::F32)?, DT::F32))
+        Ok((Value::plain(cast(&v.data, dt, DT::F32)?), DT::F32))
     }
 }
 
@@ -28,10 +30,10 @@ macro_rules! unary_float {
         impl PyTensor {
             $(
             fn $name(&self) -> PyResult<PyTensor> {
-                let (t, dt) = float_input(self)?;
-                let f: fn(&Tensor) -> candle_core::Result<Tensor> = $f;
-                let out = detach_if(t.elem_count(), || f(&t)).op(stringify!($name))?;
-                Ok(PyTensor::wrap_dt(out, dt))
+                let (v, dt) = float_input(self)?;
+                let f: fn(&Value) -> candle_core::Result<Value> = $f;
+                let out = detach_if(v.data.elem_count(), || f(&v)).op(stringify!($name))?;
+                Ok(PyTensor::wrap_vdt(out, dt))
             }
             )*
         }
@@ -39,22 +41,22 @@ macro_rules! unary_float {
 }
 
 unary_float! {
-    exp => |t| t.exp(),
-    log => |t| t.log(),
-    log2 => |t| t.log().and_then(|l| l.affine(1.0 / std::f64::consts::LN_2, 0.0)),
-    log10 => |t| t.log().and_then(|l| l.affine(1.0 / std::f64::consts::LN_10, 0.0)),
-    log1p => |t| t.affine(1.0, 1.0).and_then(|x| x.log()),
-    expm1 => |t| t.exp().and_then(|x| x.affine(1.0, -1.0)),
-    sqrt => |t| t.sqrt(),
-    rsqrt => |t| t.sqrt().and_then(|x| x.recip()),
-    sin => |t| t.sin(),
-    cos => |t| t.cos(),
-    tan => |t| t.sin().and_then(|s| s.div(&t.cos()?)),
-    tanh => |t| t.tanh(),
-    sigmoid => |t| candle_nn::ops::sigmoid(t),
-    erf => |t| t.erf(),
-    reciprocal => |t| t.recip(),
-    frac => |t| t.sub(&t.sign()?.mul(&t.abs()?.floor()?)?),
+    exp => ops::exp,
+    log => ops::log,
+    log2 => |t| ops::affine(&ops::log(t)?, 1.0 / std::f64::consts::LN_2, 0.0),
+    log10 => |t| ops::affine(&ops::log(t)?, 1.0 / std::f64::consts::LN_10, 0.0),
+    log1p => |t| ops::log(&ops::affine(t, 1.0, 1.0)?),
+    expm1 => |t| ops::affine(&ops::exp(t)?, 1.0, -1.0),
+    sqrt => ops::sqrt,
+    rsqrt => |t| ops::recip(&ops::sqrt(t)?),
+    sin => ops::sin,
+    cos => ops::cos,
+    tan => |t| ops::div(&ops::sin(t)?, &ops::cos(t)?),
+    tanh => ops::tanh,
+    sigmoid => ops::sigmoid,
+    erf => |t| via("erf", &[t], |x| x[0].erf()),
+    reciprocal => ops::recip,
+    frac => |t| via("frac", &[t], |x| x[0].sub(&x[0].sign()?.mul(&x[0].abs()?.floor()?)?)),
 }
 
 macro_rules! unary_round {
@@ -64,12 +66,12 @@ macro_rules! unary_round {
             $(
             /// Integer inputs are already whole: returned unchanged, keeping their dtype (as PyTorch).
             fn $name(&self) -> PyResult<PyTensor> {
-                let dt = self.dt();
+                let (v, dt) = self.v_dt();
                 if !dt.is_float() {
-                    return Ok(PyTensor::wrap_dt(self.t().copy().op(stringify!($name))?, dt));
+                    return Ok(PyTensor::wrap_dt(v.data.copy().op(stringify!($name))?, dt));
                 }
                 let f: fn(&Tensor) -> candle_core::Result<Tensor> = $f;
-                Ok(PyTensor::wrap_dt(f(&self.t()).op(stringify!($name))?, dt))
+                Ok(PyTensor::wrap_vdt(via(stringify!($name), &[&v], move |x| f(&x[0])).op(stringify!($name))?, dt))
             }
             )*
         }
@@ -87,19 +89,22 @@ unary_round! {
 impl PyTensor {
     /// Exact GELU, `x * Phi(x)`: the parallel kernel behind `F.gelu` / `nn.GELU`.
     fn _gelu(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        let (t, dt) = float_input(self)?;
-        let out = crate::bindings::errors::detach_op(py, "gelu", || crate::layers::activation::gelu_erf(&t))?;
-        Ok(PyTensor::wrap_dt(out, dt))
+        let (v, dt) = float_input(self)?;
+        let out = crate::bindings::errors::detach_op(py, "gelu", || via("gelu", &[&v], |x| crate::layers::activation::gelu_erf(&x[0])))?;
+        Ok(PyTensor::wrap_vdt(out, dt))
     }
     fn relu(&self) -> PyResult<PyTensor> {
-        let t = self.t();
-        Ok(PyTensor::wrap_dt(crate::layers::activation::relu(&t).op("relu")?, self.dt()))
+        let v = self.v();
+        Ok(PyTensor::wrap_vdt(via("relu", &[&v], |x| crate::layers::activation::relu(&x[0])).op("relu")?, self.dt()))
     }
     fn square(&self) -> PyResult<PyTensor> {
-        let t = self.t();
+        let v = self.v();
+        if self.dt().is_float() {
+            return Ok(PyTensor::wrap_vdt(ops::sqr(&v).op("square")?, self.dt()));
+        }
         // Candle has no integer sqr kernel.
-        let out = if self.dt().is_float() { t.sqr() } else { t.mul(&t) }.op("square")?;
-        Ok(PyTensor::wrap_dt(out, self.dt()))
+        let t = v.data;
+        Ok(PyTensor::wrap_dt(t.mul(&t).op("square")?, self.dt()))
     }
     fn sign(&self) -> PyResult<PyTensor> {
         let t = self.t();
@@ -120,7 +125,7 @@ impl PyTensor {
         if min.is_none() && max.is_none() {
             return Err(value_err("clamp", "At least one of 'min' or 'max' must not be None"));
         }
-        let mut cur = PyTensor::wrap_dt(self.t(), self.dt());
+        let mut cur = PyTensor::wrap_v(self.v(), self.is_bool);
         if let Some(m) = min {
             cur = binop_strict(&cur, m, Bin::Max)?;
         }
@@ -135,7 +140,7 @@ impl PyTensor {
     }
     #[pyo3(signature = (min=None, max=None))]
     fn clamp_(slf: &Bound<'_, Self>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
-        let r = slf.get().clamp(min, max)?;
+        let r = slf.get().inplace_source().clamp(min, max)?;
         assign_inplace(slf.get(), r, "clamp_")?;
         Ok(slf.clone().unbind())
     }
@@ -146,41 +151,51 @@ impl PyTensor {
             return Err(dtype_err("masked_fill", format!("mask must be a bool tensor, got {}", m.dt().name())));
         }
         let v = match crate::bindings::args::extract_scalar(value) {
-            Some(s) => s.tensor(self.dt(), self.t().device())?,
-            None => {
-                let (t, d) = crate::bindings::creation::as_tensor_arg(value, "masked_fill")?;
-                if t.rank() != 0 {
-                    return Err(value_err("masked_fill", "value must be a number or a 0-d tensor"));
+            Some(s) => Value::plain(s.tensor(self.dt(), self.t().device())?),
+            None => match value.cast::<PyTensor>() {
+                Ok(t) => {
+                    let (tv, d) = t.get().v_dt();
+                    if tv.data.rank() != 0 {
+                        return Err(value_err("masked_fill", "value must be a number or a 0-d tensor"));
+                    }
+                    crate::bindings::args::cast_v(&tv, d, self.dt())?
                 }
-                cast(&t, d, self.dt())?
-            }
+                Err(_) => {
+                    let (t, d) = crate::bindings::creation::as_tensor_arg(value, "masked_fill")?;
+                    if t.rank() != 0 {
+                        return Err(value_err("masked_fill", "value must be a number or a 0-d tensor"));
+                    }
+                    Value::plain(cast(&t, d, self.dt())?)
+                }
+            },
         };
-        let out = where_(&m.t(), &v, &self.t(), "masked_fill")?;
-        if out.dims() != self.t().dims() {
+        let out = where_(&m.t(), &v, &self.v(), "masked_fill")?;
+        if out.data.dims() != self.t().dims() {
             return Err(shape_err(
                 "masked_fill",
                 format!("mask of shape {:?} cannot broadcast to the tensor's shape {:?}", m.t().dims(), self.t().dims()),
             ));
         }
-        Ok(PyTensor::wrap_dt(out, self.dt()))
+        Ok(PyTensor::wrap_vdt(out, self.dt()))
     }
     fn masked_fill_(slf: &Bound<'_, Self>, mask: &Bound<'_, PyTensor>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let r = slf.get().masked_fill(mask, value)?;
+        let r = slf.get().inplace_source().masked_fill(mask, value)?;
         assign_inplace(slf.get(), r, "masked_fill_")?;
         Ok(slf.clone().unbind())
     }
 }
 
 /// `where(cond, x, y)` with all three broadcast together.
-pub fn where_(cond: &Tensor, x: &Tensor, y: &Tensor, op: &str) -> PyResult<Tensor> {
-    let s1 = cond.shape().broadcast_shape_binary_op(x.shape(), "where");
-    let shape = s1
-        .and_then(|s| s.broadcast_shape_binary_op(y.shape(), "where"))
-        .map_err(|_| shape_err(op, format!("shapes {:?}, {:?} and {:?} cannot be broadcast together", cond.dims(), x.dims(), y.dims())))?;
+pub fn where_(cond: &Tensor, x: &Value, y: &Value, op: &str) -> PyResult<Value> {
+    let (xd, yd) = (&x.data, &y.data);
+    let s1 = cond.shape().broadcast_shape_binary_op(xd.shape(), "where");
+    let shape = s1.and_then(|s| s.broadcast_shape_binary_op(yd.shape(), "where")).map_err(|_| {
+        shape_err(op, format!("shapes {:?}, {:?} and {:?} cannot be broadcast together", cond.dims(), xd.dims(), yd.dims()))
+    })?;
     let c = cond.broadcast_as(&shape).op(op)?;
-    let x = x.broadcast_as(&shape).op(op)?;
-    let y = y.broadcast_as(&shape).op(op)?;
-    c.where_cond(&x, &y).op(op)
+    let x = ops::broadcast_as(x, &shape).op(op)?;
+    let y = ops::broadcast_as(y, &shape).op(op)?;
+    ops::where_cond(&c, &x, &y).op(op)
 }
 
 #[pyfunction]
@@ -194,8 +209,8 @@ fn where_fn(condition: &Bound<'_, PyTensor>, input: &Bound<'_, PyAny>, other: &B
     let a = operand(input)?.ok_or_else(|| type_err("where", "input must be a Tensor or a number"))?;
     let b = operand(other)?.ok_or_else(|| type_err("where", "other must be a Tensor or a number"))?;
     let dt = match (&a, &b) {
-        (Operand::T(t, ad), bo) => result_dt(*ad, t.rank() == 0, bo),
-        (Operand::S(s), Operand::T(t, bd)) => result_dt(*bd, t.rank() == 0, &Operand::S(*s)),
+        (Operand::T(t, ad), bo) => result_dt(*ad, t.data.rank() == 0, bo),
+        (Operand::S(s), Operand::T(t, bd)) => result_dt(*bd, t.data.rank() == 0, &Operand::S(*s)),
         (Operand::S(x), Operand::S(y)) => {
             let (x, y) = (x.dt(), y.dt());
             let p = DT::promote(x, y);
@@ -206,14 +221,14 @@ fn where_fn(condition: &Bound<'_, PyTensor>, input: &Bound<'_, PyAny>, other: &B
             }
         }
     };
-    let conv = |o: Operand| -> PyResult<Tensor> {
+    let conv = |o: Operand| -> PyResult<Value> {
         match o {
-            Operand::T(t, d) => cast(&t, d, dt),
-            Operand::S(s) => s.tensor(dt, &dev),
+            Operand::T(t, d) => crate::bindings::args::cast_v(&t, d, dt),
+            Operand::S(s) => Ok(Value::plain(s.tensor(dt, &dev)?)),
         }
     };
     let out = where_(&c.t(), &conv(a)?, &conv(b)?, "where")?;
-    Ok(PyTensor::wrap_dt(out, dt))
+    Ok(PyTensor::wrap_vdt(out, dt))
 }
 
 /// Elementwise float functions that PyTorch has as `nn.functional` functions and not
@@ -228,10 +243,10 @@ macro_rules! functional_unary {
             $(#[doc = $doc])*
             #[pyfunction]
             fn $name(input: &PyTensor) -> PyResult<PyTensor> {
-                let (t, dt) = input.t_dt();
+                let (v, dt) = input.v_dt();
                 crate::bindings::errors::require_float(stringify!($name), dt)?;
-                let out = detach_if(t.elem_count(), || $f(&t)).op(stringify!($name))?;
-                Ok(PyTensor::wrap_dt(out, dt))
+                let out = detach_if(v.data.elem_count(), || via(stringify!($name), &[&v], |x| $f(&x[0]))).op(stringify!($name))?;
+                Ok(PyTensor::wrap_vdt(out, dt))
             }
         )*
         fn register_functional(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -134,14 +134,14 @@ pub(crate) fn arith<
     }
 }
 
-/// Contiguous CPU operands outside autograd: one tight vectorized loop into a
+/// Contiguous CPU operands: one tight vectorized loop into a
 /// new buffer, skipping Candle's generic dispatch (which dominates small ops),
 /// and split over rayon's pool for large ones (`crate::ops::parallel`'s policy). Candle's own parallel path runs on
 /// a second thread pool beside rayon's; on 2 cores the two pools' spinning
 /// workers starve each other, so large elementwise work stays on one pool.
 pub(crate) fn direct_binary(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
     // `contiguous_offsets` below rejects strided views.
-    if l.track_op() || r.track_op() || !l.device().is_cpu() {
+    if !l.device().is_cpu() || l.dims() != r.dims() {
         return None;
     }
     let n = l.elem_count();
@@ -161,70 +161,11 @@ pub(crate) fn direct_binary(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
     }
 }
 
-/// `a (op) b` where exactly one side is in the autograd graph (a loss weight, a
-/// mask, a target): Candle's `Mul` backward differentiates both operands, each
-/// gradient costing a product plus a zero fill and an add over the whole tensor,
-/// even for the side nobody asked about. This op computes the forward in one
-/// parallel pass and, in the backward, only the tracked side's gradient. `None`
-/// where it does not apply (both or neither side tracked, strided, not CPU f32/f64).
-pub(crate) fn one_side_tracked(l: &Tensor, r: &Tensor, op: Bin) -> Option<candle_core::Result<Tensor>> {
-    if l.track_op() == r.track_op() || !l.device().is_cpu() || !matches!(l.dtype(), DType::F32 | DType::F64) {
-        return None;
-    }
-    l.layout().contiguous_offsets()?;
-    r.layout().contiguous_offsets()?;
-    Some(l.apply_op2(r, OneSideTracked { op, left: l.track_op() }))
-}
-
-struct OneSideTracked {
-    op: Bin,
-    /// Whether the left operand is the tracked one.
-    left: bool,
-}
-
-impl candle_core::CustomOp2 for OneSideTracked {
-    fn name(&self) -> &'static str {
-        self.op.name()
-    }
-    fn cpu_fwd(
-        &self,
-        s1: &candle_core::CpuStorage,
-        l1: &candle_core::Layout,
-        s2: &candle_core::CpuStorage,
-        l2: &candle_core::Layout,
-    ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
-        use candle_core::CpuStorage as C;
-        let (Some((a0, a1)), Some((b0, b1))) = (l1.contiguous_offsets(), l2.contiguous_offsets()) else {
-            candle_core::bail!("{}: expected contiguous operands", self.op.name())
-        };
-        let out = match (s1, s2) {
-            (C::F32(a), C::F32(b)) => C::F32(arith(&a[a0..a1], &b[b0..b1], self.op)),
-            (C::F64(a), C::F64(b)) => C::F64(arith(&a[a0..a1], &b[b0..b1], self.op)),
-            _ => candle_core::bail!("{}: expected float32 or float64 operands of one dtype", self.op.name()),
-        };
-        Ok((out, l1.shape().clone()))
-    }
-    fn bwd(&self, l: &Tensor, r: &Tensor, res: &Tensor, g: &Tensor) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
-        // d/dl and d/dr of l (op) r, for the tracked side only.
-        let d = match (self.op, self.left) {
-            (Bin::Add, _) | (Bin::Sub, true) => g.clone(),
-            (Bin::Sub, false) => g.neg()?,
-            (Bin::Mul, true) => g.mul(r)?,
-            (Bin::Mul, false) => g.mul(l)?,
-            (Bin::Div, true) => g.div(r)?,
-            // d(l / r)/dr = -l / r^2 = -(l / r) / r
-            (_, false) => g.mul(res)?.div(r)?.neg()?,
-            (_, true) => candle_core::bail!("{}: no backward", self.op.name()),
-        };
-        Ok(if self.left { (Some(d), None) } else { (None, Some(d)) })
-    }
-}
-
-/// `x * mul + add` for a contiguous CPU tensor outside autograd, as Candle's
+/// `x * mul + add` for a contiguous CPU tensor, as Candle's
 /// affine computes it (same formula, same rounding), in one vectorized pass.
 pub(crate) fn direct_affine(x: &Tensor, mul: f64, add: f64) -> Option<Tensor> {
     let n = x.elem_count();
-    if x.track_op() || !x.device().is_cpu() {
+    if !x.device().is_cpu() {
         return None;
     }
     let (a, _) = x.layout().contiguous_offsets()?;

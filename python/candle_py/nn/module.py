@@ -12,7 +12,9 @@ from collections import OrderedDict
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple, TypeVar, Union
 
 from .. import _core
-from .._core import Tensor
+from .._core import Tensor, is_grad_enabled
+from ..autograd.function import Function
+from ..autograd.grad_mode import no_grad
 from .parameter import Buffer, Parameter
 
 T = TypeVar("T", bound="Module")
@@ -68,6 +70,81 @@ class RemovableHandle:
         self._store.pop(self.id, None)
 
 
+class _BackwardHooks:
+    """One call's backward hooks: identity Functions around the module's tensor inputs
+    and outputs see the gradients flowing through them (PyTorch's BackwardHook)."""
+
+    def __init__(self, module: "Module") -> None:
+        self.module = module
+        self.grad_outputs: Optional[tuple[Any, ...]] = None
+        self.inputs_tracked = False
+
+    def wrap_inputs(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        idx = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+        if not idx:
+            return args
+        self.inputs_tracked = True
+        wrapped = _HookIn.apply(self, *[args[i] for i in idx])
+        wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
+        out = list(args)
+        for i, w in zip(idx, wrapped):
+            out[i] = w
+        return tuple(out)
+
+    def wrap_outputs(self, out: Any) -> Any:
+        outs = out if isinstance(out, tuple) else (out,)
+        idx = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
+        if not idx:
+            return out
+        wrapped = _HookOut.apply(self, *[outs[i] for i in idx])
+        wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
+        new = list(outs)
+        for i, w in zip(idx, wrapped):
+            new[i] = w
+        return tuple(new) if isinstance(out, tuple) else new[0]
+
+    def on_grad_outputs(self, grads: tuple[Any, ...]) -> tuple[Any, ...]:
+        for hook in list(self.module._backward_pre_hooks.values()):
+            res = hook(self.module, grads)
+            if res is not None:
+                grads = res if isinstance(res, tuple) else (res,)
+        self.grad_outputs = grads
+        if not self.inputs_tracked:
+            # No input takes part: the hooks see grad_input of None, as in PyTorch.
+            for hook in list(self.module._backward_hooks.values()):
+                hook(self.module, (None,), grads)
+        return grads
+
+    def on_grad_inputs(self, grads: tuple[Any, ...]) -> tuple[Any, ...]:
+        for hook in list(self.module._backward_hooks.values()):
+            res = hook(self.module, grads, self.grad_outputs)
+            if res is not None:
+                grads = res if isinstance(res, tuple) else (res,)
+        return grads
+
+
+class _HookIn(Function):
+    @staticmethod
+    def forward(ctx: Any, state: _BackwardHooks, *xs: Tensor) -> Any:
+        ctx.state = state
+        return tuple(x.detach() for x in xs) if len(xs) > 1 else xs[0].detach()
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        return (None,) + tuple(ctx.state.on_grad_inputs(grads))
+
+
+class _HookOut(Function):
+    @staticmethod
+    def forward(ctx: Any, state: _BackwardHooks, *xs: Tensor) -> Any:
+        ctx.state = state
+        return tuple(x.detach() for x in xs) if len(xs) > 1 else xs[0].detach()
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        return (None,) + tuple(ctx.state.on_grad_outputs(grads))
+
+
 class Module:
     """Base class for all layers and models; subclass it as in PyTorch."""
 
@@ -88,6 +165,8 @@ class Module:
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
         object.__setattr__(self, "_forward_hooks", OrderedDict())
         object.__setattr__(self, "_load_state_dict_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_pre_hooks", OrderedDict())
 
     # -- the forward pass ------------------------------------------------------
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -99,11 +178,17 @@ class Module:
             res = hook(self, args)
             if res is not None:
                 args = res if isinstance(res, tuple) else (res,)
+        bw = self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks")
+        state = _BackwardHooks(self) if bw and is_grad_enabled() else None
+        if state is not None:
+            args = state.wrap_inputs(args)
         out = self.forward(*args, **kwargs)
         for hook in list(self.__dict__.get("_forward_hooks", {}).values()):
             res = hook(self, args, out)
             if res is not None:
                 out = res
+        if state is not None:
+            out = state.wrap_outputs(out)
         return out
 
     # -- hooks ---------------------------------------------------------------------
@@ -114,6 +199,16 @@ class Module:
     def register_forward_hook(self, hook: Callable[..., Any]) -> "RemovableHandle":
         """`hook(module, args, output)` runs after `forward`; it may return a new output."""
         return RemovableHandle(self._forward_hooks, hook)
+
+    def register_full_backward_hook(self, hook: Callable[..., Any]) -> "RemovableHandle":
+        """`hook(module, grad_input, grad_output)` runs when the gradients with respect to
+        the module's inputs are computed; it may return replacement `grad_input`."""
+        return RemovableHandle(self._backward_hooks, hook)
+
+    def register_full_backward_pre_hook(self, hook: Callable[..., Any]) -> "RemovableHandle":
+        """`hook(module, grad_output)` runs when the gradients with respect to the module's
+        outputs are computed; it may return replacement `grad_output`."""
+        return RemovableHandle(self._backward_pre_hooks, hook)
 
     def _register_load_state_dict_pre_hook(self, hook: Callable[[Dict[str, Any], str], None]) -> "RemovableHandle":
         """`hook(state_dict, prefix)` may rewrite this module's keys before loading
@@ -447,7 +542,8 @@ class Module:
                 continue
             value = value.to(cur.dtype).to(cur.device)
             if kind == "parameter":
-                cur.data = value
+                with no_grad():
+                    cur.copy_(value)  # in place, as PyTorch: the parameter object and its storage stay
             else:
                 self._buffers[name] = value.clone()
 

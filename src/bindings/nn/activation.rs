@@ -33,10 +33,10 @@ fn _activation(
         "gelu_tanh" => Act::GeluTanh,
         _ => return Err(value_err("_activation", format!("unknown activation {op:?}"))),
     };
-    let (t, dt) = input.get().t_dt();
+    let (t, dt) = input.get().v_dt();
     require_float(op, dt)?;
-    let y = detach_op(py, op, || activation(&t, act))?;
-    Ok(PyTensor::wrap_dt(y, dt))
+    let y = detach_op(py, op, || crate::autograd::recompute::via(op, &[&t], move |x| activation(&x[0], act)))?;
+    Ok(PyTensor::wrap_vdt(y, dt))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -1,4 +1,5 @@
 //! Python entry points of `layers::attention`: argument checks, GIL release, errors.
+use crate::autograd::{custom, ops, Value};
 use crate::bindings::errors::{dtype_err, shape_err, shape_str, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
@@ -22,9 +23,10 @@ fn _sdpa(
     scale: Option<f64>,
     enable_gqa: bool,
 ) -> PyResult<PyTensor> {
-    let (q, qdt) = query.get().t_dt();
-    let (k, kdt) = key.get().t_dt();
-    let (v, vdt) = value.get().t_dt();
+    let (qv, qdt) = query.get().v_dt();
+    let (kv, kdt) = key.get().v_dt();
+    let (vv, vdt) = value.get().v_dt();
+    let (q, k, v) = (qv.data.clone(), kv.data.clone(), vv.data.clone());
     let (qd, kd, vd) = (q.dims().to_vec(), k.dims().to_vec(), v.dims().to_vec());
     if !matches!(qdt, DT::F16 | DT::BF16 | DT::F32 | DT::F64) || qdt != kdt || qdt != vdt {
         return Err(dtype_err(
@@ -181,8 +183,12 @@ fn _sdpa(
     // Off the CPU: PyTorch's math backend from device ops (the fused kernel is CPU code).
     if !q.device().is_cpu() {
         let cfg = MathCfg { causal: is_causal, scale: scale.unwrap_or(1.0 / (d as f64).sqrt()), gqa, dropout: dropout_p };
-        let y = crate::bindings::errors::detach_op(py, OP, || sdpa_math(&q, &k, &v, mask.as_ref(), &cfg))?;
-        return Ok(PyTensor::wrap_dt(y, qdt));
+        let y = crate::bindings::errors::detach_op(py, OP, || {
+            crate::autograd::recompute::via("scaled_dot_product_attention", &[&qv, &kv, &vv], move |t| {
+                sdpa_math(&t[0], &t[1], &t[2], mask.as_ref(), &cfg)
+            })
+        })?;
+        return Ok(PyTensor::wrap_vdt(y, qdt));
     }
     // Inputs the forward reads in place (transposed head views need no copy); the
     // rest get a contiguous copy in the compute dtype.
@@ -251,7 +257,7 @@ fn _sdpa(
     } else {
         0
     };
-    let needs_grad = crate::grad::grad_enabled() && (q.track_op() || k.track_op() || v.track_op());
+    let needs_grad = ops::records(&[&qv, &kv, &vv]);
     let cfg = Cfg { causal: is_causal, scale, dropout: dropout_p, seed, lse: needs_grad };
     let mut out_shape = ob.clone();
     if interleave {
@@ -263,23 +269,23 @@ fn _sdpa(
     let dev = q.device().clone();
     let op = Sdpa { geo, geo_c, interleave, cfg, mask, out_shape, lse: Mutex::new(None) };
     let y = py
-        .detach(|| -> Result<Tensor> {
-            let prep = |t: &Tensor, direct: bool| -> Result<Tensor> {
+        .detach(|| -> Result<Value> {
+            let prep = |t: &Value, direct: bool| -> Result<Value> {
                 if direct {
                     Ok(t.clone())
                 } else {
-                    t.to_device(&Device::Cpu)?.to_dtype(cdt)?.contiguous()
+                    ops::contiguous(&ops::to_dtype(&ops::to_device(t, &Device::Cpu)?, cdt)?)
                 }
             };
-            let (q, k, v) = (prep(&q, qs.is_some())?, prep(&k, ks.is_some())?, prep(&v, vs.is_some())?);
-            let mut y = q.apply_op3(&k, &v, op)?;
+            let (q, k, v) = (prep(&qv, qs.is_some())?, prep(&kv, ks.is_some())?, prep(&vv, vs.is_some())?);
+            let mut y = custom::apply("ScaledDotProductFlashAttentionForCpuBackward0", custom::Op::three(op), &[&q, &k, &v])?;
             if interleave {
-                y = y.transpose(rank - 1, rank)?;
+                y = ops::transpose(&y, rank - 1, rank)?;
             }
-            y.to_dtype(qdt.candle())?.to_device(&dev)
+            ops::to_device(&ops::to_dtype(&y, qdt.candle())?, &dev)
         })
         .op(OP)?;
-    Ok(PyTensor::wrap_dt(y, qdt))
+    Ok(PyTensor::wrap_vdt(y, qdt))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

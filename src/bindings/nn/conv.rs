@@ -4,6 +4,7 @@ use crate::bindings::errors::{labelled_dtype_err, labelled_shape_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
 use crate::layers::conv::*;
+use candle_core::{Device, Tensor};
 use pyo3::prelude::*;
 
 /// `_core._conv(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, transposed,
@@ -40,6 +41,8 @@ fn _conv(
             }
         }
     }
+    let mut ins_v = vec![x.v(), w.v()];
+    ins_v.extend(b.map(|b| b.v()));
     let (mut x, mut w) = (x.t(), w.t());
     let mut b = b.map(|b| b.t());
     let home = match b.as_mut() {
@@ -107,9 +110,7 @@ fn _conv(
             }
         }
         let g = Geom { n, c: cin, groups, ins, outs, k, stride, pad: plo, dil };
-        let keep_cols = w.track_op() && crate::grad::grad_enabled();
-        let y = crate::bindings::errors::detach(py, op, || conv_nd(&x, &w, b.as_ref(), g, cout, keep_cols).op(op))?;
-        (y, cout, outs)
+        (g, cout, cout, outs)
     } else {
         if wd[0] != cin {
             return Err(labelled_shape_err(op, format!("expected input with {} channels (weight {wd:?}), got {xd:?}", wd[0])));
@@ -139,14 +140,29 @@ fn _conv(
         }
         // The adjoint of a convolution from the output grid (outs) onto the input grid (ins).
         let g = Geom { n, c: cout, groups, ins: outs, outs: ins, k, stride, pad: plo, dil };
-        let y = crate::bindings::errors::detach(py, op, || conv_transpose_nd(&x, &w, b.as_ref(), g, cin).op(op))?;
-        (y, cout, outs)
+        (g, cin, cout, outs)
     };
-    let (y, cout, outs) = out;
+    let (g, c_arg, cout, outs) = out;
     let mut shape = vec![n, cout];
     shape.extend_from_slice(&outs[3 - nd..]);
-    let y = y.reshape(shape).and_then(|y| y.to_device(&home)).op(op)?;
-    Ok(PyTensor::wrap_dt(y, dt))
+    let has_b = b.is_some();
+    // The kernels run on the CPU: other devices' tensors go there and the result comes back.
+    let run = move |ts: &[Tensor]| -> candle_core::Result<Tensor> {
+        let cpu = Device::Cpu;
+        let (x, w) = (ts[0].to_device(&cpu)?, ts[1].to_device(&cpu)?);
+        let b = if has_b { Some(ts[2].to_device(&cpu)?) } else { None };
+        // Keep the im2col columns for the weight gradient when the backward will ask for it.
+        let y = if transposed {
+            conv_transpose_nd(&x, &w, b.as_ref(), g.clone(), c_arg)?
+        } else {
+            conv_nd(&x, &w, b.as_ref(), g.clone(), c_arg, w.track_op())?
+        };
+        y.reshape(shape.as_slice())?.to_device(&home)
+    };
+    let refs: Vec<&crate::autograd::Value> = ins_v.iter().collect();
+    let name = if transposed { "convolution_transpose" } else { "convolution" };
+    let y = crate::bindings::errors::detach(py, op, || crate::autograd::recompute::via(name, &refs, run).op(op))?;
+    Ok(PyTensor::wrap_vdt(y, dt))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -1,8 +1,9 @@
 //! Python entry points of `layers::linear`: argument checks, GIL release, errors.
+use crate::autograd::{ops, Value};
 use crate::bindings::errors::{labelled_dtype_err, labelled_shape_err, shape_str, OpResult};
 use crate::bindings::tensor::PyTensor;
-use crate::layers::linear::*;
-use candle_core::{Result, Tensor};
+use crate::layers::linear::OP;
+use candle_core::{Result, Shape};
 use pyo3::prelude::*;
 
 /// `_linear(input, weight, bias=None, op="linear:")`: `input @ weight.T + bias` over the
@@ -16,8 +17,10 @@ fn _linear(
     bias: Option<&Bound<'_, PyTensor>>,
     op: &str,
 ) -> PyResult<PyTensor> {
-    let (x, dt) = input.get().t_dt();
-    let (w, wdt) = weight.get().t_dt();
+    let (xv, dt) = input.get().v_dt();
+    let (wv, wdt) = weight.get().v_dt();
+    let bv = bias.map(|b| b.get().v());
+    let (x, w) = (xv.data.clone(), wv.data.clone());
     let b = bias.map(|b| b.get().t_dt());
     if !dt.is_float() || wdt != dt || b.as_ref().is_some_and(|(_, bdt)| *bdt != dt) {
         let bd = b.as_ref().map_or(String::new(), |(_, d)| format!(", bias {}", d.name()));
@@ -54,9 +57,12 @@ fn _linear(
     let m: usize = lead.iter().product();
     let mut shape = lead.clone();
     shape.push(n);
-    let run = || -> Result<Tensor> { linear2d(&x.reshape((m, k))?, &w, b.as_ref().map(|(t, _)| t))?.reshape(shape) };
+    let run = || -> Result<Value> {
+        let x2 = ops::reshape(&xv, &Shape::from((m, k)))?;
+        ops::reshape(&ops::linear(&x2, &wv, bv.as_ref())?, &Shape::from(shape))
+    };
     let out = crate::bindings::errors::detach(py, OP, || run().op(OP))?;
-    Ok(PyTensor::wrap_dt(out, dt))
+    Ok(PyTensor::wrap_vdt(out, dt))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -1,6 +1,7 @@
 //! Python entry points of `layers::loss`: `F.cross_entropy` and `F.nll_loss` call
 //! these and nothing else. Argument checks and errors are here; the math is the
 //! fused one-pass op for CPU logits and `layers::loss`'s tensor-op form elsewhere.
+use crate::autograd::recompute::via;
 use crate::bindings::errors::{detach_op, dtype_err, index_err, shape_err, shape_str, type_err, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::layers::loss::*;
@@ -103,7 +104,8 @@ fn _cross_entropy(
     label_smoothing: f64,
 ) -> PyResult<PyTensor> {
     const OP: &str = "cross_entropy";
-    let (x, dt) = input.get().t_dt();
+    let (xv, dt) = input.get().v_dt();
+    let x = xv.data.clone();
     if !dt.is_float() {
         return Err(dtype_err(OP, format!("expected floating point logits, got {}", dt.name())));
     }
@@ -123,31 +125,39 @@ fn _cross_entropy(
             ));
         }
         let class_dim = usize::from(x.rank() > 1);
+        let tv = tg.v();
+        let w = weight.map(|w| w.0);
         let y = detach_op(py, OP, || {
-            let logp = crate::ops::softmax::softmax(&x, class_dim, true)?;
-            soft_target_loss(&logp, &t, weight.as_ref().map(|w| &w.0), class_dim, label_smoothing, reduction)
+            via("cross_entropy_loss", &[&xv, &tv], move |a| {
+                let logp = crate::ops::softmax::softmax(&a[0], class_dim, true)?;
+                soft_target_loss(&logp, &a[1], w.as_ref(), class_dim, label_smoothing, reduction)
+            })
         })?;
-        return Ok(PyTensor::wrap_dt(y, dt));
+        let _ = t;
+        return Ok(PyTensor::wrap_vdt(y, dt));
     }
     let (spec, w_t) = index_spec(OP, &x, (rows, c), tg, weight, ignore_index, reduction, label_smoothing)?;
     let spec = Arc::new(spec);
     let y = detach_op(py, OP, || {
-        let x2 = class_rows(&x)?;
-        if !x2.device().is_cpu() {
-            // Off the CPU: log_softmax and the gather-based loss, as device ops.
-            let logp = crate::ops::softmax::softmax(&x2, 1, true)?;
-            return nll_rows(&logp, &spec, w_t.as_ref(), &out);
-        }
-        // CPU: the fused one-pass op (half types computed in float32, as torch's opmath).
-        let wide = if matches!(x2.dtype(), DType::F32 | DType::F64) { x2 } else { x2.to_dtype(DType::F32)? };
-        let y = wide.contiguous()?.apply_op1(CrossEntropy(spec.clone()))?.to_dtype(x.dtype())?;
-        if reduction == Reduction::None {
-            y.reshape(out.as_slice())
-        } else {
-            Ok(y)
-        }
+        via("nll_loss", &[&xv], move |a| {
+            let x = &a[0];
+            let x2 = class_rows(x)?;
+            if !x2.device().is_cpu() {
+                // Off the CPU: log_softmax and the gather-based loss, as device ops.
+                let logp = crate::ops::softmax::softmax(&x2, 1, true)?;
+                return nll_rows(&logp, &spec, w_t.as_ref(), &out);
+            }
+            // CPU: the fused one-pass op (half types computed in float32, as torch's opmath).
+            let wide = if matches!(x2.dtype(), DType::F32 | DType::F64) { x2 } else { x2.to_dtype(DType::F32)? };
+            let y = wide.contiguous()?.apply_op1(CrossEntropy(spec.clone()))?.to_dtype(x.dtype())?;
+            if reduction == Reduction::None {
+                y.reshape(out.as_slice())
+            } else {
+                Ok(y)
+            }
+        })
     })?;
-    Ok(PyTensor::wrap_dt(y, dt))
+    Ok(PyTensor::wrap_vdt(y, dt))
 }
 
 /// `_core._nll_loss(input, target, weight, ignore_index, reduction)`: `F.nll_loss` from
@@ -163,7 +173,8 @@ fn _nll_loss(
     reduction: &str,
 ) -> PyResult<PyTensor> {
     const OP: &str = "nll_loss";
-    let (x, dt) = input.get().t_dt();
+    let (xv, dt) = input.get().v_dt();
+    let x = xv.data.clone();
     if !dt.is_float() {
         return Err(dtype_err(OP, format!("expected floating point log-probabilities, got {}", dt.name())));
     }
@@ -171,8 +182,8 @@ fn _nll_loss(
     let (rows, c, out) = rows_of(OP, &x)?;
     let weight = class_weight(OP, weight, c)?;
     let (spec, w_t) = index_spec(OP, &x, (rows, c), target.get(), weight, ignore_index, reduction, 0.0)?;
-    let y = detach_op(py, OP, || class_rows(&x).and_then(|x2| nll_rows(&x2, &spec, w_t.as_ref(), &out)))?;
-    Ok(PyTensor::wrap_dt(y, dt))
+    let y = detach_op(py, OP, || via(OP, &[&xv], move |a| class_rows(&a[0]).and_then(|x2| nll_rows(&x2, &spec, w_t.as_ref(), &out))))?;
+    Ok(PyTensor::wrap_vdt(y, dt))
 }
 
 /// `_core._point_loss(op, input, target, reduction, weight=None, pos_weight=None, beta=1.0,
@@ -213,16 +224,17 @@ fn _point_loss(
         ("batchmean", PointLoss::KlDiv { .. }) => Reduce::BatchMean,
         _ => return Err(value_err(op, format!("reduction must be 'mean', 'sum' or 'none', got '{reduction}'"))),
     };
-    let (x, dt) = input.get().t_dt();
-    let t = target.get().t();
+    let (xv, dt) = input.get().v_dt();
+    let tv = target.get().v();
+    let (x, t) = (xv.data.clone(), tv.data.clone());
     crate::bindings::errors::require_float(op, dt)?;
     if t.dims() != x.dims() {
         return Err(shape_err(op, format!("target size {} must be the same as input size {}", shape_str(t.dims()), shape_str(x.dims()))));
     }
     let (w, pw) = (weight.map(|w| w.get().t()), pos_weight.map(|w| w.get().t()));
     crate::bindings::errors::same_device(op, [&x, &t].into_iter().chain(w.as_ref()).chain(pw.as_ref()))?;
-    let y = detach_op(py, op, || point_loss(kind, &x, &t, w.as_ref(), pw.as_ref(), reduce))?;
-    Ok(PyTensor::wrap_dt(y, dt))
+    let y = detach_op(py, op, || via(op, &[&xv, &tv], move |a| point_loss(kind, &a[0], &a[1], w.as_ref(), pw.as_ref(), reduce)))?;
+    Ok(PyTensor::wrap_vdt(y, dt))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -1,4 +1,6 @@
 //! Python entry points of `layers::norm`: argument checks, GIL release, errors.
+use crate::autograd::recompute::via;
+use crate::autograd::Value;
 use crate::bindings::errors::{shape_err, shape_str};
 use crate::bindings::tensor::PyTensor;
 use crate::layers::norm::{batch_norm, group_norm, layer_norm, rms_norm};
@@ -15,16 +17,20 @@ fn _layer_norm(
     d: usize,
     eps: f64,
 ) -> PyResult<PyTensor> {
-    let (xt, dt) = x.get().t_dt();
-    let (w, b) = (weight.get().t(), bias.get().t());
+    let (xv, dt) = x.get().v_dt();
+    let xt = xv.data.clone();
+    let (wv, bv) = (weight.get().v(), bias.get().v());
+    let (w, b) = (wv.data.clone(), bv.data.clone());
     if w.elem_count() != d || b.elem_count() != d || (d > 0 && xt.elem_count() % d != 0) {
         return Err(shape_err(
             "layer_norm",
             format!("weight {:?} / bias {:?} do not fit the last {d} elements of input {:?}", w.dims(), b.dims(), xt.dims()),
         ));
     }
-    let out = crate::bindings::errors::detach_op(py, "layer_norm", || layer_norm(&xt, &w, &b, d, eps))?;
-    Ok(PyTensor::wrap_dt(out, dt))
+    let out = crate::bindings::errors::detach_op(py, "layer_norm", || {
+        via("native_layer_norm", &[&xv, &wv, &bv], move |t| layer_norm(&t[0], &t[1], &t[2], d, eps))
+    })?;
+    Ok(PyTensor::wrap_vdt(out, dt))
 }
 
 /// `_batch_norm(x, weight, bias, mean, var, batch_stats, eps) -> y` over dim 1 of (N, C, ...).
@@ -48,11 +54,15 @@ fn _batch_norm(
     let c = xt.dims()[1];
     let (w, b) = (weight.get().t(), bias.get().t());
     let (mt, vt) = (mean.get().t(), var.get().t());
+    let (xv, wv, bv) = (x.get().v(), weight.get().v(), bias.get().v());
     if mt.elem_count() != c || vt.elem_count() != c {
         return Err(shape_err("batch_norm", format!("statistics of {} channels for input {:?}", mt.elem_count(), xt.dims())));
     }
-    let out = crate::bindings::errors::detach_op(py, "batch_norm", || batch_norm(&xt, &w, &b, &mt, &vt, batch_stats, eps))?;
-    Ok(PyTensor::wrap_dt(out, dt))
+    let out = crate::bindings::errors::detach_op(py, "batch_norm", || {
+        via("native_batch_norm", &[&xv, &wv, &bv], move |t| batch_norm(&t[0], &t[1], &t[2], &mt, &vt, batch_stats, eps))
+    })?;
+    let _ = (&xt, &w, &b);
+    Ok(PyTensor::wrap_vdt(out, dt))
 }
 
 /// `_group_norm(x, num_groups, weight=None, bias=None, eps=1e-5)` over (N, C, ...).
@@ -77,6 +87,10 @@ fn _group_norm(
         return Err(shape_err(OP, format!("num_channels ({c}) must be divisible by num_groups ({num_groups})")));
     }
     let (w, b) = (weight.map(|w| w.get().t()), bias.map(|b| b.get().t()));
+    let mut ins = vec![x.get().v()];
+    ins.extend(weight.map(|w| w.get().v()));
+    ins.extend(bias.map(|b| b.get().v()));
+    let (has_w, has_b) = (w.is_some(), b.is_some());
     for (name, t) in [("weight", &w), ("bias", &b)] {
         if let Some(t) = t {
             if t.elem_count() != c {
@@ -87,8 +101,16 @@ fn _group_norm(
             }
         }
     }
-    let out = crate::bindings::errors::detach_op(py, OP, || group_norm(&xt, num_groups as usize, w.as_ref(), b.as_ref(), eps))?;
-    Ok(PyTensor::wrap_dt(out, dt))
+    let _ = &xt;
+    let refs: Vec<&Value> = ins.iter().collect();
+    let out = crate::bindings::errors::detach_op(py, OP, || {
+        via("native_group_norm", &refs, move |t| {
+            let w = has_w.then(|| &t[1]);
+            let b = has_b.then(|| &t[if has_w { 2 } else { 1 }]);
+            group_norm(&t[0], num_groups as usize, w, b, eps)
+        })
+    })?;
+    Ok(PyTensor::wrap_vdt(out, dt))
 }
 
 /// `_rms_norm(x, d, weight=None, eps=None)`: over the last `d` elements; `eps` defaults
@@ -106,6 +128,9 @@ fn _rms_norm(
     let (xt, dt) = x.get().t_dt();
     crate::bindings::errors::require_float(OP, dt)?;
     let w = weight.map(|w| w.get().t());
+    let mut ins = vec![x.get().v()];
+    ins.extend(weight.map(|w| w.get().v()));
+    let has_w = w.is_some();
     if (d == 0 && xt.elem_count() > 0) || (d > 0 && xt.elem_count() % d != 0) || w.as_ref().is_some_and(|w| w.elem_count() != d) {
         let ws = w.as_ref().map_or(String::new(), |w| format!(" and weight {}", shape_str(w.dims())));
         return Err(shape_err(OP, format!("the last {d} elements of input {}{ws} do not fit", shape_str(xt.dims()))));
@@ -116,8 +141,11 @@ fn _rms_norm(
         DType::F32 => f64::from(f32::EPSILON),
         _ => f64::EPSILON,
     });
-    let out = crate::bindings::errors::detach_op(py, OP, || rms_norm(&xt, d, w.as_ref(), eps))?;
-    Ok(PyTensor::wrap_dt(out, dt))
+    let _ = &xt;
+    let refs: Vec<&Value> = ins.iter().collect();
+    let out =
+        crate::bindings::errors::detach_op(py, OP, || via("rms_norm", &refs, move |t| rms_norm(&t[0], d, has_w.then(|| &t[1]), eps)))?;
+    Ok(PyTensor::wrap_vdt(out, dt))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

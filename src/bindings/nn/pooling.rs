@@ -1,4 +1,6 @@
 //! Python entry points of `layers::pooling`: argument checks, GIL release, errors.
+use crate::autograd::recompute::via;
+use crate::autograd::Value;
 use crate::bindings::args::{pad3, per_axis};
 use crate::bindings::errors::{labelled_dtype_err, labelled_shape_err, OpResult};
 use crate::bindings::tensor::PyTensor;
@@ -8,17 +10,16 @@ use candle_core::{Device, Result, Tensor};
 use pyo3::prelude::*;
 use std::sync::{Arc, OnceLock};
 
-/// The input as (planes, D, H, W) plus its original dims, after rank/dtype checks.
-/// The input on the CPU, its dims and dtype, and the device the result goes back to.
-fn prepare(input: &Bound<'_, PyTensor>, nd: usize, op: &str) -> PyResult<(Tensor, Vec<usize>, DT, Device)> {
+/// The input, its dims and dtype, and its device (the result goes back there), after rank/dtype checks.
+fn prepare(input: &Bound<'_, PyTensor>, nd: usize, op: &str) -> PyResult<(Value, Vec<usize>, DT, Device)> {
     let x = input.get();
     let dt = x.dt();
     if !matches!(dt, DT::F32 | DT::F64) {
         return Err(labelled_dtype_err(op, format!("expected a float32 or float64 input, got {}", dt.name())));
     }
-    let mut t = x.t();
-    let home = super::on_cpu(op, &mut [&mut t])?;
-    let dims = t.dims().to_vec();
+    let t = x.v();
+    let home = t.data.device().clone();
+    let dims = t.data.dims().to_vec();
     if dims.len() != nd + 1 && dims.len() != nd + 2 {
         return Err(labelled_shape_err(op, format!("expected a {}-d or {}-d input, got shape {dims:?}", nd + 1, nd + 2)));
     }
@@ -43,11 +44,67 @@ fn pool_out(n_in: usize, k: usize, s: usize, p: usize, d: usize, ceil: bool) -> 
     out
 }
 
-/// Run a pooling op on (planes, D, H, W) and reshape back to the input's leading dims.
-fn finish(y: Tensor, dims: &[usize], nd: usize, outs: [usize; 3], home: &Device, op: &str) -> PyResult<Tensor> {
+/// Reshape a pooled (planes, D, H, W) result back to the input's leading dims, on `home`.
+fn finish(y: Tensor, dims: &[usize], nd: usize, outs: [usize; 3], home: &Device) -> Result<Tensor> {
     let mut shape = dims[..dims.len() - nd].to_vec();
     shape.extend_from_slice(&outs[3 - nd..]);
-    y.reshape(shape).and_then(|y| y.to_device(home)).op(op)
+    y.reshape(shape)?.to_device(home)
+}
+
+/// What every pooling result needs: the input (with its autograd side), its dims, dtype and device.
+struct Pooled {
+    x: Value,
+    dims: Vec<usize>,
+    nd: usize,
+    outs: [usize; 3],
+    dt: DT,
+    home: Device,
+}
+
+impl Pooled {
+    /// The input as contiguous CPU planes (planes, D, H, W).
+    fn planes(t: &Tensor, g: &PoolGeom) -> Result<Tensor> {
+        t.to_device(&Device::Cpu)?.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2]))?.contiguous()
+    }
+
+    /// Max pooling: the output in the graph, and the argmax indices when asked for.
+    fn max(self, py: Python<'_>, g: PoolGeom, return_indices: bool, op: &str) -> PyResult<(PyTensor, Option<PyTensor>)> {
+        let g = Arc::new(g);
+        let Pooled { x, dims, nd, outs, dt, home } = self;
+        let (g2, dims2, home2) = (g.clone(), dims.clone(), home.clone());
+        let y = crate::bindings::errors::detach(py, op, || {
+            via("max_pool", &[&x], move |ts| {
+                let x = Self::planes(&ts[0], &g2)?;
+                // Keep the argmaxes when a backward will need them (u32 plane offsets).
+                let keep = (x.track_op() && g2.ivol() < u32::MAX as usize).then(|| Arc::new(OnceLock::new()));
+                finish(x.apply_op1(MaxPool(g2.clone(), keep))?, &dims2, nd, outs, &home2)
+            })
+            .op(op)
+        })?;
+        let idx = if return_indices {
+            let i = crate::bindings::errors::detach(py, op, || {
+                Self::planes(&x.data, &g)
+                    .and_then(|p| p.apply_op1_no_bwd(&MaxPoolIdx(g.clone())))
+                    .and_then(|i| finish(i, &dims, nd, outs, &home))
+                    .op(op)
+            })?;
+            Some(PyTensor::wrap_dt(i, DT::I64))
+        } else {
+            None
+        };
+        Ok((PyTensor::wrap_vdt(y, dt), idx))
+    }
+
+    /// Average pooling (windows and divisors in `g`).
+    fn avg(self, py: Python<'_>, g: PoolGeom, op: &str) -> PyResult<PyTensor> {
+        let g = Arc::new(g);
+        let Pooled { x, dims, nd, outs, dt, home } = self;
+        let y = crate::bindings::errors::detach(py, op, || {
+            via("avg_pool", &[&x], move |ts| finish(Self::planes(&ts[0], &g)?.apply_op1(AvgPool(g.clone()))?, &dims, nd, outs, &home))
+                .op(op)
+        })?;
+        Ok(PyTensor::wrap_vdt(y, dt))
+    }
 }
 
 /// Per-axis (kernel, stride, padding, dilation, output size).
@@ -88,22 +145,6 @@ fn axes3(mut v: Vec<Axis>) -> [Axis; 3] {
     let b = v.pop().unwrap_or_default();
     let a = v.pop().unwrap_or_default();
     [a, b, c]
-}
-
-fn run_max(py: Python<'_>, t: &Tensor, g: PoolGeom, return_indices: bool, op: &str) -> PyResult<(Tensor, Option<Tensor>)> {
-    let g = Arc::new(g);
-    let x = t.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2])).op(op)?;
-    crate::bindings::errors::detach(py, op, || {
-        let run = || -> Result<(Tensor, Option<Tensor>)> {
-            let x = x.contiguous()?;
-            // Keep the argmaxes when a backward will need them (u32 plane offsets).
-            let keep = (x.track_op() && g.ivol() < u32::MAX as usize).then(|| Arc::new(OnceLock::new()));
-            let y = x.apply_op1(MaxPool(g.clone(), keep))?;
-            let idx = if return_indices { Some(x.detach().apply_op1_no_bwd(&MaxPoolIdx(g.clone()))?) } else { None };
-            Ok((y, idx))
-        };
-        run().op(op)
-    })
 }
 
 /// `_core._max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, op)`:
@@ -149,13 +190,9 @@ fn _max_pool<'py>(
         .collect();
     let outs = pad3(&win.iter().map(|w| w.4).collect::<Vec<_>>(), 1);
     let g = PoolGeom::new(planes(&dims, nd), pad3(&dims[dims.len() - nd..], 1), outs, axes3(axes), None);
-    let (y, idx) = run_max(py, &t, g, return_indices, op)?;
-    let y = PyTensor::wrap_dt(finish(y, &dims, nd, outs, &home, op)?, dt);
+    let (y, idx) = Pooled { x: t, dims, nd, outs, dt, home }.max(py, g, return_indices, op)?;
     match idx {
-        Some(i) => {
-            let i = PyTensor::wrap_dt(finish(i, &dims, nd, outs, &home, op)?, DT::I64);
-            Ok((y, i).into_pyobject(py)?.into_any())
-        }
+        Some(i) => Ok((y, i).into_pyobject(py)?.into_any()),
         None => Ok(Bound::new(py, y)?.into_any()),
     }
 }
@@ -205,16 +242,8 @@ fn _avg_pool(
         })
         .collect();
     let outs = pad3(&win.iter().map(|w| w.4).collect::<Vec<_>>(), 1);
-    let g = Arc::new(PoolGeom::new(
-        planes(&dims, nd),
-        pad3(&dims[dims.len() - nd..], 1),
-        outs,
-        axes3(axes),
-        divisor_override.map(|d| d as f64),
-    ));
-    let x = t.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2])).op(op)?;
-    let y = crate::bindings::errors::detach(py, op, || x.contiguous().and_then(|x| x.apply_op1(AvgPool(g.clone()))).op(op))?;
-    Ok(PyTensor::wrap_dt(finish(y, &dims, nd, outs, &home, op)?, dt))
+    let g = PoolGeom::new(planes(&dims, nd), pad3(&dims[dims.len() - nd..], 1), outs, axes3(axes), divisor_override.map(|d| d as f64));
+    Pooled { x: t, dims, nd, outs, dt, home }.avg(py, g, op)
 }
 
 /// `_core._adaptive_pool(input, output_size, is_max, return_indices, op)`: PyTorch's
@@ -250,21 +279,15 @@ fn _adaptive_pool<'py>(
         .collect();
     let outs = pad3(&os, 1);
     let g = PoolGeom::new(planes(&dims, nd), pad3(&dims[dims.len() - nd..], 1), outs, axes3(axes), None);
+    let p = Pooled { x: t, dims, nd, outs, dt, home };
     if is_max {
-        let (y, idx) = run_max(py, &t, g, return_indices, op)?;
-        let y = PyTensor::wrap_dt(finish(y, &dims, nd, outs, &home, op)?, dt);
+        let (y, idx) = p.max(py, g, return_indices, op)?;
         return match idx {
-            Some(i) => {
-                let i = PyTensor::wrap_dt(finish(i, &dims, nd, outs, &home, op)?, DT::I64);
-                Ok((y, i).into_pyobject(py)?.into_any())
-            }
+            Some(i) => Ok((y, i).into_pyobject(py)?.into_any()),
             None => Ok(Bound::new(py, y)?.into_any()),
         };
     }
-    let g = Arc::new(g);
-    let x = t.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2])).op(op)?;
-    let y = crate::bindings::errors::detach(py, op, || x.contiguous().and_then(|x| x.apply_op1(AvgPool(g.clone()))).op(op))?;
-    Ok(Bound::new(py, PyTensor::wrap_dt(finish(y, &dims, nd, outs, &home, op)?, dt))?.into_any())
+    Ok(Bound::new(py, p.avg(py, g, op)?)?.into_any())
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -3,23 +3,25 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ... import _core
 from ..._core import Tensor
 
 
-def _result(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
-    """`out`, or with `inplace=True` `input` overwritten with it (PyTorch's in-place
-    forms: the same tensor object comes back, and autograd records the write)."""
+def _result(input: Tensor, fn: Callable[[Tensor], Tensor], inplace: bool) -> Tensor:
+    """`fn(input)`, or with `inplace=True` `input` overwritten with it (PyTorch's in-place
+    forms: the same tensor object comes back, and autograd records the write). The
+    in-place value is computed from an alias under its own version counter, so the
+    op's saved input is not invalidated by its own write."""
     if not inplace:
-        return out
-    return input.copy_(out)
+        return fn(input)
+    return input.copy_(fn(input._inplace_source()))
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """`max(input, 0)`, elementwise; `inplace=True` writes the result into `input`."""
-    return _result(input, input.relu(), inplace)
+    return _result(input, lambda input: input.relu(), inplace)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
@@ -31,12 +33,12 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
     """Clamp `input` to `[min_val, max_val]` (default `[-1, 1]`)."""
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
-    return _result(input, input.clamp(min_val, max_val), inplace)
+    return _result(input, lambda input: input.clamp(min_val, max_val), inplace)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """`input` where positive, `negative_slope * input` elsewhere."""
-    return _result(input, _core._activation(input, "leaky_relu", negative_slope=float(negative_slope)), inplace)
+    return _result(input, lambda input: _core._activation(input, "leaky_relu", negative_slope=float(negative_slope)), inplace)
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
@@ -53,23 +55,23 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     training, the fixed slope (lower + upper) / 2 in evaluation."""
     if training:
         slope = _core.rand_like(input) * (upper - lower) + lower
-        return _result(input, _core.where(input >= 0, input, input * slope), inplace)
-    return _result(input, _core.where(input >= 0, input, input * ((lower + upper) / 2)), inplace)
+        return _result(input, lambda input: _core.where(input >= 0, input, input * slope), inplace)
+    return _result(input, lambda input: _core.where(input >= 0, input, input * ((lower + upper) / 2)), inplace)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """`input` where positive, `alpha * (exp(input) - 1)` elsewhere."""
-    return _result(input, _core._activation(input, "elu", alpha=float(alpha)), inplace)
+    return _result(input, lambda input: _core._activation(input, "elu", alpha=float(alpha)), inplace)
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """Scaled ELU with the fixed constants of self-normalizing networks (`scale * elu(input, alpha)`)."""
-    return _result(input, _core._activation(input, "selu"), inplace)
+    return _result(input, lambda input: _core._activation(input, "selu"), inplace)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """`input` where positive, `alpha * (exp(input / alpha) - 1)` elsewhere."""
-    return _result(input, _core._activation(input, "celu", alpha=float(alpha)), inplace)
+    return _result(input, lambda input: _core._activation(input, "celu", alpha=float(alpha)), inplace)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -84,7 +86,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """`input * sigmoid(input)` (swish)."""
-    return _result(input, _core._activation(input, "silu"), inplace)
+    return _result(input, lambda input: _core._activation(input, "silu"), inplace)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -97,7 +99,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """`input * tanh(softplus(input))`."""
-    return _result(input, _core._activation(input, "mish"), inplace)
+    return _result(input, lambda input: _core._activation(input, "mish"), inplace)
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -112,12 +114,12 @@ def tanh(input: Tensor) -> Tensor:
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """Piecewise-linear sigmoid: `clamp(input + 3, 0, 6) / 6`."""
-    return _result(input, _core._activation(input, "hardsigmoid"), inplace)
+    return _result(input, lambda input: _core._activation(input, "hardsigmoid"), inplace)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """`input * clamp(input + 3, 0, 6) / 6`."""
-    return _result(input, _core._activation(input, "hardswish"), inplace)
+    return _result(input, lambda input: _core._activation(input, "hardswish"), inplace)
 
 
 def softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3, dtype: Optional[Any] = None) -> Tensor:

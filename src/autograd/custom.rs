@@ -1,0 +1,109 @@
+//! Nodes for our fused kernels: a Candle `CustomOp` computes the forward, and its own
+//! `bwd` (our backward kernel) the gradients, called directly on the saved tensors.
+//! First-order only: under `create_graph` these ops raise until their backward is
+//! written with differentiable ops.
+use crate::autograd::mode::grad_enabled;
+use crate::autograd::node::{freed_err, Edge, Node, NodeBase, Saved};
+use crate::autograd::ops::records;
+use crate::autograd::value::{lock, Meta, Value};
+use candle_core::{CustomOp1, CustomOp2, CustomOp3, Error, Result, Tensor};
+use std::any::Any;
+use std::sync::{Arc, Mutex};
+
+/// A fused op of one, two or three tensor arguments.
+#[derive(Clone)]
+pub enum Op {
+    One(Arc<Box<dyn CustomOp1 + Send + Sync>>),
+    Two(Arc<Box<dyn CustomOp2 + Send + Sync>>),
+    Three(Arc<Box<dyn CustomOp3 + Send + Sync>>),
+}
+
+impl Op {
+    pub fn one(op: impl CustomOp1 + Send + Sync + 'static) -> Op {
+        Op::One(Arc::new(Box::new(op)))
+    }
+    pub fn two(op: impl CustomOp2 + Send + Sync + 'static) -> Op {
+        Op::Two(Arc::new(Box::new(op)))
+    }
+    pub fn three(op: impl CustomOp3 + Send + Sync + 'static) -> Op {
+        Op::Three(Arc::new(Box::new(op)))
+    }
+
+    fn forward(&self, a: &[Tensor]) -> Result<Tensor> {
+        match self {
+            Op::One(o) => a[0].apply_op1_arc(o.clone()),
+            Op::Two(o) => a[0].apply_op2_arc(&a[1], o.clone()),
+            Op::Three(o) => a[0].apply_op3_arc(&a[1], &a[2], o.clone()),
+        }
+    }
+
+    fn backward(&self, a: &[Tensor], res: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(match self {
+            Op::One(o) => vec![o.bwd(&a[0], res, g)?],
+            Op::Two(o) => {
+                let (x, y) = o.bwd(&a[0], &a[1], res, g)?;
+                vec![x, y]
+            }
+            Op::Three(o) => {
+                let (x, y, z) = o.bwd(&a[0], &a[1], &a[2], res, g)?;
+                vec![x, y, z]
+            }
+        })
+    }
+}
+
+/// Apply `op` to `inputs` (as many as the op takes, contiguous where the kernel needs it).
+pub fn apply(name: &'static str, op: Op, inputs: &[&Value]) -> Result<Value> {
+    let ts: Vec<Tensor> = inputs.iter().map(|v| v.data.clone()).collect();
+    let out = op.forward(&ts)?.detach();
+    if !records(inputs) || !out.dtype().is_float() {
+        return Ok(Value::plain(out));
+    }
+    let edges: Vec<Option<Edge>> = inputs.iter().map(|v| v.edge()).collect();
+    let res = Value::plain(out);
+    let mut saved: Vec<Saved> = inputs.iter().map(|v| Saved::input(v)).collect();
+    saved.push(Saved::output(&res, 0));
+    let node = Arc::new(Fused { name, base: NodeBase::new(edges, 1), saved: Mutex::new(Some(saved)), op });
+    Ok(Value { meta: Some(Meta::non_leaf(node, 0)), ..res })
+}
+
+struct Fused {
+    name: &'static str,
+    base: NodeBase,
+    saved: Mutex<Option<Vec<Saved>>>,
+    op: Op,
+}
+
+impl Node for Fused {
+    fn name(&self) -> String {
+        self.name.to_string()
+    }
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+    fn apply(&self, grads: Vec<Option<Value>>) -> Result<Vec<Option<Value>>> {
+        let n = self.base.next.len();
+        let Some(g) = grads.into_iter().next().flatten() else { return Ok(vec![None; n]) };
+        let mut vals = {
+            let s = lock(&self.saved);
+            let Some(s) = s.as_ref() else { return Err(freed_err()) };
+            s.iter().map(|s| s.unpack(self.name)).collect::<Result<Vec<_>>>()?
+        };
+        let res = vals.pop().expect("the result is saved last");
+        if grad_enabled() && (g.requires_grad() || vals.iter().any(|v| v.requires_grad())) {
+            return Err(Error::Msg(format!(
+                "create_graph=True: {} has no double-backward formula yet; its gradient cannot be differentiated again",
+                self.name
+            )));
+        }
+        let ts: Vec<Tensor> = vals.iter().map(|v| v.data.clone()).collect();
+        let gs = self.op.backward(&ts, &res.data, &g.data.contiguous()?)?;
+        Ok(gs.into_iter().zip(&self.base.next).map(|(g, e)| if e.is_some() { g.map(|g| Value::plain(g.detach())) } else { None }).collect())
+    }
+    fn release(&self) {
+        *lock(&self.saved) = None;
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

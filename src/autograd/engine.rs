@@ -1,0 +1,193 @@
+//! The backward pass: runs the graph reachable from the roots in dependency order
+//! (among ready nodes, the most recently created first, as PyTorch), sums the
+//! gradients arriving at each node's outputs, runs hooks, and either accumulates
+//! into leaves (`backward`) or captures the gradients of chosen tensors
+//! (`autograd.grad`). Pure Rust: the caller releases the GIL around it.
+use crate::autograd::mode::with_grad_mode;
+use crate::autograd::node::{accumulate_into, node_key, AccumulateGrad, Edge, Node};
+use crate::autograd::value::{lock, Value};
+use candle_core::Result;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+
+pub struct Options {
+    pub retain_graph: bool,
+    pub create_graph: bool,
+    /// `backward()`: add into `.grad`; `autograd.grad`: only return the gradients.
+    pub accumulate: bool,
+}
+
+struct Target {
+    key: usize,
+    nr: usize,
+    /// Set for a non-leaf target of `backward(inputs=...)`: its `.grad` receives the gradient.
+    meta: Option<Arc<crate::autograd::value::Meta>>,
+}
+
+/// Run backward from `roots` (each an edge and the gradient flowing into it).
+/// `targets` empty: every leaf reached accumulates its gradient. Otherwise only the
+/// paths to the targets run; the result holds each target's gradient (None where
+/// none reached it) and, when accumulating, targets get it added to `.grad`.
+pub fn run(roots: Vec<(Edge, Value)>, targets: &[Value], opts: &Options) -> Result<Vec<Option<Value>>> {
+    // Discover the graph and count each node's incoming edges.
+    let mut nodes: HashMap<usize, Arc<dyn Node>> = HashMap::new();
+    let mut deps: HashMap<usize, usize> = HashMap::new();
+    let mut stack: Vec<Arc<dyn Node>> = Vec::new();
+    for (e, _) in &roots {
+        let k = node_key(&e.node);
+        if nodes.insert(k, e.node.clone()).is_none() {
+            deps.insert(k, 0);
+            stack.push(e.node.clone());
+        }
+    }
+    while let Some(n) = stack.pop() {
+        for e in n.base().next.iter().flatten() {
+            let k = node_key(&e.node);
+            *deps.entry(k).or_insert(0) += 1;
+            if nodes.insert(k, e.node.clone()).is_none() {
+                stack.push(e.node.clone());
+            }
+        }
+    }
+    let tgts: Vec<Target> = targets
+        .iter()
+        .map(|v| {
+            let e = v.edge().expect("targets require grad (checked by the caller)");
+            let leaf = e.node.as_any().is::<AccumulateGrad>();
+            Target { key: node_key(&e.node), nr: e.nr, meta: if opts.accumulate && !leaf { v.meta.clone() } else { None } }
+        })
+        .collect();
+    let exec = if tgts.is_empty() { None } else { Some(needed(&nodes, &deps, &roots, &tgts, opts.accumulate)) };
+
+    let mut buffers: HashMap<usize, Vec<Option<Value>>> = HashMap::new();
+    for (e, g) in roots {
+        let k = node_key(&e.node);
+        let n = e.node.base().num_outputs;
+        add_to(buffers.entry(k).or_insert_with(|| vec![None; n]), e.nr, g)?;
+    }
+    let mut ready: BinaryHeap<(u64, usize)> = BinaryHeap::new();
+    for (k, d) in &deps {
+        if *d == 0 {
+            ready.push((nodes[k].base().seq, *k));
+        }
+    }
+    let mut captured: Vec<Option<Value>> = vec![None; tgts.len()];
+    with_grad_mode(opts.create_graph, || -> Result<()> {
+        while let Some((_, k)) = ready.pop() {
+            let node = nodes[&k].clone();
+            let base = node.base();
+            let mut buf = buffers.remove(&k).unwrap_or_else(|| vec![None; base.num_outputs]);
+            let runs = exec.as_ref().is_none_or(|x| x.get(&k).copied().unwrap_or(false));
+            let mut grads_out: Vec<Option<Value>> = vec![None; base.next.len()];
+            if buf.iter().any(|g| g.is_some()) {
+                run_pre_hooks(node.as_ref(), &mut buf)?;
+                for (i, t) in tgts.iter().enumerate() {
+                    if t.key == k {
+                        if let Some(g) = buf.get(t.nr).cloned().flatten() {
+                            if let Some(m) = &t.meta {
+                                accumulate_into(m, g.clone())?;
+                            }
+                            captured[i] = Some(g);
+                        }
+                    }
+                }
+                let is_acc = node.as_any().is::<AccumulateGrad>();
+                if runs && (opts.accumulate || !is_acc) {
+                    grads_out = node.apply(buf)?;
+                    if !opts.retain_graph {
+                        node.release();
+                        base.released.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            }
+            for (e, g) in base.next.iter().zip(grads_out.into_iter().chain(std::iter::repeat(None))) {
+                let Some(e) = e else { continue };
+                let ck = node_key(&e.node);
+                if let Some(g) = g {
+                    let n = e.node.base().num_outputs;
+                    add_to(buffers.entry(ck).or_insert_with(|| vec![None; n]), e.nr, g)?;
+                }
+                let d = deps.get_mut(&ck).expect("every child was counted");
+                *d -= 1;
+                if *d == 0 {
+                    ready.push((e.node.base().seq, ck));
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(captured)
+}
+
+/// Tensor hooks and `retain_grad` of the node's outputs, in registration order.
+fn run_pre_hooks(node: &dyn Node, buf: &mut [Option<Value>]) -> Result<()> {
+    let base = node.base();
+    let hooks: Vec<_> = lock(&base.pre_hooks).iter().map(|(_, nr, h)| (*nr, h.clone())).collect();
+    for (nr, h) in hooks {
+        if let Some(g) = buf.get(nr).cloned().flatten() {
+            if let Some(new) = h(&g)? {
+                buf[nr] = Some(new);
+            }
+        }
+    }
+    let retains: Vec<_> = lock(&base.retains).iter().map(|(nr, m)| (*nr, m.clone())).collect();
+    for (nr, m) in retains {
+        if let (Some(g), Some(m)) = (buf.get(nr).cloned().flatten(), m.upgrade()) {
+            accumulate_into(&m, g)?;
+        }
+    }
+    Ok(())
+}
+
+fn add_to(buf: &mut [Option<Value>], nr: usize, g: Value) -> Result<()> {
+    buf[nr] = Some(match buf[nr].take() {
+        None => g,
+        Some(old) => crate::autograd::ops::add(&old, &g)?,
+    });
+    Ok(())
+}
+
+/// Which nodes must run to reach the targets: a node runs if any child leads to a
+/// target (an accumulator that is itself a target runs when accumulating).
+fn needed(
+    nodes: &HashMap<usize, Arc<dyn Node>>,
+    deps: &HashMap<usize, usize>,
+    roots: &[(Edge, Value)],
+    tgts: &[Target],
+    accumulate: bool,
+) -> HashMap<usize, bool> {
+    // Topological order (parents before children), then children first.
+    let mut d = deps.clone();
+    let mut order = Vec::with_capacity(nodes.len());
+    let mut queue: Vec<usize> = d.iter().filter(|(_, v)| **v == 0).map(|(k, _)| *k).collect();
+    let _ = roots;
+    while let Some(k) = queue.pop() {
+        order.push(k);
+        for e in nodes[&k].base().next.iter().flatten() {
+            let ck = node_key(&e.node);
+            let c = d.get_mut(&ck).expect("counted");
+            *c -= 1;
+            if *c == 0 {
+                queue.push(ck);
+            }
+        }
+    }
+    let mut leads: HashMap<usize, bool> = HashMap::new(); // reaches a target (itself included)
+    let mut exec: HashMap<usize, bool> = HashMap::new();
+    for &k in order.iter().rev() {
+        let n = &nodes[&k];
+        let is_target = tgts.iter().any(|t| t.key == k);
+        let child_leads = n.base().next.iter().flatten().any(|e| leads.get(&node_key(&e.node)).copied().unwrap_or(false));
+        let is_acc = n.as_any().is::<AccumulateGrad>();
+        exec.insert(k, child_leads || (is_target && is_acc && accumulate));
+        leads.insert(k, is_target || child_leads);
+    }
+    exec
+}
+
+/// Whether an error message is one of the engine's (mapped to RuntimeError by the bindings).
+pub fn is_engine_msg(msg: &str) -> bool {
+    msg.starts_with("Trying to backward through the graph a second time")
+        || msg.starts_with("one of the variables needed for gradient computation")
+        || msg.starts_with("create_graph=True:")
+}

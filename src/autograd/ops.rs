@@ -1,0 +1,426 @@
+//! Differentiable ops on `Value`s: the forward on the data, and the backward formula
+//! written with these same ops, so that a backward run with `create_graph` records
+//! its own graph (second derivatives for free).
+use crate::autograd::mode::grad_enabled;
+use crate::autograd::node::{Edge, FnNode, Saved};
+use crate::autograd::value::{new_version, Meta, Value, Version};
+use candle_core::{DType, Result, Shape, Tensor};
+use std::sync::Arc;
+
+/// Whether an op on these inputs records a node (grad mode on, some input requires grad).
+pub fn records(inputs: &[&Value]) -> bool {
+    grad_enabled() && inputs.iter().any(|v| v.meta.is_some())
+}
+
+/// Wrap `out` (computed from `inputs`) as a result, with a node when one is needed.
+/// `saved` are the inputs' values the formula reads; `save_out` appends the result.
+pub fn record<F>(name: &'static str, inputs: &[&Value], out: Tensor, saved: &[&Value], save_out: bool, formula: F) -> Value
+where
+    F: Fn(&[Value], &Value, &[bool]) -> Result<Vec<Option<Value>>> + Send + Sync + 'static,
+{
+    record_view(name, inputs, out, saved, save_out, None, formula)
+}
+
+/// `record` for a view: the result shares `version` (its base's counter).
+pub fn record_view<F>(
+    name: &'static str,
+    inputs: &[&Value],
+    out: Tensor,
+    saved: &[&Value],
+    save_out: bool,
+    version: Option<Version>,
+    formula: F,
+) -> Value
+where
+    F: Fn(&[Value], &Value, &[bool]) -> Result<Vec<Option<Value>>> + Send + Sync + 'static,
+{
+    let version = version.unwrap_or_else(new_version);
+    let out = out.detach();
+    if !records(inputs) || !out.dtype().is_float() {
+        return Value { data: out, meta: None, version };
+    }
+    let edges: Vec<Option<Edge>> = inputs.iter().map(|v| v.edge()).collect();
+    let mut sv: Vec<Saved> = saved.iter().map(|v| Saved::input(v)).collect();
+    let res = Value { data: out, meta: None, version };
+    if save_out {
+        sv.push(Saved::output(&res, 0));
+    }
+    let node = Arc::new(FnNode::new(name, edges, sv, Box::new(formula)));
+    Value { meta: Some(Meta::non_leaf(node, 0)), ..res }
+}
+
+fn c(v: Value) -> Option<Value> {
+    Some(v)
+}
+
+/// Sum `g` down to `shape` (undo a broadcast).
+pub fn sum_to(g: &Value, shape: &Shape) -> Result<Value> {
+    let gd = g.data.dims().to_vec();
+    let sd = shape.dims();
+    if gd == sd {
+        return Ok(g.clone());
+    }
+    let lead = gd.len() - sd.len();
+    let mut dims: Vec<usize> = (0..lead).collect();
+    for (i, &s) in sd.iter().enumerate() {
+        if s == 1 && gd[lead + i] != 1 {
+            dims.push(lead + i);
+        }
+    }
+    let s = if dims.is_empty() { g.clone() } else { sum_keepdim(g, &dims)? };
+    reshape(&s, shape)
+}
+
+/// The four arithmetic ops whose formulas `record_binary` knows.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+/// Record `out = a (op) b` (already computed, broadcasting allowed): the gradients are
+/// summed back to each operand's shape.
+pub fn record_binary(op: Arith, a: &Value, b: &Value, out: Tensor) -> Value {
+    let (sa, sb) = (a.data.shape().clone(), b.data.shape().clone());
+    let (name, save): (&'static str, bool) = match op {
+        Arith::Add => ("AddBackward0", false),
+        Arith::Sub => ("SubBackward0", false),
+        Arith::Mul => ("MulBackward0", true),
+        Arith::Div => ("DivBackward0", true),
+    };
+    let saved: Vec<&Value> = if save { vec![a, b] } else { vec![] };
+    record(name, &[a, b], out, &saved, false, move |s, g, n| {
+        let (ga, gb) = match op {
+            Arith::Add => (n[0].then(|| g.clone()), n[1].then(|| g.clone())),
+            Arith::Sub => (n[0].then(|| g.clone()), if n[1] { c(neg(g)?) } else { None }),
+            Arith::Mul => (if n[0] { c(mul(g, &s[1])?) } else { None }, if n[1] { c(mul(g, &s[0])?) } else { None }),
+            Arith::Div => {
+                let ga = div(g, &s[1])?;
+                let gb = if n[1] { c(neg(&mul(&ga, &div(&s[0], &s[1])?)?)?) } else { None };
+                (n[0].then_some(ga), gb)
+            }
+        };
+        Ok(vec![ga.map(|g| sum_to(&g, &sa)).transpose()?, gb.map(|g| sum_to(&g, &sb)).transpose()?])
+    })
+}
+
+pub fn add(a: &Value, b: &Value) -> Result<Value> {
+    Ok(record_binary(Arith::Add, a, b, a.data.broadcast_add(&b.data)?))
+}
+pub fn sub(a: &Value, b: &Value) -> Result<Value> {
+    Ok(record_binary(Arith::Sub, a, b, a.data.broadcast_sub(&b.data)?))
+}
+pub fn mul(a: &Value, b: &Value) -> Result<Value> {
+    Ok(record_binary(Arith::Mul, a, b, a.data.broadcast_mul(&b.data)?))
+}
+pub fn div(a: &Value, b: &Value) -> Result<Value> {
+    Ok(record_binary(Arith::Div, a, b, a.data.broadcast_div(&b.data)?))
+}
+
+pub fn neg(x: &Value) -> Result<Value> {
+    Ok(record("NegBackward0", &[x], x.data.neg()?, &[], false, |_, g, _| Ok(vec![c(neg(g)?)])))
+}
+
+/// `x * mul + add`.
+pub fn affine(x: &Value, mul: f64, add: f64) -> Result<Value> {
+    let name = if add != 0.0 && mul == 1.0 { "AddBackward0" } else { "MulBackward0" };
+    let out = match crate::ops::binary::direct_affine(&x.data, mul, add) {
+        Some(o) => o,
+        None => x.data.affine(mul, add)?,
+    };
+    Ok(record(name, &[x], out, &[], false, move |_, g, _| Ok(vec![c(affine(g, mul, 0.0)?)])))
+}
+
+pub fn exp(x: &Value) -> Result<Value> {
+    Ok(record("ExpBackward0", &[x], x.data.exp()?, &[x], true, |s, g, _| {
+        // Under create_graph the output is recomputed from the input so that it is differentiable.
+        let y = if grad_enabled() { exp(&s[0])? } else { s[1].clone() };
+        Ok(vec![c(mul(g, &y)?)])
+    }))
+}
+
+pub fn log(x: &Value) -> Result<Value> {
+    Ok(record("LogBackward0", &[x], x.data.log()?, &[x], false, |s, g, _| Ok(vec![c(div(g, &s[0])?)])))
+}
+
+pub fn sqrt(x: &Value) -> Result<Value> {
+    Ok(record("SqrtBackward0", &[x], x.data.sqrt()?, &[x], true, |s, g, _| {
+        let y = if grad_enabled() { sqrt(&s[0])? } else { s[1].clone() };
+        Ok(vec![c(div(g, &affine(&y, 2.0, 0.0)?)?)])
+    }))
+}
+
+pub fn sqr(x: &Value) -> Result<Value> {
+    Ok(record("PowBackward0", &[x], x.data.sqr()?, &[x], false, |s, g, _| Ok(vec![c(mul(g, &affine(&s[0], 2.0, 0.0)?)?)])))
+}
+
+pub fn recip(x: &Value) -> Result<Value> {
+    Ok(record("ReciprocalBackward0", &[x], x.data.recip()?, &[x], true, |s, g, _| {
+        let y = if grad_enabled() { recip(&s[0])? } else { s[1].clone() };
+        Ok(vec![c(neg(&mul(g, &sqr(&y)?)?)?)])
+    }))
+}
+
+pub fn tanh(x: &Value) -> Result<Value> {
+    Ok(record("TanhBackward0", &[x], x.data.tanh()?, &[x], true, |s, g, _| {
+        let y = if grad_enabled() { tanh(&s[0])? } else { s[1].clone() };
+        // g * (1 - y^2)
+        Ok(vec![c(mul(g, &affine(&sqr(&y)?, -1.0, 1.0)?)?)])
+    }))
+}
+
+pub fn sin(x: &Value) -> Result<Value> {
+    Ok(record("SinBackward0", &[x], x.data.sin()?, &[x], false, |s, g, _| Ok(vec![c(mul(g, &cos(&s[0])?)?)])))
+}
+
+pub fn cos(x: &Value) -> Result<Value> {
+    Ok(record("CosBackward0", &[x], x.data.cos()?, &[x], false, |s, g, _| Ok(vec![c(neg(&mul(g, &sin(&s[0])?)?)?)])))
+}
+
+/// `x ** e` for a float exponent.
+pub fn powf(x: &Value, e: f64) -> Result<Value> {
+    Ok(record("PowBackward0", &[x], x.data.powf(e)?, &[x], false, move |s, g, _| {
+        Ok(vec![c(mul(g, &affine(&powf(&s[0], e - 1.0)?, e, 0.0)?)?)])
+    }))
+}
+
+/// Candle's gemm takes transposed matrices but not every batch striding (e.g. heads
+/// split with transpose(1, 2)): such operands are retried as contiguous copies.
+fn mm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let run =
+        |l: &Tensor, r: &Tensor| if l.rank() == 2 && r.rank() == 2 { crate::layers::linear::matmul2d(l, r) } else { l.broadcast_matmul(r) };
+    match run(a, b) {
+        Err(_) if !a.is_contiguous() || !b.is_contiguous() => run(&a.contiguous()?, &b.contiguous()?),
+        res => res,
+    }
+}
+
+/// Matrix product of operands of rank >= 2 whose batch dimensions broadcast.
+pub fn matmul(a: &Value, b: &Value) -> Result<Value> {
+    let out = mm_raw(&a.data, &b.data)?;
+    let name = if a.data.rank() == 2 && b.data.rank() == 2 { "MmBackward0" } else { "BmmBackward0" };
+    let (sa, sb) = (a.data.shape().clone(), b.data.shape().clone());
+    Ok(record(name, &[a, b], out, &[a, b], false, move |s, g, n| {
+        let t = |v: &Value| transpose(v, v.data.rank() - 2, v.data.rank() - 1);
+        Ok(vec![
+            if n[0] { c(sum_to(&matmul(g, &t(&s[1])?)?, &sa)?) } else { None },
+            if n[1] { c(sum_to(&matmul(&t(&s[0])?, g)?, &sb)?) } else { None },
+        ])
+    }))
+}
+
+/// A new dimension of size 1 at `dim` (a view, whatever the strides).
+pub fn unsqueeze(x: &Value, dim: usize) -> Result<Value> {
+    let out = x.data.unsqueeze(dim)?;
+    Ok(record_view("UnsqueezeBackward0", &[x], out, &[], false, Some(x.version.clone()), move |_, g, _| Ok(vec![c(squeeze(g, dim)?)])))
+}
+
+/// Remove dimension `dim` of size 1 (a view; other sizes are left as they are).
+pub fn squeeze(x: &Value, dim: usize) -> Result<Value> {
+    if x.data.dims()[dim] != 1 {
+        return Ok(x.clone());
+    }
+    let out = x.data.squeeze(dim)?;
+    Ok(record_view("SqueezeBackward1", &[x], out, &[], false, Some(x.version.clone()), move |_, g, _| Ok(vec![c(unsqueeze(g, dim)?)])))
+}
+
+/// Sum over `dims`, keeping them as size 1.
+pub fn sum_keepdim(x: &Value, dims: &[usize]) -> Result<Value> {
+    let mut sorted = dims.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.is_empty() {
+        return Ok(x.clone());
+    }
+    let out = crate::ops::reduce::sum_keepdim(&x.data, &sorted)?;
+    let shape = x.data.shape().clone();
+    Ok(record("SumBackward1", &[x], out, &[], false, move |_, g, _| Ok(vec![c(broadcast_as(g, &shape)?)])))
+}
+
+pub fn broadcast_as(x: &Value, shape: &Shape) -> Result<Value> {
+    if x.data.shape() == shape {
+        return Ok(x.clone());
+    }
+    let out = x.data.broadcast_as(shape)?;
+    let from = x.data.shape().clone();
+    Ok(record_view("ExpandBackward0", &[x], out, &[], false, Some(x.version.clone()), move |_, g, _| Ok(vec![c(sum_to(g, &from)?)])))
+}
+
+pub fn reshape(x: &Value, shape: &Shape) -> Result<Value> {
+    if x.data.shape() == shape {
+        return Ok(x.clone());
+    }
+    let out = x.data.reshape(shape)?;
+    let from = x.data.shape().clone();
+    let version = out.is_contiguous().then(|| x.version.clone()).filter(|_| x.data.is_contiguous());
+    Ok(record_view("ViewBackward0", &[x], out, &[], false, version, move |_, g, _| Ok(vec![c(reshape(g, &from)?)])))
+}
+
+pub fn transpose(x: &Value, d0: usize, d1: usize) -> Result<Value> {
+    if d0 == d1 {
+        return Ok(x.clone());
+    }
+    let out = x.data.transpose(d0, d1)?;
+    Ok(record_view("TransposeBackward0", &[x], out, &[], false, Some(x.version.clone()), move |_, g, _| Ok(vec![c(transpose(g, d0, d1)?)])))
+}
+
+pub fn permute(x: &Value, dims: &[usize]) -> Result<Value> {
+    let out = x.data.permute(dims.to_vec())?;
+    let mut inv = vec![0; dims.len()];
+    for (i, &d) in dims.iter().enumerate() {
+        inv[d] = i;
+    }
+    Ok(record_view("PermuteBackward0", &[x], out, &[], false, Some(x.version.clone()), move |_, g, _| Ok(vec![c(permute(g, &inv)?)])))
+}
+
+pub fn narrow(x: &Value, dim: usize, start: usize, len: usize) -> Result<Value> {
+    let out = x.data.narrow(dim, start, len)?;
+    let size = x.data.dims()[dim];
+    Ok(record_view("SliceBackward0", &[x], out, &[], false, Some(x.version.clone()), move |_, g, _| {
+        Ok(vec![c(pad_zeros(g, dim, start, size - start - len)?)])
+    }))
+}
+
+/// Zeros added before and after along `dim`.
+pub fn pad_zeros(x: &Value, dim: usize, left: usize, right: usize) -> Result<Value> {
+    if left == 0 && right == 0 {
+        return Ok(x.clone());
+    }
+    let out = x.data.pad_with_zeros(dim, left, right)?;
+    let len = x.data.dims()[dim];
+    Ok(record("ConstantPadNdBackward0", &[x], out, &[], false, move |_, g, _| Ok(vec![c(narrow(g, dim, left, len)?)])))
+}
+
+pub fn cat(xs: &[Value], dim: usize) -> Result<Value> {
+    let ts: Vec<&Tensor> = xs.iter().map(|v| &v.data).collect();
+    let out = Tensor::cat(&ts, dim)?;
+    let sizes: Vec<usize> = xs.iter().map(|v| v.data.dims()[dim]).collect();
+    let refs: Vec<&Value> = xs.iter().collect();
+    Ok(record("CatBackward0", &refs, out, &[], false, move |_, g, n| {
+        let mut off = 0;
+        let mut res = Vec::with_capacity(sizes.len());
+        for (i, &s) in sizes.iter().enumerate() {
+            res.push(if n[i] { c(narrow(g, dim, off, s)?) } else { None });
+            off += s;
+        }
+        Ok(res)
+    }))
+}
+
+/// Rows of `x` along `dim` picked by the integer tensor `idx` (not differentiated).
+pub fn index_select(x: &Value, idx: &Tensor, dim: usize) -> Result<Value> {
+    // Candle's kernel reads contiguous sources only (gradients are often broadcasts).
+    let out = if x.data.is_contiguous() { x.data.index_select(idx, dim)? } else { x.data.contiguous()?.index_select(idx, dim)? };
+    let (idx, shape) = (idx.clone(), x.data.shape().clone());
+    Ok(record("IndexSelectBackward0", &[x], out, &[], false, move |_, g, _| {
+        let z = Value::plain(Tensor::zeros(&shape, g.data.dtype(), g.data.device())?);
+        Ok(vec![c(index_add(&z, &idx, g, dim)?)])
+    }))
+}
+
+/// `base` with the rows of `src` added at `idx` along `dim`.
+pub fn index_add(base: &Value, idx: &Tensor, src: &Value, dim: usize) -> Result<Value> {
+    let out = base.data.contiguous()?.index_add(idx, &src.data.contiguous()?, dim)?;
+    let idx = idx.clone();
+    Ok(record("IndexAddBackward0", &[base, src], out, &[], false, move |_, g, n| {
+        Ok(vec![n[0].then(|| g.clone()), if n[1] { c(index_select(g, &idx, dim)?) } else { None }])
+    }))
+}
+
+/// Convert the dtype; the gradient converts back.
+pub fn to_dtype(x: &Value, dt: DType) -> Result<Value> {
+    if x.data.dtype() == dt {
+        return Ok(x.clone());
+    }
+    let from = x.data.dtype();
+    let out = x.data.to_dtype(dt)?;
+    if !from.is_float() {
+        return Ok(Value::plain(out));
+    }
+    Ok(record("ToCopyBackward0", &[x], out, &[], false, move |_, g, _| Ok(vec![c(to_dtype(g, from)?)])))
+}
+
+/// `where(mask, a, b)` with `mask` a 0/1 tensor of the same shape.
+pub fn where_cond(mask: &Tensor, a: &Value, b: &Value) -> Result<Value> {
+    let out = mask.where_cond(&a.data, &b.data)?;
+    let m = mask.clone();
+    Ok(record("WhereBackward0", &[a, b], out, &[], false, move |_, g, n| {
+        let z = Value::plain(g.data.zeros_like()?);
+        Ok(vec![if n[0] { c(where_cond(&m, g, &z)?) } else { None }, if n[1] { c(where_cond(&m, &z, g)?) } else { None }])
+    }))
+}
+
+/// Move to another device; the gradient moves back.
+pub fn to_device(x: &Value, dev: &candle_core::Device) -> Result<Value> {
+    if x.data.device().same_device(dev) {
+        return Ok(x.clone());
+    }
+    let from = x.data.device().clone();
+    Ok(record("ToCopyBackward0", &[x], x.data.to_device(dev)?, &[], false, move |_, g, _| Ok(vec![c(to_device(g, &from)?)])))
+}
+
+/// A contiguous copy with its own storage, in the graph (`clone()`, `contiguous()`).
+pub fn force_contiguous(x: &Value, name: &'static str) -> Result<Value> {
+    Ok(record(name, &[x], x.data.force_contiguous()?, &[], false, |_, g, _| Ok(vec![Some(g.clone())])))
+}
+
+/// Index `i` of dimension `dim`, that dimension removed (a view).
+pub fn select(x: &Value, dim: usize, i: usize) -> Result<Value> {
+    squeeze(&narrow(x, dim, i, 1)?, dim)
+}
+
+pub fn sigmoid(x: &Value) -> Result<Value> {
+    let out = candle_nn::ops::sigmoid(&x.data)?;
+    Ok(record("SigmoidBackward0", &[x], out, &[x], true, |s, g, _| {
+        let y = if grad_enabled() { sigmoid(&s[0])? } else { s[1].clone() };
+        // g * y * (1 - y)
+        Ok(vec![c(mul(g, &mul(&y, &affine(&y, -1.0, 1.0)?)?)?)])
+    }))
+}
+
+/// Softmax (or log-softmax) over `dim`, with the backward of either from the output.
+pub fn softmax(x: &Value, dim: usize, log: bool) -> Result<Value> {
+    let out = crate::ops::softmax::softmax(&x.data, dim, log)?;
+    let name = if log { "LogSoftmaxBackward0" } else { "SoftmaxBackward0" };
+    Ok(record(name, &[x], out, &[x], true, move |s, g, _| {
+        let y = if grad_enabled() { softmax(&s[0], dim, log)? } else { s[1].clone() };
+        let gx = if log {
+            // g - softmax * sum(g)
+            sub(g, &mul(&exp(&y)?, &sum_keepdim(g, &[dim])?)?)?
+        } else {
+            // y * (g - sum(g * y))
+            mul(&y, &sub(g, &sum_keepdim(&mul(g, &y)?, &[dim])?)?)?
+        };
+        Ok(vec![c(gx)])
+    }))
+}
+
+/// `x @ w.T + b` for 2-D `x` (the fused kernel); the backward is two products and a sum.
+pub fn linear(x: &Value, w: &Value, b: Option<&Value>) -> Result<Value> {
+    let out = crate::layers::linear::linear2d(&x.data, &w.data, b.map(|b| &b.data))?;
+    let n = w.data.dims()[0];
+    let (name, inputs): (&'static str, Vec<&Value>) = match b {
+        Some(b) => ("AddmmBackward0", vec![x, w, b]),
+        None => ("MmBackward0", vec![x, w]),
+    };
+    Ok(record(name, &inputs, out, &[x, w], false, move |s, g, need| {
+        Ok(vec![if need[0] { c(matmul(g, &s[1])?) } else { None }, if need[1] { c(matmul(&transpose(g, 0, 1)?, &s[0])?) } else { None }]
+            .into_iter()
+            .chain(
+                need.get(2)
+                    .map(|&nb| if nb { sum_keepdim(g, &[0]).and_then(|s| reshape(&s, &Shape::from(n))).map(Some) } else { Ok(None) })
+                    .transpose()?,
+            )
+            .collect())
+    }))
+}
+
+/// `x` itself when contiguous, else a contiguous copy in the graph.
+pub fn contiguous(x: &Value) -> Result<Value> {
+    if x.data.is_contiguous() {
+        return Ok(x.clone());
+    }
+    force_contiguous(x, "CloneBackward0")
+}
