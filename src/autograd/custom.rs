@@ -1,7 +1,8 @@
 //! Nodes for our fused kernels: a Candle `CustomOp` computes the forward, and its own
 //! `bwd` (our backward kernel) the gradients, called directly on the saved tensors.
-//! First-order only: under `create_graph` these ops raise until their backward is
-//! written with differentiable ops.
+//! Under `create_graph` the node differentiates the op's composed form
+//! (`autograd::composed`) instead, or raises where it has none.
+use crate::autograd::composed::{through, Composed};
 use crate::autograd::mode::grad_enabled;
 use crate::autograd::node::{freed_err, Edge, Node, NodeBase, Saved};
 use crate::autograd::ops::records;
@@ -52,8 +53,38 @@ impl Op {
     }
 }
 
+/// The fused node when a `kernel` applies (inputs made contiguous); else, for
+/// float32/float64, the composed form itself (its nodes are the backward); else the
+/// recompute node over `f` (half types keep their float32 computation there).
+/// `composed` serves `create_graph` in every case.
+pub fn fused_or(
+    name: &'static str,
+    kernel: Option<Op>,
+    inputs: &[&Value],
+    f: impl Fn(&[Tensor]) -> Result<Tensor> + Send + Sync + 'static,
+    composed: Composed,
+) -> Result<Value> {
+    match kernel {
+        Some(op) => {
+            let cont = inputs.iter().map(|v| crate::autograd::ops::contiguous(v)).collect::<Result<Vec<_>>>()?;
+            let refs: Vec<&Value> = cont.iter().collect();
+            apply_with(name, op, &refs, Some(composed))
+        }
+        None if inputs.iter().all(|v| matches!(v.data.dtype(), candle_core::DType::F32 | candle_core::DType::F64)) && records(inputs) => {
+            let vals: Vec<Value> = inputs.iter().map(|v| (*v).clone()).collect();
+            composed(&vals)
+        }
+        None => crate::autograd::recompute::via_with(name, inputs, f, Some(composed)),
+    }
+}
+
 /// Apply `op` to `inputs` (as many as the op takes, contiguous where the kernel needs it).
 pub fn apply(name: &'static str, op: Op, inputs: &[&Value]) -> Result<Value> {
+    apply_with(name, op, inputs, None)
+}
+
+/// `apply` with the op's differentiable form, which `create_graph` differentiates.
+pub fn apply_with(name: &'static str, op: Op, inputs: &[&Value], composed: Option<Composed>) -> Result<Value> {
     let ts: Vec<Tensor> = inputs.iter().map(|v| v.data.clone()).collect();
     let out = op.forward(&ts)?.detach();
     if !records(inputs) || !out.dtype().is_float() {
@@ -63,7 +94,7 @@ pub fn apply(name: &'static str, op: Op, inputs: &[&Value]) -> Result<Value> {
     let res = Value::plain(out);
     let mut saved: Vec<Saved> = inputs.iter().map(|v| Saved::input(v)).collect();
     saved.push(Saved::output(&res, 0));
-    let node = Arc::new(Fused { name, base: NodeBase::new(edges, 1), saved: Mutex::new(Some(saved)), op });
+    let node = Arc::new(Fused { name, base: NodeBase::new(edges, 1), saved: Mutex::new(Some(saved)), op, composed });
     Ok(Value { meta: Some(Meta::non_leaf(node, 0)), ..res })
 }
 
@@ -72,6 +103,7 @@ struct Fused {
     base: NodeBase,
     saved: Mutex<Option<Vec<Saved>>>,
     op: Op,
+    composed: Option<Composed>,
 }
 
 impl Node for Fused {
@@ -91,6 +123,10 @@ impl Node for Fused {
         };
         let res = vals.pop().expect("the result is saved last");
         if grad_enabled() && (g.requires_grad() || vals.iter().any(|v| v.requires_grad())) {
+            if let Some(f) = &self.composed {
+                let needs: Vec<bool> = self.base.next.iter().map(|e| e.is_some()).collect();
+                return through(f, &vals, &needs, &g);
+            }
             return Err(Error::Msg(format!(
                 "create_graph=True: {} has no double-backward formula yet; its gradient cannot be differentiated again",
                 self.name

@@ -17,6 +17,7 @@
 //! - `custom`: nodes for our fused kernels (a Candle `CustomOp`'s own `bwd`)
 //! - `recompute`: the generic node for compositions not yet given a formula: it
 //!   re-runs the forward through Candle's backprop on copies of its inputs
+pub mod composed;
 pub mod custom;
 pub mod engine;
 pub mod mode;

@@ -424,3 +424,43 @@ pub fn contiguous(x: &Value) -> Result<Value> {
     }
     force_contiguous(x, "CloneBackward0")
 }
+
+/// The error function; its derivative is `2 / sqrt(pi) * exp(-x^2)`.
+pub fn erf(x: &Value) -> Result<Value> {
+    Ok(record("ErfBackward0", &[x], x.data.erf()?, &[x], false, |s, g, _| {
+        let d = affine(&exp(&affine(&sqr(&s[0])?, -1.0, 0.0)?)?, std::f64::consts::FRAC_2_SQRT_PI, 0.0)?;
+        Ok(vec![c(mul(g, &d)?)])
+    }))
+}
+
+/// Sum over `dims` (sorted, non-empty), dropped unless `keepdim`; a mean when `scale`
+/// is given (the sum times `scale`). One node, named as PyTorch's.
+pub fn reduce_sum(x: &Value, dims: &[usize], keepdim: bool, scale: Option<f64>) -> Result<Value> {
+    let raw = crate::ops::reduce::sum_keepdim(&x.data, dims)?;
+    let raw = match scale {
+        Some(s) => raw.affine(s, 0.0)?,
+        None => raw,
+    };
+    let kept = raw.shape().clone();
+    let out = if keepdim {
+        raw
+    } else {
+        let shape: Vec<usize> = x.data.dims().iter().enumerate().filter(|(i, _)| !dims.contains(i)).map(|(_, &d)| d).collect();
+        raw.reshape(shape)?
+    };
+    let all = dims.len() == x.data.rank() && !keepdim;
+    let name = match (scale.is_some(), all) {
+        (false, true) => "SumBackward0",
+        (false, false) => "SumBackward1",
+        (true, true) => "MeanBackward0",
+        (true, false) => "MeanBackward1",
+    };
+    let shape = x.data.shape().clone();
+    Ok(record(name, &[x], out, &[], false, move |_, g, _| {
+        let g = broadcast_as(&reshape(g, &kept)?, &shape)?;
+        Ok(vec![c(match scale {
+            Some(s) => affine(&g, s, 0.0)?,
+            None => g,
+        })])
+    }))
+}

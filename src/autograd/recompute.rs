@@ -5,6 +5,7 @@
 //! backprop of that one op. Correct for any composition, but it repeats the forward
 //! and cannot record a second-order graph: ops move to `ops` formulas or to
 //! `custom` nodes as they get their own backward.
+use crate::autograd::composed::{through, Composed};
 use crate::autograd::mode::grad_enabled;
 use crate::autograd::node::{freed_err, Edge, Node, NodeBase, Saved};
 use crate::autograd::ops::records;
@@ -18,11 +19,21 @@ pub type Forward = Arc<dyn Fn(&[Tensor]) -> Result<Tensor> + Send + Sync>;
 
 /// `apply` for a closure: the form the bindings use.
 pub fn via(name: &str, inputs: &[&Value], f: impl Fn(&[Tensor]) -> Result<Tensor> + Send + Sync + 'static) -> Result<Value> {
+    via_with(name, inputs, f, None)
+}
+
+/// `via` with the op's differentiable form, which `create_graph` differentiates.
+pub fn via_with(
+    name: &str,
+    inputs: &[&Value],
+    f: impl Fn(&[Tensor]) -> Result<Tensor> + Send + Sync + 'static,
+    composed: Option<Composed>,
+) -> Result<Value> {
     if !records(inputs) {
         let ts: Vec<Tensor> = inputs.iter().map(|v| v.data.clone()).collect();
         return Ok(Value::plain(f(&ts)?));
     }
-    apply(name, inputs, Arc::new(f))
+    apply(name, inputs, Arc::new(f), composed)
 }
 
 /// PyTorch's node name for an op: `masked_fill` -> `MaskedFillBackward0`.
@@ -40,7 +51,7 @@ fn node_name(op: &str) -> String {
 }
 
 /// Compute `f(inputs)`; record a node when a gradient is needed.
-pub fn apply(name: &str, inputs: &[&Value], f: Forward) -> Result<Value> {
+pub fn apply(name: &str, inputs: &[&Value], f: Forward, composed: Option<Composed>) -> Result<Value> {
     let ts: Vec<Tensor> = inputs.iter().map(|v| v.data.clone()).collect();
     let out = f(&ts)?.detach();
     if !records(inputs) || !out.dtype().is_float() {
@@ -48,7 +59,7 @@ pub fn apply(name: &str, inputs: &[&Value], f: Forward) -> Result<Value> {
     }
     let edges: Vec<Option<Edge>> = inputs.iter().map(|v| v.edge()).collect();
     let saved = inputs.iter().map(|v| Saved::input(v)).collect();
-    let node = Arc::new(Recompute { name: node_name(name), base: NodeBase::new(edges, 1), saved: Mutex::new(Some(saved)), f });
+    let node = Arc::new(Recompute { name: node_name(name), base: NodeBase::new(edges, 1), saved: Mutex::new(Some(saved)), f, composed });
     Ok(Value { meta: Some(Meta::non_leaf(node, 0)), ..Value::plain(out) })
 }
 
@@ -57,6 +68,7 @@ struct Recompute {
     base: NodeBase,
     saved: Mutex<Option<Vec<Saved>>>,
     f: Forward,
+    composed: Option<Composed>,
 }
 
 /// The root of the one-op backward: its gradient with respect to `out` is `g`.
@@ -89,13 +101,16 @@ impl Node for Recompute {
             let Some(s) = s.as_ref() else { return Err(freed_err()) };
             s.iter().map(|s| s.unpack(&self.name)).collect::<Result<Vec<_>>>()?
         };
+        let needs: Vec<bool> = self.base.next.iter().map(|e| e.is_some()).collect();
         if grad_enabled() && (g.requires_grad() || ins.iter().any(|v| v.requires_grad())) {
+            if let Some(f) = &self.composed {
+                return through(f, &ins, &needs, &g);
+            }
             return Err(Error::Msg(format!(
                 "create_graph=True: {} has no double-backward formula yet; its gradient cannot be differentiated again",
                 self.name
             )));
         }
-        let needs: Vec<bool> = self.base.next.iter().map(|e| e.is_some()).collect();
         let tracked: Vec<Tensor> = ins
             .iter()
             .zip(&needs)

@@ -191,7 +191,11 @@ fn binary_tracked(av: Value, adt: DT, b: Operand, op: Bin, reflected: bool) -> P
                 let s = ts[0].shape().broadcast_shape_binary_op(ts[1].shape(), "broadcast")?;
                 float_arith(&ts[0].broadcast_as(&s)?, &ts[1].broadcast_as(&s)?, op)
             });
-            detach_if(lt.elem_count(), || crate::autograd::recompute::apply(name, &[&l, &r], f)).op(name)?
+            let composed: Option<crate::autograd::composed::Composed> = match op {
+                Bin::Max | Bin::Min => Some(Arc::new(move |v: &[Value]| crate::autograd::composed::extremum(&v[0], &v[1], op == Bin::Max))),
+                _ => None,
+            };
+            detach_if(lt.elem_count(), || crate::autograd::recompute::apply(name, &[&l, &r], f, composed)).op(name)?
         }
     };
     Ok(PyTensor::wrap_v(out, false))

@@ -1,6 +1,7 @@
 //! Reductions (`sum`, `mean`, `max`, `var`, `norm`, `prod`, ...) with `dim` and
 //! `keepdim`, and softmax / log-softmax.
-use crate::autograd::recompute::via;
+use crate::autograd::composed;
+use crate::autograd::recompute::{via, via_with};
 use crate::autograd::{ops, Value};
 use crate::bindings::args::{cast, cast_v, norm_dim};
 use crate::bindings::arith::binop_strict;
@@ -61,14 +62,7 @@ pub fn sum_dims(py: Python<'_>, t: &Value, dims: Option<&[usize]>, keepdim: bool
     if dims.is_empty() {
         return Ok(t.clone());
     }
-    crate::bindings::errors::detach_op(py, "sum", || {
-        let out = ops::sum_keepdim(t, dims)?;
-        if keepdim {
-            Ok(out)
-        } else {
-            squeeze_v(&out, dims)
-        }
-    })
+    crate::bindings::errors::detach_op(py, "sum", || ops::reduce_sum(t, dims, keepdim, None))
 }
 
 impl PyTensor {
@@ -90,10 +84,15 @@ impl PyTensor {
                         "Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.",
                     ));
                 }
-                let out = via(name, &[&v], move |x| {
-                    let flat = x[0].flatten_all()?;
-                    if is_max { flat.max_keepdim(0) } else { flat.min_keepdim(0) }?.squeeze(0)
-                })
+                let out = via_with(
+                    name,
+                    &[&v],
+                    move |x| {
+                        let flat = x[0].flatten_all()?;
+                        if is_max { flat.max_keepdim(0) } else { flat.min_keepdim(0) }?.squeeze(0)
+                    },
+                    Some(std::sync::Arc::new(move |x: &[Value]| composed::extreme_along(&x[0], None, false, is_max))),
+                )
                 .op(name)?;
                 Ok(Py::new(py, PyTensor::wrap_vdt(out, dt))?.into_bound(py).into_any())
             }
@@ -120,7 +119,13 @@ impl PyTensor {
                         Tensor::zeros(shape, DType::I64, t.device()).op(name)?,
                     )
                 } else {
-                    let val = via(name, &[&v], move |x| if is_max { x[0].max_keepdim(d) } else { x[0].min_keepdim(d) }).op(name)?;
+                    let val = via_with(
+                        name,
+                        &[&v],
+                        move |x| if is_max { x[0].max_keepdim(d) } else { x[0].min_keepdim(d) },
+                        Some(std::sync::Arc::new(move |x: &[Value]| composed::extreme_along(&x[0], Some(d), true, is_max))),
+                    )
+                    .op(name)?;
                     let i = if is_max { t.argmax_keepdim(d) } else { t.argmin_keepdim(d) }.and_then(|i| i.to_dtype(DType::I64)).op(name)?;
                     (val, i)
                 };
@@ -219,8 +224,15 @@ impl PyTensor {
             None => t.data.elem_count(),
             Some(d) => d.iter().map(|&i| t.data.dims()[i]).product(),
         };
-        let s = sum_dims(py, &t, dims.as_deref(), keepdim)?;
-        let out = ops::affine(&s, if n == 0 { f64::NAN } else { 1.0 / n as f64 }, 0.0).op("mean")?;
+        let scale = if n == 0 { f64::NAN } else { 1.0 / n as f64 };
+        let rank = t.data.rank();
+        let all: Vec<usize> = (0..rank).collect();
+        let dl = dims.clone().unwrap_or(all);
+        let out = if rank == 0 || dl.is_empty() {
+            ops::affine(&t, scale, 0.0).op("mean")?
+        } else {
+            crate::bindings::errors::detach_op(py, "mean", || ops::reduce_sum(&t, &dl, keepdim, Some(scale)))?
+        };
         Ok(PyTensor::wrap_vdt(out, dt))
     }
 

@@ -1,7 +1,7 @@
 //! Unary methods (`exp`, `floor`, `clamp`, ...) and `where`: integer inputs
 //! compute in float32 where PyTorch does.
 use crate::autograd::recompute::via;
-use crate::autograd::{ops, Value};
+use crate::autograd::{composed, custom, ops, Value};
 use crate::bindings::args::cast;
 use crate::bindings::arith::Operand;
 use crate::bindings::arith::{assign_inplace, binop_strict, operand, result_dt};
@@ -13,6 +13,7 @@ use crate::ops::binary::Bin;
 use crate::ops::unary::round_half_even;
 use candle_core::Tensor;
 use pyo3::prelude::*;
+use std::sync::Arc;
 
 /// Unary float functions: integer inputs compute in float32, as in PyTorch.
 pub(crate) fn float_input(a: &PyTensor) -> PyResult<(Value, DT)> {
@@ -90,12 +91,29 @@ impl PyTensor {
     /// Exact GELU, `x * Phi(x)`: the parallel kernel behind `F.gelu` / `nn.GELU`.
     fn _gelu(&self, py: Python<'_>) -> PyResult<PyTensor> {
         let (v, dt) = float_input(self)?;
-        let out = crate::bindings::errors::detach_op(py, "gelu", || via("gelu", &[&v], |x| crate::layers::activation::gelu_erf(&x[0])))?;
+        let k = crate::layers::activation::gelu_kernel(&v.data).map(custom::Op::one);
+        let out = crate::bindings::errors::detach_op(py, "gelu", || {
+            custom::fused_or(
+                "GeluBackward0",
+                k,
+                &[&v],
+                |x| crate::layers::activation::gelu_erf(&x[0]),
+                Arc::new(|x: &[Value]| composed::gelu_erf(&x[0])),
+            )
+        })?;
         Ok(PyTensor::wrap_vdt(out, dt))
     }
     fn relu(&self) -> PyResult<PyTensor> {
         let v = self.v();
-        Ok(PyTensor::wrap_vdt(via("relu", &[&v], |x| crate::layers::activation::relu(&x[0])).op("relu")?, self.dt()))
+        let k = crate::layers::activation::relu_kernel(&v.data).map(custom::Op::one);
+        let out = custom::fused_or(
+            "ReluBackward0",
+            k,
+            &[&v],
+            |x| crate::layers::activation::relu(&x[0]),
+            Arc::new(|x: &[Value]| composed::relu(&x[0])),
+        );
+        Ok(PyTensor::wrap_vdt(out.op("relu")?, self.dt()))
     }
     fn square(&self) -> PyResult<PyTensor> {
         let v = self.v();

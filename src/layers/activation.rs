@@ -57,6 +57,11 @@ impl CustomOp2 for ReluGrad {
     }
 }
 
+/// The fused ReLU kernel where it applies (contiguous float32/float64 CPU tensors).
+pub(crate) fn relu_kernel(t: &Tensor) -> Option<impl CustomOp1 + Send + Sync + 'static> {
+    (t.device().is_cpu() && matches!(t.dtype(), DType::F32 | DType::F64) && t.is_contiguous()).then_some(Relu)
+}
+
 /// ReLU of `t`: the fused op for contiguous float32/float64 CPU tensors, Candle's
 /// otherwise (other dtypes, devices and strided views keep their exact behaviour).
 pub(crate) fn relu(t: &Tensor) -> Result<Tensor> {
@@ -186,6 +191,11 @@ impl CustomOp1 for Gelu {
         let d = arg.detach().contiguous()?.apply_op1_no_bwd(&Gelu { derivative: true })?;
         Ok(Some(d.mul(grad_res)?))
     }
+}
+
+/// The fused exact-GELU kernel where it applies (float32 CPU tensors, made contiguous by the caller).
+pub(crate) fn gelu_kernel(t: &Tensor) -> Option<impl CustomOp1 + Send + Sync + 'static> {
+    (t.device().is_cpu() && t.dtype() == DType::F32).then_some(Gelu { derivative: false })
 }
 
 /// GELU with the exact erf form; the fast kernel for f32 on the CPU, Candle's

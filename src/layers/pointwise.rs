@@ -282,6 +282,11 @@ impl CustomOp2 for Bwd {
     }
 }
 
+/// The fused kernel of `act` where it applies (float32/float64 CPU tensors, made contiguous by the caller).
+pub(crate) fn activation_kernel(x: &Tensor, act: Act) -> Option<impl CustomOp1 + Send + Sync + 'static> {
+    (x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64)).then_some(Fwd(act))
+}
+
 /// `act(x)`, differentiable: the fused pass for float32/float64 CPU tensors, the
 /// Candle-ops formula elsewhere (half types computed in float32, as PyTorch's opmath).
 pub(crate) fn activation(x: &Tensor, act: Act) -> Result<Tensor> {

@@ -35,8 +35,32 @@ fn _activation(
     };
     let (t, dt) = input.get().v_dt();
     require_float(op, dt)?;
-    let y = detach_op(py, op, || crate::autograd::recompute::via(op, &[&t], move |x| activation(&x[0], act)))?;
+    let k = crate::layers::pointwise::activation_kernel(&t.data, act).map(crate::autograd::custom::Op::one);
+    let name = node_name(op);
+    let y = detach_op(py, op, || {
+        crate::autograd::custom::fused_or(
+            name,
+            k,
+            &[&t],
+            move |x| activation(&x[0], act),
+            std::sync::Arc::new(move |x: &[crate::autograd::Value]| crate::autograd::composed::act(&x[0], act)),
+        )
+    })?;
     Ok(PyTensor::wrap_vdt(y, dt))
+}
+
+/// PyTorch's node name of each activation.
+fn node_name(op: &str) -> &'static str {
+    match op {
+        "silu" => "SiluBackward0",
+        "mish" => "MishBackward0",
+        "hardsigmoid" => "HardsigmoidBackward0",
+        "hardswish" => "HardswishBackward0",
+        "elu" | "selu" | "celu" => "EluBackward0",
+        "softplus" => "SoftplusBackward0",
+        "leaky_relu" => "LeakyReluBackward0",
+        _ => "GeluBackward0",
+    }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -267,6 +267,25 @@ fn _sdpa(
     }
     out_shape.push(dv);
     let dev = q.device().clone();
+    // The math-backend form for create_graph (no dropout: its mask cannot be replayed).
+    let composed: Option<crate::autograd::composed::Composed> = (dropout_p == 0.0).then(|| {
+        let mask = mask.clone();
+        let f: crate::autograd::composed::Composed = std::sync::Arc::new(move |t: &[Value]| {
+            let (q, mut k, mut v) = (t[0].clone(), t[1].clone(), t[2].clone());
+            for (x, g) in [(&mut k, kg), (&mut v, vg)] {
+                if g > 1 {
+                    *x = crate::autograd::composed::repeat_heads(x, g)?;
+                }
+            }
+            let y = crate::autograd::composed::sdpa(&q, &k, &v, mask.as_ref(), is_causal, scale)?;
+            if interleave {
+                ops::contiguous(&ops::transpose(&y, rank - 1, rank)?)
+            } else {
+                Ok(y)
+            }
+        });
+        f
+    });
     let op = Sdpa { geo, geo_c, interleave, cfg, mask, out_shape, lse: Mutex::new(None) };
     let y = py
         .detach(|| -> Result<Value> {
@@ -278,7 +297,8 @@ fn _sdpa(
                 }
             };
             let (q, k, v) = (prep(&qv, qs.is_some())?, prep(&kv, ks.is_some())?, prep(&vv, vs.is_some())?);
-            let mut y = custom::apply("ScaledDotProductFlashAttentionForCpuBackward0", custom::Op::three(op), &[&q, &k, &v])?;
+            let mut y =
+                custom::apply_with("ScaledDotProductFlashAttentionForCpuBackward0", custom::Op::three(op), &[&q, &k, &v], composed)?;
             if interleave {
                 y = ops::transpose(&y, rank - 1, rank)?;
             }

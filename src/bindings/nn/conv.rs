@@ -160,8 +160,17 @@ fn _conv(
         y.reshape(shape.as_slice())?.to_device(&home)
     };
     let refs: Vec<&crate::autograd::Value> = ins_v.iter().collect();
-    let name = if transposed { "convolution_transpose" } else { "convolution" };
-    let y = crate::bindings::errors::detach(py, op, || crate::autograd::recompute::via(name, &refs, run).op(op))?;
+    // The gathered-windows form for create_graph (plain convolutions).
+    let composed: Option<crate::autograd::composed::Composed> = (!transposed).then(|| {
+        let r = 3 - nd;
+        let (st, lo, hi, dl, os) = (stride[r..].to_vec(), plo[r..].to_vec(), phi[r..].to_vec(), dil[r..].to_vec(), outs[r..].to_vec());
+        let f: crate::autograd::composed::Composed = std::sync::Arc::new(move |t: &[crate::autograd::Value]| {
+            let xp = crate::autograd::composed::pad_spatial(&t[0], &lo, &hi, 0.0)?;
+            crate::autograd::composed::conv(&xp, &t[1], t.get(2), &st, &dl, groups, &os)
+        });
+        f
+    });
+    let y = crate::bindings::errors::detach(py, op, || crate::autograd::recompute::via_with("convolution", &refs, run, composed).op(op))?;
     Ok(PyTensor::wrap_vdt(y, dt))
 }
 

@@ -1,7 +1,8 @@
 //! Python entry points of `layers::loss`: `F.cross_entropy` and `F.nll_loss` call
 //! these and nothing else. Argument checks and errors are here; the math is the
 //! fused one-pass op for CPU logits and `layers::loss`'s tensor-op form elsewhere.
-use crate::autograd::recompute::via;
+use crate::autograd::recompute::{via, via_with};
+use crate::autograd::{composed, custom, ops, Value};
 use crate::bindings::errors::{detach_op, dtype_err, index_err, shape_err, shape_str, type_err, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::layers::loss::*;
@@ -138,24 +139,37 @@ fn _cross_entropy(
     }
     let (spec, w_t) = index_spec(OP, &x, (rows, c), tg, weight, ignore_index, reduction, label_smoothing)?;
     let spec = Arc::new(spec);
-    let y = detach_op(py, OP, || {
-        via("nll_loss", &[&xv], move |a| {
-            let x = &a[0];
-            let x2 = class_rows(x)?;
-            if !x2.device().is_cpu() {
-                // Off the CPU: log_softmax and the gather-based loss, as device ops.
-                let logp = crate::ops::softmax::softmax(&x2, 1, true)?;
-                return nll_rows(&logp, &spec, w_t.as_ref(), &out);
-            }
-            // CPU: the fused one-pass op (half types computed in float32, as torch's opmath).
-            let wide = if matches!(x2.dtype(), DType::F32 | DType::F64) { x2 } else { x2.to_dtype(DType::F32)? };
-            let y = wide.contiguous()?.apply_op1(CrossEntropy(spec.clone()))?.to_dtype(x.dtype())?;
-            if reduction == Reduction::None {
-                y.reshape(out.as_slice())
-            } else {
-                Ok(y)
-            }
+    let composed = {
+        let (spec, w_t, out) = (spec.clone(), w_t.clone(), out.clone());
+        Arc::new(move |a: &[Value]| -> candle_core::Result<Value> {
+            let logp = ops::softmax(&composed::class_rows(&a[0])?, 1, true)?;
+            composed::nll_rows(&logp, &spec, w_t.as_ref(), &out)
         })
+    };
+    let y = detach_op(py, OP, || {
+        if x.device().is_cpu() {
+            // CPU: the fused one-pass op (half types computed in float32, as torch's opmath).
+            let x2 = composed::class_rows(&xv)?;
+            let wide = if matches!(x.dtype(), DType::F32 | DType::F64) { x2 } else { ops::to_dtype(&x2, DType::F32)? };
+            let y = custom::apply_with(
+                "NllLossBackward0",
+                custom::Op::one(CrossEntropy(spec.clone())),
+                &[&ops::contiguous(&wide)?],
+                Some(composed),
+            )?;
+            let y = ops::to_dtype(&y, x.dtype())?;
+            return if reduction == Reduction::None { ops::reshape(&y, &candle_core::Shape::from(out.clone())) } else { Ok(y) };
+        }
+        // Off the CPU: log_softmax and the gather-based loss, as device ops.
+        via_with(
+            "nll_loss",
+            &[&xv],
+            move |a| {
+                let logp = crate::ops::softmax::softmax(&class_rows(&a[0])?, 1, true)?;
+                nll_rows(&logp, &spec, w_t.as_ref(), &out)
+            },
+            Some(composed),
+        )
     })?;
     Ok(PyTensor::wrap_vdt(y, dt))
 }
@@ -182,7 +196,14 @@ fn _nll_loss(
     let (rows, c, out) = rows_of(OP, &x)?;
     let weight = class_weight(OP, weight, c)?;
     let (spec, w_t) = index_spec(OP, &x, (rows, c), target.get(), weight, ignore_index, reduction, 0.0)?;
-    let y = detach_op(py, OP, || via(OP, &[&xv], move |a| class_rows(&a[0]).and_then(|x2| nll_rows(&x2, &spec, w_t.as_ref(), &out))))?;
+    let spec = Arc::new(spec);
+    let composed = {
+        let (spec, w_t, out) = (spec.clone(), w_t.clone(), out.clone());
+        Arc::new(move |a: &[Value]| composed::nll_rows(&composed::class_rows(&a[0])?, &spec, w_t.as_ref(), &out))
+    };
+    let y = detach_op(py, OP, || {
+        via_with("nll_loss", &[&xv], move |a| class_rows(&a[0]).and_then(|x2| nll_rows(&x2, &spec, w_t.as_ref(), &out)), Some(composed))
+    })?;
     Ok(PyTensor::wrap_vdt(y, dt))
 }
 

@@ -1,11 +1,13 @@
 //! Python entry points of `layers::norm`: argument checks, GIL release, errors.
 use crate::autograd::recompute::via;
-use crate::autograd::Value;
+use crate::autograd::{ops, Value};
 use crate::bindings::errors::{shape_err, shape_str};
 use crate::bindings::tensor::PyTensor;
 use crate::layers::norm::{batch_norm, group_norm, layer_norm, rms_norm};
 use candle_core::DType;
+use candle_core::Shape;
 use pyo3::prelude::*;
+use std::sync::Arc;
 
 /// `_layer_norm(x, weight, bias, d, eps)`: normalize over the last `d` elements.
 #[pyfunction]
@@ -27,8 +29,16 @@ fn _layer_norm(
             format!("weight {:?} / bias {:?} do not fit the last {d} elements of input {:?}", w.dims(), b.dims(), xt.dims()),
         ));
     }
+    let k = crate::layers::norm::layer_norm_kernel(&xt, &w, &b, d, eps).map(crate::autograd::custom::Op::three);
     let out = crate::bindings::errors::detach_op(py, "layer_norm", || {
-        via("native_layer_norm", &[&xv, &wv, &bv], move |t| layer_norm(&t[0], &t[1], &t[2], d, eps))
+        let (wf, bf) = (ops::reshape(&wv, &Shape::from(d))?, ops::reshape(&bv, &Shape::from(d))?);
+        crate::autograd::custom::fused_or(
+            "NativeLayerNormBackward0",
+            k,
+            &[&xv, &wf, &bf],
+            move |t| layer_norm(&t[0], &t[1], &t[2], d, eps),
+            Arc::new(move |t: &[Value]| crate::autograd::composed::layer_norm(&t[0], &t[1], &t[2], d, eps)),
+        )
     })?;
     Ok(PyTensor::wrap_vdt(out, dt))
 }

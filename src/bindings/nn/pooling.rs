@@ -1,5 +1,5 @@
 //! Python entry points of `layers::pooling`: argument checks, GIL release, errors.
-use crate::autograd::recompute::via;
+use crate::autograd::recompute::via_with;
 use crate::autograd::Value;
 use crate::bindings::args::{pad3, per_axis};
 use crate::bindings::errors::{labelled_dtype_err, labelled_shape_err, OpResult};
@@ -53,6 +53,8 @@ fn finish(y: Tensor, dims: &[usize], nd: usize, outs: [usize; 3], home: &Device)
 
 /// What every pooling result needs: the input (with its autograd side), its dims, dtype and device.
 struct Pooled {
+    /// The gathered-windows form for create_graph, where the windows are regular.
+    composed: Option<crate::autograd::composed::Composed>,
     x: Value,
     dims: Vec<usize>,
     nd: usize,
@@ -70,15 +72,20 @@ impl Pooled {
     /// Max pooling: the output in the graph, and the argmax indices when asked for.
     fn max(self, py: Python<'_>, g: PoolGeom, return_indices: bool, op: &str) -> PyResult<(PyTensor, Option<PyTensor>)> {
         let g = Arc::new(g);
-        let Pooled { x, dims, nd, outs, dt, home } = self;
+        let Pooled { composed, x, dims, nd, outs, dt, home } = self;
         let (g2, dims2, home2) = (g.clone(), dims.clone(), home.clone());
         let y = crate::bindings::errors::detach(py, op, || {
-            via("max_pool", &[&x], move |ts| {
-                let x = Self::planes(&ts[0], &g2)?;
-                // Keep the argmaxes when a backward will need them (u32 plane offsets).
-                let keep = (x.track_op() && g2.ivol() < u32::MAX as usize).then(|| Arc::new(OnceLock::new()));
-                finish(x.apply_op1(MaxPool(g2.clone(), keep))?, &dims2, nd, outs, &home2)
-            })
+            via_with(
+                "max_pool",
+                &[&x],
+                move |ts| {
+                    let x = Self::planes(&ts[0], &g2)?;
+                    // Keep the argmaxes when a backward will need them (u32 plane offsets).
+                    let keep = (x.track_op() && g2.ivol() < u32::MAX as usize).then(|| Arc::new(OnceLock::new()));
+                    finish(x.apply_op1(MaxPool(g2.clone(), keep))?, &dims2, nd, outs, &home2)
+                },
+                composed,
+            )
             .op(op)
         })?;
         let idx = if return_indices {
@@ -98,10 +105,15 @@ impl Pooled {
     /// Average pooling (windows and divisors in `g`).
     fn avg(self, py: Python<'_>, g: PoolGeom, op: &str) -> PyResult<PyTensor> {
         let g = Arc::new(g);
-        let Pooled { x, dims, nd, outs, dt, home } = self;
+        let Pooled { composed, x, dims, nd, outs, dt, home } = self;
         let y = crate::bindings::errors::detach(py, op, || {
-            via("avg_pool", &[&x], move |ts| finish(Self::planes(&ts[0], &g)?.apply_op1(AvgPool(g.clone()))?, &dims, nd, outs, &home))
-                .op(op)
+            via_with(
+                "avg_pool",
+                &[&x],
+                move |ts| finish(Self::planes(&ts[0], &g)?.apply_op1(AvgPool(g.clone()))?, &dims, nd, outs, &home),
+                composed,
+            )
+            .op(op)
         })?;
         Ok(PyTensor::wrap_vdt(y, dt))
     }
@@ -190,7 +202,10 @@ fn _max_pool<'py>(
         .collect();
     let outs = pad3(&win.iter().map(|w| w.4).collect::<Vec<_>>(), 1);
     let g = PoolGeom::new(planes(&dims, nd), pad3(&dims[dims.len() - nd..], 1), outs, axes3(axes), None);
-    let (y, idx) = Pooled { x: t, dims, nd, outs, dt, home }.max(py, g, return_indices, op)?;
+    let wins = win.clone();
+    let composed: crate::autograd::composed::Composed =
+        Arc::new(move |v: &[Value]| crate::autograd::composed::pool(&v[0], &wins, true, None));
+    let (y, idx) = Pooled { composed: Some(composed), x: t, dims, nd, outs, dt, home }.max(py, g, return_indices, op)?;
     match idx {
         Some(i) => Ok((y, i).into_pyobject(py)?.into_any()),
         None => Ok(Bound::new(py, y)?.into_any()),
@@ -224,11 +239,13 @@ fn _avg_pool(
     let ones = vec![1i64; nd];
     let win = windows(&dims, nd, &kernel_size, &stride, &padding, &ones, ceil_mode, op)?;
     let ins = &dims[dims.len() - nd..];
+    let mut factors: Vec<Vec<f64>> = Vec::with_capacity(nd);
     let axes: Vec<Axis> = win
         .iter()
         .zip(ins)
         .map(|(&(k, s, p, _, o), &n)| {
             let mut ax = Axis::default();
+            let mut fs = Vec::with_capacity(o);
             for i in 0..o {
                 let start = (i * s) as i64 - p as i64;
                 let end = (start + k as i64).min((n + p) as i64);
@@ -237,13 +254,26 @@ fn _avg_pool(
                 let ve = ve.max(vs);
                 let f = if count_include_pad { pool } else { (ve - vs) as f64 };
                 ax.push_range(vs, ve, f);
+                fs.push(f);
             }
+            factors.push(fs);
             ax
         })
         .collect();
     let outs = pad3(&win.iter().map(|w| w.4).collect::<Vec<_>>(), 1);
+    // One divisor per output position: the product of the per-axis factors, or the override.
+    let mut divisors = vec![1.0f64];
+    for fs in &factors {
+        divisors = divisors.iter().flat_map(|d| fs.iter().map(move |f| d * f)).collect();
+    }
+    if let Some(d) = divisor_override {
+        divisors.iter_mut().for_each(|x| *x = d as f64);
+    }
+    let wins = win.clone();
+    let composed: crate::autograd::composed::Composed =
+        Arc::new(move |v: &[Value]| crate::autograd::composed::pool(&v[0], &wins, false, Some(&divisors)));
     let g = PoolGeom::new(planes(&dims, nd), pad3(&dims[dims.len() - nd..], 1), outs, axes3(axes), divisor_override.map(|d| d as f64));
-    Pooled { x: t, dims, nd, outs, dt, home }.avg(py, g, op)
+    Pooled { composed: Some(composed), x: t, dims, nd, outs, dt, home }.avg(py, g, op)
 }
 
 /// `_core._adaptive_pool(input, output_size, is_max, return_indices, op)`: PyTorch's
@@ -279,7 +309,8 @@ fn _adaptive_pool<'py>(
         .collect();
     let outs = pad3(&os, 1);
     let g = PoolGeom::new(planes(&dims, nd), pad3(&dims[dims.len() - nd..], 1), outs, axes3(axes), None);
-    let p = Pooled { x: t, dims, nd, outs, dt, home };
+    // Adaptive windows are irregular: no gathered-windows form (create_graph raises).
+    let p = Pooled { composed: None, x: t, dims, nd, outs, dt, home };
     if is_max {
         let (y, idx) = p.max(py, g, return_indices, op)?;
         return match idx {

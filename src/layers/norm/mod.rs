@@ -170,6 +170,12 @@ pub(crate) fn batch_norm_ops(
     xc.broadcast_mul(&rstd)?.broadcast_mul(&w)?.broadcast_add(&b)?.reshape(x.shape())?.to_dtype(odt)
 }
 
+/// The fused layer-norm kernel where it applies (CPU f32/f64; inputs made contiguous
+/// and `w`, `b` flattened by the caller).
+pub(crate) fn layer_norm_kernel(x: &Tensor, w: &Tensor, b: &Tensor, d: usize, eps: f64) -> Option<impl CustomOp3 + Send + Sync + 'static> {
+    fused(&[x, w, b]).then(|| LayerNorm { d, eps, stats: Mutex::new(Vec::new()) })
+}
+
 /// Layer norm over rows of the last `d` elements (`w`, `b` hold `d` each): the fused
 /// op for CPU f32/f64, Candle's ops (any device, half types in f32) otherwise.
 pub(crate) fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor, d: usize, eps: f64) -> Result<Tensor> {

@@ -1,0 +1,257 @@
+"""The autograd engine against PyTorch: every case of tests/autograd_cases.py (first
+and second derivatives through each op family, a gradient penalty through a conv net,
+an MLP's Hessian-vector product, hooks, module backward hooks, a custom Function)
+compared with the results torch wrote (tools/make_autograd_fixtures.py); then the
+engine's rules and errors."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import candle_py as cp
+from autograd_cases import CASES
+from candle_py import nn
+
+FIX = os.path.join(os.path.dirname(__file__), "fixtures", "autograd")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_case_matches_torch(name: str) -> None:
+    data = np.load(os.path.join(FIX, f"{name}.npz"))
+    t = {k[3:]: cp.tensor(data[k], dtype=cp.float64, requires_grad=k[3:].startswith(("x", "w"))) for k in data.files if k.startswith("in.")}
+    res = CASES[name][1](cp, t)
+    want = {k[4:]: data[k] for k in data.files if k.startswith("out.")}
+    assert sorted(res) == sorted(want)
+    for k, v in res.items():
+        np.testing.assert_allclose(v.numpy(), want[k], rtol=1e-7, atol=1e-9, err_msg=f"{name}: {k}")
+
+
+# -- grad_fn ----------------------------------------------------------------------------
+
+
+def test_grad_fn_names_and_next_functions_follow_torch() -> None:
+    x = cp.randn(2, 3, requires_grad=True)
+    w = cp.randn(3, 4, requires_grad=True)
+    y = (x @ w).relu().sum()
+    assert y.grad_fn.name() == "SumBackward0"
+    relu = y.grad_fn.next_functions[0][0]
+    assert relu.name() == "ReluBackward0"
+    mm = relu.next_functions[0][0]
+    assert mm.name() == "MmBackward0"
+    leaves = [n for n, _ in mm.next_functions]
+    assert [n.name() for n in leaves] == ["AccumulateGrad", "AccumulateGrad"]
+    assert x.grad_fn is None and x.is_leaf and not y.is_leaf
+    assert "grad_fn=<SumBackward0>" in repr(y)
+    assert (x + 1).grad_fn.name() == "AddBackward0"
+    assert (x * x).grad_fn.name() == "MulBackward0"
+    assert x.t().grad_fn.name() == "TransposeBackward0"
+    assert nn.functional.linear(x, w.t()).grad_fn.name() == "MmBackward0"
+    assert x.detach().grad_fn is None
+    with cp.no_grad():
+        assert (x * 2).grad_fn is None
+
+
+def test_grad_fn_prehook_can_replace_the_gradient() -> None:
+    x = cp.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    y.grad_fn.register_prehook(lambda gs: (gs[0] * 10,))
+    y.sum().backward()
+    assert x.grad.tolist() == [30.0, 30.0]
+
+
+# -- backward rules --------------------------------------------------------------------------
+
+
+def test_second_backward_needs_retain_graph() -> None:
+    x = cp.tensor([1.0, 2.0], requires_grad=True)
+    y = (x.exp() * x).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="retain_graph=True"):
+        y.backward()
+    # A graph with nothing saved can be run again (as in PyTorch).
+    z = (x + 1).sum()
+    z.backward()
+    z.backward()
+
+
+def test_backward_inputs_accumulates_only_there() -> None:
+    a = cp.tensor([1.0, 2.0], requires_grad=True)
+    b = cp.tensor([3.0], requires_grad=True)
+    h = a * b
+    (h * h).sum().backward(inputs=[b, h])
+    assert a.grad is None
+    np.testing.assert_allclose(b.grad.numpy(), [2 * (9 * 1 + 9 * 4) / 3])
+    np.testing.assert_allclose(h.grad.numpy(), 2 * h.detach().numpy())
+
+
+def test_autograd_grad_does_not_touch_dot_grad_and_checks_unused() -> None:
+    a = cp.tensor([1.0, 2.0], requires_grad=True)
+    c = cp.tensor([5.0], requires_grad=True)
+    (g,) = cp.autograd.grad((a * a).sum(), a)
+    assert g.tolist() == [2.0, 4.0] and a.grad is None
+    with pytest.raises(RuntimeError, match="allow_unused"):
+        cp.autograd.grad((a * 2).sum(), [a, c])
+    ga, gc = cp.autograd.grad((a * 2).sum(), [a, c], allow_unused=True)
+    assert gc is None
+    h = a * 3
+    (gh,) = cp.autograd.grad((h * h).sum(), h)  # a non-leaf input
+    np.testing.assert_allclose(gh.numpy(), 2 * h.detach().numpy())
+
+
+def test_inplace_change_of_a_saved_tensor_raises() -> None:
+    a = cp.tensor([0.5, 1.0], requires_grad=True)
+    y = a.exp()
+    z = y * 2
+    y.mul_(3)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+    assert y._version == 1
+
+
+def test_inplace_on_nonleaf_views_is_recorded() -> None:
+    a = cp.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    h = a * 1.0
+    h[:, 1] *= 3
+    h.sum().backward()
+    assert a.grad.tolist() == [[1.0, 3.0, 1.0], [1.0, 3.0, 1.0]]
+    leaf = cp.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        leaf.add_(1)
+
+
+def test_retain_grad_and_hook_removal() -> None:
+    x = cp.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 2
+    h.retain_grad()
+    assert h.retains_grad
+    handle = h.register_hook(lambda g: g * 100)
+    handle.remove()
+    (h * h).sum().backward()
+    assert h.grad.tolist() == [4.0, 8.0]
+    assert x.grad.tolist() == [8.0, 16.0]
+
+
+def test_post_accumulate_grad_hook_sees_the_leaf() -> None:
+    p = cp.tensor([1.0, -1.0], requires_grad=True)
+    seen = []
+    p.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.tolist()))
+    (p * 3).sum().backward()
+    assert seen == [[3.0, 3.0]]
+    with pytest.raises(RuntimeError):
+        (p * 2).register_post_accumulate_grad_hook(lambda t: None)
+
+
+def test_hook_exceptions_reach_the_caller_unchanged() -> None:
+    x = cp.tensor([1.0], requires_grad=True)
+
+    def bad(g: cp.Tensor) -> None:
+        raise KeyError("from the hook")
+
+    (x * 2).register_hook(bad)
+    y = x * 2
+    y.register_hook(bad)
+    with pytest.raises(KeyError, match="from the hook"):
+        y.sum().backward()
+
+
+def test_create_graph_raises_for_ops_without_second_derivative_form() -> None:
+    x = cp.randn(1, 2, 6, 6, requires_grad=True)
+    y = nn.functional.adaptive_avg_pool2d(x, 3)
+    with pytest.raises(RuntimeError, match="double-backward"):
+        cp.autograd.grad(y.sum(), x, create_graph=True)
+
+
+# -- grad modes ------------------------------------------------------------------------------
+
+
+def test_no_grad_bare_decorator_and_inference_mode() -> None:
+    x = cp.ones(2, requires_grad=True)
+
+    @cp.no_grad
+    def f(t: cp.Tensor) -> cp.Tensor:
+        return t * 2
+
+    @cp.inference_mode()
+    def g(t: cp.Tensor) -> cp.Tensor:
+        assert cp.is_inference_mode_enabled()
+        return t * 2
+
+    assert not f(x).requires_grad and not g(x).requires_grad
+    assert not cp.is_inference_mode_enabled() and cp.is_grad_enabled()
+    with cp.inference_mode():
+        assert not (x * 2).requires_grad
+    with cp.inference_mode(False):
+        assert (x * 2).requires_grad
+
+    @cp.enable_grad
+    def h(t: cp.Tensor) -> cp.Tensor:
+        return t * 2
+
+    with cp.no_grad():
+        assert h(x).requires_grad
+
+
+def test_backward_in_threads_on_separate_graphs() -> None:
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        try:
+            for _ in range(20):
+                x = cp.full((64,), float(seed), requires_grad=True)
+                (x * x).sum().backward()
+                assert x.grad.tolist() == [2.0 * seed] * 64
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+
+
+# -- custom Functions and functional helpers -----------------------------------------------
+
+
+def test_function_ctx_features() -> None:
+    class Split(cp.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):  # type: ignore[no-untyped-def]
+            ctx.set_materialize_grads(False)
+            idx = a.argmax()
+            ctx.mark_non_differentiable(idx)
+            ctx.save_for_backward(a)
+            return a * 2, idx
+
+        @staticmethod
+        def backward(ctx, g, gidx):  # type: ignore[no-untyped-def]
+            assert gidx is None
+            assert ctx.needs_input_grad == (True,)
+            return g * 2
+
+    a = cp.tensor([1.0, 3.0], requires_grad=True)
+    y, idx = Split.apply(a)
+    assert not idx.requires_grad and y.grad_fn.name() == "SplitBackward"
+    y.sum().backward()
+    assert a.grad.tolist() == [2.0, 2.0]
+
+
+def test_functional_jacobian_hessian_vjp_jvp() -> None:
+    from candle_py.autograd import functional as AF
+
+    x = cp.tensor([1.0, 2.0], dtype=cp.float64)
+    j = AF.jacobian(lambda t: t**3, x)
+    np.testing.assert_allclose(j.numpy(), np.diag([3.0, 12.0]))
+    h = AF.hessian(lambda t: (t**3).sum(), x)
+    np.testing.assert_allclose(h.numpy(), np.diag([6.0, 12.0]))
+    _, v = AF.vjp(lambda t: t**2, x, cp.tensor([1.0, 1.0], dtype=cp.float64))
+    assert v.tolist() == [2.0, 4.0]
+    _, jv = AF.jvp(lambda t: t**2, x, cp.tensor([1.0, 0.0], dtype=cp.float64))
+    assert jv.tolist() == [2.0, 0.0]
+    _, hv = AF.hvp(lambda t: (t**3).sum(), x, cp.tensor([1.0, 1.0], dtype=cp.float64))
+    assert hv.tolist() == [6.0, 12.0]
