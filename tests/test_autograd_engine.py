@@ -118,9 +118,20 @@ def test_inplace_on_nonleaf_views_is_recorded() -> None:
     h[:, 1] *= 3
     h.sum().backward()
     assert a.grad.tolist() == [[1.0, 3.0, 1.0], [1.0, 3.0, 1.0]]
+    # An in-place op on a (strided) view changes its base, in the graph too.
+    a.grad = None
+    h = a * 2.0
+    col = h[:, 1]
+    col.mul_(3)
+    h[1:, ::2].add_(1)
+    assert h.tolist() == [[2.0, 12.0, 6.0], [9.0, 30.0, 13.0]]
+    (h * h).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), 2 * 2 * h.detach().numpy() * np.array([[1.0, 3.0, 1.0]]))
     leaf = cp.ones(2, requires_grad=True)
     with pytest.raises(RuntimeError, match="leaf Variable"):
         leaf.add_(1)
+    with pytest.raises(RuntimeError, match="view of a leaf Variable"):
+        leaf[0].add_(1)
 
 
 def test_retain_grad_and_hook_removal() -> None:

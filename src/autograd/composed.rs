@@ -16,6 +16,9 @@ pub type Composed = Arc<dyn Fn(&[Value]) -> Result<Value> + Send + Sync>;
 /// engine runs nodes with `create_graph`, so the result is recorded).
 pub fn through(f: &Composed, ins: &[Value], needs: &[bool], g: &Value) -> Result<Vec<Option<Value>>> {
     let y = f(ins)?;
+    if y.data.dims() != g.data.dims() {
+        candle_core::bail!("internal: a composed form gave shape {:?} for an op output of shape {:?}", y.data.dims(), g.data.dims());
+    }
     let Some(edge) = y.edge() else { return Ok(vec![None; ins.len()]) };
     let pos: Vec<usize> = (0..ins.len()).filter(|&i| needs[i] && ins[i].requires_grad()).collect();
     let targets: Vec<Value> = pos.iter().map(|&i| ins[i].clone()).collect();
@@ -344,4 +347,26 @@ pub fn extreme_along(x: &Value, dim: Option<usize>, keepdim: bool, max: bool) ->
     } else {
         neg(&y)
     }
+}
+
+/// Batch norm over dim 1 of (N, C, ...): with `batch_stats` the batch's own mean and
+/// (biased) variance, differentiated through; else the given running statistics.
+pub fn batch_norm(x: &Value, w: &Value, b: &Value, mean: &Tensor, var: &Tensor, batch_stats: bool, eps: f64) -> Result<Value> {
+    let d = x.data.dims().to_vec();
+    let (n, c) = (d[0], d[1]);
+    let s: usize = d[2..].iter().product();
+    let x3 = reshape(&contiguous(x)?, &Shape::from((n, c, s)))?;
+    let (xc, v) = if batch_stats {
+        let m = affine(&sum_keepdim(&x3, &[0, 2])?, 1.0 / (n * s) as f64, 0.0)?;
+        let xc = sub(&x3, &m)?;
+        let v = affine(&sum_keepdim(&sqr(&xc)?, &[0, 2])?, 1.0 / (n * s) as f64, 0.0)?;
+        (xc, v)
+    } else {
+        let dt = x.data.dtype();
+        let m = Value::plain(mean.reshape((1, c, 1))?.to_dtype(dt)?);
+        (sub(&x3, &m)?, Value::plain(var.reshape((1, c, 1))?.to_dtype(dt)?))
+    };
+    let y = div(&xc, &sqrt(&affine(&v, 1.0, eps)?)?)?;
+    let y = add(&mul(&y, &reshape(w, &Shape::from((1, c, 1)))?)?, &reshape(b, &Shape::from((1, c, 1)))?)?;
+    reshape(&y, x.data.shape())
 }

@@ -159,7 +159,7 @@ fn flat(v: &Value) -> candle_core::Result<Value> {
 }
 
 /// `t` with the elements at row-major `offs` replaced by `src` (flattened), in the graph.
-fn put(t: &Value, offs: Vec<u32>, src: &Value) -> candle_core::Result<Value> {
+pub(crate) fn put(t: &Value, offs: Vec<u32>, src: &Value) -> candle_core::Result<Value> {
     let n = offs.len();
     let idx = Tensor::from_vec(offs, n, t.data.device())?;
     let f = flat(t)?;
@@ -195,7 +195,7 @@ fn region(t: &Tensor, plan: &[Dim], strides: &[usize], offset: usize) -> (Vec<us
 }
 
 /// Every offset of a strided region, in row-major order of the region.
-fn offsets(shape: &[usize], strides: &[usize], offset: usize) -> Vec<usize> {
+pub(crate) fn offsets(shape: &[usize], strides: &[usize], offset: usize) -> Vec<usize> {
     let n: usize = shape.iter().product();
     let mut out = Vec::with_capacity(n);
     if n == 0 {
@@ -290,7 +290,7 @@ fn write(dst: &PyTensor, src: Value, storage_offs: Vec<usize>, logical_offs: imp
         let offs: Vec<u32> = logical_offs().into_iter().map(|o| o as u32).collect();
         let new = put(&tv, offs, &src).op(op)?;
         dst.replace_v(new);
-        return Ok(());
+        return dst.write_back(op);
     }
     let src = src.data.force_contiguous().op(op)?;
     crate::bindings::errors::guard(op, || t.inplace_op2(&src, &WriteOffsets { offsets: storage_offs }).op(op))?;
@@ -354,7 +354,7 @@ pub fn overwrite(dst: &PyTensor, src: Value, op: &str) -> PyResult<()> {
     // with its own history, and the old value gets no gradient (as torch's `copy_`).
     if (dst_tracked || src_tracked) && same {
         dst.replace_v(src);
-        return Ok(());
+        return dst.write_back(op);
     }
     let (strides, start) = (t.stride().to_vec(), t.layout().start_offset());
     let dims = t.dims().to_vec();
@@ -372,7 +372,14 @@ impl PyTensor {
         if let Some(items) = parse_basic(key)? {
             let plan = resolve(items, v.data.dims())?;
             let out = crate::bindings::errors::detach_op(py, "index", || read_basic(&v, &plan))?;
-            return Ok(Py::new(py, PyTensor::wrap_v(out, me.is_bool))?.into_any());
+            let tracked = out.requires_grad();
+            let view = PyTensor::wrap_v(out, me.is_bool);
+            if tracked {
+                // A view in the graph: an in-place write into it must reach this tensor.
+                let dims = v.data.dims().to_vec();
+                view.set_view_of(slf.clone().unbind(), region(&v.data, &plan, &row_major(&dims), 0));
+            }
+            return Ok(Py::new(py, view)?.into_any());
         }
         // Advanced key: NumPy's rules give the row-major offsets; a differentiable gather reads them.
         let (offs, shape) = advanced_selection(key, v.data.dims())?;

@@ -13,7 +13,7 @@ use crate::dtype::DT;
 use candle_core::{DType, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyTuple};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 #[pyclass(name = "Tensor", module = "candle_py", subclass, frozen, weakref)]
 pub struct PyTensor {
@@ -25,6 +25,10 @@ pub struct PyTensor {
     pub is_bool: bool,
     /// `.grad` of a tensor that does not require grad (PyTorch lets one be assigned).
     plain_grad: Mutex<Option<Value>>,
+    /// For a view made by basic indexing of a tensor in the autograd graph: the base and
+    /// the region of it the view covers (row-major shape, strides, offset), so that an
+    /// in-place write into the view (recorded as a replacement) also reaches the base.
+    view_of: OnceLock<(Py<PyTensor>, (Vec<usize>, Vec<usize>, usize))>,
 }
 
 /// Candle slices storage from a view's start offset even when the view holds no
@@ -50,7 +54,7 @@ impl PyTensor {
         if v.data.layout().start_offset() != 0 && v.data.elem_count() == 0 {
             v.data = fresh_if_empty_view(v.data);
         }
-        PyTensor { inner: RwLock::new(v), is_bool, plain_grad: Mutex::new(None) }
+        PyTensor { inner: RwLock::new(v), is_bool, plain_grad: Mutex::new(None), view_of: OnceLock::new() }
     }
 
     pub fn wrap_dt(t: Tensor, dt: DT) -> PyTensor {
@@ -65,7 +69,7 @@ impl PyTensor {
     /// not a view, so none of `wrap`'s checks apply. The dispatch fast path uses it.
     pub fn wrap_fresh(t: Tensor) -> PyTensor {
         debug_assert!(t.layout().start_offset() == 0);
-        PyTensor { inner: RwLock::new(Value::plain(t)), is_bool: false, plain_grad: Mutex::new(None) }
+        PyTensor { inner: RwLock::new(Value::plain(t)), is_bool: false, plain_grad: Mutex::new(None), view_of: OnceLock::new() }
     }
 
     /// The current value, borrowed under the read lock (no clone: two atomics fewer
@@ -111,6 +115,27 @@ impl PyTensor {
         let mut v = self.v();
         v.version = crate::autograd::value::new_version();
         PyTensor::wrap_v(v, self.is_bool)
+    }
+
+    /// Remember that this tensor is the view of `base` over `region` (row-major shape,
+    /// strides and offset in the base).
+    pub fn set_view_of(&self, base: Py<PyTensor>, region: (Vec<usize>, Vec<usize>, usize)) {
+        let _ = self.view_of.set((base, region));
+    }
+
+    /// After an in-place replacement of this view's value, write the new value into its
+    /// base (and the base's base), as PyTorch's in-place ops on views change the base.
+    pub fn write_back(&self, op: &str) -> PyResult<()> {
+        let Some((base, (shape, st, off))) = self.view_of.get() else { return Ok(()) };
+        let offs = crate::bindings::indexing::offsets(shape, st, *off).into_iter().map(|o| o as u32).collect();
+        let b = base.get();
+        let bv = b.v();
+        if bv.is_leaf() && bv.requires_grad() && crate::autograd::grad_enabled() {
+            return Err(runtime_err(op, "a view of a leaf Variable that requires grad is being used in an in-place operation."));
+        }
+        let new = crate::bindings::indexing::put(&bv, offs, &self.v()).op(op)?;
+        b.replace_v(new);
+        b.write_back(op)
     }
 
     /// Replace the data, keeping the autograd side (`.data = ...`, `detach_()` callers set it).

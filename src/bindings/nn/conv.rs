@@ -147,6 +147,7 @@ fn _conv(
     shape.extend_from_slice(&outs[3 - nd..]);
     let has_b = b.is_some();
     // The kernels run on the CPU: other devices' tensors go there and the result comes back.
+    let (g_node, shape_node, home_node) = (g.clone(), shape.clone(), home.clone());
     let run = move |ts: &[Tensor]| -> candle_core::Result<Tensor> {
         let cpu = Device::Cpu;
         let (x, w) = (ts[0].to_device(&cpu)?, ts[1].to_device(&cpu)?);
@@ -170,7 +171,43 @@ fn _conv(
         });
         f
     });
-    let y = crate::bindings::errors::detach(py, op, || crate::autograd::recompute::via_with("convolution", &refs, run, composed).op(op))?;
+    if !crate::autograd::ops::records(&refs) {
+        let ts: Vec<Tensor> = ins_v.iter().map(|v| v.data.clone()).collect();
+        let y = crate::bindings::errors::detach(py, op, || run(&ts).op(op))?;
+        return Ok(PyTensor::wrap_dt(y, dt));
+    }
+    // In the graph: one fused node whose backward is the kernels' own (gradients only
+    // for the inputs that need one).
+    let needs = [ins_v[0].requires_grad(), ins_v[1].requires_grad(), ins_v.get(2).is_some_and(|b| b.requires_grad())];
+    let (g, shape, home) = (g_node, shape_node, home_node);
+    let five = if transposed { [g.n, c_arg, g.outs[0], g.outs[1], g.outs[2]] } else { [g.n, g.c, g.ins[0], g.ins[1], g.ins[2]] };
+    // The fused node works in 5-d: its composed form takes the input in its own shape
+    // and gives the result in the kernel's (N, Cout, D, H, W).
+    let composed = composed.map(|f| {
+        let xshape = candle_core::Shape::from(ins_v[0].data.dims().to_vec());
+        let yshape = candle_core::Shape::from((g.n, cout, outs[0], outs[1], outs[2]));
+        let g: crate::autograd::composed::Composed = std::sync::Arc::new(move |t: &[crate::autograd::Value]| {
+            let mut args = t.to_vec();
+            args[0] = crate::autograd::ops::reshape(&t[0], &xshape)?;
+            crate::autograd::ops::reshape(&f(&args)?, &yshape)
+        });
+        g
+    });
+    let y = crate::bindings::errors::detach(py, op, || {
+        use crate::autograd::{custom, ops};
+        let run = || -> candle_core::Result<crate::autograd::Value> {
+            let cpu = Device::Cpu;
+            let on = ins_v.iter().map(|v| ops::contiguous(&ops::to_device(v, &cpu)?)).collect::<candle_core::Result<Vec<_>>>()?;
+            let x5 = ops::contiguous(&ops::reshape(&on[0], &candle_core::Shape::from(five.to_vec()))?)?;
+            let kernel = crate::layers::conv::conv_kernel(g.clone(), c_arg, transposed, needs);
+            let kop = if has_b { custom::Op::three(kernel) } else { custom::Op::two(kernel) };
+            let mut args = vec![&x5, &on[1]];
+            args.extend(on.get(2));
+            let y = custom::apply_with("ConvolutionBackward0", kop, &args, composed)?;
+            ops::to_device(&ops::reshape(&y, &candle_core::Shape::from(shape.clone()))?, &home)
+        };
+        run().op(op)
+    })?;
     Ok(PyTensor::wrap_vdt(y, dt))
 }
 

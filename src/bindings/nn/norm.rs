@@ -1,7 +1,7 @@
 //! Python entry points of `layers::norm`: argument checks, GIL release, errors.
 use crate::autograd::recompute::via;
 use crate::autograd::{ops, Value};
-use crate::bindings::errors::{shape_err, shape_str};
+use crate::bindings::errors::{shape_err, shape_str, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::layers::norm::{batch_norm, group_norm, layer_norm, rms_norm};
 use candle_core::DType;
@@ -68,8 +68,18 @@ fn _batch_norm(
     if mt.elem_count() != c || vt.elem_count() != c {
         return Err(shape_err("batch_norm", format!("statistics of {} channels for input {:?}", mt.elem_count(), xt.dims())));
     }
+    let k = crate::layers::norm::batch_norm_kernel(&xt, &w, &b, &mt, &vt, batch_stats, eps)
+        .op("batch_norm")?
+        .map(crate::autograd::custom::Op::three);
+    let (mc, vc) = (mt.clone(), vt.clone());
     let out = crate::bindings::errors::detach_op(py, "batch_norm", || {
-        via("native_batch_norm", &[&xv, &wv, &bv], move |t| batch_norm(&t[0], &t[1], &t[2], &mt, &vt, batch_stats, eps))
+        crate::autograd::custom::fused_or(
+            "NativeBatchNormBackward0",
+            k,
+            &[&xv, &wv, &bv],
+            move |t| batch_norm(&t[0], &t[1], &t[2], &mt, &vt, batch_stats, eps),
+            Arc::new(move |t: &[Value]| crate::autograd::composed::batch_norm(&t[0], &t[1], &t[2], &mc, &vc, batch_stats, eps)),
+        )
     })?;
     let _ = (&xt, &w, &b);
     Ok(PyTensor::wrap_vdt(out, dt))

@@ -1,11 +1,12 @@
 //! Python entry points of `layers::pooling`: argument checks, GIL release, errors.
 use crate::autograd::recompute::via_with;
-use crate::autograd::Value;
+use crate::autograd::{custom, ops, Value};
 use crate::bindings::args::{pad3, per_axis};
 use crate::bindings::errors::{labelled_dtype_err, labelled_shape_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
 use crate::layers::pooling::*;
+use candle_core::Shape;
 use candle_core::{Device, Result, Tensor};
 use pyo3::prelude::*;
 use std::sync::{Arc, OnceLock};
@@ -69,12 +70,39 @@ impl Pooled {
         t.to_device(&Device::Cpu)?.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2]))?.contiguous()
     }
 
+    /// The pooling kernel `op` as one fused node (its backward is the kernel's own).
+    #[allow(clippy::too_many_arguments)]
+    fn fused(
+        x: &Value,
+        g: &PoolGeom,
+        name: &'static str,
+        op: custom::Op,
+        composed: Option<crate::autograd::composed::Composed>,
+        dims: &[usize],
+        nd: usize,
+        outs: [usize; 3],
+        home: &Device,
+    ) -> Result<Value> {
+        let planes = Shape::from((g.planes, g.ins[0], g.ins[1], g.ins[2]));
+        let xc = ops::contiguous(&ops::reshape(&ops::to_device(x, &Device::Cpu)?, &planes)?)?;
+        let y = custom::apply_with(name, op, &[&xc], composed)?;
+        let mut shape = dims[..dims.len() - nd].to_vec();
+        shape.extend_from_slice(&outs[3 - nd..]);
+        ops::to_device(&ops::reshape(&y, &Shape::from(shape))?, home)
+    }
+
     /// Max pooling: the output in the graph, and the argmax indices when asked for.
     fn max(self, py: Python<'_>, g: PoolGeom, return_indices: bool, op: &str) -> PyResult<(PyTensor, Option<PyTensor>)> {
         let g = Arc::new(g);
         let Pooled { composed, x, dims, nd, outs, dt, home } = self;
         let (g2, dims2, home2) = (g.clone(), dims.clone(), home.clone());
         let y = crate::bindings::errors::detach(py, op, || {
+            if ops::records(&[&x]) {
+                // Keep the argmaxes for the backward (u32 plane offsets).
+                let keep = (g.ivol() < u32::MAX as usize).then(|| Arc::new(OnceLock::new()));
+                let name = ["MaxPool1DWithIndicesBackward0", "MaxPool2DWithIndicesBackward0", "MaxPool3DWithIndicesBackward0"][nd - 1];
+                return Self::fused(&x, &g, name, custom::Op::one(MaxPool(g.clone(), keep)), composed, &dims, nd, outs, &home).op(op);
+            }
             via_with(
                 "max_pool",
                 &[&x],
@@ -107,6 +135,10 @@ impl Pooled {
         let g = Arc::new(g);
         let Pooled { composed, x, dims, nd, outs, dt, home } = self;
         let y = crate::bindings::errors::detach(py, op, || {
+            if ops::records(&[&x]) {
+                let name = ["AvgPool1DBackward0", "AvgPool2DBackward0", "AvgPool3DBackward0"][nd - 1];
+                return Self::fused(&x, &g, name, custom::Op::one(AvgPool(g.clone())), composed, &dims, nd, outs, &home).op(op);
+            }
             via_with(
                 "avg_pool",
                 &[&x],

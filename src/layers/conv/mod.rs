@@ -110,6 +110,8 @@ pub(crate) struct ConvOp {
     pub(crate) cols: Arc<OnceLock<Buf>>,
     /// A `WGrad` that also sums the bias gradient, for one backward call.
     pub(crate) bias_sink: Option<Arc<OnceLock<Buf>>>,
+    /// Which of (input, weight, bias) the backward computes; None: those Candle tracks.
+    pub(crate) needs: Option<[bool; 3]>,
 }
 
 impl ConvOp {
@@ -122,10 +124,10 @@ impl ConvOp {
         }
     }
     fn new(g: Geom, w_rows: usize, kind: Kind, keep_cols: bool) -> ConvOp {
-        ConvOp { g, w_rows, kind, keep_cols, cols: Arc::new(OnceLock::new()), bias_sink: None }
+        ConvOp { g, w_rows, kind, keep_cols, cols: Arc::new(OnceLock::new()), bias_sink: None, needs: None }
     }
     fn with(&self, kind: Kind) -> ConvOp {
-        ConvOp { g: self.g.clone(), w_rows: self.w_rows, kind, keep_cols: false, cols: self.cols.clone(), bias_sink: None }
+        ConvOp { g: self.g.clone(), w_rows: self.w_rows, kind, keep_cols: false, cols: self.cols.clone(), bias_sink: None, needs: None }
     }
     fn op_name(&self) -> &'static str {
         match self.kind {
@@ -194,8 +196,9 @@ impl ConvOp {
             Kind::Adj => (Kind::Fwd, (x, grad)),
             Kind::WGrad => candle_core::bail!("conv: second-order gradients are not supported"),
         };
-        let gx = if x.track_op() { Some(grad.apply_op2_no_bwd(&w.contiguous()?, &self.with(dx))?) } else { None };
-        let gw = if w.track_op() {
+        let (need_x, need_w) = self.needs.map_or((x.track_op(), w.track_op()), |n| (n[0], n[1]));
+        let gx = if need_x { Some(grad.apply_op2_no_bwd(&w.contiguous()?, &self.with(dx))?) } else { None };
+        let gw = if need_w {
             let mut op = self.with(Kind::WGrad);
             // The weight gradient's `a` is the upstream gradient only for a plain convolution.
             op.bias_sink = bias_sink.filter(|_| self.kind == Kind::Fwd);
@@ -244,12 +247,13 @@ impl CustomOp3 for ConvOp {
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let grad = grad.contiguous()?;
-        let sink = b.track_op().then(|| Arc::new(OnceLock::new()));
+        let need_b = self.needs.map_or(b.track_op(), |n| n[2]);
+        let sink = need_b.then(|| Arc::new(OnceLock::new()));
         let (gx, gw) = self.grads(x, w, &grad, sink.clone())?;
         let summed = sink.and_then(|s| Arc::try_unwrap(s).ok()).and_then(|s| s.into_inner());
         let gb = match summed {
             Some(buf) => Some(buf.tensor(b.shape(), b.device())?),
-            None if b.track_op() => {
+            None if need_b => {
                 let d = grad.dims();
                 let per_channel = grad.reshape((d[0], d[1], d[2] * d[3] * d[4]))?;
                 Some(crate::ops::reduce::sum_keepdim(&per_channel, &[0, 2])?.reshape(b.shape())?)
@@ -258,6 +262,16 @@ impl CustomOp3 for ConvOp {
         };
         Ok((gx, gw, gb))
     }
+}
+
+/// The kernel of a convolution (`transposed`: its adjoint) for the autograd engine's
+/// fused node: the backward computes the gradients `needs` names (input, weight,
+/// bias), and a forward whose weight needs one keeps its columns for it.
+pub(crate) fn conv_kernel(g: Geom, rows: usize, transposed: bool, needs: [bool; 3]) -> ConvOp {
+    let kind = if transposed { Kind::Adj } else { Kind::Fwd };
+    let mut op = ConvOp::new(g, rows, kind, !transposed && needs[1]);
+    op.needs = Some(needs);
+    op
 }
 
 /// Apply `op` to the 5-d image-side input and the weight, with the bias if any.

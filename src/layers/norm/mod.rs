@@ -186,6 +186,27 @@ pub(crate) fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor, d: usize, eps: f64)
     x.contiguous()?.apply_op3(&w.flatten_all()?.contiguous()?, &b.flatten_all()?.contiguous()?, op)
 }
 
+/// The fused batch-norm kernel where it applies (CPU f32/f64; inputs made contiguous
+/// by the caller), with the per-channel statistics it normalizes by.
+pub(crate) fn batch_norm_kernel(
+    x: &Tensor,
+    w: &Tensor,
+    b: &Tensor,
+    mean: &Tensor,
+    var: &Tensor,
+    batch_stats: bool,
+    eps: f64,
+) -> Result<Option<impl CustomOp3 + Send + Sync + 'static>> {
+    if !fused(&[x, w, b]) {
+        return Ok(None);
+    }
+    let (c, s) = (x.dims()[1], x.dims()[2..].iter().product());
+    let stats = |t: &Tensor| t.flatten_all()?.to_dtype(DType::F64)?.to_vec1::<f64>();
+    let (mean, var) = (stats(mean)?, stats(var)?);
+    let rstd = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+    Ok(Some(BatchNorm { c, s, mean, rstd, batch_stats }))
+}
+
 /// Batch norm over dim 1 of (N, C, ...) with the given per-channel statistics (with
 /// `batch_stats` the gradient also flows through them): the fused op for CPU f32/f64,
 /// Candle's ops otherwise.
