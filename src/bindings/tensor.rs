@@ -15,6 +15,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyTuple};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
+/// A strided region of a tensor: row-major shape, strides and offset.
+pub type Region = (Vec<usize>, Vec<usize>, usize);
+
 #[pyclass(name = "Tensor", module = "candle_py", subclass, frozen, weakref)]
 pub struct PyTensor {
     /// The data with its autograd side. Replaceable so that in-place methods
@@ -28,7 +31,7 @@ pub struct PyTensor {
     /// For a view made by basic indexing of a tensor in the autograd graph: the base and
     /// the region of it the view covers (row-major shape, strides, offset), so that an
     /// in-place write into the view (recorded as a replacement) also reaches the base.
-    view_of: OnceLock<(Py<PyTensor>, (Vec<usize>, Vec<usize>, usize))>,
+    view_of: OnceLock<(Py<PyTensor>, Region)>,
 }
 
 /// Candle slices storage from a view's start offset even when the view holds no
@@ -119,7 +122,7 @@ impl PyTensor {
 
     /// Remember that this tensor is the view of `base` over `region` (row-major shape,
     /// strides and offset in the base).
-    pub fn set_view_of(&self, base: Py<PyTensor>, region: (Vec<usize>, Vec<usize>, usize)) {
+    pub fn set_view_of(&self, base: Py<PyTensor>, region: Region) {
         let _ = self.view_of.set((base, region));
     }
 
