@@ -370,3 +370,73 @@ pub fn batch_norm(x: &Value, w: &Value, b: &Value, mean: &Tensor, var: &Tensor, 
     let y = add(&mul(&y, &reshape(w, &Shape::from((1, c, 1)))?)?, &reshape(b, &Shape::from((1, c, 1)))?)?;
     reshape(&y, x.data.shape())
 }
+
+/// `|x|` whose derivative is `sign(x)` (0 at 0, as PyTorch's).
+fn abs_v(x: &Value) -> Result<Value> {
+    mul(x, &Value::plain(x.data.sign()?))
+}
+
+/// The elementwise losses of `layers::loss_elementwise::point_loss`, from `ops`.
+pub(crate) fn point_loss(
+    kind: crate::layers::loss_elementwise::PointLoss,
+    x: &Value,
+    target: &Value,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduce: crate::layers::loss_elementwise::Reduce,
+) -> Result<Value> {
+    use crate::layers::loss_elementwise::{PointLoss, Reduce};
+    let dt = x.data.dtype();
+    let y = to_dtype(target, dt)?;
+    let floor = |v: &Value| -> Result<Value> {
+        let c = Value::plain(v.data.ones_like()?.affine(-100.0, 0.0)?);
+        where_cond(&v.data.gt(-100.0)?, v, &c)
+    };
+    let mut loss = match kind {
+        PointLoss::Mse => sqr(&sub(x, &y)?)?,
+        PointLoss::L1 => abs_v(&sub(x, &y)?)?,
+        PointLoss::SmoothL1 { beta } => {
+            let d = abs_v(&sub(x, &y)?)?;
+            if beta == 0.0 {
+                d
+            } else {
+                where_cond(&d.data.lt(beta)?, &affine(&sqr(&d)?, 0.5 / beta, 0.0)?, &affine(&d, 1.0, -0.5 * beta)?)?
+            }
+        }
+        PointLoss::Bce => {
+            let log_p = floor(&log(x)?)?;
+            let log_1p = floor(&log(&affine(x, -1.0, 1.0)?)?)?;
+            neg(&add(&mul(&y, &log_p)?, &mul(&affine(&y, -1.0, 1.0)?, &log_1p)?)?)?
+        }
+        PointLoss::BceWithLogits => {
+            let log_term = add(&log(&affine(&exp(&neg(&abs_v(x)?)?)?, 1.0, 1.0)?)?, &relu(&neg(x)?)?)?;
+            let coef = match pos_weight {
+                Some(pw) => affine(&mul(&y, &Value::plain(pw.to_dtype(dt)?.affine(1.0, -1.0)?))?, 1.0, 1.0)?,
+                None => Value::plain(y.data.ones_like()?),
+            };
+            add(&mul(&affine(&y, -1.0, 1.0)?, x)?, &mul(&coef, &log_term)?)?
+        }
+        PointLoss::KlDiv { log_target: true } => mul(&exp(&y)?, &sub(&y, x)?)?,
+        PointLoss::KlDiv { log_target: false } => {
+            let pos = y.data.gt(0.0)?;
+            let safe = where_cond(&pos, &y, &Value::plain(y.data.ones_like()?))?;
+            where_cond(&pos, &mul(&y, &sub(&log(&safe)?, x)?)?, &Value::plain(y.data.zeros_like()?))?
+        }
+    };
+    if let Some(w) = weight {
+        loss = mul(&loss, &Value::plain(w.to_dtype(dt)?))?;
+    }
+    let all: Vec<usize> = (0..loss.data.rank()).collect();
+    let n = loss.data.elem_count();
+    match reduce {
+        Reduce::None => Ok(loss),
+        // A 0-d loss is its own sum, mean and batch mean.
+        _ if all.is_empty() => Ok(loss),
+        Reduce::Sum => reduce_sum(&loss, &all, false, None),
+        Reduce::Mean => reduce_sum(&loss, &all, false, Some(if n == 0 { f64::NAN } else { 1.0 / n as f64 })),
+        Reduce::BatchMean => {
+            let b = if x.data.rank() == 0 { 1 } else { x.data.dims()[0] };
+            reduce_sum(&loss, &all, false, Some(1.0 / b as f64))
+        }
+    }
+}

@@ -254,7 +254,16 @@ fn _point_loss(
     }
     let (w, pw) = (weight.map(|w| w.get().t()), pos_weight.map(|w| w.get().t()));
     crate::bindings::errors::same_device(op, [&x, &t].into_iter().chain(w.as_ref()).chain(pw.as_ref()))?;
-    let y = detach_op(py, op, || via(op, &[&xv, &tv], move |a| point_loss(kind, &a[0], &a[1], w.as_ref(), pw.as_ref(), reduce)))?;
+    let (wc, pwc) = (w.clone(), pw.clone());
+    let composed: composed::Composed =
+        Arc::new(move |a: &[Value]| composed::point_loss(kind, &a[0], &a[1], wc.as_ref(), pwc.as_ref(), reduce));
+    let y = detach_op(py, op, || {
+        // In the graph (float32/float64): the composed form's nodes are the backward.
+        if ops::records(&[&xv, &tv]) && matches!(x.dtype(), DType::F32 | DType::F64) {
+            return composed(&[xv.clone(), tv.clone()]);
+        }
+        via_with(op, &[&xv, &tv], move |a| point_loss(kind, &a[0], &a[1], w.as_ref(), pw.as_ref(), reduce), Some(composed))
+    })?;
     Ok(PyTensor::wrap_vdt(y, dt))
 }
 
