@@ -4,7 +4,7 @@
 //! (`autograd::composed`) instead, or raises where it has none.
 use crate::autograd::composed::{through, Composed};
 use crate::autograd::mode::grad_enabled;
-use crate::autograd::node::{freed_err, Edge, Node, NodeBase, Saved};
+use crate::autograd::node::{unpack, Edge, Node, NodeBase, Saved};
 use crate::autograd::ops::records;
 use crate::autograd::value::{lock, Meta, Value};
 use candle_core::{CustomOp1, CustomOp2, CustomOp3, Error, Result, Tensor};
@@ -115,12 +115,7 @@ impl Node for Fused {
     }
     fn apply(&self, grads: Vec<Option<Value>>) -> Result<Vec<Option<Value>>> {
         let n = self.base.next.len();
-        let Some(g) = grads.into_iter().next().flatten() else { return Ok(vec![None; n]) };
-        let mut vals = {
-            let s = lock(&self.saved);
-            let Some(s) = s.as_ref() else { return Err(freed_err()) };
-            s.iter().map(|s| s.unpack(self.name)).collect::<Result<Vec<_>>>()?
-        };
+        let Some((mut vals, g)) = unpack(&self.saved, self.name, grads)? else { return Ok(vec![None; n]) };
         let res = vals.pop().expect("the result is saved last");
         if grad_enabled() && (g.requires_grad() || vals.iter().any(|v| v.requires_grad())) {
             if let Some(f) = &self.composed {

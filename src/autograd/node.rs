@@ -118,6 +118,16 @@ impl Saved {
     }
 }
 
+/// The saved tensors of a one-output node, checked against in-place changes; the
+/// node's incoming gradient; or None when no gradient reached the node (then every
+/// input gets None). Shared by the closure, fused and recompute nodes.
+pub fn unpack(saved: &Mutex<Option<Vec<Saved>>>, name: &str, grads: Vec<Option<Value>>) -> Result<Option<(Vec<Value>, Value)>> {
+    let Some(g) = grads.into_iter().next().flatten() else { return Ok(None) };
+    let s = lock(saved);
+    let Some(s) = s.as_ref() else { return Err(freed_err()) };
+    Ok(Some((s.iter().map(|s| s.unpack(name)).collect::<Result<Vec<_>>>()?, g)))
+}
+
 /// A backward formula: (saved tensors, gradient of the output, which inputs need one).
 pub type Formula = Box<dyn Fn(&[Value], &Value, &[bool]) -> Result<Vec<Option<Value>>> + Send + Sync>;
 
@@ -144,14 +154,7 @@ impl Node for FnNode {
     }
     fn apply(&self, grads: Vec<Option<Value>>) -> Result<Vec<Option<Value>>> {
         let n = self.base.next.len();
-        let Some(g) = grads.into_iter().next().flatten() else {
-            return Ok(vec![None; n]);
-        };
-        let saved = {
-            let s = lock(&self.saved);
-            let Some(s) = s.as_ref() else { return Err(freed_err()) };
-            s.iter().map(|s| s.unpack(self.name)).collect::<Result<Vec<_>>>()?
-        };
+        let Some((saved, g)) = unpack(&self.saved, self.name, grads)? else { return Ok(vec![None; n]) };
         let needs: Vec<bool> = self.base.next.iter().map(|e| e.is_some()).collect();
         let out = (self.formula)(&saved, &g, &needs)?;
         debug_assert_eq!(out.len(), n, "{}: formula returned {} gradients for {n} inputs", self.name, out.len());

@@ -7,7 +7,7 @@
 //! `custom` nodes as they get their own backward.
 use crate::autograd::composed::{through, Composed};
 use crate::autograd::mode::grad_enabled;
-use crate::autograd::node::{freed_err, Edge, Node, NodeBase, Saved};
+use crate::autograd::node::{unpack, Edge, Node, NodeBase, Saved};
 use crate::autograd::ops::records;
 use crate::autograd::value::{lock, Meta, Value};
 use candle_core::{CpuStorage, CustomOp1, Error, Layout, Result, Shape, Tensor, Var};
@@ -95,12 +95,7 @@ impl Node for Recompute {
     }
     fn apply(&self, grads: Vec<Option<Value>>) -> Result<Vec<Option<Value>>> {
         let n = self.base.next.len();
-        let Some(g) = grads.into_iter().next().flatten() else { return Ok(vec![None; n]) };
-        let ins = {
-            let s = lock(&self.saved);
-            let Some(s) = s.as_ref() else { return Err(freed_err()) };
-            s.iter().map(|s| s.unpack(&self.name)).collect::<Result<Vec<_>>>()?
-        };
+        let Some((ins, g)) = unpack(&self.saved, &self.name, grads)? else { return Ok(vec![None; n]) };
         let needs: Vec<bool> = self.base.next.iter().map(|e| e.is_some()).collect();
         if grad_enabled() && (g.requires_grad() || ins.iter().any(|v| v.requires_grad())) {
             if let Some(f) = &self.composed {

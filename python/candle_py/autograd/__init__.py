@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import functional
+from . import functional, grad_mode
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import (
     enable_grad,
@@ -14,16 +14,4 @@ from .grad_mode import (
     set_grad_enabled,
 )
 
-__all__ = [
-    "no_grad",
-    "enable_grad",
-    "set_grad_enabled",
-    "inference_mode",
-    "grad",
-    "is_grad_enabled",
-    "is_inference_mode_enabled",
-    "Function",
-    "FunctionCtx",
-    "once_differentiable",
-    "functional",
-]
+__all__ = grad_mode.__all__ + ["Function", "FunctionCtx", "once_differentiable", "functional"]

@@ -123,23 +123,22 @@ class _BackwardHooks:
         return grads
 
 
-class _HookIn(Function):
+class _HookIdentity(Function):
+    """Identity on tensors whose backward shows the gradients to the module's hooks."""
+
     @staticmethod
     def forward(ctx: Any, state: _BackwardHooks, *xs: Tensor) -> Any:
         ctx.state = state
         return tuple(x.detach() for x in xs) if len(xs) > 1 else xs[0].detach()
 
+
+class _HookIn(_HookIdentity):
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
         return (None,) + tuple(ctx.state.on_grad_inputs(grads))
 
 
-class _HookOut(Function):
-    @staticmethod
-    def forward(ctx: Any, state: _BackwardHooks, *xs: Tensor) -> Any:
-        ctx.state = state
-        return tuple(x.detach() for x in xs) if len(xs) > 1 else xs[0].detach()
-
+class _HookOut(_HookIdentity):
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
         return (None,) + tuple(ctx.state.on_grad_outputs(grads))

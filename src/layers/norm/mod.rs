@@ -211,15 +211,10 @@ pub(crate) fn batch_norm_kernel(
 /// `batch_stats` the gradient also flows through them): the fused op for CPU f32/f64,
 /// Candle's ops otherwise.
 pub(crate) fn batch_norm(x: &Tensor, w: &Tensor, b: &Tensor, mean: &Tensor, var: &Tensor, batch_stats: bool, eps: f64) -> Result<Tensor> {
-    if !fused(&[x, w, b]) {
-        return batch_norm_ops(x, w, b, mean, var, batch_stats, eps);
+    match batch_norm_kernel(x, w, b, mean, var, batch_stats, eps)? {
+        Some(op) => x.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, op),
+        None => batch_norm_ops(x, w, b, mean, var, batch_stats, eps),
     }
-    let (c, s) = (x.dims()[1], x.dims()[2..].iter().product());
-    let stats = |t: &Tensor| t.flatten_all()?.to_dtype(DType::F64)?.to_vec1::<f64>();
-    let (mean, var) = (stats(mean)?, stats(var)?);
-    let rstd = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
-    let op = BatchNorm { c, s, mean, rstd, batch_stats };
-    x.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, op)
 }
 
 /// Group norm over (N, C, ...): the C / G channels of each group of each sample are
