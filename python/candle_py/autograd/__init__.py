@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import functional, grad_mode
+from . import functional
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import (
     enable_grad,
@@ -14,4 +14,17 @@ from .grad_mode import (
     set_grad_enabled,
 )
 
-__all__ = grad_mode.__all__ + ["Function", "FunctionCtx", "once_differentiable", "functional"]
+# Written out (not computed) so that type checkers see the exports.
+__all__ = [
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "inference_mode",
+    "grad",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+    "Function",
+    "FunctionCtx",
+    "once_differentiable",
+    "functional",
+]
