@@ -240,3 +240,13 @@ def module_backward_hooks(lib: Any, t: dict[str, Any]) -> dict[str, Any]:
     (y * y).sum().backward()
     seen.update(x_grad=x.grad, w_grad=t["w"].grad)
     return seen
+
+
+@case(x=(2, 4, 3, 3), w=(4,), wb=(4,), w2=(3,))
+def dd_group_rms_norm(lib: Any, t: dict[str, Any]) -> dict[str, Any]:
+    F = lib.nn.functional
+
+    def f(x: Any, w: Any, b: Any, w2: Any) -> Any:
+        return F.rms_norm(F.group_norm(x, 2, w, b, 1e-5).tanh(), (3,), w2, 1e-6).pow(2)
+
+    return _double(lib, f, [t["x"]], [t["w"], t["wb"], t["w2"]])

@@ -440,3 +440,18 @@ pub(crate) fn point_loss(
         }
     }
 }
+
+/// RMS norm over rows of the last `d` elements, then scaled by `w` (`d` elements):
+/// `layers::norm::rms_norm`'s formula.
+pub fn rms_norm(x: &Value, d: usize, w: Option<&Value>, eps: f64) -> Result<Value> {
+    if x.data.elem_count() == 0 {
+        return Ok(x.clone());
+    }
+    let rows = reshape(x, &Shape::from((x.data.elem_count() / d, d)))?;
+    let ms = reduce_sum(&sqr(&rows)?, &[1], true, Some(1.0 / d as f64))?;
+    let mut y = mul(&rows, &recip(&sqrt(&affine(&ms, 1.0, eps)?)?)?)?;
+    if let Some(w) = w {
+        y = mul(&y, &reshape(&to_dtype(w, x.data.dtype())?, &Shape::from((1, d)))?)?;
+    }
+    reshape(&y, x.data.shape())
+}

@@ -124,11 +124,45 @@ fn _group_norm(
     let _ = &xt;
     let refs: Vec<&Value> = ins.iter().collect();
     let out = crate::bindings::errors::detach_op(py, OP, || {
-        via("native_group_norm", &refs, move |t| {
-            let w = has_w.then(|| &t[1]);
-            let b = has_b.then(|| &t[if has_w { 2 } else { 1 }]);
-            group_norm(&t[0], num_groups as usize, w, b, eps)
-        })
+        if !ops::records(&refs) {
+            return via("native_group_norm", &refs, move |t| {
+                let w = has_w.then(|| &t[1]);
+                let b = has_b.then(|| &t[if has_w { 2 } else { 1 }]);
+                group_norm(&t[0], num_groups as usize, w, b, eps)
+            });
+        }
+        // In the graph: the layer-norm node on rows of (N * G, C / G * spatial), then
+        // the per-channel scale and shift as arithmetic nodes.
+        let x = &ins[0];
+        let dims = x.data.dims().to_vec();
+        let mut y = if x.data.elem_count() == 0 {
+            x.clone()
+        } else {
+            let d = x.data.elem_count() / (dims[0] * num_groups as usize);
+            let x2 = ops::reshape(x, &Shape::from((x.data.elem_count() / d, d)))?;
+            let ones = Value::plain(candle_core::Tensor::ones(d, x.data.dtype(), x.data.device())?);
+            let zeros = Value::plain(candle_core::Tensor::zeros(d, x.data.dtype(), x.data.device())?);
+            let k =
+                crate::layers::norm::layer_norm_kernel(&x2.data, &ones.data, &zeros.data, d, eps).map(crate::autograd::custom::Op::three);
+            let ln = crate::autograd::custom::fused_or(
+                "NativeGroupNormBackward0",
+                k,
+                &[&x2, &ones, &zeros],
+                move |t| layer_norm(&t[0], &t[1], &t[2], d, eps),
+                Arc::new(move |t: &[Value]| crate::autograd::composed::layer_norm(&t[0], &t[1], &t[2], d, eps)),
+            )?;
+            ops::reshape(&ln, &Shape::from(dims.clone()))?
+        };
+        let mut shape = vec![1; dims.len()];
+        shape[1] = c;
+        let per_channel = |v: &Value| ops::reshape(&ops::to_dtype(v, x.data.dtype())?, &Shape::from(shape.clone()));
+        if has_w {
+            y = ops::mul(&y, &per_channel(&ins[1])?)?;
+        }
+        if has_b {
+            y = ops::add(&y, &per_channel(&ins[if has_w { 2 } else { 1 }])?)?;
+        }
+        Ok(y)
     })?;
     Ok(PyTensor::wrap_vdt(out, dt))
 }
@@ -163,8 +197,15 @@ fn _rms_norm(
     });
     let _ = &xt;
     let refs: Vec<&Value> = ins.iter().collect();
-    let out =
-        crate::bindings::errors::detach_op(py, OP, || via("rms_norm", &refs, move |t| rms_norm(&t[0], d, has_w.then(|| &t[1]), eps)))?;
+    let composed: crate::autograd::composed::Composed =
+        Arc::new(move |t: &[Value]| crate::autograd::composed::rms_norm(&t[0], d, has_w.then(|| &t[1]), eps));
+    let out = crate::bindings::errors::detach_op(py, OP, || {
+        // In the graph (float32/float64): the composed form's nodes are the backward.
+        if ops::records(&refs) && matches!(xt.dtype(), DType::F32 | DType::F64) {
+            return composed(&ins);
+        }
+        crate::autograd::recompute::via_with("rms_norm", &refs, move |t| rms_norm(&t[0], d, has_w.then(|| &t[1]), eps), Some(composed))
+    })?;
     Ok(PyTensor::wrap_vdt(out, dt))
 }
 
