@@ -57,7 +57,7 @@ pub fn run(roots: Vec<(Edge, Value)>, targets: &[Value], opts: &Options) -> Resu
             Target { key: node_key(&e.node), nr: e.nr, meta: if opts.accumulate && !leaf { v.meta.clone() } else { None } }
         })
         .collect();
-    let exec = if tgts.is_empty() { None } else { Some(needed(&nodes, &deps, &roots, &tgts, opts.accumulate)) };
+    let exec = if tgts.is_empty() { None } else { Some(needed(&nodes, &deps, &tgts, opts.accumulate)) };
 
     let mut buffers: HashMap<usize, Vec<Option<Value>>> = HashMap::new();
     for (e, g) in roots {
@@ -149,18 +149,11 @@ fn add_to(buf: &mut [Option<Value>], nr: usize, g: Value) -> Result<()> {
 
 /// Which nodes must run to reach the targets: a node runs if any child leads to a
 /// target (an accumulator that is itself a target runs when accumulating).
-fn needed(
-    nodes: &HashMap<usize, Arc<dyn Node>>,
-    deps: &HashMap<usize, usize>,
-    roots: &[(Edge, Value)],
-    tgts: &[Target],
-    accumulate: bool,
-) -> HashMap<usize, bool> {
+fn needed(nodes: &HashMap<usize, Arc<dyn Node>>, deps: &HashMap<usize, usize>, tgts: &[Target], accumulate: bool) -> HashMap<usize, bool> {
     // Topological order (parents before children), then children first.
     let mut d = deps.clone();
     let mut order = Vec::with_capacity(nodes.len());
     let mut queue: Vec<usize> = d.iter().filter(|(_, v)| **v == 0).map(|(k, _)| *k).collect();
-    let _ = roots;
     while let Some(k) = queue.pop() {
         order.push(k);
         for e in nodes[&k].base().next.iter().flatten() {

@@ -1,6 +1,6 @@
 //! Graph nodes: the `Node` trait, edges, saved tensors checked against their version
 //! counter, the accumulator at each leaf, and the closure node most ops use.
-use crate::autograd::value::{lock, Meta, Value, Version};
+use crate::autograd::value::{lock, Meta, Value};
 use candle_core::{Error, Result};
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -112,9 +112,6 @@ impl Saved {
             )));
         }
         Ok(self.value.clone())
-    }
-    pub fn version_counter(&self) -> &Version {
-        &self.value.version
     }
 }
 

@@ -131,7 +131,6 @@ impl PyNode {
     /// Hook on the gradients flowing into this node's outputs: `hook(grad_outputs)` may
     /// return replacement gradients (a tuple) or None.
     fn register_prehook(&self, py: Python<'_>, hook: Py<PyAny>) -> PyResult<PyHandle> {
-        let _ = py;
         let id = next_hook_id();
         let n = self.node.base().num_outputs;
         for nr in 0..n {

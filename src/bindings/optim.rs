@@ -72,8 +72,7 @@ fn run_all(lists: &[(&str, &[Bound<'_, PyTensor>])], each: impl Fn(usize, &[Tens
         }
     }
     // In-place updates: saved copies of these tensors are now stale.
-    for (k, (_, list)) in lists.iter().enumerate().filter(|(k, _)| *k != 1) {
-        let _ = k;
+    for (_, list) in lists.iter().enumerate().filter(|(k, _)| *k != 1).map(|(_, l)| l) {
         for t in list.iter() {
             t.get().read().bump_version();
         }

@@ -45,12 +45,6 @@ fn squeeze_dims(t: Tensor, dims: &[usize]) -> candle_core::Result<Tensor> {
     Ok(t)
 }
 
-/// Drop the size-1 `dims` of a keepdim result (one view).
-fn squeeze_v(v: &Value, dims: &[usize]) -> candle_core::Result<Value> {
-    let shape: Vec<usize> = v.data.dims().iter().enumerate().filter(|(i, _)| !dims.contains(i)).map(|(_, &d)| d).collect();
-    ops::reshape(v, &candle_core::Shape::from(shape))
-}
-
 /// Sum over `dims` (all when None); uses the parallel kernel where it applies.
 pub fn sum_dims(py: Python<'_>, t: &Value, dims: Option<&[usize]>, keepdim: bool) -> PyResult<Value> {
     let rank = t.data.rank();
@@ -129,7 +123,7 @@ impl PyTensor {
                     let i = if is_max { t.argmax_keepdim(d) } else { t.argmin_keepdim(d) }.and_then(|i| i.to_dtype(DType::I64)).op(name)?;
                     (val, i)
                 };
-                let (val, i) = if keepdim { (val, i) } else { (squeeze_v(&val, &[d]).op(name)?, i.squeeze(d).op(name)?) };
+                let (val, i) = if keepdim { (val, i) } else { (ops::squeeze(&val, d).op(name)?, i.squeeze(d).op(name)?) };
                 crate::bindings::formatting::minmax_result(py, PyTensor::wrap_vdt(val, dt), PyTensor::wrap_dt(i, DT::I64), is_max)
             }
         }

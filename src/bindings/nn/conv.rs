@@ -43,12 +43,9 @@ fn _conv(
     }
     let mut ins_v = vec![x.v(), w.v()];
     ins_v.extend(b.map(|b| b.v()));
-    let (mut x, mut w) = (x.t(), w.t());
-    let mut b = b.map(|b| b.t());
-    let home = match b.as_mut() {
-        Some(b) => super::on_cpu(op, &mut [&mut x, &mut w, b])?,
-        None => super::on_cpu(op, &mut [&mut x, &mut w])?,
-    };
+    let (x, w) = (&ins_v[0].data, &ins_v[1].data);
+    let b = ins_v.get(2).map(|b| &b.data);
+    let home = super::home_device(op, &[x, w].into_iter().chain(b).collect::<Vec<_>>())?;
     let nd = w.rank().saturating_sub(2);
     if !(1..=3).contains(&nd) {
         return Err(labelled_shape_err(op, format!("expected a weight of rank 3, 4 or 5, got shape {:?}", w.dims())));

@@ -134,7 +134,6 @@ fn _cross_entropy(
                 soft_target_loss(&logp, &a[1], w.as_ref(), class_dim, label_smoothing, reduction)
             })
         })?;
-        let _ = t;
         return Ok(PyTensor::wrap_vdt(y, dt));
     }
     let (spec, w_t) = index_spec(OP, &x, (rows, c), tg, weight, ignore_index, reduction, label_smoothing)?;

@@ -1,6 +1,6 @@
 //! Python entry points of the nn layer kernels (`_core._conv`, `_sdpa`, ...), called
 //! by `candle_py.nn.functional`.
-use crate::bindings::errors::{labelled_device_err, mixed_devices, OpResult};
+use crate::bindings::errors::{labelled_device_err, mixed_devices};
 use candle_core::{Device, Tensor};
 use pyo3::prelude::*;
 
@@ -23,19 +23,12 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// The CPU kernels (convolution, pooling) take tensors of any one device: those
-/// elsewhere are copied to the CPU for the kernel and the result is copied back
-/// with `to_device` (both differentiable, so gradients reach the device tensors).
-/// Correct, but it pays two transfers and CPU speed. Returns the tensors' device.
-pub(crate) fn on_cpu(label: &str, ts: &mut [&mut Tensor]) -> PyResult<Device> {
-    if let Some(m) = mixed_devices(ts.iter().map(|t| &**t)) {
+/// The CPU kernels (convolution) take tensors of any one device: the op copies those
+/// elsewhere to the CPU for the kernel and the result back (`autograd::ops::to_device`,
+/// differentiable both ways). This checks they share one device and returns it.
+pub(crate) fn home_device(label: &str, ts: &[&Tensor]) -> PyResult<Device> {
+    if let Some(m) = mixed_devices(ts.iter().copied()) {
         return Err(labelled_device_err(label, m));
     }
-    let home = ts.first().map_or(Device::Cpu, |t| t.device().clone());
-    if !home.is_cpu() {
-        for t in ts.iter_mut() {
-            **t = t.to_device(&Device::Cpu).op(label)?;
-        }
-    }
-    Ok(home)
+    Ok(ts.first().map_or(Device::Cpu, |t| t.device().clone()))
 }

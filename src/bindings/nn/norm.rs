@@ -81,7 +81,6 @@ fn _batch_norm(
             Arc::new(move |t: &[Value]| crate::autograd::composed::batch_norm(&t[0], &t[1], &t[2], &mc, &vc, batch_stats, eps)),
         )
     })?;
-    let _ = (&xt, &w, &b);
     Ok(PyTensor::wrap_vdt(out, dt))
 }
 
@@ -121,7 +120,6 @@ fn _group_norm(
             }
         }
     }
-    let _ = &xt;
     let refs: Vec<&Value> = ins.iter().collect();
     let out = crate::bindings::errors::detach_op(py, OP, || {
         if !ops::records(&refs) {
@@ -195,7 +193,6 @@ fn _rms_norm(
         DType::F32 => f64::from(f32::EPSILON),
         _ => f64::EPSILON,
     });
-    let _ = &xt;
     let refs: Vec<&Value> = ins.iter().collect();
     let composed: crate::autograd::composed::Composed =
         Arc::new(move |t: &[Value]| crate::autograd::composed::rms_norm(&t[0], d, has_w.then(|| &t[1]), eps));
