@@ -250,3 +250,72 @@ def dd_group_rms_norm(lib: Any, t: dict[str, Any]) -> dict[str, Any]:
         return F.rms_norm(F.group_norm(x, 2, w, b, 1e-5).tanh(), (3,), w2, 1e-6).pow(2)
 
     return _double(lib, f, [t["x"]], [t["w"], t["wb"], t["w2"]])
+
+
+@case(x=(3, 4), x2=(3, 4))
+def dd_indexing(lib: Any, t: dict[str, Any]) -> dict[str, Any]:
+    idx = lib.tensor([[0, 2, 1], [3, 3, 0], [1, 0, 2]])
+    dst = lib.tensor([[2, 0], [1, 1], [0, 2]])
+
+    def f(a: Any, b: Any) -> Any:
+        g = a.gather(1, idx) * b.gather(1, idx).exp()
+        s = (a * 0.5).scatter_add(0, dst, b[:, :2].sin()) + b.scatter(0, dst, a[:, 1:3] ** 2)
+        fl = a.flip(0, 1) * b.tanh()
+        rp = a.repeat(2, 1, 2)[:, :3, :5] * 0.3
+        cs = (a * b).cumsum(1) + a.cumsum(0).pow(2)
+        return g.sum(1) + s.sum(1)[:3] + fl.sum(1) + rp.sum((0, 2)) + cs.sum(1)
+
+    return _double(lib, f, [t["x"], t["x2"]], [])
+
+
+@case(x=(3, 4))
+def dd_prod(lib: Any, t: dict[str, Any]) -> dict[str, Any]:
+    zero_one = lib.tensor([[1.0, 1.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 0.0, 1.0]], dtype=lib.float64)
+
+    def f(a: Any) -> Any:
+        z = a * zero_one + (1.0 - zero_one) * 0.0
+        return z.prod(1) + a.prod(0).sum() + (a * 0.7).prod() + z.prod(dim=0, keepdim=True).sum()
+
+    return _double(lib, f, [t["x"]], [])
+
+
+@case(x=(3, 4))
+def dd_extrema(lib: Any, t: dict[str, Any]) -> dict[str, Any]:
+    def f(a: Any) -> Any:
+        tied = lib.cat([a, a[:, :1]], dim=1)  # ties with the first column
+        m = tied.max() * tied.min(dim=1).values.sum() + tied.amax(dim=1).pow(2).sum() + tied.amin(dim=0).sum()
+        return m * a.max(dim=0, keepdim=True).values.sum() + lib.maximum(a, a.flip(0)).sum() + lib.minimum(a, a * 0.5).pow(2).sum()
+
+    return _double(lib, f, [t["x"]], [])
+
+
+@case(x=(3, 5), x2=(3, 5))
+def dd_pointwise_more(lib: Any, t: dict[str, Any]) -> dict[str, Any]:
+    F = lib.nn.functional
+
+    def f(a: Any, b: Any) -> Any:
+        base = a.abs() + 0.5
+        return (
+            a.erf() * b
+            + (a * 3.1).frac() * b.sin()
+            + (a * 2).floor() * b
+            + a.abs() * b.exp()
+            + F.logsigmoid(a * b)
+            + base.pow(b) * 0.5
+            + lib.remainder(a * 4.0, b.abs() + 0.7)
+            + lib.floor_divide(a * 4.0, b.abs() + 0.7).detach() * a
+        )
+
+    return _double(lib, f, [t["x"], t["x2"]], [])
+
+
+@case(x=(4, 5), x2=(4, 5))
+def dd_soft_target_cross_entropy(lib: Any, t: dict[str, Any]) -> dict[str, Any]:
+    F = lib.nn.functional
+    w = lib.tensor([0.5, 1.0, 2.0, 1.5, 0.25], dtype=lib.float64)
+
+    def f(a: Any, b: Any) -> Any:
+        p = F.softmax(b, dim=1)
+        return F.cross_entropy(a, p, weight=w, label_smoothing=0.1) + F.cross_entropy(a * 0.5, p, reduction="none").sum()
+
+    return _double(lib, f, [t["x"], t["x2"]], [])

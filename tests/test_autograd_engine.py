@@ -266,3 +266,35 @@ def test_functional_jacobian_hessian_vjp_jvp() -> None:
     assert jv.tolist() == [2.0, 0.0]
     _, hv = AF.hvp(lambda t: (t**3).sum(), x, cp.tensor([1.0, 1.0], dtype=cp.float64))
     assert hv.tolist() == [6.0, 12.0]
+
+
+def test_new_formulas_name_their_nodes_as_torch() -> None:
+    x = cp.randn(3, 4, requires_grad=True)
+    i = cp.tensor([[0, 1], [2, 3], [1, 1]])
+    assert x.gather(1, i).grad_fn.name() == "GatherBackward0"
+    assert x.flip(0).grad_fn.name() == "FlipBackward0"
+    assert x.repeat(2, 1).grad_fn.name() == "RepeatBackward0"
+    assert x.cumsum(1).grad_fn.name() == "CumsumBackward0"
+    assert x.max(dim=1).values.grad_fn.name() == "MaxBackward0"
+    assert x.amax(dim=1).grad_fn.name() == "AmaxBackward0"
+    assert x.abs().grad_fn.name() == "AbsBackward0"
+    assert x.floor().grad_fn.name() == "FloorBackward0"
+    assert cp.maximum(x, x * 2).grad_fn.name() == "MaximumBackward0"
+    assert (x.abs() ** x).grad_fn.name() == "PowBackward1"
+
+
+def test_floor_divide_has_no_derivative_as_in_torch() -> None:
+    x = cp.randn(3, requires_grad=True)
+    y = cp.floor_divide(x, cp.tensor([2.0, 2.0, 2.0]))
+    with pytest.raises(RuntimeError, match="derivative for floor_divide is not implemented"):
+        y.sum().backward()
+
+
+def test_half_precision_losses_record_through_float32() -> None:
+    x = cp.randn(4, 5).to(cp.bfloat16).requires_grad_()
+    t = cp.randn(4, 5).to(cp.bfloat16)
+    loss = nn.functional.mse_loss(x, t)
+    loss.backward()
+    assert loss.dtype == cp.bfloat16 and x.grad.dtype == cp.bfloat16
+    want = (2.0 * (x.detach().float() - t.float()) / 20.0).numpy()
+    np.testing.assert_allclose(x.grad.float().numpy(), want, rtol=1e-2, atol=1e-3)

@@ -135,6 +135,40 @@ pub(crate) fn nll_rows(logp: &Value, s: &crate::layers::loss::Spec, weight: Opti
     }
 }
 
+/// Cross-entropy against class probabilities `target` from log-probabilities `logp`
+/// (same shape): `layers::loss::soft_target_loss`'s formula.
+pub(crate) fn soft_target(
+    logp: &Value,
+    target: &Value,
+    weight: Option<&Tensor>,
+    class_dim: usize,
+    smoothing: f64,
+    reduction: crate::layers::loss::Reduction,
+) -> Result<Value> {
+    use crate::layers::loss::Reduction;
+    let (c, dt) = (logp.data.dims()[class_dim], logp.data.dtype());
+    let mut tgt = to_dtype(target, dt)?;
+    if smoothing > 0.0 {
+        tgt = affine(&tgt, 1.0 - smoothing, smoothing / c as f64)?;
+    }
+    let mut per = mul(logp, &tgt)?;
+    if let Some(w) = weight {
+        let mut shape = vec![1; logp.data.rank()];
+        shape[class_dim] = c;
+        per = mul(&per, &Value::plain(w.to_dtype(dt)?.reshape(shape)?))?;
+    }
+    let loss = neg(&reduce_sum(&per, &[class_dim], false, None)?)?;
+    let all: Vec<usize> = (0..loss.data.rank()).collect();
+    match reduction {
+        Reduction::None => Ok(loss),
+        Reduction::Sum if all.is_empty() => Ok(loss),
+        Reduction::Sum => reduce_sum(&loss, &all, false, None),
+        // An empty batch gives 0 / 0 = NaN, as torch.
+        Reduction::Mean if all.is_empty() => Ok(loss),
+        Reduction::Mean => reduce_sum(&loss, &all, false, Some(1.0 / loss.data.elem_count() as f64)),
+    }
+}
+
 /// (N, C, d1, ...) -> (N * d1 * ..., C); (C,) -> (1, C): `layers::loss::class_rows`.
 pub fn class_rows(x: &Value) -> Result<Value> {
     match x.data.rank() {
@@ -266,17 +300,6 @@ pub fn max_last(x: &Value) -> Result<Value> {
     reshape(&picked, &Shape::from(x.data.dims()[..r - 1].to_vec()))
 }
 
-/// `maximum(a, b)` (or minimum) with PyTorch's gradient: all to the larger side, half
-/// to each on ties.
-pub fn extremum(a: &Value, b: &Value, max: bool) -> Result<Value> {
-    let s = a.data.shape().broadcast_shape_binary_op(b.data.shape(), "maximum")?;
-    let (a, b) = (broadcast_as(a, &s)?, broadcast_as(b, &s)?);
-    let first = if max { a.data.gt(&b.data)? } else { a.data.lt(&b.data)? };
-    let tie = a.data.eq(&b.data)?;
-    let mid = affine(&add(&a, &b)?, 0.5, 0.0)?;
-    where_cond(&first, &a, &where_cond(&tie, &mid, &b)?)
-}
-
 /// Each head of `x` (..., H, S, E) repeated `g` times in place: (..., H * g, S, E), as
 /// grouped-query attention shares one key/value head among `g` query heads.
 pub fn repeat_heads(x: &Value, g: usize) -> Result<Value> {
@@ -322,31 +345,6 @@ pub(crate) fn pool(x: &Value, axes: &[(usize, usize, usize, usize, usize)], max:
     let mut out = dims[..dims.len() - nd].to_vec();
     out.extend(axes.iter().map(|a| a.4));
     reshape(&y, &Shape::from(out))
-}
-
-/// Max (or min) over `dim` (all elements when None), keeping it as size 1 if asked;
-/// the gradient goes to the first extreme element, as the kernels.
-pub fn extreme_along(x: &Value, dim: Option<usize>, keepdim: bool, max: bool) -> Result<Value> {
-    let x = if max { x.clone() } else { neg(x)? };
-    let y = match dim {
-        None => max_last(&reshape(&x, &Shape::from(x.data.elem_count()))?)?,
-        Some(d) => {
-            let r = x.data.rank();
-            let mut order: Vec<usize> = (0..r).filter(|&i| i != d).collect();
-            order.push(d);
-            let m = max_last(&permute(&x, &order)?)?;
-            if keepdim {
-                unsqueeze(&m, d)?
-            } else {
-                m
-            }
-        }
-    };
-    if max {
-        Ok(y)
-    } else {
-        neg(&y)
-    }
 }
 
 /// Batch norm over dim 1 of (N, C, ...): with `batch_stats` the batch's own mean and

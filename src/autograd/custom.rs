@@ -7,7 +7,7 @@ use crate::autograd::mode::grad_enabled;
 use crate::autograd::node::{unpack, Edge, Node, NodeBase, Saved};
 use crate::autograd::ops::records;
 use crate::autograd::value::{lock, Meta, Value};
-use candle_core::{CustomOp1, CustomOp2, CustomOp3, Error, Result, Tensor};
+use candle_core::{CustomOp1, CustomOp2, CustomOp3, DType, Error, Result, Tensor};
 use std::any::Any;
 use std::sync::{Arc, Mutex};
 
@@ -53,29 +53,33 @@ impl Op {
     }
 }
 
-/// The fused node when a `kernel` applies (inputs made contiguous); else, for
-/// float32/float64, the composed form itself (its nodes are the backward); else the
-/// recompute node over `f` (half types keep their float32 computation there).
+/// The fused node when a `kernel` applies (inputs made contiguous); else, in the graph,
+/// the composed form itself (its nodes are the backward), half types computed in
+/// float32 and rounded back (PyTorch's opmath); outside the graph `f` on the data.
 /// `composed` serves `create_graph` in every case.
 pub fn fused_or(
     name: &'static str,
     kernel: Option<Op>,
     inputs: &[&Value],
-    f: impl Fn(&[Tensor]) -> Result<Tensor> + Send + Sync + 'static,
+    f: impl Fn(&[Tensor]) -> Result<Tensor>,
     composed: Composed,
 ) -> Result<Value> {
-    match kernel {
-        Some(op) => {
-            let cont = inputs.iter().map(|v| crate::autograd::ops::contiguous(v)).collect::<Result<Vec<_>>>()?;
-            let refs: Vec<&Value> = cont.iter().collect();
-            apply_with(name, op, &refs, Some(composed))
-        }
-        None if inputs.iter().all(|v| matches!(v.data.dtype(), candle_core::DType::F32 | candle_core::DType::F64)) && records(inputs) => {
-            let vals: Vec<Value> = inputs.iter().map(|v| (*v).clone()).collect();
-            composed(&vals)
-        }
-        None => crate::autograd::recompute::via_with(name, inputs, f, Some(composed)),
+    if let Some(op) = kernel {
+        let cont = inputs.iter().map(|v| crate::autograd::ops::contiguous(v)).collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&Value> = cont.iter().collect();
+        return apply_with(name, op, &refs, Some(composed));
     }
+    if !records(inputs) {
+        let ts: Vec<Tensor> = inputs.iter().map(|v| v.data.clone()).collect();
+        return Ok(Value::plain(f(&ts)?));
+    }
+    let half = |v: &Value| matches!(v.data.dtype(), DType::F16 | DType::BF16);
+    let wide = inputs
+        .iter()
+        .map(|v| if half(v) { crate::autograd::ops::to_dtype(v, DType::F32) } else { Ok((*v).clone()) })
+        .collect::<Result<Vec<_>>>()?;
+    let y = composed(&wide)?;
+    crate::autograd::ops::to_dtype(&y, inputs[0].data.dtype())
 }
 
 /// Apply `op` to `inputs` (as many as the op takes, contiguous where the kernel needs it).

@@ -6,7 +6,7 @@
 use crate::autograd::mode::with_grad_mode;
 use crate::autograd::node::{accumulate_into, node_key, AccumulateGrad, Edge, Node};
 use crate::autograd::value::{lock, Value};
-use candle_core::Result;
+use candle_core::{Result, Tensor};
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
@@ -183,4 +183,12 @@ pub fn is_engine_msg(msg: &str) -> bool {
     msg.starts_with("Trying to backward through the graph a second time")
         || msg.starts_with("one of the variables needed for gradient computation")
         || msg.starts_with("create_graph=True:")
+        || msg.starts_with("derivative for ")
+}
+
+/// `autograd.grad` for Rust callers: the gradients of `y` (upstream gradient `g`) with
+/// respect to `xs`, `None` where `y` does not depend on one.
+pub fn grad(y: &Value, g: Tensor, xs: &[Value]) -> Result<Vec<Option<Value>>> {
+    let Some(e) = y.edge() else { return Ok(vec![None; xs.len()]) };
+    run(vec![(e, Value::plain(g))], xs, &Options { retain_graph: false, create_graph: false, accumulate: false })
 }

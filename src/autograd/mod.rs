@@ -15,15 +15,18 @@
 //! - `engine`: the backward pass
 //! - `ops`: differentiable ops with their backward formulas
 //! - `custom`: nodes for our fused kernels (a Candle `CustomOp`'s own `bwd`)
-//! - `recompute`: the generic node for compositions not yet given a formula: it
-//!   re-runs the forward through Candle's backprop on copies of its inputs
+//! - `pointwise`: formulas of the other elementwise ops (abs, rounding, powers, ...)
+//! - `indexing`: gathers, scatters, flips, repeats, scans and selecting reductions
+//! - `composed`: differentiable forms of the fused ops, for `create_graph` and for
+//!   the dtypes and devices their kernels do not cover
 pub mod composed;
 pub mod custom;
 pub mod engine;
+pub mod indexing;
 pub mod mode;
 pub mod node;
 pub mod ops;
-pub mod recompute;
+pub mod pointwise;
 pub mod value;
 
 pub use mode::{grad_enabled, set_grad_enabled};

@@ -117,7 +117,7 @@ impl Saved {
 
 /// The saved tensors of a one-output node, checked against in-place changes; the
 /// node's incoming gradient; or None when no gradient reached the node (then every
-/// input gets None). Shared by the closure, fused and recompute nodes.
+/// input gets None). Shared by the closure and fused nodes.
 pub fn unpack(saved: &Mutex<Option<Vec<Saved>>>, name: &str, grads: Vec<Option<Value>>) -> Result<Option<(Vec<Value>, Value)>> {
     let Some(g) = grads.into_iter().next().flatten() else { return Ok(None) };
     let s = lock(saved);

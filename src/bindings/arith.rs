@@ -10,7 +10,6 @@ use crate::dtype::{Category, DT};
 use crate::ops::binary::{direct_affine, direct_binary, int_floordiv, pow_int, pow_tensor, wrap_int, Bin};
 use candle_core::{DType, Tensor};
 use pyo3::prelude::*;
-use std::sync::Arc;
 
 /// A tensor-or-scalar operand.
 pub enum Operand {
@@ -186,19 +185,28 @@ fn binary_tracked(av: Value, adt: DT, b: Operand, op: Bin, reflected: bool) -> P
             ops::record_binary(k, &l, &r, raw)
         }
         None => {
-            // Powers, floor division, remainder, maximum, minimum: through the generic node for now.
-            let f: crate::autograd::recompute::Forward = Arc::new(move |ts: &[Tensor]| {
-                let s = ts[0].shape().broadcast_shape_binary_op(ts[1].shape(), "broadcast")?;
-                float_arith(&ts[0].broadcast_as(&s)?, &ts[1].broadcast_as(&s)?, op)
-            });
-            let composed: Option<crate::autograd::composed::Composed> = match op {
-                Bin::Max | Bin::Min => Some(Arc::new(move |v: &[Value]| crate::autograd::composed::extremum(&v[0], &v[1], op == Bin::Max))),
-                _ => None,
+            // Powers, floor division, remainder, maximum, minimum: PyTorch's formulas.
+            use crate::autograd::pointwise::{binary, Binary};
+            let kind = match op {
+                Bin::Pow => Binary::Pow,
+                Bin::Rem => Binary::Remainder,
+                Bin::FloorDiv => Binary::FloorDivide,
+                Bin::Max => Binary::Maximum,
+                Bin::Min => Binary::Minimum,
+                _ => return Err(type_err(name, "not an arithmetic op")),
             };
-            detach_if(lt.elem_count(), || crate::autograd::recompute::apply(name, &[&l, &r], f, composed)).op(name)?
+            let raw = detach_if(lt.elem_count(), || float_arith(&lt, &rt, op)).op(name)?;
+            binary(kind, &l, &r, raw, pow_values).op(name)?
         }
     };
     Ok(PyTensor::wrap_v(out, false))
+}
+
+/// `a ** b` for two float values of one dtype, in the graph (the power's own formulas use it).
+fn pow_values(a: &Value, b: &Value) -> candle_core::Result<Value> {
+    let s = a.data.shape().broadcast_shape_binary_op(b.data.shape(), "pow")?;
+    let raw = float_arith(&a.data.broadcast_as(&s)?, &b.data.broadcast_as(&s)?, Bin::Pow)?;
+    crate::autograd::pointwise::binary(crate::autograd::pointwise::Binary::Pow, a, b, raw, pow_values)
 }
 
 /// `binary` outside autograd.
@@ -617,7 +625,7 @@ impl PyTensor {
         if matches!(self.dt(), DT::Bool | DT::U8 | DT::U32) {
             return Ok(PyTensor::wrap(v.data, self.is_bool));
         }
-        Ok(PyTensor::wrap_v(crate::autograd::recompute::via("abs", &[&v], |t| t[0].abs()).op("abs")?, false))
+        Ok(PyTensor::wrap_v(crate::autograd::pointwise::abs(&v).op("abs")?, false))
     }
 
     fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {

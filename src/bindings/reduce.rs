@@ -1,7 +1,6 @@
 //! Reductions (`sum`, `mean`, `max`, `var`, `norm`, `prod`, ...) with `dim` and
 //! `keepdim`, and softmax / log-softmax.
-use crate::autograd::composed;
-use crate::autograd::recompute::{via, via_with};
+use crate::autograd::indexing;
 use crate::autograd::{ops, Value};
 use crate::bindings::args::{cast, cast_v, norm_dim};
 use crate::bindings::arith::binop_strict;
@@ -78,15 +77,16 @@ impl PyTensor {
                         "Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.",
                     ));
                 }
-                let out = via_with(
-                    name,
-                    &[&v],
-                    move |x| {
-                        let flat = x[0].flatten_all()?;
-                        if is_max { flat.max_keepdim(0) } else { flat.min_keepdim(0) }?.squeeze(0)
-                    },
-                    Some(std::sync::Arc::new(move |x: &[Value]| composed::extreme_along(&x[0], None, false, is_max))),
-                )
+                let out = (|| {
+                    let flat = t.flatten_all()?;
+                    let o = if is_max { flat.max_keepdim(0) } else { flat.min_keepdim(0) }?.squeeze(0)?;
+                    if !ops::records(&[&v]) {
+                        return Ok(Value::plain(o));
+                    }
+                    let kept = candle_core::Shape::from(vec![1usize; t.rank()]);
+                    let all: Vec<usize> = (0..t.rank()).collect();
+                    indexing::extreme_even(&v, o, &kept, &all, if is_max { "MaxBackward1" } else { "MinBackward1" })
+                })()
                 .op(name)?;
                 Ok(Py::new(py, PyTensor::wrap_vdt(out, dt))?.into_bound(py).into_any())
             }
@@ -105,25 +105,24 @@ impl PyTensor {
                 if t.dims()[d] == 0 {
                     return Err(value_err(name, format!("cannot compute {name} over an empty dimension {d} of shape {:?}", t.dims())));
                 }
-                let (val, i) = if t.elem_count() == 0 {
-                    let mut shape = t.dims().to_vec();
+                let mut shape = t.dims().to_vec();
+                if keepdim {
                     shape[d] = 1;
+                } else {
+                    shape.remove(d);
+                }
+                let (val, i) = if t.elem_count() == 0 {
                     (
                         Value::plain(Tensor::zeros(shape.clone(), t.dtype(), t.device()).op(name)?),
                         Tensor::zeros(shape, DType::I64, t.device()).op(name)?,
                     )
                 } else {
-                    let val = via_with(
-                        name,
-                        &[&v],
-                        move |x| if is_max { x[0].max_keepdim(d) } else { x[0].min_keepdim(d) },
-                        Some(std::sync::Arc::new(move |x: &[Value]| composed::extreme_along(&x[0], Some(d), true, is_max))),
-                    )
-                    .op(name)?;
-                    let i = if is_max { t.argmax_keepdim(d) } else { t.argmin_keepdim(d) }.and_then(|i| i.to_dtype(DType::I64)).op(name)?;
-                    (val, i)
+                    let i = if is_max { t.argmax_keepdim(d) } else { t.argmin_keepdim(d) }.op(name)?;
+                    let raw =
+                        if is_max { t.max_keepdim(d) } else { t.min_keepdim(d) }.and_then(|r| r.reshape(shape.as_slice())).op(name)?;
+                    let val = indexing::select_along(&v, raw, &i, d, if is_max { "MaxBackward0" } else { "MinBackward0" }).op(name)?;
+                    (val, i.to_dtype(DType::I64).and_then(|i| i.reshape(shape.as_slice())).op(name)?)
                 };
-                let (val, i) = if keepdim { (val, i) } else { (ops::squeeze(&val, d).op(name)?, i.squeeze(d).op(name)?) };
                 crate::bindings::formatting::minmax_result(py, PyTensor::wrap_vdt(val, dt), PyTensor::wrap_dt(i, DT::I64), is_max)
             }
         }
@@ -290,7 +289,7 @@ impl PyTensor {
         // Candle's cumsum is a matmul: exact for floats, so integers go through f64.
         let cdt = if dt.is_float() { dt } else { DT::F64 };
         let x = cast_v(&t, src, cdt)?;
-        let out = crate::bindings::errors::detach_op(py, "cumsum", || via("cumsum", &[&x], move |x| x[0].cumsum(d)))?;
+        let out = crate::bindings::errors::detach_op(py, "cumsum", || indexing::cumsum(&x, d))?;
         if cdt != dt {
             let r = out.data.round().op("cumsum")?;
             return Ok(PyTensor::wrap_dt(cast(&r, cdt, dt)?, dt));
@@ -320,14 +319,9 @@ impl PyTensor {
         let rank = t.data.rank();
         let out = match dim {
             None => crate::bindings::errors::detach_op(py, "prod", || {
-                via("prod", &[&t], move |x| {
-                    let p = crate::ops::reduce::prod_keepdim(&x[0].flatten_all()?, 0)?;
-                    if keepdim {
-                        p.reshape(vec![1usize; rank])
-                    } else {
-                        p.squeeze(0)
-                    }
-                })
+                let flat = ops::reshape(&t, &candle_core::Shape::from(t.data.elem_count()))?;
+                let shape = candle_core::Shape::from(if keepdim { vec![1usize; rank] } else { vec![] });
+                indexing::prod(&flat, 0, &shape, "ProdBackward0")
             })?,
             Some(d) => {
                 if rank == 0 {
@@ -335,15 +329,14 @@ impl PyTensor {
                     t.clone()
                 } else {
                     let d = norm_dim(d, rank, "prod")?;
+                    let mut shape = t.data.dims().to_vec();
+                    if keepdim {
+                        shape[d] = 1;
+                    } else {
+                        shape.remove(d);
+                    }
                     crate::bindings::errors::detach_op(py, "prod", || {
-                        via("prod", &[&t], move |x| {
-                            let p = crate::ops::reduce::prod_keepdim(&x[0], d)?;
-                            if keepdim {
-                                Ok(p)
-                            } else {
-                                p.squeeze(d)
-                            }
-                        })
+                        indexing::prod(&t, d, &candle_core::Shape::from(shape), "ProdBackward1")
                     })?
                 }
             }
@@ -367,7 +360,7 @@ impl PyTensor {
         let out = if p == 2.0 {
             ops::sqrt(&sum_dims(py, &ops::sqr(&t).op("norm")?, dims.as_deref(), keepdim)?).op("norm")?
         } else {
-            let a = via("abs", &[&t], |x| x[0].abs()).op("norm")?;
+            let a = crate::autograd::pointwise::abs(&t).op("norm")?;
             if p == 1.0 {
                 sum_dims(py, &a, dims.as_deref(), keepdim)?
             } else {
@@ -387,17 +380,13 @@ impl PyTensor {
         if t.elem_count() != 0 && self.dt().is_float() && v.requires_grad() {
             let ds = dims.clone();
             let out = crate::bindings::errors::detach_op(py, name, || {
-                via(name, &[&v], move |x| {
-                    let mut o = x[0].clone();
-                    for &d in ds.iter() {
-                        o = if is_max { o.max_keepdim(d) } else { o.min_keepdim(d) }?;
-                    }
-                    if keepdim {
-                        Ok(o)
-                    } else {
-                        squeeze_dims(o, &ds)
-                    }
-                })
+                let mut o = t.clone();
+                for &d in ds.iter() {
+                    o = if is_max { o.max_keepdim(d) } else { o.min_keepdim(d) }?;
+                }
+                let kept = o.shape().clone();
+                let o = if keepdim { o } else { squeeze_dims(o, &ds)? };
+                indexing::extreme_even(&v, o, &kept, &ds, if is_max { "AmaxBackward0" } else { "AminBackward0" })
             })?;
             return Ok(PyTensor::wrap_v(out, false));
         }
@@ -455,7 +444,9 @@ pub fn softmax_impl(py: Python<'_>, a: &PyTensor, dim: i64, dtype: Option<&Bound
     }
     let t = cast_v(&a.v(), src, dt)?;
     if t.data.rank() == 0 {
-        let out = via(name, &[&t], move |x| if log { x[0].zeros_like() } else { x[0].ones_like() }).op(name)?;
+        let one = if log { t.data.zeros_like() } else { t.data.ones_like() }.op(name)?;
+        let out =
+            crate::autograd::pointwise::constant_pieces(&t, one, if log { "LogSoftmaxBackward0" } else { "SoftmaxBackward0" }).op(name)?;
         return Ok(PyTensor::wrap_vdt(out, dt));
     }
     let d = norm_dim(dim, t.data.rank(), name)?;

@@ -1,6 +1,5 @@
 //! Selection along a dim: `index_select`, `gather`, `scatter`, `scatter_add`, with
 //! PyTorch's bounds checks and negative indices.
-use crate::autograd::recompute::via;
 use crate::autograd::{ops, Value};
 use crate::bindings::args::{cast_v, norm_dim};
 use crate::bindings::errors::{dtype_err, index_err, shape_err, type_err, value_err, OpResult};
@@ -163,7 +162,12 @@ impl PyTensor {
             }
         }
         let u = checked_index(&idx, t.dims()[d], "gather")?.contiguous().op("gather")?;
-        let out = crate::bindings::errors::detach_op(py, "gather", || via("gather", &[&src], move |x| x[0].contiguous()?.gather(&u, d)))?;
+        let out = crate::bindings::errors::detach_op(py, "gather", || {
+            let iv: Vec<u32> = u.flatten_all()?.to_vec1()?;
+            let offs = crate::ops::gather::scatter_offsets(&iv, u.dims(), src.data.dims(), d);
+            let offs = Tensor::from_vec(offs, iv.len(), src.data.device())?;
+            crate::autograd::indexing::gather(&src, &u, d, offs)
+        })?;
         Ok(wrap_like(self, out))
     }
 
@@ -249,14 +253,14 @@ impl PyTensor {
         // scatter, whose backward sends the gradient to the overwritten places of self
         // and fails for an index smaller than self (PyTorch allows both).
         let dims = t.dims().to_vec();
-        let name = if add { "scatter_add" } else { "scatter" };
-        let f = move |ts: &[Tensor]| -> candle_core::Result<Tensor> {
-            let dev = ts[0].device();
-            let flat = ts[0].contiguous()?.flatten_all()?;
-            let src_flat = ts[1].contiguous()?.flatten_all()?;
+        let out = crate::bindings::errors::detach_op(py, "scatter", || {
+            let dev = t.device();
+            let flat = t.contiguous()?.flatten_all()?;
+            let src_flat = s.data.contiguous()?.flatten_all()?;
+            let o = Tensor::from_vec(offs.clone(), iv.len(), dev)?;
             if add {
-                let o = Tensor::from_vec(offs.clone(), iv.len(), dev)?;
-                return flat.index_add(&o, &src_flat, 0)?.reshape(dims.as_slice());
+                let out = flat.index_add(&o, &src_flat, 0)?.reshape(dims.as_slice())?;
+                return crate::autograd::indexing::scatter(&v, &s, out, o, None);
             }
             // The last write to a place wins, as in a sequential loop.
             let n = flat.elem_count();
@@ -275,9 +279,10 @@ impl PyTensor {
             let m = kept_off.len();
             let sel = src_flat.index_select(&Tensor::from_vec(kept_pos, m, dev)?, 0)?;
             let written = flat.zeros_like()?.index_add(&Tensor::from_vec(kept_off, m, dev)?, &sel, 0)?;
-            Tensor::from_vec(mask, n, dev)?.where_cond(&written, &flat)?.reshape(dims.as_slice())
-        };
-        let out = crate::bindings::errors::detach_op(py, "scatter", || via(name, &[&v, &s], f))?;
+            let mask = Tensor::from_vec(mask, n, dev)?;
+            let out = mask.where_cond(&written, &flat)?.reshape(dims.as_slice())?;
+            crate::autograd::indexing::scatter(&v, &s, out, o, Some(mask))
+        })?;
         Ok(wrap_like(self, out))
     }
 

@@ -1,6 +1,5 @@
 //! Views and re-arrangements: reshape, transpose, permute, squeeze, expand,
 //! narrow, split, flip, repeat, tril/triu (selection by index is `select.rs`).
-use crate::autograd::recompute::via;
 use crate::autograd::{ops, Value};
 use crate::bindings::args::norm_dim;
 use crate::bindings::creation::shape_args;
@@ -311,7 +310,7 @@ impl PyTensor {
         let t = v.data.clone();
         let req = shape_args(dims, "flip")?;
         let d: Vec<usize> = req.iter().map(|&x| norm_dim(x, t.rank(), "flip")).collect::<PyResult<_>>()?;
-        Ok(wrap_like(self, via("flip", &[&v], move |x| x[0].flip(&d)).op("flip")?))
+        Ok(wrap_like(self, crate::autograd::indexing::flip(&v, &d).op("flip")?))
     }
     #[pyo3(signature = (*sizes))]
     fn repeat(&self, sizes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
@@ -339,7 +338,7 @@ impl PyTensor {
             Some(n) => crate::bindings::args::check_alloc(n, x.dtype().size_in_bytes(), "repeat")?,
             None => return Err(value_err("repeat", format!("result shape {out_dims:?} is too large"))),
         }
-        Ok(wrap_like(self, via("repeat", &[&xv], move |x| x[0].repeat(reps.clone())).op("repeat")?))
+        Ok(wrap_like(self, crate::autograd::indexing::repeat(&xv, &reps).op("repeat")?))
     }
     #[pyo3(signature = (diagonal=0))]
     fn tril(&self, diagonal: i64) -> PyResult<PyTensor> {

@@ -1,6 +1,5 @@
 //! Unary methods (`exp`, `floor`, `clamp`, ...) and `where`: integer inputs
 //! compute in float32 where PyTorch does.
-use crate::autograd::recompute::via;
 use crate::autograd::{composed, custom, ops, Value};
 use crate::bindings::args::cast;
 use crate::bindings::arith::Operand;
@@ -55,13 +54,13 @@ unary_float! {
     tan => |t| ops::div(&ops::sin(t)?, &ops::cos(t)?),
     tanh => ops::tanh,
     sigmoid => ops::sigmoid,
-    erf => |t| via("erf", &[t], |x| x[0].erf()),
+    erf => ops::erf,
     reciprocal => ops::recip,
-    frac => |t| via("frac", &[t], |x| x[0].sub(&x[0].sign()?.mul(&x[0].abs()?.floor()?)?)),
+    frac => |t| crate::autograd::pointwise::frac(t, crate::ops::unary::trunc(&t.data).and_then(|w| t.data.sub(&w))?),
 }
 
 macro_rules! unary_round {
-    ($($name:ident => $f:expr),* $(,)?) => {
+    ($($name:ident, $node:literal => $f:expr),* $(,)?) => {
         #[pymethods]
         impl PyTensor {
             $(
@@ -72,7 +71,8 @@ macro_rules! unary_round {
                     return Ok(PyTensor::wrap_dt(v.data.copy().op(stringify!($name))?, dt));
                 }
                 let f: fn(&Tensor) -> candle_core::Result<Tensor> = $f;
-                Ok(PyTensor::wrap_vdt(via(stringify!($name), &[&v], move |x| f(&x[0])).op(stringify!($name))?, dt))
+                let out = f(&v.data).and_then(|o| crate::autograd::pointwise::constant_pieces(&v, o, $node)).op(stringify!($name))?;
+                Ok(PyTensor::wrap_vdt(out, dt))
             }
             )*
         }
@@ -80,10 +80,10 @@ macro_rules! unary_round {
 }
 
 unary_round! {
-    floor => |t| t.floor(),
-    ceil => |t| t.ceil(),
-    round => round_half_even,
-    trunc => crate::ops::unary::trunc,
+    floor, "FloorBackward0" => |t| t.floor(),
+    ceil, "CeilBackward0" => |t| t.ceil(),
+    round, "RoundBackward0" => round_half_even,
+    trunc, "TruncBackward0" => crate::ops::unary::trunc,
 }
 
 #[pymethods]
@@ -256,14 +256,14 @@ fn where_fn(condition: &Bound<'_, PyTensor>, input: &Bound<'_, PyAny>, other: &B
 /// Non-float inputs are refused, as PyTorch's kernels refuse them; the GIL is
 /// released for large inputs. The math and the gradient are the `ops` function's.
 macro_rules! functional_unary {
-    ($($(#[doc = $doc:literal])* $name:ident => $f:path, layer $layer:ident;)*) => {
+    ($($(#[doc = $doc:literal])* $name:ident => $f:path, grad $grad:path, layer $layer:ident;)*) => {
         $(
             $(#[doc = $doc])*
             #[pyfunction]
             fn $name(input: &PyTensor) -> PyResult<PyTensor> {
                 let (v, dt) = input.v_dt();
                 crate::bindings::errors::require_float(stringify!($name), dt)?;
-                let out = detach_if(v.data.elem_count(), || via(stringify!($name), &[&v], |x| $f(&x[0]))).op(stringify!($name))?;
+                let out = detach_if(v.data.elem_count(), || $f(&v.data)).and_then(|o| $grad(&v, o)).op(stringify!($name))?;
                 Ok(PyTensor::wrap_vdt(out, dt))
             }
         )*
@@ -277,7 +277,7 @@ macro_rules! functional_unary {
 functional_unary! {
     /// `log(sigmoid(input))`, elementwise, computed without overflow as
     /// `min(input, 0) - log1p(exp(-|input|))`; float inputs only, as in PyTorch.
-    logsigmoid => crate::ops::unary::logsigmoid, layer LogSigmoid;
+    logsigmoid => crate::ops::unary::logsigmoid, grad crate::autograd::pointwise::logsigmoid, layer LogSigmoid;
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

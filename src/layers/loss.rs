@@ -241,9 +241,10 @@ pub(crate) fn soft_target_loss(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_core::{Device, Var};
+    use crate::autograd::Value;
+    use candle_core::Device;
 
-    /// The fused op and the tensor-op form (`nll_rows` over `softmax(.., log)`) give one
+    /// The fused op and the composed form (`nll_rows` over `log_softmax`) give one
     /// loss and one gradient, for every reduction, weights, ignored rows and smoothing.
     #[test]
     fn tensor_op_form_matches_fused_op() -> Result<()> {
@@ -256,18 +257,18 @@ mod tests {
                 let spec = Arc::new(Spec { n, c, target: target.clone(), weight: weight.then(|| w.to_vec()), reduction, smoothing });
                 let wt = Tensor::new(&w, &Device::Cpu)?;
                 let run = |fused: bool| -> Result<(Vec<f64>, Vec<f64>)> {
-                    let x = Var::from_vec(xs.clone(), (n, c), &Device::Cpu)?;
+                    let x = Value::leaf(Tensor::from_vec(xs.clone(), (n, c), &Device::Cpu)?);
                     let y = if fused {
-                        x.as_tensor().apply_op1(CrossEntropy(spec.clone()))?
+                        crate::autograd::custom::apply("NllLoss", crate::autograd::custom::Op::one(CrossEntropy(spec.clone())), &[&x])?
                     } else {
-                        let logp = crate::ops::softmax::softmax(x.as_tensor(), 1, true)?;
-                        nll_rows(&logp, &spec, weight.then_some(&wt), &[n])?
+                        let logp = crate::autograd::ops::softmax(&x, 1, true)?;
+                        crate::autograd::composed::nll_rows(&logp, &spec, weight.then_some(&wt), &[n])?
                     };
                     // Distinct upstream gradients per row for "none".
-                    let g = Tensor::arange(1.0, y.elem_count() as f64 + 1.0, &Device::Cpu)?.reshape(y.shape())?;
-                    let grads = y.mul(&g)?.sum_all()?.backward()?;
-                    let dx = grads.get(x.as_tensor()).expect("x takes part").flatten_all()?.to_vec1()?;
-                    Ok((y.flatten_all()?.to_vec1()?, dx))
+                    let g = Tensor::arange(1.0, y.data.elem_count() as f64 + 1.0, &Device::Cpu)?.reshape(y.data.shape())?;
+                    let dx = crate::autograd::engine::grad(&y, g, std::slice::from_ref(&x))?;
+                    let dx = dx[0].as_ref().expect("x takes part").data.flatten_all()?.to_vec1()?;
+                    Ok((y.data.flatten_all()?.to_vec1()?, dx))
                 };
                 let (a, b) = (run(true)?, run(false)?);
                 for (u, v) in a.0.iter().zip(&b.0).chain(a.1.iter().zip(&b.1)) {

@@ -261,18 +261,23 @@ impl CustomOp1 for ProdDim {
         };
         Ok((st, Shape::from(out_dims)))
     }
-    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad_res: &Tensor) -> Result<Option<Tensor>> {
-        let others = arg.detach().contiguous()?.apply_op1_no_bwd(&ProdDim { dim: self.dim, exclusive: true })?;
-        Ok(Some(others.broadcast_mul(grad_res)?))
-    }
 }
 
-/// Product over `dim`, keeping it as a size-1 dim; differentiable for floats.
-/// Runs on the CPU (other devices copy there and back).
+/// Product over `dim`, keeping it as a size-1 dim (the autograd formula is
+/// `autograd::indexing::prod_keepdim`'s). Runs on the CPU (other devices copy there and back).
 pub fn prod_keepdim(t: &Tensor, dim: usize) -> Result<Tensor> {
+    prod_on_cpu(t, ProdDim { dim, exclusive: false })
+}
+
+/// For each element, the product of the others along `dim` (same shape as `t`).
+pub fn prod_others(t: &Tensor, dim: usize) -> Result<Tensor> {
+    prod_on_cpu(t, ProdDim { dim, exclusive: true })
+}
+
+fn prod_on_cpu(t: &Tensor, op: ProdDim) -> Result<Tensor> {
     let dev = t.device().clone();
     let x = if dev.is_cpu() { t.contiguous()? } else { t.to_device(&candle_core::Device::Cpu)?.contiguous()? };
-    let out = x.apply_op1(ProdDim { dim, exclusive: false })?;
+    let out = x.apply_op1_no_bwd(&op)?;
     if dev.is_cpu() {
         Ok(out)
     } else {

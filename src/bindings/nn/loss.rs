@@ -1,7 +1,6 @@
 //! Python entry points of `layers::loss`: `F.cross_entropy` and `F.nll_loss` call
 //! these and nothing else. Argument checks and errors are here; the math is the
 //! fused one-pass op for CPU logits and `layers::loss`'s tensor-op form elsewhere.
-use crate::autograd::recompute::{via, via_with};
 use crate::autograd::{composed, custom, ops, Value};
 use crate::bindings::errors::{detach_op, dtype_err, index_err, shape_err, shape_str, type_err, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
@@ -128,11 +127,21 @@ fn _cross_entropy(
         let class_dim = usize::from(x.rank() > 1);
         let tv = tg.v();
         let w = weight.map(|w| w.0);
+        let wc = w.clone();
+        let composed: composed::Composed = Arc::new(move |a: &[Value]| {
+            composed::soft_target(&ops::softmax(&a[0], class_dim, true)?, &a[1], wc.as_ref(), class_dim, label_smoothing, reduction)
+        });
         let y = detach_op(py, OP, || {
-            via("cross_entropy_loss", &[&xv, &tv], move |a| {
-                let logp = crate::ops::softmax::softmax(&a[0], class_dim, true)?;
-                soft_target_loss(&logp, &a[1], w.as_ref(), class_dim, label_smoothing, reduction)
-            })
+            custom::fused_or(
+                "SoftTargetCrossEntropyBackward0",
+                None,
+                &[&xv, &tv],
+                move |a| {
+                    let logp = crate::ops::softmax::softmax(&a[0], class_dim, true)?;
+                    soft_target_loss(&logp, &a[1], w.as_ref(), class_dim, label_smoothing, reduction)
+                },
+                composed,
+            )
         })?;
         return Ok(PyTensor::wrap_vdt(y, dt));
     }
@@ -160,14 +169,15 @@ fn _cross_entropy(
             return if reduction == Reduction::None { ops::reshape(&y, &candle_core::Shape::from(out.clone())) } else { Ok(y) };
         }
         // Off the CPU: log_softmax and the gather-based loss, as device ops.
-        via_with(
-            "nll_loss",
+        custom::fused_or(
+            "NllLossBackward0",
+            None,
             &[&xv],
             move |a| {
                 let logp = crate::ops::softmax::softmax(&class_rows(&a[0])?, 1, true)?;
                 nll_rows(&logp, &spec, w_t.as_ref(), &out)
             },
-            Some(composed),
+            composed,
         )
     })?;
     Ok(PyTensor::wrap_vdt(y, dt))
@@ -201,7 +211,13 @@ fn _nll_loss(
         Arc::new(move |a: &[Value]| composed::nll_rows(&composed::class_rows(&a[0])?, &spec, w_t.as_ref(), &out))
     };
     let y = detach_op(py, OP, || {
-        via_with("nll_loss", &[&xv], move |a| class_rows(&a[0]).and_then(|x2| nll_rows(&x2, &spec, w_t.as_ref(), &out)), Some(composed))
+        custom::fused_or(
+            "NllLossBackward0",
+            None,
+            &[&xv],
+            move |a| class_rows(&a[0]).and_then(|x2| nll_rows(&x2, &spec, w_t.as_ref(), &out)),
+            composed,
+        )
     })?;
     Ok(PyTensor::wrap_vdt(y, dt))
 }
@@ -257,11 +273,14 @@ fn _point_loss(
     let composed: composed::Composed =
         Arc::new(move |a: &[Value]| composed::point_loss(kind, &a[0], &a[1], wc.as_ref(), pwc.as_ref(), reduce));
     let y = detach_op(py, op, || {
-        // In the graph (float32/float64): the composed form's nodes are the backward.
-        if ops::records(&[&xv, &tv]) && matches!(x.dtype(), DType::F32 | DType::F64) {
-            return composed(&[xv.clone(), tv.clone()]);
-        }
-        via_with(op, &[&xv, &tv], move |a| point_loss(kind, &a[0], &a[1], w.as_ref(), pw.as_ref(), reduce), Some(composed))
+        // In the graph, the composed form's nodes are the backward.
+        custom::fused_or(
+            "PointLossBackward0",
+            None,
+            &[&xv, &tv],
+            move |a| point_loss(kind, &a[0], &a[1], w.as_ref(), pw.as_ref(), reduce),
+            composed,
+        )
     })?;
     Ok(PyTensor::wrap_vdt(y, dt))
 }

@@ -1,5 +1,4 @@
 //! Python entry points of `layers::norm`: argument checks, GIL release, errors.
-use crate::autograd::recompute::via;
 use crate::autograd::{ops, Value};
 use crate::bindings::errors::{shape_err, shape_str, OpResult};
 use crate::bindings::tensor::PyTensor;
@@ -123,11 +122,10 @@ fn _group_norm(
     let refs: Vec<&Value> = ins.iter().collect();
     let out = crate::bindings::errors::detach_op(py, OP, || {
         if !ops::records(&refs) {
-            return via("native_group_norm", &refs, move |t| {
-                let w = has_w.then(|| &t[1]);
-                let b = has_b.then(|| &t[if has_w { 2 } else { 1 }]);
-                group_norm(&t[0], num_groups as usize, w, b, eps)
-            });
+            let t: Vec<&candle_core::Tensor> = refs.iter().map(|v| &v.data).collect();
+            let w = has_w.then(|| t[1]);
+            let b = has_b.then(|| t[if has_w { 2 } else { 1 }]);
+            return group_norm(t[0], num_groups as usize, w, b, eps).map(Value::plain);
         }
         // In the graph: the layer-norm node on rows of (N * G, C / G * spatial), then
         // the per-channel scale and shift as arithmetic nodes.
@@ -197,11 +195,8 @@ fn _rms_norm(
     let composed: crate::autograd::composed::Composed =
         Arc::new(move |t: &[Value]| crate::autograd::composed::rms_norm(&t[0], d, has_w.then(|| &t[1]), eps));
     let out = crate::bindings::errors::detach_op(py, OP, || {
-        // In the graph (float32/float64): the composed form's nodes are the backward.
-        if ops::records(&refs) && matches!(xt.dtype(), DType::F32 | DType::F64) {
-            return composed(&ins);
-        }
-        crate::autograd::recompute::via_with("rms_norm", &refs, move |t| rms_norm(&t[0], d, has_w.then(|| &t[1]), eps), Some(composed))
+        // In the graph, the composed form's nodes are the backward.
+        crate::autograd::custom::fused_or("RmsNormBackward0", None, &refs, move |t| rms_norm(&t[0], d, has_w.then(|| &t[1]), eps), composed)
     })?;
     Ok(PyTensor::wrap_vdt(out, dt))
 }

@@ -1,5 +1,4 @@
 //! Python entry points of `layers::pooling`: argument checks, GIL release, errors.
-use crate::autograd::recompute::via_with;
 use crate::autograd::{custom, ops, Value};
 use crate::bindings::args::{pad3, per_axis};
 use crate::bindings::errors::{labelled_dtype_err, labelled_shape_err, OpResult};
@@ -103,18 +102,9 @@ impl Pooled {
                 let name = ["MaxPool1DWithIndicesBackward0", "MaxPool2DWithIndicesBackward0", "MaxPool3DWithIndicesBackward0"][nd - 1];
                 return Self::fused(&x, &g, name, custom::Op::one(MaxPool(g.clone(), keep)), composed, &dims, nd, outs, &home).op(op);
             }
-            via_with(
-                "max_pool",
-                &[&x],
-                move |ts| {
-                    let x = Self::planes(&ts[0], &g2)?;
-                    // Keep the argmaxes when a backward will need them (u32 plane offsets).
-                    let keep = (x.track_op() && g2.ivol() < u32::MAX as usize).then(|| Arc::new(OnceLock::new()));
-                    finish(x.apply_op1(MaxPool(g2.clone(), keep))?, &dims2, nd, outs, &home2)
-                },
-                composed,
-            )
-            .op(op)
+            // Outside the graph: the forward kernel alone (no argmaxes kept).
+            let p = Self::planes(&x.data, &g2).op(op)?;
+            finish(p.apply_op1_no_bwd(&MaxPool(g2.clone(), None)).op(op)?, &dims2, nd, outs, &home2).map(Value::plain).op(op)
         })?;
         let idx = if return_indices {
             let i = crate::bindings::errors::detach(py, op, || {
@@ -139,13 +129,8 @@ impl Pooled {
                 let name = ["AvgPool1DBackward0", "AvgPool2DBackward0", "AvgPool3DBackward0"][nd - 1];
                 return Self::fused(&x, &g, name, custom::Op::one(AvgPool(g.clone())), composed, &dims, nd, outs, &home).op(op);
             }
-            via_with(
-                "avg_pool",
-                &[&x],
-                move |ts| finish(Self::planes(&ts[0], &g)?.apply_op1(AvgPool(g.clone()))?, &dims, nd, outs, &home),
-                composed,
-            )
-            .op(op)
+            let p = Self::planes(&x.data, &g).op(op)?;
+            finish(p.apply_op1_no_bwd(&AvgPool(g.clone())).op(op)?, &dims, nd, outs, &home).map(Value::plain).op(op)
         })?;
         Ok(PyTensor::wrap_vdt(y, dt))
     }

@@ -2,8 +2,11 @@
 //! (the fused kernel is CPU code): `softmax(Q K^T * scale + mask) V` with the fused
 //! kernel's semantics — additive mask (bool masks arrive as 0 / -inf), top-left
 //! causal mask, grouped kv heads, and zeros for rows whose keys are all masked.
-//! Differentiable through the tensor ops' own backward.
-use candle_core::{DType, Result, Tensor, D};
+//! Written with autograd's recorded ops, so it is differentiable (twice, too).
+use crate::autograd::composed::repeat_heads;
+use crate::autograd::ops::{add, affine, matmul, mul, softmax, to_dtype, transpose, where_cond};
+use crate::autograd::Value;
+use candle_core::{DType, Result, Tensor};
 
 /// The attention settings besides the tensors.
 pub(crate) struct MathCfg {
@@ -14,53 +17,39 @@ pub(crate) struct MathCfg {
     pub(crate) dropout: f64,
 }
 
-/// Grouped heads: kv head `h / (Hq / Hkv)` serves query head `h`, by repeating each kv head.
-fn repeat_heads(x: &Tensor, hq: usize) -> Result<Tensor> {
-    let r = x.rank();
-    let hk = x.dims()[r - 3];
-    if hk == hq || hk == 1 {
-        return Ok(x.clone());
-    }
-    let mut wide = x.dims().to_vec();
-    wide.insert(r - 2, hq / hk);
-    let mut merged = x.dims().to_vec();
-    merged[r - 3] = hq;
-    x.unsqueeze(r - 2)?.broadcast_as(wide)?.reshape(merged)
-}
-
-/// Attention over (..., L, D) x (..., S, D) x (..., S, Dv) with broadcast batch dims;
-/// `mask` is additive, in the compute dtype, broadcastable to (..., L, S). Half types
-/// compute in float32 and return their dtype, as the fused kernel does.
-pub(crate) fn sdpa_math(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<&Tensor>, cfg: &MathCfg) -> Result<Tensor> {
-    let dt = q.dtype();
+/// Attention from products and softmax: grouped key/value heads repeated, a row whose
+/// keys are all masked gives zeros (no NaN), dropout with a fresh mask; half types
+/// computed in float32. Recorded when an input requires grad.
+pub(crate) fn sdpa_math(q: &Value, k: &Value, v: &Value, mask: Option<&Tensor>, cfg: &MathCfg) -> Result<Value> {
+    let dt = q.data.dtype();
     let cdt = if dt == DType::F64 { DType::F64 } else { DType::F32 };
-    let (q, mut k, mut v) = (q.to_dtype(cdt)?, k.to_dtype(cdt)?, v.to_dtype(cdt)?);
-    if cfg.gqa && q.rank() >= 3 && k.rank() >= 3 && v.rank() >= 3 {
-        let hq = q.dims()[q.rank() - 3];
-        k = repeat_heads(&k, hq)?;
-        v = repeat_heads(&v, hq)?;
+    let (q, mut k, mut v) = (to_dtype(q, cdt)?, to_dtype(k, cdt)?, to_dtype(v, cdt)?);
+    if cfg.gqa && q.data.rank() >= 3 && k.data.rank() >= 3 && v.data.rank() >= 3 {
+        let (hq, hk) = (q.data.dims()[q.data.rank() - 3], k.data.dims()[k.data.rank() - 3]);
+        if hk != hq && hk != 1 {
+            k = repeat_heads(&k, hq / hk)?;
+            v = repeat_heads(&v, hq / hk)?;
+        }
     }
-    let (l, s) = (q.dims()[q.rank() - 2], k.dims()[k.rank() - 2]);
-    let mut scores = q.affine(cfg.scale, 0.0)?.broadcast_matmul(&k.transpose(D::Minus2, D::Minus1)?)?;
+    let r = k.data.rank();
+    let (l, s) = (q.data.dims()[q.data.rank() - 2], k.data.dims()[r - 2]);
+    let mut scores = matmul(&affine(&q, cfg.scale, 0.0)?, &transpose(&k, r - 2, r - 1)?)?;
     if cfg.causal {
         let tri: Vec<f32> = (0..l * s).map(|i| if i % s > i / s { f32::NEG_INFINITY } else { 0.0 }).collect();
-        let tri = Tensor::from_vec(tri, (l, s), q.device())?.to_dtype(cdt)?;
-        scores = scores.broadcast_add(&tri)?;
+        scores = add(&scores, &Value::plain(Tensor::from_vec(tri, (l, s), q.data.device())?.to_dtype(cdt)?))?;
     }
     if let Some(m) = mask {
-        scores = scores.broadcast_add(&m.to_device(q.device())?.to_dtype(cdt)?)?;
+        scores = add(&scores, &Value::plain(m.to_device(q.data.device())?.to_dtype(cdt)?))?;
     }
-    // A row whose keys are all masked (max -inf) is softmaxed as zeros and then
-    // zeroed, so that neither the value nor the gradient becomes NaN.
-    let live = scores.max_keepdim(D::Minus1)?.gt(f64::NEG_INFINITY)?.broadcast_as(scores.shape())?;
-    let scores = live.where_cond(&scores, &scores.zeros_like()?)?;
-    let live = live.to_dtype(cdt)?;
-    let mut probs = crate::ops::softmax::softmax(&scores, scores.rank() - 1, false)?.mul(&live)?;
+    let last = scores.data.rank() - 1;
+    let live = scores.data.max_keepdim(last)?.gt(f64::NEG_INFINITY)?.broadcast_as(scores.data.shape())?;
+    let scores = where_cond(&live, &scores, &Value::plain(scores.data.zeros_like()?))?;
+    let mut probs = mul(&softmax(&scores, last, false)?, &Value::plain(live.to_dtype(cdt)?))?;
     if cfg.dropout > 0.0 {
-        let keep = crate::ops::random::uniform_tensor(probs.dims(), cdt, probs.device())?.ge(cfg.dropout)?.to_dtype(cdt)?;
-        probs = probs.mul(&keep)?.affine(1.0 / (1.0 - cfg.dropout), 0.0)?;
+        let keep = crate::ops::random::uniform_tensor(probs.data.dims(), cdt, probs.data.device())?.ge(cfg.dropout)?.to_dtype(cdt)?;
+        probs = mul(&probs, &Value::plain(keep.affine(1.0 / (1.0 - cfg.dropout), 0.0)?))?;
     }
-    probs.broadcast_matmul(&v)?.to_dtype(dt)
+    to_dtype(&matmul(&probs, &v)?, dt)
 }
 
 #[cfg(test)]
@@ -135,7 +124,8 @@ mod tests {
             let add: Vec<f64> = bools.iter().map(|&t| if t { 0.0 } else { f64::NEG_INFINITY }).collect();
             let add = Tensor::from_vec(add, (l, s), &dev)?;
             let cfg = MathCfg { causal, scale: 1.0 / (d as f64).sqrt(), gqa: true, dropout: 0.0 };
-            let got: Vec<f64> = sdpa_math(&q, &k, &v, masked.then_some(&add), &cfg)?.flatten_all()?.to_vec1()?;
+            let (q, k, v) = (Value::plain(q), Value::plain(k), Value::plain(v));
+            let got: Vec<f64> = sdpa_math(&q, &k, &v, masked.then_some(&add), &cfg)?.data.flatten_all()?.to_vec1()?;
             let want = reference(&qv, &kv, &vv, masked.then_some(bools.as_slice()), b, hq, hk, l, s, d, causal);
             for (x, y) in got.iter().zip(&want) {
                 assert!((x - y).abs() < 1e-12, "hq={hq} hk={hk} causal={causal} masked={masked}: {x} vs {y}");
@@ -145,7 +135,7 @@ mod tests {
         Ok(())
     }
 
-    /// Gradients (through the tensor ops' backward) against central differences, with a
+    /// Gradients (through our engine) against central differences, with a
     /// causal mask, grouped heads and a row whose keys are all masked; half types keep their dtype.
     #[test]
     fn math_path_gradients_match_finite_differences() -> Result<()> {
@@ -159,20 +149,21 @@ mod tests {
         let inputs: Vec<Vec<f64>> = shapes.iter().enumerate().map(|(i, sh)| vals(sh.0 * sh.1 * sh.2 * sh.3, i + 1)).collect();
         let loss = |xs: &[Vec<f64>]| -> Result<f64> {
             let t: Vec<Tensor> = xs.iter().zip(&shapes).map(|(x, sh)| Tensor::from_vec(x.clone(), *sh, &dev)).collect::<Result<_>>()?;
-            let y = sdpa_math(&t[0], &t[1], &t[2], Some(&mask), &cfg)?;
+            let t: Vec<Value> = t.into_iter().map(Value::plain).collect();
+            let y = sdpa_math(&t[0], &t[1], &t[2], Some(&mask), &cfg)?.data;
             let w = Tensor::arange(1.0, y.elem_count() as f64 + 1.0, &dev)?.reshape(y.shape())?;
             y.mul(&w)?.sum_all()?.to_scalar::<f64>()
         };
-        let vars: Vec<candle_core::Var> =
-            inputs.iter().zip(&shapes).map(|(x, sh)| candle_core::Var::from_vec(x.clone(), *sh, &dev)).collect::<Result<_>>()?;
-        let y = sdpa_math(vars[0].as_tensor(), vars[1].as_tensor(), vars[2].as_tensor(), Some(&mask), &cfg)?;
-        let w = Tensor::arange(1.0, y.elem_count() as f64 + 1.0, &dev)?.reshape(y.shape())?;
-        let grads = y.mul(&w)?.sum_all()?.backward()?;
+        let leaves: Vec<Value> =
+            inputs.iter().zip(&shapes).map(|(x, sh)| Tensor::from_vec(x.clone(), *sh, &dev).map(Value::leaf)).collect::<Result<_>>()?;
+        let y = sdpa_math(&leaves[0], &leaves[1], &leaves[2], Some(&mask), &cfg)?;
+        let w = Tensor::arange(1.0, y.data.elem_count() as f64 + 1.0, &dev)?.reshape(y.data.shape())?;
+        let grads = crate::autograd::engine::grad(&y, w, &leaves)?;
         // Row 1 of each head has every key masked: zeros out.
-        let rows: Vec<f64> = y.narrow(2, 1, 1)?.flatten_all()?.to_vec1()?;
+        let rows: Vec<f64> = y.data.narrow(2, 1, 1)?.flatten_all()?.to_vec1()?;
         assert!(rows.iter().all(|&v| v == 0.0));
-        for (which, var) in vars.iter().enumerate() {
-            let g: Vec<f64> = grads.get(var.as_tensor()).expect("takes part").flatten_all()?.to_vec1()?;
+        for (which, gv) in grads.iter().enumerate() {
+            let g: Vec<f64> = gv.as_ref().expect("takes part").data.flatten_all()?.to_vec1()?;
             assert!(g.iter().all(|v| v.is_finite()));
             for (j, gj) in g.iter().enumerate() {
                 let h = 1e-6;
@@ -184,10 +175,10 @@ mod tests {
                 assert!((fd - gj).abs() < 1e-6 * (1.0 + fd.abs()), "input {which} element {j}: {gj} vs {fd}");
             }
         }
-        let half =
-            sdpa_math(&vars[0].to_dtype(DType::F16)?, &vars[1].to_dtype(DType::F16)?, &vars[2].to_dtype(DType::F16)?, Some(&mask), &cfg)?;
+        let halves: Vec<Value> = leaves.iter().map(|l| l.data.to_dtype(DType::F16).map(Value::plain)).collect::<Result<_>>()?;
+        let half = sdpa_math(&halves[0], &halves[1], &halves[2], Some(&mask), &cfg)?.data;
         assert_eq!(half.dtype(), DType::F16);
-        let (a, b): (Vec<f64>, Vec<f64>) = (half.to_dtype(DType::F64)?.flatten_all()?.to_vec1()?, y.flatten_all()?.to_vec1()?);
+        let (a, b): (Vec<f64>, Vec<f64>) = (half.to_dtype(DType::F64)?.flatten_all()?.to_vec1()?, y.data.flatten_all()?.to_vec1()?);
         assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 5e-3 * (1.0 + y.abs())));
         Ok(())
     }

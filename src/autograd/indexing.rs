@@ -1,0 +1,149 @@
+//! Differentiable gathers, scatters, flips, repeats, scans and selecting reductions,
+//! with PyTorch's backward formulas written as recorded ops (so `create_graph`
+//! differentiates them again). Index tensors are never differentiated.
+use crate::autograd::mode::grad_enabled;
+use crate::autograd::ops::{broadcast_as, cat, contiguous, index_add, index_select, mul, narrow, record, reshape, sum_keepdim};
+use crate::autograd::value::Value;
+use candle_core::{DType, Result, Shape, Tensor};
+
+fn c(v: Value) -> Option<Value> {
+    Some(v)
+}
+
+fn zeros(shape: &Shape, like: &Value) -> Result<Value> {
+    Ok(Value::plain(Tensor::zeros(shape, like.data.dtype(), like.data.device())?))
+}
+
+/// `x` flattened (a contiguous copy in the graph when it is not contiguous).
+fn flat(x: &Value) -> Result<Value> {
+    reshape(&contiguous(x)?, &Shape::from(x.data.elem_count()))
+}
+
+/// Zeros of `shape` with `g`'s elements added at the flat offsets `offs`: the backward
+/// of every gather expressed as flat offsets.
+fn put_add(shape: &Shape, offs: &Tensor, g: &Value) -> Result<Value> {
+    let z = zeros(&Shape::from(shape.elem_count()), g)?;
+    reshape(&index_add(&z, offs, &flat(g)?, 0)?, shape)
+}
+
+/// The elements of `x` at the flat offsets `offs`, shaped `shape`.
+fn take(x: &Value, offs: &Tensor, shape: &Shape) -> Result<Value> {
+    reshape(&index_select(&flat(x)?, offs, 0)?, shape)
+}
+
+/// `torch.gather(x, d, index)`: `x` already narrowed to the index's extent on the other
+/// dims; `offs` are the flat offsets into (contiguous) `x` of each index element.
+pub fn gather(x: &Value, idx: &Tensor, d: usize, offs: Tensor) -> Result<Value> {
+    let out = x.data.contiguous()?.gather(idx, d)?;
+    let shape = x.data.shape().clone();
+    Ok(record("GatherBackward0", &[x], out, &[], false, move |_, g, _| Ok(vec![c(put_add(&shape, &offs, g)?)])))
+}
+
+/// `x.scatter(d, index, src)` (`add`: `scatter_add`) with `out` already computed:
+/// `offs` are the flat offsets written (one per element of the narrowed `src`) and
+/// `written` the 0/1 mask of the places overwritten (plain scatter only).
+pub fn scatter(x: &Value, src: &Value, out: Tensor, offs: Tensor, written: Option<Tensor>) -> Result<Value> {
+    let name = if written.is_none() { "ScatterAddBackward0" } else { "ScatterBackward0" };
+    let src_shape = src.data.shape().clone();
+    Ok(record(name, &[x, src], out, &[], false, move |_, g, n| {
+        let gx = match (&written, n[0]) {
+            (_, false) => None,
+            (None, true) => c(g.clone()),
+            (Some(m), true) => {
+                let z = Value::plain(g.data.zeros_like()?);
+                c(crate::autograd::ops::where_cond(&m.reshape(g.data.shape())?, &z, g)?)
+            }
+        };
+        let gs = if n[1] { c(take(g, &offs, &src_shape)?) } else { None };
+        Ok(vec![gx, gs])
+    }))
+}
+
+/// Reverse the order along `dims`.
+pub fn flip(x: &Value, dims: &[usize]) -> Result<Value> {
+    let out = if dims.is_empty() { x.data.copy()? } else { x.data.contiguous()?.flip(dims)? };
+    let dims = dims.to_vec();
+    Ok(record("FlipBackward0", &[x], out, &[], false, move |_, g, _| Ok(vec![c(flip(g, &dims)?)])))
+}
+
+/// Tile `x` `reps` times along each dim (`x` already has `reps.len()` dims).
+pub fn repeat(x: &Value, reps: &[usize]) -> Result<Value> {
+    let out = x.data.repeat(reps.to_vec())?;
+    let (shape, reps) = (x.data.dims().to_vec(), reps.to_vec());
+    Ok(record("RepeatBackward0", &[x], out, &[], false, move |_, g, _| {
+        // Output dim i is (reps[i], shape[i]) row-major: sum over the reps axes.
+        let split: Vec<usize> = reps.iter().zip(&shape).flat_map(|(&r, &s)| [r, s]).collect();
+        let axes: Vec<usize> = (0..reps.len()).map(|i| 2 * i).collect();
+        let s = sum_keepdim(&reshape(&contiguous(g)?, &Shape::from(split))?, &axes)?;
+        Ok(vec![c(reshape(&s, &Shape::from(shape.clone()))?)])
+    }))
+}
+
+/// Running sum along `d`; the gradient is the running sum from the other end.
+pub fn cumsum(x: &Value, d: usize) -> Result<Value> {
+    let out = x.data.cumsum(d)?;
+    Ok(record("CumsumBackward0", &[x], out, &[], false, move |_, g, _| Ok(vec![c(flip(&cumsum(&flip(g, &[d])?, d)?, &[d])?)])))
+}
+
+/// Product along `d`, the result shaped `out_shape` (the kept shape, or it with `d`
+/// dropped, or a 0-d for the product of all). The gradient of each element is the
+/// product of the others (exact with zeros): one scan for a plain backward; under
+/// `create_graph` built from products of the other slices, so it differentiates again.
+pub fn prod(x: &Value, d: usize, out_shape: &Shape, name: &'static str) -> Result<Value> {
+    let kept_out = crate::ops::reduce::prod_keepdim(&x.data, d)?;
+    let kept = kept_out.shape().clone();
+    let out = kept_out.reshape(out_shape)?;
+    let shape = x.data.shape().clone();
+    Ok(record(name, &[x], out, &[x], false, move |s, g, _| {
+        let others = if grad_enabled() && s[0].requires_grad() {
+            others_product(&s[0], d)?
+        } else {
+            Value::plain(crate::ops::reduce::prod_others(&s[0].data, d)?)
+        };
+        Ok(vec![c(mul(&broadcast_as(&reshape(g, &kept)?, &shape)?, &others)?)])
+    }))
+}
+
+/// For each element, the product of the others along `d`, from recorded ops.
+fn others_product(x: &Value, d: usize) -> Result<Value> {
+    let n = x.data.dims()[d];
+    let mut parts = Vec::with_capacity(n);
+    for i in 0..n {
+        let rest: Vec<Value> =
+            [narrow(x, d, 0, i)?, narrow(x, d, i + 1, n - i - 1)?].into_iter().filter(|p| p.data.dims()[d] > 0).collect();
+        parts.push(match rest.len() {
+            0 => {
+                let mut sh = x.data.dims().to_vec();
+                sh[d] = 1;
+                Value::plain(Tensor::ones(sh, x.data.dtype(), x.data.device())?)
+            }
+            _ => {
+                let joined = cat(&rest, d)?;
+                let mut kept = joined.data.dims().to_vec();
+                kept[d] = 1;
+                prod(&joined, d, &Shape::from(kept), "ProdBackward1")?
+            }
+        });
+    }
+    cat(&parts, d)
+}
+
+/// The values of `max(dim)`/`min(dim)`: `out` (shaped as asked) and the indices `arg`
+/// (kept dims): the gradient goes to the selected element only, as PyTorch's.
+pub fn select_along(x: &Value, out: Tensor, arg: &Tensor, d: usize, name: &'static str) -> Result<Value> {
+    let iv: Vec<u32> = arg.flatten_all()?.to_dtype(DType::U32)?.to_vec1()?;
+    let offs = crate::ops::gather::scatter_offsets(&iv, arg.dims(), x.data.dims(), d);
+    let offs = Tensor::from_vec(offs, iv.len(), x.data.device())?;
+    let shape = x.data.shape().clone();
+    Ok(record(name, &[x], out, &[], false, move |_, g, _| Ok(vec![c(put_add(&shape, &offs, g)?)])))
+}
+
+/// `amax`/`amin` or the full `max()`/`min()`: `out` (reduced over `dims`, kept as size 1
+/// in `kept`) given; the gradient is shared evenly among the elements equal to it.
+pub fn extreme_even(x: &Value, out: Tensor, kept: &Shape, dims: &[usize], name: &'static str) -> Result<Value> {
+    let hit = x.data.broadcast_eq(&out.reshape(kept)?)?.to_dtype(x.data.dtype())?;
+    let count = crate::ops::reduce::sum_keepdim(&hit, dims)?;
+    let share = Value::plain(hit.broadcast_div(&count)?);
+    let (kept, shape) = (kept.clone(), x.data.shape().clone());
+    Ok(record(name, &[x], out, &[], false, move |_, g, _| Ok(vec![c(mul(&broadcast_as(&reshape(g, &kept)?, &shape)?, &share)?)])))
+}

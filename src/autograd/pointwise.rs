@@ -1,0 +1,95 @@
+//! Differentiable elementwise ops beyond `ops`' arithmetic: absolute value, the
+//! rounding family, `frac`, `logsigmoid`, and the binary ops with PyTorch's formulas
+//! (tensor powers, remainder, floor division, maximum/minimum). Outputs are computed
+//! by the caller's kernels; only the formulas live here.
+use crate::autograd::ops::{affine, log, mul, neg, record, sigmoid, sum_to, where_cond};
+use crate::autograd::value::Value;
+use candle_core::{Result, Shape, Tensor};
+
+fn c(v: Value) -> Option<Value> {
+    Some(v)
+}
+
+/// `|x|`: the gradient is `g * sign(x)` (0 at 0, as PyTorch).
+pub fn abs(x: &Value) -> Result<Value> {
+    Ok(record("AbsBackward0", &[x], x.data.abs()?, &[x], false, |s, g, _| Ok(vec![c(mul(g, &Value::plain(s[0].data.sign()?))?)])))
+}
+
+/// A piecewise-constant op (`floor`, `ceil`, `round`, `trunc`, `sign`) whose output is
+/// `out`: its gradient is zero everywhere.
+pub fn constant_pieces(x: &Value, out: Tensor, name: &'static str) -> Result<Value> {
+    Ok(record(name, &[x], out, &[], false, |_, g, _| Ok(vec![c(Value::plain(g.data.zeros_like()?))])))
+}
+
+/// `x - trunc(x)` given as `out`: the gradient passes unchanged.
+pub fn frac(x: &Value, out: Tensor) -> Result<Value> {
+    Ok(record("FracBackward0", &[x], out, &[], false, |_, g, _| Ok(vec![c(g.clone())])))
+}
+
+/// `log(sigmoid(x))` given as `out`: the gradient is `g * sigmoid(-x)`.
+pub fn logsigmoid(x: &Value, out: Tensor) -> Result<Value> {
+    Ok(record("LogSigmoidBackward0", &[x], out, &[x], false, |s, g, _| Ok(vec![c(mul(g, &sigmoid(&neg(&s[0])?)?)?)])))
+}
+
+/// The binary ops other than + - * / whose gradients `binary` records.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Binary {
+    Pow,
+    Remainder,
+    FloorDivide,
+    Maximum,
+    Minimum,
+}
+
+/// Record `out = a (op) b` (broadcasting allowed; `out` computed by the caller), with
+/// PyTorch's formulas; the gradients are summed back to each operand's shape.
+/// `pow_fn` computes `a ** b` again for the power's formulas (recorded, for create_graph).
+pub fn binary(op: Binary, a: &Value, b: &Value, out: Tensor, pow_fn: fn(&Value, &Value) -> Result<Value>) -> Result<Value> {
+    let (sa, sb) = (a.data.shape().clone(), b.data.shape().clone());
+    let name = match op {
+        Binary::Pow => "PowBackward1",
+        Binary::Remainder => "RemainderBackward0",
+        Binary::FloorDivide => "FloorDivideBackward0",
+        Binary::Maximum => "MaximumBackward0",
+        Binary::Minimum => "MinimumBackward0",
+    };
+    let shape = out.shape().clone();
+    Ok(record(name, &[a, b], out, &[a, b], false, move |s, g, n| {
+        let (a, b) = (&s[0], &s[1]);
+        let (ga, gb) = match op {
+            Binary::Pow => {
+                // d/da = b * a^(b-1); d/db = a^b * ln(a), taken as 0 where a == 0 and b >= 0.
+                let ga = if n[0] { c(mul(g, &mul(b, &pow_fn(a, &affine(b, 1.0, -1.0)?)?)?)?) } else { None };
+                let gb = if n[1] {
+                    let full = mul(g, &mul(&pow_fn(a, b)?, &log(a)?)?)?;
+                    let (ab, bb) = (a.data.broadcast_as(&shape)?, b.data.broadcast_as(&shape)?);
+                    let zero_base = ab.eq(0.0)?.mul(&bb.ge(0.0)?)?;
+                    c(where_cond(&zero_base, &Value::plain(full.data.zeros_like()?), &full)?)
+                } else {
+                    None
+                };
+                (ga, gb)
+            }
+            Binary::Remainder => {
+                // a - floor(a / b) * b: d/da = 1, d/db = -floor(a / b).
+                let q = Value::plain(a.data.broadcast_div(&b.data)?.floor()?);
+                (n[0].then(|| g.clone()), if n[1] { c(neg(&mul(g, &q)?)?) } else { None })
+            }
+            // As PyTorch, which defines no derivative for it.
+            Binary::FloorDivide => candle_core::bail!("derivative for floor_divide is not implemented"),
+            Binary::Maximum | Binary::Minimum => {
+                // The larger (smaller) operand takes the gradient; ties split it in half.
+                let (ab, bb) = (a.data.broadcast_as(&shape)?, b.data.broadcast_as(&shape)?);
+                let wins = if op == Binary::Maximum { ab.gt(&bb)? } else { ab.lt(&bb)? }.to_dtype(g.data.dtype())?;
+                let ties = ab.eq(&bb)?.to_dtype(g.data.dtype())?.affine(0.5, 0.0)?;
+                let wa = Value::plain(wins.add(&ties)?);
+                let wb = Value::plain(wa.data.affine(-1.0, 1.0)?);
+                let ga = if n[0] { c(mul(g, &wa)?) } else { None };
+                let gb = if n[1] { c(mul(g, &wb)?) } else { None };
+                (ga, gb)
+            }
+        };
+        let back = |v: Option<Value>, to: &Shape| v.map(|v| sum_to(&v, to)).transpose();
+        Ok(vec![back(ga, &sa)?, back(gb, &sb)?])
+    }))
+}
