@@ -319,3 +319,24 @@ def dd_soft_target_cross_entropy(lib: Any, t: dict[str, Any]) -> dict[str, Any]:
         return F.cross_entropy(a, p, weight=w, label_smoothing=0.1) + F.cross_entropy(a * 0.5, p, reduction="none").sum()
 
     return _double(lib, f, [t["x"], t["x2"]], [])
+
+
+@case(x=(3, 4), x2=(2, 3, 4))
+def inplace_views(lib: Any, t: dict[str, Any]) -> dict[str, Any]:
+    """In-place writes through strided views (t, view, narrow, transpose, indexing,
+    flatten) of non-leaf tensors reach the base; views follow writes into the base."""
+    a, b = t["x"], t["x2"]
+    y = a * 2
+    y.t()[0].mul_(3)
+    y.view(12)[2:5].add_(a.view(12)[:3] ** 2)
+    y.narrow(1, 1, 2).mul_(a[:, :2].exp())
+    z = b * 1.5
+    q = z.transpose(0, 1)
+    q[1].add_(b[:, 0] * b[:, 2])
+    s = z.permute(2, 0, 1)
+    z.mul_(z.detach().sign() + 2.0)
+    f = z.unsqueeze(0).squeeze(0).flatten()
+    f[3:9].mul_(0.5)
+    loss = (y * y).sum() + (s * s.cos()).sum() + (q * 0.3).sum()
+    loss.backward()
+    return {"y": y.detach(), "z": z.detach(), "s": s.detach(), "ga": a.grad, "gb": b.grad}

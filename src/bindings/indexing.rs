@@ -377,7 +377,7 @@ impl PyTensor {
             if tracked {
                 // A view in the graph: an in-place write into it must reach this tensor.
                 let dims = v.data.dims().to_vec();
-                view.set_view_of(slf.clone().unbind(), region(&v.data, &plan, &row_major(&dims), 0));
+                view.set_view_of(me, region(&v.data, &plan, &row_major(&dims), 0));
             }
             return Ok(Py::new(py, view)?.into_any());
         }

@@ -24,6 +24,7 @@ pub(crate) mod select;
 pub(crate) mod shape_ops;
 pub(crate) mod tensor;
 pub(crate) mod unary;
+pub(crate) mod views;
 
 /// Add every class, function and constant of `_core` to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

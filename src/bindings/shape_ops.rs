@@ -44,8 +44,12 @@ fn no_zero_d(t: &Tensor, op: &str) -> PyResult<()> {
     Ok(())
 }
 
+/// A result of `me`'s shape or selection op, linked to `me` when it is a view in the
+/// graph (`bindings::views`).
 pub(crate) fn wrap_like(me: &PyTensor, v: Value) -> PyTensor {
-    PyTensor::wrap_v(v, me.is_bool)
+    let out = PyTensor::wrap_v(v, me.is_bool);
+    out.link_view_of(me);
+    out
 }
 
 /// `v` reshaped to `dims` (a view where the layout allows, as `view`/`reshape`).

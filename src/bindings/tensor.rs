@@ -23,15 +23,15 @@ pub struct PyTensor {
     /// The data with its autograd side. Replaceable so that in-place methods
     /// (`requires_grad_`, `x[i] = v` on a tensor in the autograd graph, `.data = ...`)
     /// can swap the value; the version counter stays with the object.
-    inner: RwLock<Value>,
+    inner: crate::bindings::views::Cell,
     /// Stored as U8 in Candle; shown as `bool` to Python.
     pub is_bool: bool,
     /// `.grad` of a tensor that does not require grad (PyTorch lets one be assigned).
     plain_grad: Mutex<Option<Value>>,
-    /// For a view made by basic indexing of a tensor in the autograd graph: the base and
-    /// the region of it the view covers (row-major shape, strides, offset), so that an
-    /// in-place write into the view (recorded as a replacement) also reaches the base.
-    view_of: OnceLock<(Py<PyTensor>, Region)>,
+    /// For a view of a tensor in the autograd graph: its base and the region it covers
+    /// (`bindings::views`), so that in-place writes reach the base and the view follows
+    /// writes into the base.
+    view_of: OnceLock<Arc<crate::bindings::views::ViewLink>>,
 }
 
 /// Candle slices storage from a view's start offset even when the view holds no
@@ -57,7 +57,7 @@ impl PyTensor {
         if v.data.layout().start_offset() != 0 && v.data.elem_count() == 0 {
             v.data = fresh_if_empty_view(v.data);
         }
-        PyTensor { inner: RwLock::new(v), is_bool, plain_grad: Mutex::new(None), view_of: OnceLock::new() }
+        PyTensor { inner: Arc::new(RwLock::new(v)), is_bool, plain_grad: Mutex::new(None), view_of: OnceLock::new() }
     }
 
     pub fn wrap_dt(t: Tensor, dt: DT) -> PyTensor {
@@ -72,13 +72,16 @@ impl PyTensor {
     /// not a view, so none of `wrap`'s checks apply. The dispatch fast path uses it.
     pub fn wrap_fresh(t: Tensor) -> PyTensor {
         debug_assert!(t.layout().start_offset() == 0);
-        PyTensor { inner: RwLock::new(Value::plain(t)), is_bool: false, plain_grad: Mutex::new(None), view_of: OnceLock::new() }
+        PyTensor { inner: Arc::new(RwLock::new(Value::plain(t))), is_bool: false, plain_grad: Mutex::new(None), view_of: OnceLock::new() }
     }
 
     /// The current value, borrowed under the read lock (no clone: two atomics fewer
     /// than `t()`, which matters on the per-op dispatch path).
     #[inline]
     pub fn read(&self) -> std::sync::RwLockReadGuard<'_, Value> {
+        if let Some(l) = self.view_of.get() {
+            crate::bindings::views::sync(&self.inner, l);
+        }
         self.inner.read().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -121,24 +124,29 @@ impl PyTensor {
     }
 
     /// Remember that this tensor is the view of `base` over `region` (row-major shape,
-    /// strides and offset in the base).
-    pub fn set_view_of(&self, base: Py<PyTensor>, region: Region) {
-        let _ = self.view_of.set((base, region));
+    /// strides and offset over the base's elements).
+    pub fn set_view_of(&self, base: &PyTensor, region: Region) {
+        let seen = base.read().version_now();
+        let _ = self.view_of.set(crate::bindings::views::ViewLink::new(base.inner.clone(), base.view_of.get().cloned(), region, seen));
+    }
+
+    /// Link this result of a view op on `base` to it when it is a view in the graph.
+    pub fn link_view_of(&self, base: &PyTensor) {
+        let v = self.inner.read().unwrap_or_else(|p| p.into_inner()).clone();
+        if !v.requires_grad() {
+            return;
+        }
+        if let Some(l) = crate::bindings::views::link_for(&base.inner, base.view_of.get(), &v.data) {
+            let _ = self.view_of.set(l);
+        }
     }
 
     /// After an in-place replacement of this view's value, write the new value into its
     /// base (and the base's base), as PyTorch's in-place ops on views change the base.
     pub fn write_back(&self, op: &str) -> PyResult<()> {
-        let Some((base, (shape, st, off))) = self.view_of.get() else { return Ok(()) };
-        let offs = crate::bindings::indexing::offsets(shape, st, *off).into_iter().map(|o| o as u32).collect();
-        let b = base.get();
-        let bv = b.v();
-        if bv.is_leaf() && bv.requires_grad() && crate::autograd::grad_enabled() {
-            return Err(runtime_err(op, "a view of a leaf Variable that requires grad is being used in an in-place operation."));
-        }
-        let new = crate::bindings::indexing::put(&bv, offs, &self.v()).op(op)?;
-        b.replace_v(new);
-        b.write_back(op)
+        let Some(l) = self.view_of.get() else { return Ok(()) };
+        let v = self.inner.read().unwrap_or_else(|p| p.into_inner()).clone();
+        crate::bindings::views::write_back(&v, l, op)
     }
 
     /// Replace the data, keeping the autograd side (`.data = ...`, `detach_()` callers set it).
