@@ -129,6 +129,14 @@ def main() -> None:
         (f"adaptive_avg_pool2d {b}x512x14x14 -> 1", (b, 512, 14, 14), lambda: nn.AdaptiveAvgPool2d(1), lambda: tn.AdaptiveAvgPool2d(1)),
         (f"layer_norm {b}x512x768", (b, 512, 768), lambda: nn.LayerNorm(768), lambda: tn.LayerNorm(768)),
         (f"batch_norm2d {b}x64x56x56 (train)", (b, 64, 56, 56), lambda: nn.BatchNorm2d(64), lambda: tn.BatchNorm2d(64)),
+        (f"group_norm {b}x64x56x56, 8 groups", (b, 64, 56, 56), lambda: nn.GroupNorm(8, 64), lambda: tn.GroupNorm(8, 64)),
+        # Activations over a transformer-sized activation (b x 512 x 768).
+        (f"relu {b}x512x768", (b, 512, 768), lambda: nn.ReLU(), lambda: tn.ReLU()),
+        (f"gelu {b}x512x768", (b, 512, 768), lambda: nn.GELU(), lambda: tn.GELU()),
+        (f"gelu tanh {b}x512x768", (b, 512, 768), lambda: nn.GELU("tanh"), lambda: tn.GELU("tanh")),
+        (f"silu {b}x512x768", (b, 512, 768), lambda: nn.SiLU(), lambda: tn.SiLU()),
+        (f"tanh {b}x512x768", (b, 512, 768), lambda: nn.Tanh(), lambda: tn.Tanh()),
+        (f"softmax {b}x512x768, dim -1", (b, 512, 768), lambda: nn.Softmax(-1), lambda: tn.Softmax(-1)),
     ]
     rows = []
     for name, shape, mk_cp, mk_t in cases:

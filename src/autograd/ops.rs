@@ -134,7 +134,7 @@ pub fn affine(x: &Value, mul: f64, add: f64) -> Result<Value> {
 }
 
 pub fn exp(x: &Value) -> Result<Value> {
-    Ok(record("ExpBackward0", &[x], x.data.exp()?, &[x], true, |s, g, _| {
+    Ok(record("ExpBackward0", &[x], crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Exp)?, &[x], true, |s, g, _| {
         // Under create_graph the output is recomputed from the input so that it is differentiable.
         let y = if grad_enabled() { exp(&s[0])? } else { s[1].clone() };
         Ok(vec![c(mul(g, &y)?)])
@@ -164,7 +164,7 @@ pub fn recip(x: &Value) -> Result<Value> {
 }
 
 pub fn tanh(x: &Value) -> Result<Value> {
-    Ok(record("TanhBackward0", &[x], x.data.tanh()?, &[x], true, |s, g, _| {
+    Ok(record("TanhBackward0", &[x], crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Tanh)?, &[x], true, |s, g, _| {
         let y = if grad_enabled() { tanh(&s[0])? } else { s[1].clone() };
         // g * (1 - y^2)
         Ok(vec![c(mul(g, &affine(&sqr(&y)?, -1.0, 1.0)?)?)])
@@ -372,7 +372,7 @@ pub fn select(x: &Value, dim: usize, i: usize) -> Result<Value> {
 }
 
 pub fn sigmoid(x: &Value) -> Result<Value> {
-    let out = candle_nn::ops::sigmoid(&x.data)?;
+    let out = crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Sigmoid)?;
     Ok(record("SigmoidBackward0", &[x], out, &[x], true, |s, g, _| {
         let y = if grad_enabled() { sigmoid(&s[0])? } else { s[1].clone() };
         // g * y * (1 - y)

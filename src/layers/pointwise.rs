@@ -7,7 +7,7 @@
 //! backward; other dtypes and devices run the same formula from Candle's
 //! differentiable ops.
 use crate::ops::float::Float;
-use crate::ops::parallel::{map, zip_map};
+use crate::ops::simd_map::{map_simd, zip_map_simd};
 use crate::ops::storage::{data, float_dispatch};
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};
 
@@ -108,8 +108,8 @@ impl Act {
                 }
             }
             Act::GeluTanh => {
-                let v = x.f();
-                T::of(0.5 * v * (1.0 + (K_BETA * (v + K_KAPPA * v * v * v)).tanh()))
+                let (beta, kappa, half) = (T::of(K_BETA), T::of(K_KAPPA), T::of(0.5));
+                half * x * (T::ONE + (beta * (x + kappa * x * x * x)).tanh::<false>())
             }
         }
     }
@@ -178,7 +178,7 @@ impl Act {
                 let (beta, kappa, half) = (T::of(K_BETA), T::of(K_KAPPA), T::of(0.5));
                 let x_sq = x * x;
                 let inner = beta * (x + kappa * x_sq * x);
-                let t = T::of(inner.f().tanh());
+                let t = inner.tanh::<false>();
                 let left = half * x;
                 let left_derivative = half * (T::ONE + t);
                 let right_derivative = left * (T::ONE - t * t) * beta * (T::ONE + T::of(3.0) * kappa * x_sq);
@@ -232,18 +232,32 @@ struct Fwd(Act);
 struct Bwd(Act);
 
 macro_rules! per_variant {
-    // Match the activation once, outside the loop, so each loop is monomorphic.
-    ($act:expr, |$a:ident| $body:expr) => {
+    // Match the activation once, outside the loop, and hand `$run` the variant as a
+    // constructor expression, so that inside each loop the variant is a constant
+    // (the match in `f`/`df` folds away and the loop vectorizes).
+    ($act:expr, $run:ident ( $($args:tt)* )) => {
         match $act {
-            $a @ Act::Silu => $body,
-            $a @ Act::Mish => $body,
-            $a @ Act::Hardsigmoid => $body,
-            $a @ Act::Hardswish => $body,
-            $a @ Act::Elu { .. } => $body,
-            $a @ Act::Softplus { .. } => $body,
-            $a @ Act::LeakyRelu { .. } => $body,
-            $a @ Act::GeluTanh => $body,
+            Act::Silu => $run!($($args)*; Act::Silu),
+            Act::Mish => $run!($($args)*; Act::Mish),
+            Act::Hardsigmoid => $run!($($args)*; Act::Hardsigmoid),
+            Act::Hardswish => $run!($($args)*; Act::Hardswish),
+            Act::Elu { alpha, scale, input_scale, grad_scale } => $run!($($args)*; Act::Elu { alpha, scale, input_scale, grad_scale }),
+            Act::Softplus { beta, threshold } => $run!($($args)*; Act::Softplus { beta, threshold }),
+            Act::LeakyRelu { slope } => $run!($($args)*; Act::LeakyRelu { slope }),
+            Act::GeluTanh => $run!($($args)*; Act::GeluTanh),
         }
+    };
+}
+
+macro_rules! fwd_loop {
+    ($v:expr; $a:expr) => {
+        map_simd($v, move |x| $a.f(x))
+    };
+}
+
+macro_rules! bwd_loop {
+    ($x:expr, $g:expr; $a:expr) => {
+        zip_map_simd($x, $g, move |x, g| $a.df(x, g))
     };
 }
 
@@ -253,7 +267,7 @@ impl CustomOp1 for Fwd {
     }
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
         let act = self.0;
-        let out = float_dispatch!(s, l, act.name(), |v| per_variant!(act, |a| map(v, |x| a.f(x))));
+        let out = float_dispatch!(s, l, act.name(), |v| per_variant!(act, fwd_loop(v)));
         Ok((out, l.shape().clone()))
     }
     fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
@@ -270,11 +284,11 @@ impl CustomOp2 for Bwd {
         let out = match (s1, s2) {
             (CpuStorage::F32(x), CpuStorage::F32(g)) => {
                 let (x, g) = (data(x, l1, op)?, data(g, l2, op)?);
-                CpuStorage::F32(per_variant!(act, |a| zip_map(x, g, |x, g| a.df(x, g))))
+                CpuStorage::F32(per_variant!(act, bwd_loop(x, g)))
             }
             (CpuStorage::F64(x), CpuStorage::F64(g)) => {
                 let (x, g) = (data(x, l1, op)?, data(g, l2, op)?);
-                CpuStorage::F64(per_variant!(act, |a| zip_map(x, g, |x, g| a.df(x, g))))
+                CpuStorage::F64(per_variant!(act, bwd_loop(x, g)))
             }
             _ => candle_core::bail!("{op}: expected float32 or float64 operands of one dtype"),
         };

@@ -35,6 +35,8 @@ pub(crate) trait Float:
     /// `exp(x)` for `x <= 0` or `-inf` (exactly 0 there), with no branch.
     fn exp_nonpos<const FMA: bool>(self) -> Self;
     fn ln(self) -> Self;
+    /// `tanh(x)`: branch-free for f32 (`approx::fast_tanh`), libm's for f64.
+    fn tanh<const FMA: bool>(self) -> Self;
     fn sqrt(self) -> Self;
     fn is_nan(self) -> bool;
     /// The larger of two values (the first when they compare unordered).
@@ -77,6 +79,10 @@ impl Float for f32 {
     #[inline(always)]
     fn ln(self) -> f32 {
         f32::ln(self)
+    }
+    #[inline(always)]
+    fn tanh<const FMA: bool>(self) -> f32 {
+        super::approx::fast_tanh::<FMA>(self)
     }
     #[inline(always)]
     fn sqrt(self) -> f32 {
@@ -127,6 +133,10 @@ impl Float for f64 {
     #[inline(always)]
     fn ln(self) -> f64 {
         f64::ln(self)
+    }
+    #[inline(always)]
+    fn tanh<const FMA: bool>(self) -> f64 {
+        f64::tanh(self)
     }
     #[inline(always)]
     fn sqrt(self) -> f64 {

@@ -12,6 +12,7 @@ pub(crate) mod optim;
 pub(crate) mod parallel;
 pub(crate) mod random;
 pub(crate) mod reduce;
+pub(crate) mod simd_map;
 pub(crate) mod softmax;
 pub(crate) mod storage;
 pub(crate) mod unary;

@@ -93,3 +93,58 @@ pub(crate) fn logsigmoid(x: &Tensor) -> Result<Tensor> {
     let lo = x.minimum(&x.zeros_like()?)?;
     lo.sub(&(x.abs()?.neg()?.exp()? + 1.0)?.log()?)
 }
+
+/// Elementwise functions with a vectorized CPU pass (f32 through `approx`'s
+/// branch-free forms, f64 through libm) that Candle runs one scalar call at a time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Fast {
+    Exp,
+    Tanh,
+    Sigmoid,
+}
+
+struct FastOp(Fast);
+
+#[inline(always)]
+fn fexp<T: Float>(x: T) -> T {
+    Float::exp::<false>(x)
+}
+#[inline(always)]
+fn ftanh<T: Float>(x: T) -> T {
+    Float::tanh::<false>(x)
+}
+#[inline(always)]
+fn fsigmoid<T: Float>(x: T) -> T {
+    T::ONE / (T::ONE + Float::exp::<false>(-x))
+}
+
+impl CustomOp1 for FastOp {
+    fn name(&self) -> &'static str {
+        match self.0 {
+            Fast::Exp => "exp",
+            Fast::Tanh => "tanh",
+            Fast::Sigmoid => "sigmoid",
+        }
+    }
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        use super::simd_map::map_simd;
+        let out = float_dispatch!(s, l, self.name(), |v| match self.0 {
+            Fast::Exp => map_simd(v, fexp),
+            Fast::Tanh => map_simd(v, ftanh),
+            Fast::Sigmoid => map_simd(v, fsigmoid),
+        });
+        Ok((out, l.shape().clone()))
+    }
+}
+
+/// `f(x)` elementwise: the vectorized pass for float32/float64 on the CPU, Candle's op elsewhere.
+pub(crate) fn fast(x: &Tensor, f: Fast) -> Result<Tensor> {
+    if x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64) {
+        return x.contiguous()?.apply_op1_no_bwd(&FastOp(f));
+    }
+    match f {
+        Fast::Exp => x.exp(),
+        Fast::Tanh => x.tanh(),
+        Fast::Sigmoid => candle_nn::ops::sigmoid(x),
+    }
+}
