@@ -108,7 +108,7 @@ pub fn fast_tanh<const FMA: bool>(x: f32) -> f32 {
     let a = x.abs();
     let z = x * x;
     let mut p = -5.704_988_7e-3_f32;
-    for k in [2.063_908_9e-2, -5.373_971_6e-2, 1.333_144_2e-1, -3.333_328_2e-1] {
+    for k in [2.063_909e-2, -5.373_971_6e-2, 1.333_144_2e-1, -3.333_328e-1] {
         p = madd::<FMA>(p, z, k);
     }
     let small = madd::<FMA>(p * z, x, x);
