@@ -106,17 +106,27 @@ pub fn record_binary(op: Arith, a: &Value, b: &Value, out: Tensor) -> Value {
     })
 }
 
+/// `a (op) b` through our CPU kernels where they apply, else Candle's `slow`.
+fn fast_or(a: &Value, b: &Value, op: crate::ops::binary::Bin, slow: fn(&Tensor, &Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    if a.data.dtype() == b.data.dtype() {
+        if let Some(t) = crate::ops::binary::direct_binary(&a.data, &b.data, op) {
+            return Ok(t);
+        }
+    }
+    slow(&a.data, &b.data)
+}
+
 pub fn add(a: &Value, b: &Value) -> Result<Value> {
-    Ok(record_binary(Arith::Add, a, b, a.data.broadcast_add(&b.data)?))
+    Ok(record_binary(Arith::Add, a, b, fast_or(a, b, crate::ops::binary::Bin::Add, |x, y| x.broadcast_add(y))?))
 }
 pub fn sub(a: &Value, b: &Value) -> Result<Value> {
-    Ok(record_binary(Arith::Sub, a, b, a.data.broadcast_sub(&b.data)?))
+    Ok(record_binary(Arith::Sub, a, b, fast_or(a, b, crate::ops::binary::Bin::Sub, |x, y| x.broadcast_sub(y))?))
 }
 pub fn mul(a: &Value, b: &Value) -> Result<Value> {
-    Ok(record_binary(Arith::Mul, a, b, a.data.broadcast_mul(&b.data)?))
+    Ok(record_binary(Arith::Mul, a, b, fast_or(a, b, crate::ops::binary::Bin::Mul, |x, y| x.broadcast_mul(y))?))
 }
 pub fn div(a: &Value, b: &Value) -> Result<Value> {
-    Ok(record_binary(Arith::Div, a, b, a.data.broadcast_div(&b.data)?))
+    Ok(record_binary(Arith::Div, a, b, fast_or(a, b, crate::ops::binary::Bin::Div, |x, y| x.broadcast_div(y))?))
 }
 
 pub fn neg(x: &Value) -> Result<Value> {

@@ -134,19 +134,23 @@ pub(crate) fn arith<
     }
 }
 
-/// Contiguous CPU operands: one tight vectorized loop into a
+/// CPU operands of one float dtype (contiguous ones, else `broadcast::broadcast_arith`): one tight vectorized loop into a
 /// new buffer, skipping Candle's generic dispatch (which dominates small ops),
 /// and split over rayon's pool for large ones (`crate::ops::parallel`'s policy). Candle's own parallel path runs on
 /// a second thread pool beside rayon's; on 2 cores the two pools' spinning
 /// workers starve each other, so large elementwise work stays on one pool.
 pub(crate) fn direct_binary(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
-    // `contiguous_offsets` below rejects strided views.
-    if !l.device().is_cpu() || l.dims() != r.dims() {
+    if !l.device().is_cpu() {
         return None;
     }
+    // Broadcast or strided operands: the merged-dims kernel.
+    let (Some((la, _)), Some((ra, _))) = (l.layout().contiguous_offsets(), r.layout().contiguous_offsets()) else {
+        return crate::ops::broadcast::broadcast_arith(l, r, op);
+    };
+    if l.dims() != r.dims() {
+        return crate::ops::broadcast::broadcast_arith(l, r, op);
+    }
     let n = l.elem_count();
-    let (la, _) = l.layout().contiguous_offsets()?;
-    let (ra, _) = r.layout().contiguous_offsets()?;
     let (ls, _) = l.storage_and_layout();
     let (rs, _) = r.storage_and_layout();
     let shape = l.shape().clone();

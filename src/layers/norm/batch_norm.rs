@@ -19,14 +19,83 @@ pub(crate) fn bn_forward<T: Fl>(x: &[T], w: &[T], b: &[T], op: &BatchNorm) -> Ve
     if s == 0 {
         return out;
     }
+    let simd = crate::ops::cpu::has_avx2_fma();
     out.par_chunks_mut(s).zip(x.par_chunks(s)).enumerate().for_each(|(nc, (o, xr))| {
         let ch = nc % c;
-        let (m, r, wv, bv) = (op.mean[ch], op.rstd[ch], w[ch].f(), b[ch].f());
-        for (ov, xv) in o.iter_mut().zip(xr) {
-            *ov = T::of((xv.f() - m) * r * wv + bv);
+        // y = x * k + z with k = rstd * w and z = b - mean * k.
+        let k = op.rstd[ch] * w[ch].f();
+        let z = b[ch].f() - op.mean[ch] * k;
+        #[cfg(target_arch = "x86_64")]
+        if simd {
+            // SAFETY: `simd` is `has_avx2_fma()`.
+            return unsafe { scale_shift_avx2(xr, o, k, z) };
         }
+        let _ = simd;
+        scale_shift(xr, o, k, z);
     });
     out
+}
+
+/// `o = x * k + z` over a row, in f64.
+#[inline(always)]
+fn scale_shift<T: Fl>(x: &[T], o: &mut [T], k: f64, z: f64) {
+    for (ov, xv) in o.iter_mut().zip(x) {
+        *ov = T::of(xv.f() * k + z);
+    }
+}
+
+/// # Safety
+/// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn scale_shift_avx2<T: Fl>(x: &[T], o: &mut [T], k: f64, z: f64) {
+    scale_shift(x, o, k, z)
+}
+
+/// Sums of `g` and of `g * (x - mean)` over a row, in 8 independent lanes so the
+/// loop vectorizes (one accumulator would wait on every add).
+#[inline(always)]
+fn grad_sums<T: Fl>(x: &[T], g: &[T], mean: f64) -> (f64, f64) {
+    const L: usize = 8;
+    let (mut a, mut b) = ([0.0f64; L], [0.0f64; L]);
+    let n8 = x.len() / L * L;
+    for (xc, gc) in x[..n8].chunks_exact(L).zip(g[..n8].chunks_exact(L)) {
+        for l in 0..L {
+            let gv = gc[l].f();
+            a[l] += gv;
+            b[l] += gv * (xc[l].f() - mean);
+        }
+    }
+    let (mut sa, mut sb) = (a.iter().sum::<f64>(), b.iter().sum::<f64>());
+    for (xv, gv) in x[n8..].iter().zip(&g[n8..]) {
+        sa += gv.f();
+        sb += gv.f() * (xv.f() - mean);
+    }
+    (sa, sb)
+}
+
+/// # Safety
+/// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn grad_sums_avx2<T: Fl>(x: &[T], g: &[T], mean: f64) -> (f64, f64) {
+    grad_sums(x, g, mean)
+}
+
+/// `dx = a * g + b * x + c` over a row (the batch-statistics gradient, folded).
+#[inline(always)]
+fn dx_row<T: Fl>(x: &[T], g: &[T], dx: &mut [T], a: f64, b: f64, c: f64) {
+    for ((d, xv), gv) in dx.iter_mut().zip(x).zip(g) {
+        *d = T::of(a * gv.f() + b * xv.f() + c);
+    }
+}
+
+/// # Safety
+/// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dx_row_avx2<T: Fl>(x: &[T], g: &[T], dx: &mut [T], a: f64, b: f64, c: f64) {
+    dx_row(x, g, dx, a, b, c)
 }
 
 impl CustomOp3 for BatchNorm {
@@ -70,6 +139,7 @@ pub(crate) fn bn_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], op: &BatchNorm) -
     let (c, s) = (op.c, op.s);
     let n = xs.len().checked_div(c * s).unwrap_or(0);
     let m = (n * s) as f64;
+    let simd = crate::ops::cpu::has_avx2_fma();
     // Per-channel sums of g and g * x_hat.
     let sums: Vec<(f64, f64)> = (0..c)
         .into_par_iter()
@@ -77,12 +147,18 @@ pub(crate) fn bn_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], op: &BatchNorm) -
             let (mut sg, mut sgx) = (0.0, 0.0);
             let (mean, rstd) = (op.mean[ch], op.rstd[ch]);
             for i in 0..n {
-                let base = (i * c + ch) * s;
-                for k in 0..s {
-                    let gv = gs[base + k].f();
-                    sg += gv;
-                    sgx += gv * (xs[base + k].f() - mean) * rstd;
-                }
+                let r = (i * c + ch) * s..(i * c + ch + 1) * s;
+                #[cfg(target_arch = "x86_64")]
+                let (a, b) = if simd {
+                    // SAFETY: `simd` is `has_avx2_fma()`.
+                    unsafe { grad_sums_avx2(&xs[r.clone()], &gs[r], mean) }
+                } else {
+                    grad_sums(&xs[r.clone()], &gs[r], mean)
+                };
+                #[cfg(not(target_arch = "x86_64"))]
+                let (a, b) = grad_sums(&xs[r.clone()], &gs[r], mean);
+                sg += a;
+                sgx += b * rstd;
             }
             (sg, sgx)
         })
@@ -93,15 +169,22 @@ pub(crate) fn bn_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], op: &BatchNorm) -
             let ch = nc % c;
             let base = nc * s;
             let (mean, r, wv, (sg, sgx)) = (op.mean[ch], op.rstd[ch], ws[ch].f(), sums[ch]);
-            for k in 0..s {
-                let gv = gs[base + k].f();
-                dr[k] = T::of(if op.batch_stats {
-                    let xh = (xs[base + k].f() - mean) * r;
-                    wv * r * (gv - sg / m - xh * sgx / m)
-                } else {
-                    wv * r * gv
-                });
+            // Batch statistics: w r (g - sg/m - xhat sgx/m), xhat = (x - mean) r, as
+            // a * g + b * x + c; running statistics: w r g.
+            let (a, b, cst) = if op.batch_stats {
+                let (a, b) = (wv * r, -wv * r * r * sgx / m);
+                (a, b, -wv * r * sg / m - b * mean)
+            } else {
+                (wv * r, 0.0, 0.0)
+            };
+            let (xr, gr) = (&xs[base..base + s], &gs[base..base + s]);
+            #[cfg(target_arch = "x86_64")]
+            if simd {
+                // SAFETY: `simd` is `has_avx2_fma()`.
+                return unsafe { dx_row_avx2(xr, gr, dr, a, b, cst) };
             }
+            let _ = simd;
+            dx_row(xr, gr, dr, a, b, cst);
         });
     }
     (dx, sums.iter().map(|p| T::of(p.1)).collect(), sums.iter().map(|p| T::of(p.0)).collect())

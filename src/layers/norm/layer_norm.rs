@@ -10,26 +10,28 @@ pub(crate) struct LayerNorm {
     pub(crate) stats: Mutex<Vec<(f64, f64)>>,
 }
 
-/// Sum of `f(v)` over a row with 32 independent f64 lanes, so the loop vectorizes
-/// into four accumulators (one would wait on the add latency every step).
+/// Sum of `f(v)` over a row in the element type, 32 independent lanes (as PyTorch's
+/// float kernels accumulate float in cascades): no widening, so 8 or 16 lanes per
+/// vector instruction.
 #[inline(always)]
-pub(crate) fn lane_sum<T: Fl>(xs: &[T], f: impl Fn(f64) -> f64) -> f64 {
-    let mut acc = [0.0f64; 32];
+pub(crate) fn lane_sum_t<T: Fl>(xs: &[T], f: impl Fn(T) -> T) -> f64 {
+    let mut acc = [T::ZERO; 32];
     let chunks = xs.chunks_exact(32);
     let rem = chunks.remainder();
     for c in chunks {
         for k in 0..32 {
-            acc[k] += f(c[k].f());
+            acc[k] += f(c[k]);
         }
     }
-    acc.iter().sum::<f64>() + rem.iter().map(|v| f(v.f())).sum::<f64>()
+    acc.iter().map(|v| v.f()).sum::<f64>() + rem.iter().map(|&v| f(v).f()).sum::<f64>()
 }
 
 #[inline(always)]
 pub(crate) fn ln_rows<T: Fl>(x: &[T], w: &[T], b: &[T], out: &mut [T], stats: &mut [(f64, f64)], d: usize, eps: f64) {
     for ((o, xr), st) in out.chunks_mut(d).zip(x.chunks(d)).zip(stats.iter_mut()) {
-        let mean = lane_sum(xr, |v| v) / d as f64;
-        let var = lane_sum(xr, |v| (v - mean) * (v - mean)) / d as f64;
+        let mean = lane_sum_t(xr, |v| v) / d as f64;
+        let mt = T::of(mean);
+        let var = lane_sum_t(xr, |v| (v - mt) * (v - mt)) / d as f64;
         let rstd = 1.0 / (var + eps).sqrt();
         // Statistics in f64, the row itself in its own dtype (as PyTorch): the f32
         // pass runs 16 lanes wide instead of 8.
@@ -48,6 +50,16 @@ pub(crate) fn ln_rows<T: Fl>(x: &[T], w: &[T], b: &[T], out: &mut [T], stats: &m
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 pub(crate) unsafe fn ln_rows_avx512<T: Fl>(x: &[T], w: &[T], b: &[T], out: &mut [T], stats: &mut [(f64, f64)], d: usize, eps: f64) {
+    ln_rows(x, w, b, out, stats, d, eps)
+}
+
+/// `ln_rows` compiled for AVX2 (4 f64 lanes for the statistics, 8 f32 for the row).
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn ln_rows_avx2<T: Fl>(x: &[T], w: &[T], b: &[T], out: &mut [T], stats: &mut [(f64, f64)], d: usize, eps: f64) {
     ln_rows(x, w, b, out, stats, d, eps)
 }
 
@@ -143,7 +155,7 @@ pub(crate) fn ln_forward<T: Fl>(x: &[T], w: &[T], b: &[T], d: usize, eps: f64) -
     if d == 0 {
         return (vec![T::of(0.0); x.len()], stats);
     }
-    let wide = crate::ops::cpu::has_avx512();
+    let (wide, avx2) = (crate::ops::cpu::has_avx512(), crate::ops::cpu::has_avx2_fma());
     assert!(w.len() >= d && b.len() >= d, "layer_norm: weight and bias hold the normalized row");
     #[allow(clippy::type_complexity)]
     let run = |(o, (xr, st)): (&mut [T], (&[T], &mut [(f64, f64)]))| {
@@ -156,7 +168,13 @@ pub(crate) fn ln_forward<T: Fl>(x: &[T], w: &[T], b: &[T], d: usize, eps: f64) -
             unsafe { ln_rows_avx512(xr, w, b, o, st, d, eps) };
             return;
         }
-        let _ = wide;
+        #[cfg(target_arch = "x86_64")]
+        if avx2 {
+            // SAFETY: `avx2` is `has_avx2_fma()`: the CPU supports AVX2 and FMA.
+            unsafe { ln_rows_avx2(xr, w, b, o, st, d, eps) };
+            return;
+        }
+        let _ = (wide, avx2);
         ln_rows(xr, w, b, o, st, d, eps);
     };
     // Blocks of about 16K elements: a few per thread, each worth a hand-off.
@@ -274,6 +292,26 @@ pub(crate) unsafe fn ln_bwd_rows_avx512<T: Fl>(
     ln_bwd_rows(xc, gc, ws, sc, dxc, dw, db, d)
 }
 
+/// `ln_bwd_rows` compiled for AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn ln_bwd_rows_avx2<T: Fl>(
+    xc: &[T],
+    gc: &[T],
+    ws: &[T],
+    sc: &[(f64, f64)],
+    dxc: &mut [T],
+    dw: &mut [f64],
+    db: &mut [f64],
+    d: usize,
+) {
+    ln_bwd_rows(xc, gc, ws, sc, dxc, dw, db, d)
+}
+
 /// `ln_bwd_rows` for f32 with AVX-512: 8 values at a time widened to f64, the row
 /// sums and the dw/db partials updated with vector FMAs (the generic loop leaves
 /// the two row sums scalar).
@@ -349,7 +387,7 @@ pub(crate) fn ln_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], stats: &[(f64, f6
         return (dx, Vec::new(), Vec::new());
     }
     let rows = xs.len() / d;
-    let wide = crate::ops::cpu::has_avx512();
+    let (wide, avx2) = (crate::ops::cpu::has_avx512(), crate::ops::cpu::has_avx2_fma());
     // A few tasks per thread, each with its own dw/db partial sums (combined after).
     let per = rows.div_ceil(4 * rayon::current_num_threads()).max(16);
     #[allow(clippy::type_complexity)]
@@ -364,7 +402,13 @@ pub(crate) fn ln_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], stats: &[(f64, f6
             unsafe { ln_bwd_rows_avx512(xc, gc, ws, sc, dxc, &mut dw, &mut db, d) };
             return (dw, db);
         }
-        let _ = wide;
+        #[cfg(target_arch = "x86_64")]
+        if avx2 {
+            // SAFETY: `avx2` is `has_avx2_fma()`: the CPU supports AVX2 and FMA.
+            unsafe { ln_bwd_rows_avx2(xc, gc, ws, sc, dxc, &mut dw, &mut db, d) };
+            return (dw, db);
+        }
+        let _ = (wide, avx2);
         ln_bwd_rows(xc, gc, ws, sc, dxc, &mut dw, &mut db, d);
         (dw, db)
     };

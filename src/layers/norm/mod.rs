@@ -233,10 +233,12 @@ pub(crate) fn group_norm(x: &Tensor, groups: usize, w: Option<&Tensor>, b: Optio
     let mut shape = vec![1; dims.len()];
     shape[1] = c;
     if let Some(w) = w {
-        y = y.broadcast_mul(&w.to_dtype(x.dtype())?.reshape(shape.as_slice())?)?;
+        let w = w.to_dtype(x.dtype())?.reshape(shape.as_slice())?;
+        y = crate::ops::binary::direct_binary(&y, &w, crate::ops::binary::Bin::Mul).map_or_else(|| y.broadcast_mul(&w), Ok)?;
     }
     if let Some(b) = b {
-        y = y.broadcast_add(&b.to_dtype(x.dtype())?.reshape(shape.as_slice())?)?;
+        let b = b.to_dtype(x.dtype())?.reshape(shape.as_slice())?;
+        y = crate::ops::binary::direct_binary(&y, &b, crate::ops::binary::Bin::Add).map_or_else(|| y.broadcast_add(&b), Ok)?;
     }
     Ok(y)
 }

@@ -1,0 +1,172 @@
+//! The four arithmetic ops over broadcast or strided CPU operands (a bias row, a
+//! per-channel scale, an expanded scalar gradient, a transposed view): dims that
+//! are laid out alike in both operands are merged, and the innermost dim runs as a
+//! tight loop with each side either contiguous or a repeated value. Candle's
+//! generic strided path computes an index per element and was the hottest frame of
+//! the backward passes that broadcast (a sum's gradient times a tensor).
+use crate::ops::binary::Bin;
+use crate::ops::parallel::{filled, for_chunks, par_ok};
+use candle_core::{CpuStorage, Storage, Tensor};
+use std::mem::MaybeUninit;
+
+/// Elements per parallel task (whole rows).
+const TASK: usize = 1 << 14;
+
+/// `l (op) r` broadcast to their common shape, for float32/float64 CPU tensors of
+/// one dtype and the four arithmetic ops; `None` where another path must run.
+pub(crate) fn broadcast_arith(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
+    if !matches!(op, Bin::Add | Bin::Sub | Bin::Mul | Bin::Div) || !l.device().is_cpu() || !r.device().is_cpu() || l.dtype() != r.dtype() {
+        return None;
+    }
+    let shape = l.shape().broadcast_shape_binary_op(r.shape(), "broadcast").ok()?;
+    let (lb, rb) = (l.broadcast_as(&shape).ok()?, r.broadcast_as(&shape).ok()?);
+    let dims = shape.dims().to_vec();
+    let (dims, sl, sr) = merge(&dims, lb.stride(), rb.stride());
+    let (ol, or) = (lb.layout().start_offset(), rb.layout().start_offset());
+    let (ls, _) = lb.storage_and_layout();
+    let (rs, _) = rb.storage_and_layout();
+    let plan = Plan { dims, sl, sr, ol, or };
+    let dev = candle_core::Device::Cpu;
+    match (&*ls, &*rs) {
+        (Storage::Cpu(CpuStorage::F32(a)), Storage::Cpu(CpuStorage::F32(b))) => Tensor::from_vec(plan.run(a, b, op), shape, &dev).ok(),
+        (Storage::Cpu(CpuStorage::F64(a)), Storage::Cpu(CpuStorage::F64(b))) => Tensor::from_vec(plan.run(a, b, op), shape, &dev).ok(),
+        _ => None,
+    }
+}
+
+/// Drop size-1 dims and merge neighbours laid out alike in both operands
+/// (outer stride = inner stride x inner size, zero strides included).
+fn merge(dims: &[usize], sl: &[usize], sr: &[usize]) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+    let (mut d, mut a, mut b): (Vec<usize>, Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new(), Vec::new());
+    for i in (0..dims.len()).rev() {
+        if dims[i] == 1 {
+            continue;
+        }
+        if let (Some(&dn), Some(&an), Some(&bn)) = (d.last(), a.last(), b.last()) {
+            if sl[i] == an * dn && sr[i] == bn * dn {
+                *d.last_mut().expect("non-empty") *= dims[i];
+                continue;
+            }
+        }
+        d.push(dims[i]);
+        a.push(sl[i]);
+        b.push(sr[i]);
+    }
+    if d.is_empty() {
+        return (vec![1], vec![1], vec![1]);
+    }
+    d.reverse();
+    a.reverse();
+    b.reverse();
+    (d, a, b)
+}
+
+struct Plan {
+    dims: Vec<usize>,
+    sl: Vec<usize>,
+    sr: Vec<usize>,
+    ol: usize,
+    or: usize,
+}
+
+impl Plan {
+    fn run<T: crate::ops::float::Float>(&self, a: &[T], b: &[T], op: Bin) -> Vec<T> {
+        match op {
+            Bin::Add => self.run_with(a, b, |x, y| x + y),
+            Bin::Sub => self.run_with(a, b, |x, y| x - y),
+            Bin::Mul => self.run_with(a, b, |x, y| x * y),
+            _ => self.run_with(a, b, |x, y| x / y),
+        }
+    }
+
+    fn run_with<T: crate::ops::float::Float, F: Fn(T, T) -> T + Sync + Send + Copy>(&self, a: &[T], b: &[T], f: F) -> Vec<T> {
+        let r = self.dims.len();
+        let n = *self.dims.last().expect("at least one dim");
+        let (il, ir) = (self.sl[r - 1], self.sr[r - 1]);
+        let total: usize = self.dims.iter().product();
+        let rows_per = (TASK / n.max(1)).max(1);
+        filled(total, |out| {
+            for_chunks(out, rows_per * n, par_ok(total), |c, dst| {
+                let first = c * rows_per;
+                for (k, row) in dst.chunks_mut(n).enumerate() {
+                    let (mut pl, mut pr) = (self.ol, self.or);
+                    let mut o = first + k;
+                    for d in (0..r - 1).rev() {
+                        let i = o % self.dims[d];
+                        o /= self.dims[d];
+                        pl += i * self.sl[d];
+                        pr += i * self.sr[d];
+                    }
+                    inner(row, a, b, pl, pr, il, ir, f);
+                }
+            })
+        })
+    }
+}
+
+/// One row: each side contiguous (stride 1), a repeated value (stride 0), or strided.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn inner<T: Copy, F: Fn(T, T) -> T>(row: &mut [MaybeUninit<T>], a: &[T], b: &[T], pl: usize, pr: usize, il: usize, ir: usize, f: F) {
+    let n = row.len();
+    match (il, ir) {
+        (1, 1) => {
+            for ((d, &x), &y) in row.iter_mut().zip(&a[pl..pl + n]).zip(&b[pr..pr + n]) {
+                d.write(f(x, y));
+            }
+        }
+        (1, 0) => {
+            let y = b[pr];
+            for (d, &x) in row.iter_mut().zip(&a[pl..pl + n]) {
+                d.write(f(x, y));
+            }
+        }
+        (0, 1) => {
+            let x = a[pl];
+            for (d, &y) in row.iter_mut().zip(&b[pr..pr + n]) {
+                d.write(f(x, y));
+            }
+        }
+        _ => {
+            for (j, d) in row.iter_mut().enumerate() {
+                d.write(f(a[pl + j * il], b[pr + j * ir]));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::Device;
+
+    /// Every broadcast and stride pattern against Candle's own broadcast ops.
+    #[test]
+    fn matches_candle_broadcast() -> candle_core::Result<()> {
+        let dev = Device::Cpu;
+        let a = Tensor::arange(0f32, 24.0, &dev)?.reshape((2, 3, 4))?.affine(0.37, -2.0)?;
+        let cases: Vec<(Tensor, Tensor)> = vec![
+            (a.clone(), Tensor::arange(1f32, 5.0, &dev)?),
+            (a.clone(), Tensor::arange(1f32, 4.0, &dev)?.reshape((3, 1))?),
+            (Tensor::new(2.5f32, &dev)?, a.clone()),
+            (a.transpose(0, 2)?, a.transpose(0, 2)?.affine(0.5, 1.0)?.contiguous()?),
+            (a.narrow(2, 1, 2)?, a.narrow(2, 0, 2)?),
+            (Tensor::arange(1f32, 3.0, &dev)?.reshape((2, 1, 1))?, a.clone()),
+            (Tensor::new(3f32, &dev)?.broadcast_as((2, 3, 4))?, a.clone()),
+        ];
+        for (l, r) in cases {
+            for op in [Bin::Add, Bin::Sub, Bin::Mul, Bin::Div] {
+                let got = broadcast_arith(&l, &r, op).expect("f32 CPU");
+                let want = match op {
+                    Bin::Add => l.broadcast_add(&r)?,
+                    Bin::Sub => l.broadcast_sub(&r)?,
+                    Bin::Mul => l.broadcast_mul(&r)?,
+                    _ => l.broadcast_div(&r)?,
+                };
+                assert_eq!(got.dims(), want.dims());
+                assert_eq!(got.flatten_all()?.to_vec1::<f32>()?, want.flatten_all()?.to_vec1::<f32>()?, "{op:?}");
+            }
+        }
+        Ok(())
+    }
+}
