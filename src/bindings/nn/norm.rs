@@ -127,14 +127,50 @@ fn _group_norm(
             let b = has_b.then(|| t[if has_w { 2 } else { 1 }]);
             return group_norm(t[0], num_groups as usize, w, b, eps).map(Value::plain);
         }
-        // In the graph: the layer-norm node on rows of (N * G, C / G * spatial), then
-        // the per-channel scale and shift as arithmetic nodes.
+        // In the graph on the CPU (float32/float64): the fused group-norm node, its
+        // weight and bias ones and zeros when absent (they get no gradient).
         let x = &ins[0];
+        let one = |fill: f64| -> candle_core::Result<Value> {
+            Ok(Value::plain(candle_core::Tensor::full(fill, c, x.data.device())?.to_dtype(x.data.dtype())?))
+        };
+        let wv = if has_w { ops::to_dtype(&ins[1], x.data.dtype())? } else { one(1.0)? };
+        let bv = if has_b { ops::to_dtype(&ins[if has_w { 2 } else { 1 }], x.data.dtype())? } else { one(0.0)? };
+        if let Some(k) = crate::layers::norm::group_norm_kernel(&x.data, &wv.data, &bv.data, num_groups as usize, eps) {
+            let composed: crate::autograd::composed::Composed = Arc::new(move |t: &[Value]| {
+                let mut alt = vec![t[0].clone()];
+                if has_w {
+                    alt.push(t[1].clone());
+                }
+                if has_b {
+                    alt.push(t[2].clone());
+                }
+                group_norm_composed(&alt, num_groups as usize, has_w, has_b, eps)
+            });
+            let cont = [ops::contiguous(x)?, wv, bv];
+            return crate::autograd::custom::apply_with(
+                "NativeGroupNormBackward0",
+                crate::autograd::custom::Op::three(k),
+                &[&cont[0], &cont[1], &cont[2]],
+                Some(composed),
+            );
+        }
+        group_norm_composed(&ins, num_groups as usize, has_w, has_b, eps)
+    })?;
+    Ok(PyTensor::wrap_vdt(out, dt))
+}
+
+/// Group norm from recorded ops: the layer-norm node on rows of (N * G, C / G *
+/// spatial), then the per-channel scale and shift as arithmetic nodes. `ins` holds
+/// the input, then the weight and bias where given.
+fn group_norm_composed(ins: &[Value], num_groups: usize, has_w: bool, has_b: bool, eps: f64) -> candle_core::Result<Value> {
+    {
+        let x = &ins[0];
+        let c = x.data.dims()[1];
         let dims = x.data.dims().to_vec();
         let mut y = if x.data.elem_count() == 0 {
             x.clone()
         } else {
-            let d = x.data.elem_count() / (dims[0] * num_groups as usize);
+            let d = x.data.elem_count() / (dims[0] * num_groups);
             let x2 = ops::reshape(x, &Shape::from((x.data.elem_count() / d, d)))?;
             let ones = Value::plain(candle_core::Tensor::ones(d, x.data.dtype(), x.data.device())?);
             let zeros = Value::plain(candle_core::Tensor::zeros(d, x.data.dtype(), x.data.device())?);
@@ -159,8 +195,7 @@ fn _group_norm(
             y = ops::add(&y, &per_channel(&ins[if has_w { 2 } else { 1 }])?)?;
         }
         Ok(y)
-    })?;
-    Ok(PyTensor::wrap_vdt(out, dt))
+    }
 }
 
 /// `_rms_norm(x, d, weight=None, eps=None)`: over the last `d` elements; `eps` defaults

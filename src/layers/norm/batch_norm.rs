@@ -19,21 +19,42 @@ pub(crate) fn bn_forward<T: Fl>(x: &[T], w: &[T], b: &[T], op: &BatchNorm) -> Ve
     if s == 0 {
         return out;
     }
-    let simd = crate::ops::cpu::has_avx2_fma();
     out.par_chunks_mut(s).zip(x.par_chunks(s)).enumerate().for_each(|(nc, (o, xr))| {
         let ch = nc % c;
         // y = x * k + z with k = rstd * w and z = b - mean * k.
         let k = op.rstd[ch] * w[ch].f();
         let z = b[ch].f() - op.mean[ch] * k;
-        #[cfg(target_arch = "x86_64")]
-        if simd {
-            // SAFETY: `simd` is `has_avx2_fma()`.
-            return unsafe { scale_shift_avx2(xr, o, k, z) };
-        }
-        let _ = simd;
-        scale_shift(xr, o, k, z);
+        scale_shift_fast(xr, o, k, z);
     });
     out
+}
+
+/// `scale_shift`, `grad_sums` and `dx_row` through their AVX2 builds where the CPU has them.
+pub(super) fn scale_shift_fast<T: Fl>(x: &[T], o: &mut [T], k: f64, z: f64) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::ops::cpu::has_avx2_fma() {
+        // SAFETY: checked just above.
+        return unsafe { scale_shift_avx2(x, o, k, z) };
+    }
+    scale_shift(x, o, k, z)
+}
+
+pub(super) fn grad_sums_fast<T: Fl>(x: &[T], g: &[T], mean: f64) -> (f64, f64) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::ops::cpu::has_avx2_fma() {
+        // SAFETY: checked just above.
+        return unsafe { grad_sums_avx2(x, g, mean) };
+    }
+    grad_sums(x, g, mean)
+}
+
+pub(super) fn dx_row_fast<T: Fl>(x: &[T], g: &[T], dx: &mut [T], a: f64, b: f64, c: f64) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::ops::cpu::has_avx2_fma() {
+        // SAFETY: checked just above.
+        return unsafe { dx_row_avx2(x, g, dx, a, b, c) };
+    }
+    dx_row(x, g, dx, a, b, c)
 }
 
 /// `o = x * k + z` over a row, in f64.
@@ -139,7 +160,6 @@ pub(crate) fn bn_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], op: &BatchNorm) -
     let (c, s) = (op.c, op.s);
     let n = xs.len().checked_div(c * s).unwrap_or(0);
     let m = (n * s) as f64;
-    let simd = crate::ops::cpu::has_avx2_fma();
     // Per-channel sums of g and g * x_hat.
     let sums: Vec<(f64, f64)> = (0..c)
         .into_par_iter()
@@ -148,15 +168,7 @@ pub(crate) fn bn_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], op: &BatchNorm) -
             let (mean, rstd) = (op.mean[ch], op.rstd[ch]);
             for i in 0..n {
                 let r = (i * c + ch) * s..(i * c + ch + 1) * s;
-                #[cfg(target_arch = "x86_64")]
-                let (a, b) = if simd {
-                    // SAFETY: `simd` is `has_avx2_fma()`.
-                    unsafe { grad_sums_avx2(&xs[r.clone()], &gs[r], mean) }
-                } else {
-                    grad_sums(&xs[r.clone()], &gs[r], mean)
-                };
-                #[cfg(not(target_arch = "x86_64"))]
-                let (a, b) = grad_sums(&xs[r.clone()], &gs[r], mean);
+                let (a, b) = grad_sums_fast(&xs[r.clone()], &gs[r], mean);
                 sg += a;
                 sgx += b * rstd;
             }
@@ -178,13 +190,7 @@ pub(crate) fn bn_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], op: &BatchNorm) -
                 (wv * r, 0.0, 0.0)
             };
             let (xr, gr) = (&xs[base..base + s], &gs[base..base + s]);
-            #[cfg(target_arch = "x86_64")]
-            if simd {
-                // SAFETY: `simd` is `has_avx2_fma()`.
-                return unsafe { dx_row_avx2(xr, gr, dr, a, b, cst) };
-            }
-            let _ = simd;
-            dx_row(xr, gr, dr, a, b, cst);
+            dx_row_fast(xr, gr, dr, a, b, cst);
         });
     }
     (dx, sums.iter().map(|p| T::of(p.1)).collect(), sums.iter().map(|p| T::of(p.0)).collect())

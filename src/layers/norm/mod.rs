@@ -105,9 +105,11 @@ macro_rules! with_slices {
 }
 
 mod batch_norm;
+mod group_norm;
 mod layer_norm;
 
 pub(crate) use batch_norm::BatchNorm;
+pub(crate) use group_norm::GroupNorm;
 pub(crate) use layer_norm::LayerNorm;
 #[cfg(target_arch = "x86_64")]
 use layer_norm::{ln_bwd_rows_f32_avx512, ln_rows_f32_avx512};
@@ -217,12 +219,27 @@ pub(crate) fn batch_norm(x: &Tensor, w: &Tensor, b: &Tensor, mean: &Tensor, var:
     }
 }
 
+/// The fused group-norm op for (N, C, ...) CPU tensors of float32/float64 (`w`, `b` of C).
+pub(crate) fn group_norm_kernel(x: &Tensor, w: &Tensor, b: &Tensor, groups: usize, eps: f64) -> Option<GroupNorm> {
+    if !fused(&[x, w, b]) || x.rank() < 2 || x.elem_count() == 0 || groups == 0 {
+        return None;
+    }
+    let c = x.dims()[1];
+    Some(GroupNorm { groups, c, s: x.elem_count() / (x.dims()[0] * c), eps, stats: Mutex::new(Vec::new()) })
+}
+
 /// Group norm over (N, C, ...): the C / G channels of each group of each sample are
 /// normalized together — the layer-norm op on rows of (N * G, C / G * spatial) —
 /// then scaled and shifted per channel by `w` and `b` (C each).
 pub(crate) fn group_norm(x: &Tensor, groups: usize, w: Option<&Tensor>, b: Option<&Tensor>, eps: f64) -> Result<Tensor> {
     let dims = x.dims().to_vec();
     let c = dims[1];
+    let (wf, bf) = (w.map(|w| w.to_dtype(x.dtype())).transpose()?, b.map(|b| b.to_dtype(x.dtype())).transpose()?);
+    let (ones, zeros) = (Tensor::ones(c, x.dtype(), x.device())?, Tensor::zeros(c, x.dtype(), x.device())?);
+    let (wk, bk) = (wf.as_ref().unwrap_or(&ones), bf.as_ref().unwrap_or(&zeros));
+    if let Some(k) = group_norm_kernel(x, wk, bk, groups, eps) {
+        return x.contiguous()?.apply_op3_no_bwd(&wk.contiguous()?, &bk.contiguous()?, &k);
+    }
     let mut y = if x.elem_count() == 0 {
         x.clone()
     } else {

@@ -1,0 +1,130 @@
+//! Group norm over (N, C, S): the C / G channels of each group of each sample share
+//! statistics; the per-channel scale and shift are folded into one pass forward, and
+//! the backward computes dx, dw and db from per-(sample, channel) row sums.
+use super::batch_norm::{dx_row_fast, grad_sums_fast, scale_shift_fast};
+use super::*;
+
+pub(crate) struct GroupNorm {
+    pub(crate) groups: usize,
+    pub(crate) c: usize,
+    pub(crate) s: usize,
+    pub(crate) eps: f64,
+    /// Per-(sample, group) (mean, rstd) from the forward, for the backward.
+    pub(crate) stats: Mutex<Vec<(f64, f64)>>,
+}
+
+impl GroupNorm {
+    fn forward<T: Fl>(&self, x: &[T], w: &[T], b: &[T]) -> Vec<T> {
+        let (g, c, s) = (self.groups, self.c, self.s);
+        let m = c / g * s;
+        let mut out = vec![T::ZERO; x.len()];
+        if m == 0 {
+            return out;
+        }
+        let stats: Vec<(f64, f64)> = out
+            .par_chunks_mut(m)
+            .zip(x.par_chunks(m))
+            .enumerate()
+            .map(|(ng, (o, xg))| {
+                let mean = super::layer_norm::lane_sum_t(xg, |v| v) / m as f64;
+                let mt = T::of(mean);
+                let var = super::layer_norm::lane_sum_t(xg, |v| (v - mt) * (v - mt)) / m as f64;
+                let rstd = 1.0 / (var + self.eps).sqrt();
+                let c0 = (ng % g) * (c / g);
+                for (k, (or, xr)) in o.chunks_mut(s.max(1)).zip(xg.chunks(s.max(1))).enumerate() {
+                    let scale = rstd * w[c0 + k].f();
+                    scale_shift_fast(xr, or, scale, b[c0 + k].f() - mean * scale);
+                }
+                (mean, rstd)
+            })
+            .collect();
+        *self.stats.lock().unwrap_or_else(|p| p.into_inner()) = stats;
+        out
+    }
+
+    fn backward<T: Fl>(&self, x: &[T], w: &[T], gy: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+        let (g, c, s) = (self.groups, self.c, self.s);
+        let cg = c / g;
+        let n = x.len().checked_div(c * s).unwrap_or(0);
+        let stats = self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut dx = vec![T::ZERO; x.len()];
+        if s == 0 || cg == 0 {
+            return (dx, vec![T::ZERO; c], vec![T::ZERO; c]);
+        }
+        // Per (sample, channel): sum g and sum g * (x - mean) over the spatial row.
+        let rows: Vec<(f64, f64)> = (0..n * c)
+            .into_par_iter()
+            .map(|nc| {
+                let (mean, _) = stats[nc / cg];
+                grad_sums_fast(&x[nc * s..(nc + 1) * s], &gy[nc * s..(nc + 1) * s], mean)
+            })
+            .collect();
+        let mf = (cg * s) as f64;
+        dx.par_chunks_mut(cg * s).enumerate().for_each(|(ng, dg)| {
+            let (mean, rstd) = stats[ng];
+            let c0 = (ng % g) * cg;
+            // Over the group: sum dxhat = sum w g, sum dxhat * xhat = rstd * sum w g (x - mean).
+            let (mut s1, mut s2) = (0.0, 0.0);
+            for k in 0..cg {
+                let (a, b) = rows[(ng / g) * c + c0 + k];
+                s1 += w[c0 + k].f() * a;
+                s2 += w[c0 + k].f() * b * rstd;
+            }
+            let (m1, m2) = (s1 / mf, s2 / mf);
+            let base = ng * cg * s;
+            for (k, dr) in dg.chunks_mut(s).enumerate() {
+                // rstd (w g - m1 - xhat m2) as a * g + b * x + c.
+                let a = rstd * w[c0 + k].f();
+                let bx = -rstd * rstd * m2;
+                let cst = -rstd * m1 - bx * mean;
+                let off = base + k * s;
+                dx_row_fast(&x[off..off + s], &gy[off..off + s], dr, a, bx, cst);
+            }
+        });
+        let (mut dw, mut db) = (vec![0.0f64; c], vec![0.0f64; c]);
+        for (nc, &(a, b)) in rows.iter().enumerate() {
+            let ch = nc % c;
+            let (_, rstd) = stats[(nc / c) * g + ch / cg];
+            dw[ch] += b * rstd;
+            db[ch] += a;
+        }
+        (dx, dw.into_iter().map(T::of).collect(), db.into_iter().map(T::of).collect())
+    }
+}
+
+impl CustomOp3 for GroupNorm {
+    fn name(&self) -> &'static str {
+        "group_norm"
+    }
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let st = match (s1, s2, s3) {
+            (CpuStorage::F32(x), CpuStorage::F32(w), CpuStorage::F32(b)) => {
+                CpuStorage::F32(self.forward(slice(x, l1)?, slice(w, l2)?, slice(b, l3)?))
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(w), CpuStorage::F64(b)) => {
+                CpuStorage::F64(self.forward(slice(x, l1)?, slice(w, l2)?, slice(b, l3)?))
+            }
+            _ => candle_core::bail!("group_norm: input, weight and bias must all be float32 or all float64"),
+        };
+        Ok((st, l1.shape().clone()))
+    }
+    fn bwd(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        _b: &Tensor,
+        _res: &Tensor,
+        g: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let (dx, dw, db) = with_slices!(x, w, g, |xs, ws, gs| self.backward(xs, ws, gs));
+        Ok((Some(dx), Some(dw), Some(db)))
+    }
+}
