@@ -93,7 +93,11 @@ pub fn run(roots: Vec<(Edge, Value)>, targets: &[Value], opts: &Options) -> Resu
                 }
                 let is_acc = node.as_any().is::<AccumulateGrad>();
                 if runs && (opts.accumulate || !is_acc) {
+                    let t0 = profiling().then(std::time::Instant::now);
                     grads_out = node.apply(buf)?;
+                    if let Some(t0) = t0 {
+                        record_time(node.name(), t0.elapsed().as_secs_f64());
+                    }
                     if !opts.retain_graph {
                         node.release();
                         base.released.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -117,6 +121,30 @@ pub fn run(roots: Vec<(Edge, Value)>, targets: &[Value], opts: &Options) -> Resu
         Ok(())
     })?;
     Ok(captured)
+}
+
+/// Whether backward time per node name is being collected: set
+/// `CANDLE_PY_AUTOGRAD_PROFILE=1` (a development aid; `profile_take` reads it).
+fn profiling() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("CANDLE_PY_AUTOGRAD_PROFILE").is_some_and(|v| v != "0"))
+}
+
+type Profile = HashMap<String, (f64, u64)>;
+static PROFILE: std::sync::Mutex<Option<Profile>> = std::sync::Mutex::new(None);
+
+fn record_time(name: String, secs: f64) {
+    let mut p = lock(&PROFILE);
+    let e = p.get_or_insert_with(HashMap::new).entry(name).or_insert((0.0, 0));
+    e.0 += secs;
+    e.1 += 1;
+}
+
+/// The collected (seconds, calls) per node name since the last call, then reset.
+pub fn profile_take() -> Vec<(String, f64, u64)> {
+    let mut v: Vec<(String, f64, u64)> = lock(&PROFILE).take().unwrap_or_default().into_iter().map(|(k, (t, n))| (k, t, n)).collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1));
+    v
 }
 
 /// Tensor hooks and `retain_grad` of the node's outputs, in registration order.

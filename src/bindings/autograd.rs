@@ -355,6 +355,14 @@ fn _set_inference_mode(on: bool) -> (bool, bool) {
     crate::autograd::mode::set_inference_mode(on)
 }
 
+/// Backward time per node name, `[(name, seconds, calls)]` slowest first, collected
+/// since the last call while `CANDLE_PY_AUTOGRAD_PROFILE=1` was set at start-up (a
+/// development aid for finding slow backward formulas); resets the counts.
+#[pyfunction]
+fn _autograd_profile() -> Vec<(String, f64, u64)> {
+    crate::autograd::engine::profile_take()
+}
+
 #[pyfunction]
 fn is_inference_mode_enabled() -> bool {
     crate::autograd::mode::inference_mode()
@@ -366,5 +374,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
     m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_autograd_profile, m)?)?;
     Ok(())
 }
