@@ -147,3 +147,68 @@ pub fn extreme_even(x: &Value, out: Tensor, kept: &Shape, dims: &[usize], name: 
     let (kept, shape) = (kept.clone(), x.data.shape().clone());
     Ok(record(name, &[x], out, &[], false, move |_, g, _| Ok(vec![c(mul(&broadcast_as(&reshape(g, &kept)?, &shape)?, &share)?)])))
 }
+
+/// `split`/`chunk`/`unbind`'s pieces of `x` along `d` (sizes summing to its length):
+/// views sharing its version counter, made by one node with an output per piece, whose
+/// backward is one `cat` of the pieces' gradients (zeros for pieces without one),
+/// where a node per piece would pad each gradient to the full size and sum them.
+pub fn split(x: &Value, d: usize, sizes: &[usize], name: &'static str) -> Result<Vec<Value>> {
+    let mut start = 0;
+    let mut datas = Vec::with_capacity(sizes.len());
+    for &s in sizes {
+        datas.push(x.data.narrow(d, start, s)?.detach());
+        start += s;
+    }
+    if !crate::autograd::ops::records(&[x]) || !x.data.dtype().is_float() {
+        return Ok(datas.into_iter().map(|t| Value { data: t, meta: None, version: x.version.clone() }).collect());
+    }
+    let node = std::sync::Arc::new(SplitNode {
+        name,
+        base: crate::autograd::node::NodeBase::new(vec![x.edge()], sizes.len()),
+        d,
+        shape: x.data.dims().to_vec(),
+        sizes: sizes.to_vec(),
+    });
+    Ok(datas
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| Value { data: t, meta: Some(crate::autograd::value::Meta::non_leaf(node.clone(), i)), version: x.version.clone() })
+        .collect())
+}
+
+struct SplitNode {
+    name: &'static str,
+    base: crate::autograd::node::NodeBase,
+    d: usize,
+    shape: Vec<usize>,
+    sizes: Vec<usize>,
+}
+
+impl crate::autograd::node::Node for SplitNode {
+    fn name(&self) -> String {
+        self.name.to_string()
+    }
+    fn base(&self) -> &crate::autograd::node::NodeBase {
+        &self.base
+    }
+    fn apply(&self, grads: Vec<Option<Value>>) -> Result<Vec<Option<Value>>> {
+        let Some(like) = grads.iter().flatten().next().cloned() else { return Ok(vec![None]) };
+        let parts = grads
+            .into_iter()
+            .zip(&self.sizes)
+            .map(|(g, &s)| match g {
+                Some(g) => Ok(g),
+                None => {
+                    let mut sh = self.shape.clone();
+                    sh[self.d] = s;
+                    zeros(&Shape::from(sh), &like)
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(vec![Some(cat(&parts, self.d)?)])
+    }
+    fn release(&self) {}
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}

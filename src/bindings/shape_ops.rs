@@ -358,10 +358,8 @@ impl PyTensor {
     fn split_sizes(&self, py: Python<'_>, sizes: &[usize], d: usize, op: &str) -> PyResult<Py<PyTuple>> {
         let v = self.v();
         let mut out = Vec::new();
-        let mut start = 0;
-        for &s in sizes {
-            out.push(Py::new(py, wrap_like(self, ops::narrow(&v, d, start, s).op(op)?))?);
-            start += s;
+        for piece in crate::autograd::indexing::split(&v, d, sizes, "SplitBackward0").op(op)? {
+            out.push(Py::new(py, wrap_like(self, piece))?);
         }
         Ok(PyTuple::new(py, out)?.unbind())
     }

@@ -80,9 +80,8 @@ const INV_SQRT_2PI: f32 = 0.398_942_3;
 #[inline(always)]
 fn gelu_chunk<const FMA: bool>(src: &[f32], dst: &mut [f32], grad: bool) {
     if grad {
-        // d/dx [x * Phi(x)] = Phi(x) + x * phi(x)
         for (d, &x) in dst.iter_mut().zip(src) {
-            *d = 0.5 * (1.0 + fast_erf::<FMA>(x * SQRT_HALF)) + x * INV_SQRT_2PI * fast_exp::<FMA>(-0.5 * x * x);
+            *d = gelu_derivative::<FMA>(x);
         }
     } else {
         for (d, &x) in dst.iter_mut().zip(src) {
@@ -188,9 +187,35 @@ impl CustomOp1 for Gelu {
         }
     }
     fn bwd(&self, arg: &Tensor, _res: &Tensor, grad_res: &Tensor) -> Result<Option<Tensor>> {
-        let d = arg.detach().contiguous()?.apply_op1_no_bwd(&Gelu { derivative: true })?;
-        Ok(Some(d.mul(grad_res)?))
+        Ok(Some(arg.detach().contiguous()?.apply_op2_no_bwd(&grad_res.contiguous()?, &GeluGrad)?))
     }
+}
+
+/// `(x, g) -> g * gelu'(x)` in one pass (no derivative tensor, no second multiply pass).
+struct GeluGrad;
+
+impl CustomOp2 for GeluGrad {
+    fn name(&self) -> &'static str {
+        "gelu_backward"
+    }
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
+        let (Some((a, b)), Some((c, d))) = (l1.contiguous_offsets(), l2.contiguous_offsets()) else {
+            candle_core::bail!("gelu_backward: expected contiguous operands")
+        };
+        match (s1, s2) {
+            (CpuStorage::F32(x), CpuStorage::F32(g)) => {
+                let out = crate::ops::simd_map::zip_map_simd(&x[a..b], &g[c..d], |x, g| g * gelu_derivative::<false>(x));
+                Ok((CpuStorage::F32(out), l1.shape().clone()))
+            }
+            _ => candle_core::bail!("gelu_backward: fast path supports f32"),
+        }
+    }
+}
+
+/// d/dx [x * Phi(x)] = Phi(x) + x * phi(x).
+#[inline(always)]
+fn gelu_derivative<const FMA: bool>(x: f32) -> f32 {
+    0.5 * (1.0 + fast_erf::<FMA>(x * SQRT_HALF)) + x * INV_SQRT_2PI * fast_exp::<FMA>(-0.5 * x * x)
 }
 
 /// The fused exact-GELU kernel where it applies (float32 CPU tensors, made contiguous by the caller).
