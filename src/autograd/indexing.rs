@@ -152,11 +152,13 @@ pub fn extreme_even(x: &Value, out: Tensor, kept: &Shape, dims: &[usize], name: 
 /// views sharing its version counter, made by one node with an output per piece, whose
 /// backward is one `cat` of the pieces' gradients (zeros for pieces without one),
 /// where a node per piece would pad each gradient to the full size and sum them.
-pub fn split(x: &Value, d: usize, sizes: &[usize], name: &'static str) -> Result<Vec<Value>> {
+/// `squeeze`: the pieces (all of size 1) lose dim `d`, as `unbind`'s.
+pub fn split(x: &Value, d: usize, sizes: &[usize], squeeze: bool, name: &'static str) -> Result<Vec<Value>> {
     let mut start = 0;
     let mut datas = Vec::with_capacity(sizes.len());
     for &s in sizes {
-        datas.push(x.data.narrow(d, start, s)?.detach());
+        let piece = x.data.narrow(d, start, s)?;
+        datas.push(if squeeze { piece.squeeze(d)? } else { piece }.detach());
         start += s;
     }
     if !crate::autograd::ops::records(&[x]) || !x.data.dtype().is_float() {
@@ -168,6 +170,7 @@ pub fn split(x: &Value, d: usize, sizes: &[usize], name: &'static str) -> Result
         d,
         shape: x.data.dims().to_vec(),
         sizes: sizes.to_vec(),
+        squeeze,
     });
     Ok(datas
         .into_iter()
@@ -182,6 +185,7 @@ struct SplitNode {
     d: usize,
     shape: Vec<usize>,
     sizes: Vec<usize>,
+    squeeze: bool,
 }
 
 impl crate::autograd::node::Node for SplitNode {
@@ -197,6 +201,7 @@ impl crate::autograd::node::Node for SplitNode {
             .into_iter()
             .zip(&self.sizes)
             .map(|(g, &s)| match g {
+                Some(g) if self.squeeze => crate::autograd::ops::unsqueeze(&g, self.d),
                 Some(g) => Ok(g),
                 None => {
                     let mut sh = self.shape.clone();

@@ -302,8 +302,9 @@ impl PyTensor {
         no_zero_d(&t, "unbind")?;
         let d = norm_dim(dim, t.rank(), "unbind")?;
         let mut out = Vec::new();
-        for i in 0..t.dims()[d] {
-            out.push(Py::new(py, wrap_like(self, ops::select(&v, d, i).op("unbind")?))?);
+        // One node for all the pieces: its backward stacks their gradients once.
+        for piece in crate::autograd::indexing::split(&v, d, &vec![1; t.dims()[d]], true, "UnbindBackward0").op("unbind")? {
+            out.push(Py::new(py, wrap_like(self, piece))?);
         }
         Ok(PyTuple::new(py, out)?.unbind())
     }
@@ -358,7 +359,7 @@ impl PyTensor {
     fn split_sizes(&self, py: Python<'_>, sizes: &[usize], d: usize, op: &str) -> PyResult<Py<PyTuple>> {
         let v = self.v();
         let mut out = Vec::new();
-        for piece in crate::autograd::indexing::split(&v, d, sizes, "SplitBackward0").op(op)? {
+        for piece in crate::autograd::indexing::split(&v, d, sizes, false, "SplitBackward0").op(op)? {
             out.push(Py::new(py, wrap_like(self, piece))?);
         }
         Ok(PyTuple::new(py, out)?.unbind())

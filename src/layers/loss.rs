@@ -43,10 +43,51 @@ impl Spec {
 }
 
 /// Row `i`'s max and log of the sum of `exp(x - max)`.
+/// The max and the sum of exponentials run in the element type, 8 lanes at a time
+/// (AVX2 where the CPU has it; f32's exp is `approx::fast_exp`), as PyTorch's
+/// vectorized log-softmax; libm's f64 exp per element took most of the loss's time.
 pub(crate) fn row_stats<T: Float + Into<f64>>(row: &[T]) -> (f64, f64) {
-    let max = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v.into()));
-    let sum: f64 = row.iter().map(|&v| (v.into() - max).exp()).sum();
-    (max, sum.ln())
+    #[cfg(target_arch = "x86_64")]
+    if crate::ops::cpu::has_avx2_fma() {
+        // SAFETY: checked just above.
+        return unsafe { row_stats_avx2(row) };
+    }
+    row_stats_lanes(row)
+}
+
+/// # Safety
+/// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn row_stats_avx2<T: Float + Into<f64>>(row: &[T]) -> (f64, f64) {
+    row_stats_lanes(row)
+}
+
+#[inline(always)]
+fn row_stats_lanes<T: Float + Into<f64>>(row: &[T]) -> (f64, f64) {
+    const L: usize = 8;
+    let n8 = row.len() / L * L;
+    let mut m = [T::NEG_INF; L];
+    for c in row[..n8].chunks_exact(L) {
+        for l in 0..L {
+            m[l] = m[l].maximum(c[l]);
+        }
+    }
+    let max = m.iter().chain(&row[n8..]).fold(T::NEG_INF, |a, &b| a.maximum(b));
+    if max == T::NEG_INF || max.is_nan() {
+        // All -inf (or a NaN): the f64 formula's own result (NaN or -inf), no shortcut.
+        let mf: f64 = max.into();
+        let sum: f64 = row.iter().map(|&v| (v.into() - mf).exp()).sum();
+        return (mf, sum.ln());
+    }
+    let mut acc = [T::ZERO; L];
+    for c in row[..n8].chunks_exact(L) {
+        for l in 0..L {
+            acc[l] += (c[l] - max).exp::<false>();
+        }
+    }
+    let sum = acc.iter().map(|&v| v.into()).sum::<f64>() + row[n8..].iter().map(|&v| (v - max).exp::<false>().into()).sum::<f64>();
+    (max.into(), sum.ln())
 }
 
 /// Rows per parallel task.
@@ -86,6 +127,29 @@ pub(crate) fn row_loss<T: Float + Into<f64>>(row: &[T], i: usize, s: &Spec) -> f
     loss
 }
 
+/// `d = k * exp(x - shift)` over a row (AVX2 where the CPU has it).
+fn probs_scaled<T: Float>(x: &[T], d: &mut [T], shift: T, k: T) {
+    #[inline(always)]
+    fn run<T: Float>(x: &[T], d: &mut [T], shift: T, k: T) {
+        for (dv, &xv) in d.iter_mut().zip(x) {
+            *dv = k * (xv - shift).exp::<false>();
+        }
+    }
+    /// # Safety
+    /// The CPU must support AVX2 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn run_avx2<T: Float>(x: &[T], d: &mut [T], shift: T, k: T) {
+        run(x, d, shift, k)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if crate::ops::cpu::has_avx2_fma() {
+        // SAFETY: checked just above.
+        return unsafe { run_avx2(x, d, shift, k) };
+    }
+    run(x, d, shift, k)
+}
+
 /// d loss / d x for upstream gradient `g` (one value, or one per row for "none"):
 /// `scale * [(1 - ls) * w[t] * (p - onehot(t)) + ls / C * (p * sum(w) - w)]`.
 pub(crate) fn backward<T: Float + Into<f64>>(x: &[T], g: &[T], s: &Spec) -> Vec<T> {
@@ -104,6 +168,12 @@ pub(crate) fn backward<T: Float + Into<f64>>(x: &[T], g: &[T], s: &Spec) -> Vec<
             let scale = if s.reduction == Reduction::None { g[i].into() } else { scale0 };
             let (max, lse) = row_stats(row);
             let (wt, ls) = (s.w(t) * (1.0 - s.smoothing), s.smoothing);
+            if ls == 0.0 {
+                // scale * wt * (p - onehot(t)), p = exp(x - max - lse) in the element type.
+                probs_scaled(row, d, T::of(max + lse), T::of(scale * wt));
+                d[t] = T::of(scale * wt * ((row[t].into() - max - lse).exp() - 1.0));
+                continue;
+            }
             for (k, (dv, &xv)) in d.iter_mut().zip(row).enumerate() {
                 let p = (xv.into() - max - lse).exp();
                 let mut v = wt * (p - if k == t { 1.0 } else { 0.0 });

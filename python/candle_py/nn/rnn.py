@@ -80,7 +80,9 @@ class _RNNBase(Module):
         b_ih = getattr(self, "bias_ih" + suffix) if self.bias else None
         b_hh = getattr(self, "bias_hh" + suffix) if self.bias else None
         seq = xs.shape[0]
-        proj = F.linear(xs, w_ih, b_ih)  # (T, B, gates*H): all steps at once
+        # (T, B, gates*H): all steps at once, then one view per step (one autograd node,
+        # so the backward stacks the steps' gradients once instead of padding each).
+        proj = F.linear(xs, w_ih, b_ih).unbind(0)
         outs: List[Tensor] = [xs] * seq
         steps = range(seq - 1, -1, -1) if reverse else range(seq)
         for t in steps:
