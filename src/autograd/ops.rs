@@ -175,6 +175,11 @@ pub fn recip(x: &Value) -> Result<Value> {
 
 pub fn tanh(x: &Value) -> Result<Value> {
     Ok(record("TanhBackward0", &[x], crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Tanh)?, &[x], true, |s, g, _| {
+        if !grad_enabled() {
+            if let Some(gx) = crate::ops::unary::fused_grad(&s[1].data, &g.data, crate::ops::unary::Fast::Tanh) {
+                return Ok(vec![c(Value::plain(gx))]);
+            }
+        }
         let y = if grad_enabled() { tanh(&s[0])? } else { s[1].clone() };
         // g * (1 - y^2)
         Ok(vec![c(mul(g, &affine(&sqr(&y)?, -1.0, 1.0)?)?)])
@@ -384,6 +389,11 @@ pub fn select(x: &Value, dim: usize, i: usize) -> Result<Value> {
 pub fn sigmoid(x: &Value) -> Result<Value> {
     let out = crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Sigmoid)?;
     Ok(record("SigmoidBackward0", &[x], out, &[x], true, |s, g, _| {
+        if !grad_enabled() {
+            if let Some(gx) = crate::ops::unary::fused_grad(&s[1].data, &g.data, crate::ops::unary::Fast::Sigmoid) {
+                return Ok(vec![c(Value::plain(gx))]);
+            }
+        }
         let y = if grad_enabled() { sigmoid(&s[0])? } else { s[1].clone() };
         // g * y * (1 - y)
         Ok(vec![c(mul(g, &mul(&y, &affine(&y, -1.0, 1.0)?)?)?)])
@@ -395,6 +405,11 @@ pub fn softmax(x: &Value, dim: usize, log: bool) -> Result<Value> {
     let out = crate::ops::softmax::softmax(&x.data, dim, log)?;
     let name = if log { "LogSoftmaxBackward0" } else { "SoftmaxBackward0" };
     Ok(record(name, &[x], out, &[x], true, move |s, g, _| {
+        if !grad_enabled() && dim + 1 == s[1].data.rank() {
+            if let Some(gx) = crate::ops::softmax::softmax_backward_last(&s[1].data, &g.data, log) {
+                return Ok(vec![c(Value::plain(gx))]);
+            }
+        }
         let y = if grad_enabled() { softmax(&s[0], dim, log)? } else { s[1].clone() };
         let gx = if log {
             // g - softmax * sum(g)

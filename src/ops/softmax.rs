@@ -155,6 +155,67 @@ impl CustomOp1 for Softmax {
     }
 }
 
+/// The softmax (or log-softmax) gradient over the last dim from the output `y` and
+/// the upstream `g` (contiguous CPU f32/f64 of one shape), one pass per row:
+/// `y * (g - sum(g * y))`, or `g - exp(y) * sum(g)`. `None` where it does not apply.
+pub fn softmax_backward_last(y: &Tensor, g: &Tensor, log: bool) -> Option<Tensor> {
+    if !y.device().is_cpu() || y.dims() != g.dims() || y.dtype() != g.dtype() || y.rank() == 0 {
+        return None;
+    }
+    let n = *y.dims().last()?;
+    let (Some((ya, yb)), Some((ga, gb))) = (y.layout().contiguous_offsets(), g.layout().contiguous_offsets()) else { return None };
+    let (ys, _) = y.storage_and_layout();
+    let (gs, _) = g.storage_and_layout();
+    fn run<T: Float>(y: &[T], g: &[T], n: usize, log: bool) -> Vec<T> {
+        let mut out = vec![T::ZERO; y.len()];
+        if n == 0 {
+            return out;
+        }
+        let per = (GRAIN / n).max(1);
+        let task = |(o, (yr, gr)): (&mut [T], (&[T], &[T]))| {
+            for ((o, y), g) in o.chunks_mut(n).zip(yr.chunks(n)).zip(gr.chunks(n)) {
+                row_grad(y, g, o, log);
+            }
+        };
+        if crate::ops::parallel::par_ok(y.len()) {
+            out.par_chunks_mut(per * n).zip(y.par_chunks(per * n).zip(g.par_chunks(per * n))).for_each(task);
+        } else {
+            task((&mut out, (y, g)));
+        }
+        out
+    }
+    let dev = candle_core::Device::Cpu;
+    match (&*ys, &*gs) {
+        (candle_core::Storage::Cpu(CpuStorage::F32(yv)), candle_core::Storage::Cpu(CpuStorage::F32(gv))) => {
+            Tensor::from_vec(run(&yv[ya..yb], &gv[ga..gb], n, log), y.shape(), &dev).ok()
+        }
+        (candle_core::Storage::Cpu(CpuStorage::F64(yv)), candle_core::Storage::Cpu(CpuStorage::F64(gv))) => {
+            Tensor::from_vec(run(&yv[ya..yb], &gv[ga..gb], n, log), y.shape(), &dev).ok()
+        }
+        _ => None,
+    }
+}
+
+/// One row of `softmax_backward_last` (8-lane sums so the loops vectorize).
+#[inline(always)]
+fn row_grad<T: Float>(y: &[T], g: &[T], o: &mut [T], log: bool) {
+    const L: usize = 8;
+    let n8 = y.len() / L * L;
+    let mut acc = [T::ZERO; L];
+    for (yc, gc) in y[..n8].chunks_exact(L).zip(g[..n8].chunks_exact(L)) {
+        for l in 0..L {
+            acc[l] += if log { gc[l] } else { gc[l] * yc[l] };
+        }
+    }
+    let mut s = acc.iter().fold(T::ZERO, |a, &b| a + b);
+    for (&yv, &gv) in y[n8..].iter().zip(&g[n8..]) {
+        s += if log { gv } else { gv * yv };
+    }
+    for ((o, &yv), &gv) in o.iter_mut().zip(y).zip(g) {
+        *o = if log { gv - yv.exp::<false>() * s } else { yv * (gv - s) };
+    }
+}
+
 /// Differentiable softmax (or log_softmax) over `dim`.
 pub fn softmax(t: &Tensor, dim: usize, log: bool) -> Result<Tensor> {
     if fast_path(t) {
