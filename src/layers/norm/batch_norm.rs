@@ -119,42 +119,7 @@ unsafe fn dx_row_avx2<T: Fl>(x: &[T], g: &[T], dx: &mut [T], a: f64, b: f64, c: 
     dx_row(x, g, dx, a, b, c)
 }
 
-impl CustomOp3 for BatchNorm {
-    fn name(&self) -> &'static str {
-        "batch_norm"
-    }
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let st = match (s1, s2, s3) {
-            (CpuStorage::F32(x), CpuStorage::F32(w), CpuStorage::F32(b)) => {
-                CpuStorage::F32(bn_forward(slice(x, l1)?, slice(w, l2)?, slice(b, l3)?, self))
-            }
-            (CpuStorage::F64(x), CpuStorage::F64(w), CpuStorage::F64(b)) => {
-                CpuStorage::F64(bn_forward(slice(x, l1)?, slice(w, l2)?, slice(b, l3)?, self))
-            }
-            _ => candle_core::bail!("batch_norm: input, weight and bias must all be float32 or all float64"),
-        };
-        Ok((st, l1.shape().clone()))
-    }
-    fn bwd(
-        &self,
-        x: &Tensor,
-        w: &Tensor,
-        _b: &Tensor,
-        _res: &Tensor,
-        g: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let (dx, dw, db) = with_slices!(x, w, g, |xs, ws, gs| bn_backward(xs, ws, gs, self));
-        Ok((Some(dx), Some(dw), Some(db)))
-    }
-}
+norm_op3!(BatchNorm, "batch_norm", |me, x, w, b| bn_forward(x, w, b, me), |xs, ws, gs| bn_backward(xs, ws, gs, me));
 
 pub(crate) fn bn_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], op: &BatchNorm) -> (Vec<T>, Vec<T>, Vec<T>) {
     let (c, s) = (op.c, op.s);

@@ -92,39 +92,4 @@ impl GroupNorm {
     }
 }
 
-impl CustomOp3 for GroupNorm {
-    fn name(&self) -> &'static str {
-        "group_norm"
-    }
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let st = match (s1, s2, s3) {
-            (CpuStorage::F32(x), CpuStorage::F32(w), CpuStorage::F32(b)) => {
-                CpuStorage::F32(self.forward(slice(x, l1)?, slice(w, l2)?, slice(b, l3)?))
-            }
-            (CpuStorage::F64(x), CpuStorage::F64(w), CpuStorage::F64(b)) => {
-                CpuStorage::F64(self.forward(slice(x, l1)?, slice(w, l2)?, slice(b, l3)?))
-            }
-            _ => candle_core::bail!("group_norm: input, weight and bias must all be float32 or all float64"),
-        };
-        Ok((st, l1.shape().clone()))
-    }
-    fn bwd(
-        &self,
-        x: &Tensor,
-        w: &Tensor,
-        _b: &Tensor,
-        _res: &Tensor,
-        g: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let (dx, dw, db) = with_slices!(x, w, g, |xs, ws, gs| self.backward(xs, ws, gs));
-        Ok((Some(dx), Some(dw), Some(db)))
-    }
-}
+norm_op3!(GroupNorm, "group_norm", |me, x, w, b| me.forward(x, w, b), |xs, ws, gs| me.backward(xs, ws, gs));

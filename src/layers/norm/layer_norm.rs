@@ -190,47 +190,19 @@ pub(crate) fn ln_forward<T: Fl>(x: &[T], w: &[T], b: &[T], d: usize, eps: f64) -
     (out, stats)
 }
 
-impl CustomOp3 for LayerNorm {
-    fn name(&self) -> &'static str {
-        "layer_norm"
+norm_op3!(
+    LayerNorm,
+    "layer_norm",
+    |me, x, w, b| {
+        let (o, stats) = ln_forward(x, w, b, me.d, me.eps);
+        *me.stats.lock().unwrap_or_else(|p| p.into_inner()) = stats;
+        o
+    },
+    |xs, ws, gs| {
+        let stats = me.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        ln_backward(xs, ws, gs, &stats, me.d)
     }
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (st, stats) = match (s1, s2, s3) {
-            (CpuStorage::F32(x), CpuStorage::F32(w), CpuStorage::F32(b)) => {
-                let (o, s) = ln_forward(slice(x, l1)?, slice(w, l2)?, slice(b, l3)?, self.d, self.eps);
-                (CpuStorage::F32(o), s)
-            }
-            (CpuStorage::F64(x), CpuStorage::F64(w), CpuStorage::F64(b)) => {
-                let (o, s) = ln_forward(slice(x, l1)?, slice(w, l2)?, slice(b, l3)?, self.d, self.eps);
-                (CpuStorage::F64(o), s)
-            }
-            _ => candle_core::bail!("layer_norm: input, weight and bias must all be float32 or all float64"),
-        };
-        *self.stats.lock().unwrap_or_else(|p| p.into_inner()) = stats;
-        Ok((st, l1.shape().clone()))
-    }
-    fn bwd(
-        &self,
-        x: &Tensor,
-        w: &Tensor,
-        _b: &Tensor,
-        _res: &Tensor,
-        g: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let stats = self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let d = self.d;
-        let (dx, dw, db) = with_slices!(x, w, g, |xs, ws, gs| ln_backward(xs, ws, gs, &stats, d));
-        Ok((Some(dx), Some(dw), Some(db)))
-    }
-}
+);
 
 /// One task's rows of the layer-norm backward: `dx` for each row, and the task's
 /// partial `dw` (sum of g * xhat) and `db` (sum of g) added into `dw`, `db`.

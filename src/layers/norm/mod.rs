@@ -104,6 +104,53 @@ macro_rules! with_slices {
     }};
 }
 
+/// The `CustomOp3` of a norm over (input, weight, bias), f32 or f64 CPU slices: the
+/// forward expression gives the output `Vec`, the backward one `(dx, dw, db)`.
+macro_rules! norm_op3 {
+    ($ty:ty, $name:literal, |$me:ident, $x:ident, $w:ident, $b:ident| $fwd:expr, |$xs:ident, $ws:ident, $gs:ident| $bwd:expr) => {
+        impl CustomOp3 for $ty {
+            fn name(&self) -> &'static str {
+                $name
+            }
+            fn cpu_fwd(
+                &self,
+                s1: &CpuStorage,
+                l1: &Layout,
+                s2: &CpuStorage,
+                l2: &Layout,
+                s3: &CpuStorage,
+                l3: &Layout,
+            ) -> Result<(CpuStorage, Shape)> {
+                let $me = self;
+                let st = match (s1, s2, s3) {
+                    (CpuStorage::F32(x), CpuStorage::F32(w), CpuStorage::F32(b)) => {
+                        let ($x, $w, $b) = (slice(x, l1)?, slice(w, l2)?, slice(b, l3)?);
+                        CpuStorage::F32($fwd)
+                    }
+                    (CpuStorage::F64(x), CpuStorage::F64(w), CpuStorage::F64(b)) => {
+                        let ($x, $w, $b) = (slice(x, l1)?, slice(w, l2)?, slice(b, l3)?);
+                        CpuStorage::F64($fwd)
+                    }
+                    _ => candle_core::bail!(concat!($name, ": input, weight and bias must all be float32 or all float64")),
+                };
+                Ok((st, l1.shape().clone()))
+            }
+            fn bwd(
+                &self,
+                x: &Tensor,
+                w: &Tensor,
+                _b: &Tensor,
+                _res: &Tensor,
+                g: &Tensor,
+            ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+                let $me = self;
+                let (dx, dw, db) = with_slices!(x, w, g, |$xs, $ws, $gs| $bwd);
+                Ok((Some(dx), Some(dw), Some(db)))
+            }
+        }
+    };
+}
+
 mod batch_norm;
 mod group_norm;
 mod layer_norm;
