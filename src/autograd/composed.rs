@@ -453,3 +453,38 @@ pub fn rms_norm(x: &Value, d: usize, w: Option<&Value>, eps: f64) -> Result<Valu
     }
     reshape(&y, x.data.shape())
 }
+
+/// Attention from products and softmax: grouped key/value heads repeated, a row whose
+/// keys are all masked gives zeros (no NaN), dropout with a fresh mask; half types
+/// computed in float32. Recorded when an input requires grad.
+pub(crate) fn sdpa_math(q: &Value, k: &Value, v: &Value, mask: Option<&Tensor>, cfg: &crate::layers::attention::MathCfg) -> Result<Value> {
+    let dt = q.data.dtype();
+    let cdt = if dt == DType::F64 { DType::F64 } else { DType::F32 };
+    let (q, mut k, mut v) = (to_dtype(q, cdt)?, to_dtype(k, cdt)?, to_dtype(v, cdt)?);
+    if cfg.gqa && q.data.rank() >= 3 && k.data.rank() >= 3 && v.data.rank() >= 3 {
+        let (hq, hk) = (q.data.dims()[q.data.rank() - 3], k.data.dims()[k.data.rank() - 3]);
+        if hk != hq && hk != 1 {
+            k = repeat_heads(&k, hq / hk)?;
+            v = repeat_heads(&v, hq / hk)?;
+        }
+    }
+    let r = k.data.rank();
+    let (l, s) = (q.data.dims()[q.data.rank() - 2], k.data.dims()[r - 2]);
+    let mut scores = matmul(&affine(&q, cfg.scale, 0.0)?, &transpose(&k, r - 2, r - 1)?)?;
+    if cfg.causal {
+        let tri: Vec<f32> = (0..l * s).map(|i| if i % s > i / s { f32::NEG_INFINITY } else { 0.0 }).collect();
+        scores = add(&scores, &Value::plain(Tensor::from_vec(tri, (l, s), q.data.device())?.to_dtype(cdt)?))?;
+    }
+    if let Some(m) = mask {
+        scores = add(&scores, &Value::plain(m.to_device(q.data.device())?.to_dtype(cdt)?))?;
+    }
+    let last = scores.data.rank() - 1;
+    let live = scores.data.max_keepdim(last)?.gt(f64::NEG_INFINITY)?.broadcast_as(scores.data.shape())?;
+    let scores = where_cond(&live, &scores, &Value::plain(scores.data.zeros_like()?))?;
+    let mut probs = mul(&softmax(&scores, last, false)?, &Value::plain(live.to_dtype(cdt)?))?;
+    if cfg.dropout > 0.0 {
+        let keep = crate::ops::random::uniform_tensor(probs.data.dims(), cdt, probs.data.device())?.ge(cfg.dropout)?.to_dtype(cdt)?;
+        probs = mul(&probs, &Value::plain(keep.affine(1.0 / (1.0 - cfg.dropout), 0.0)?))?;
+    }
+    to_dtype(&matmul(&probs, &v)?, dt)
+}

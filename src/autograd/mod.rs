@@ -29,6 +29,9 @@ pub mod ops;
 pub mod pointwise;
 pub mod value;
 
+#[cfg(test)]
+mod tests;
+
 pub use mode::{grad_enabled, set_grad_enabled};
 pub use node::{Edge, Node};
 pub use value::Value;

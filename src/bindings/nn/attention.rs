@@ -183,7 +183,7 @@ fn _sdpa(
     // Off the CPU: PyTorch's math backend from device ops (the fused kernel is CPU code).
     if !q.device().is_cpu() {
         let cfg = MathCfg { causal: is_causal, scale: scale.unwrap_or(1.0 / (d as f64).sqrt()), gqa, dropout: dropout_p };
-        let y = crate::bindings::errors::detach_op(py, OP, || sdpa_math(&qv, &kv, &vv, mask.as_ref(), &cfg))?;
+        let y = crate::bindings::errors::detach_op(py, OP, || crate::autograd::composed::sdpa_math(&qv, &kv, &vv, mask.as_ref(), &cfg))?;
         return Ok(PyTensor::wrap_vdt(y, qdt));
     }
     // Inputs the forward reads in place (transposed head views need no copy); the

@@ -29,7 +29,7 @@ use crate::ops::parallel::SyncPtr;
 use backward::backward;
 use candle_core::{CpuStorage, CustomOp3, DType, Device, Layout, Result, Shape, Storage, Tensor};
 use forward::forward;
-pub(crate) use math::{sdpa_math, MathCfg};
+pub(crate) use math::MathCfg;
 use rayon::prelude::*;
 use std::sync::Mutex;
 
