@@ -15,7 +15,7 @@ fn zeros(shape: &Shape, like: &Value) -> Result<Value> {
 }
 
 /// `x` flattened (a contiguous copy in the graph when it is not contiguous).
-fn flat(x: &Value) -> Result<Value> {
+pub fn flat(x: &Value) -> Result<Value> {
     reshape(&contiguous(x)?, &Shape::from(x.data.elem_count()))
 }
 
@@ -27,7 +27,7 @@ fn put_add(shape: &Shape, offs: &Tensor, g: &Value) -> Result<Value> {
 }
 
 /// The elements of `x` at the flat offsets `offs`, shaped `shape`.
-fn take(x: &Value, offs: &Tensor, shape: &Shape) -> Result<Value> {
+pub fn take(x: &Value, offs: &Tensor, shape: &Shape) -> Result<Value> {
     reshape(&index_select(&flat(x)?, offs, 0)?, shape)
 }
 

@@ -11,6 +11,7 @@
 //! functionally (the tensor's value is replaced by a new one in the graph), so
 //! gradients stay right; views taken before such a write keep the old values.
 use crate::autograd::grad_enabled;
+use crate::autograd::indexing::flat;
 use crate::autograd::{ops, Value};
 use crate::bindings::advanced_key::advanced_selection;
 use crate::bindings::args::{cast, cast_v, extract_scalar};
@@ -151,11 +152,6 @@ fn read_basic(t: &Value, plan: &[Dim]) -> candle_core::Result<Value> {
         }
     }
     Ok(x)
-}
-
-/// `v` flattened to one dimension (a view where contiguous).
-fn flat(v: &Value) -> candle_core::Result<Value> {
-    ops::reshape(v, &Shape::from(v.data.elem_count()))
 }
 
 /// `t` with the elements at row-major `offs` replaced by `src` (flattened), in the graph.

@@ -8,7 +8,7 @@
 //! `write_back`), and a view whose base changed since it was derived is re-derived
 //! from the base when next read (`sync`), so siblings and the base's other views see
 //! the write too. The gradients follow from the recorded writes and reads.
-use crate::autograd::{grad_enabled, ops, Value};
+use crate::autograd::{grad_enabled, Value};
 use crate::bindings::errors::{runtime_err, OpResult};
 use crate::bindings::tensor::Region;
 use candle_core::{Shape, Tensor};
@@ -65,8 +65,7 @@ pub fn sync(cell: &RwLock<Value>, l: &ViewLink) {
             candle_core::bail!("the base changed shape");
         }
         let idx = Tensor::from_vec(offs, shape.elem_count(), bv.data.device())?;
-        let flat = ops::reshape(&ops::contiguous(&bv)?, &Shape::from(bv.data.elem_count()))?;
-        ops::reshape(&ops::index_select(&flat, &idx, 0)?, &shape)
+        crate::autograd::indexing::take(&bv, &idx, &shape)
     })();
     // A base that no longer holds the region (its data was reassigned) leaves the view as it is.
     if let Ok(new) = fresh {

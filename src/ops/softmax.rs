@@ -140,19 +140,6 @@ impl CustomOp1 for Softmax {
         };
         Ok((st, l.shape().clone()))
     }
-    fn bwd(&self, _arg: &Tensor, res: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
-        let d = self.dim;
-        let gx = if self.log {
-            // d log_softmax: g - softmax * sum(g)
-            let s = g.sum_keepdim(d)?;
-            g.sub(&res.exp()?.broadcast_mul(&s)?)?
-        } else {
-            // d softmax: y * (g - sum(g * y))
-            let s = g.mul(res)?.sum_keepdim(d)?;
-            res.mul(&g.broadcast_sub(&s)?)?
-        };
-        Ok(Some(gx))
-    }
 }
 
 /// The softmax (or log-softmax) gradient over the last dim from the output `y` and
