@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins as _builtins
 from importlib import metadata as _metadata
 
-from . import _core, _format, _functions, autograd, cuda, keras, metal, nn, optim, safetensors, utils
+from . import _core, _format, _functions, autograd, cuda, keras, metal, nn, optim, safetensors, serialization, utils
 from ._core import (
     BackendError,
     DeviceError,
@@ -60,6 +60,7 @@ from ._core import (
 from ._functions import *  # noqa: F403 - the torch.* function forms of Tensor methods, named in _functions.__all__
 from .autograd import enable_grad, inference_mode, is_inference_mode_enabled, no_grad, set_grad_enabled
 from .safetensors import load_file, save_file
+from .serialization import load, save
 
 __version__: str = _core.__version__
 
@@ -128,6 +129,6 @@ __all__ = [
     "float32", "float", "float64", "double", "float16", "half", "bfloat16", "uint8",
     "uint32", "int16", "short", "int32", "int", "int64", "long", "bool",
     "ShapeError", "DTypeError", "DeviceError", "BackendError", "is_tensor", "numel",
-    "nn", "optim", "utils", "keras", "safetensors", "load_file", "save_file",
+    "nn", "optim", "utils", "keras", "safetensors", "load_file", "save_file", "serialization", "save", "load",
 ]  # fmt: skip
 __all__ += _functions.__all__

@@ -585,6 +585,16 @@ def _adaptive_pool(
     input: Tensor, output_size: Sequence[builtins.int], is_max: builtins.bool, return_indices: builtins.bool, op: str
 ) -> Any: ...
 def _set_formatter(f: Callable[[Tensor], str]) -> None: ...
+def _storage_bytes(t: Tensor) -> bytes: ...
+def _tensor_from_storage(
+    data: bytes,
+    dtype: Any,
+    numel: builtins.int,
+    offset: builtins.int,
+    size: Sequence[builtins.int],
+    stride: Sequence[builtins.int],
+    device: Any = None,
+) -> Tensor: ...
 def _activation(
     input: Tensor,
     op: str,

@@ -23,6 +23,7 @@ pub(crate) mod safetensors_io;
 pub(crate) mod select;
 pub(crate) mod shape_ops;
 pub(crate) mod tensor;
+pub(crate) mod torch_format;
 pub(crate) mod unary;
 pub(crate) mod views;
 
@@ -43,6 +44,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     grad_fn::register(m)?;
     random::register(m)?;
     safetensors_io::register(m)?;
+    torch_format::register(m)?;
     nn::register(m)?;
     optim::register(m)?;
     Ok(())

@@ -125,7 +125,7 @@ impl View for &Entry {
     }
 }
 
-fn bytes_of(t: &Tensor, item: usize) -> PyResult<Vec<u8>> {
+pub(crate) fn bytes_of(t: &Tensor, item: usize) -> PyResult<Vec<u8>> {
     let t = t.to_device(&Device::Cpu).and_then(|t| t.contiguous()).op("save")?;
     let (start, end) = t.layout().contiguous_offsets().expect("contiguous");
     let (storage, _) = t.storage_and_layout();
