@@ -318,3 +318,19 @@ def test_hostile_checkpoint(case: str, tmp_path: Path, monkeypatch: pytest.Monke
     assert isinstance(err.value, pickle.UnpicklingError)
     assert msg in str(err.value), str(err.value)
     assert os.listdir(tmp_path) == []
+
+
+def test_keras_load_weights_reads_a_torch_checkpoint(tmp_path: Path) -> None:
+    from candle_py import keras
+
+    nn = cp.nn
+    net = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.BatchNorm2d(2), nn.ReLU(), nn.Flatten(), nn.Linear(32, 3), nn.LayerNorm(3))
+    model = keras.Model(net)
+    model.load_weights(FIX / "model.pt")
+    io_ = cp.load_file(FIX / "model_io.safetensors")
+    net.eval()
+    with cp.no_grad():
+        np.testing.assert_allclose(net(io_["x"]).numpy(), io_["y"].numpy(), rtol=1e-5, atol=1e-5)
+    cp.save({"not": "a state dict"}, tmp_path / "x.pt")
+    with pytest.raises(TypeError, match="not a state_dict"):
+        model.load_weights(tmp_path / "x.pt")

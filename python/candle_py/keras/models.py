@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _core, nn, optim
 from .. import safetensors as _st
+from .. import serialization as _serialization
 from .._core import Tensor
 from ..autograd import no_grad
 from ..utils.data import DataLoader, Dataset
@@ -455,11 +456,20 @@ class Model(nn.Module):
         _st.save_file(tensors, filepath, metadata=meta)
 
     def load_weights(self, filepath: PathLike, strict: bool = True) -> Any:
-        """Load weights saved by `save` / `save_weights` (or any safetensors
-        state_dict of the same module); returns the missing/unexpected keys."""
-        if not os.path.exists(os.fspath(filepath)):
-            raise FileNotFoundError(f"no such weights file: {os.fspath(filepath)!r}")
-        return self.load_state_dict(_st.load_file(filepath), strict=strict)
+        """Load weights saved by `save` / `save_weights`, or any state_dict of the
+        same module in a safetensors file or a PyTorch checkpoint (`torch.save`'s zip
+        format: `.pt` / `.pth` / `.bin`); returns the missing/unexpected keys."""
+        path = os.fspath(filepath)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"no such weights file: {path!r}")
+        with open(path, "rb") as fh:
+            is_zip = fh.read(2) == b"PK"
+        if not is_zip:
+            return self.load_state_dict(_st.load_file(filepath), strict=strict)
+        sd = _serialization.load(path)
+        if not isinstance(sd, dict) or not all(isinstance(v, Tensor) for v in sd.values()):
+            raise TypeError(f"load_weights: {path!r} holds a {type(sd).__name__}, not a state_dict (a dict of tensors)")
+        return self.load_state_dict(sd, strict=strict)
 
     def get_weights(self) -> List[np.ndarray]:
         """The state_dict's tensors as NumPy arrays, in state_dict order."""
