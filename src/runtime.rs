@@ -31,21 +31,37 @@ fn keep_freed_memory() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn keep_freed_memory() {}
 
-/// Candle's own elementwise ops (those autograd runs to accumulate gradients) fan out
-/// to a spin-barrier thread pool. On a machine with few cores, whose other threads
-/// (rayon's, the caller's, other processes) are busy, the barrier's spinning waits for
-/// a descheduled worker: a small model's training step ran 4x slower. There they run
-/// on the calling thread; a user's CANDLE_NUM_THREADS wins. Must run before Candle's
+/// Candle's own elementwise ops (those not yet replaced by our kernels) fan out to a
+/// spin-barrier thread pool of Candle's. Two reasons keep it at one thread (the
+/// calling one): on a machine with few cores, whose other threads (rayon's, the
+/// caller's, other processes) are busy, the barrier's spinning waits for a
+/// descheduled worker (a small model's training step ran 4x slower); and that pool
+/// cannot be rebuilt, so after `fork()` a child whose parent had used it would wait
+/// for workers that do not exist (our own parallel work moves to a new pool in the
+/// child: `ops::pool`). A user's CANDLE_NUM_THREADS wins. Must run before Candle's
 /// first parallel op (the pool reads the variable once).
-fn single_threaded_candle_barrier_on_small_machines() {
-    let few_cores = std::thread::available_parallelism().map_or(true, |n| n.get() <= 4);
-    if few_cores && std::env::var_os("CANDLE_NUM_THREADS").is_none() {
+fn single_threaded_candle_barrier() {
+    if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
         std::env::set_var("CANDLE_NUM_THREADS", "1");
+    }
+}
+
+/// PyTorch reads OMP_NUM_THREADS for its intra-op thread count; so do we, by giving
+/// it to rayon's global pool (RAYON_NUM_THREADS, if set, wins). Must run before the
+/// pool exists.
+fn honour_omp_num_threads() {
+    if std::env::var_os("RAYON_NUM_THREADS").is_some() {
+        return;
+    }
+    if let Some(n) = std::env::var("OMP_NUM_THREADS").ok().and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n > 0) {
+        std::env::set_var("RAYON_NUM_THREADS", n.to_string());
     }
 }
 
 /// Apply the settings above; called first thing in the module's init.
 pub fn configure() {
     keep_freed_memory();
-    single_threaded_candle_barrier_on_small_machines();
+    single_threaded_candle_barrier();
+    honour_omp_num_threads();
+    crate::ops::pool::register_fork_handlers();
 }

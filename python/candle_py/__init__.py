@@ -58,6 +58,7 @@ from ._core import (
     zeros_like,
 )
 from ._functions import *  # noqa: F403 - the torch.* function forms of Tensor methods, named in _functions.__all__
+from ._threading import get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads
 from .autograd import enable_grad, inference_mode, is_inference_mode_enabled, no_grad, set_grad_enabled
 from .safetensors import load_file, save_file
 from .serialization import load, save
@@ -130,5 +131,6 @@ __all__ = [
     "uint32", "int16", "short", "int32", "int", "int64", "long", "bool",
     "ShapeError", "DTypeError", "DeviceError", "BackendError", "is_tensor", "numel",
     "nn", "optim", "utils", "keras", "safetensors", "load_file", "save_file", "serialization", "save", "load",
+    "set_num_threads", "get_num_threads", "set_num_interop_threads", "get_num_interop_threads",
 ]  # fmt: skip
 __all__ += _functions.__all__

@@ -193,7 +193,7 @@ pub fn guard<T>(op: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
 pub fn detach<T: Send>(py: Python<'_>, op: &str, f: impl FnOnce() -> PyResult<T> + Send) -> PyResult<T> {
     // The closure runs without the GIL; the PyErr it may build is only
     // materialised as a Python object once the GIL is back.
-    let r = py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    let r = py.detach(|| crate::ops::pool::install(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))));
     match r {
         Ok(r) => r,
         Err(payload) => Err(panic_err(op, payload)),
@@ -218,7 +218,7 @@ pub fn detach_if<T: Send>(n: usize, f: impl FnOnce() -> candle_core::Result<T> +
             .unwrap_or_else(|p| Err(CErr::Msg(format!("internal error in the backend: {}", panic_text(&p)))))
     };
     if n >= DETACH_ELEMS {
-        Python::attach(|py| py.detach(run))
+        Python::attach(|py| py.detach(|| crate::ops::pool::install(run)))
     } else {
         run()
     }

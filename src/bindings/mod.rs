@@ -23,6 +23,7 @@ pub(crate) mod safetensors_io;
 pub(crate) mod select;
 pub(crate) mod shape_ops;
 pub(crate) mod tensor;
+pub(crate) mod threads;
 pub(crate) mod torch_format;
 pub(crate) mod unary;
 pub(crate) mod views;
@@ -45,6 +46,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     random::register(m)?;
     safetensors_io::register(m)?;
     torch_format::register(m)?;
+    threads::register(m)?;
     nn::register(m)?;
     optim::register(m)?;
     Ok(())

@@ -11,6 +11,7 @@ pub(crate) mod gather;
 pub(crate) mod gemm;
 pub(crate) mod optim;
 pub(crate) mod parallel;
+pub(crate) mod pool;
 pub(crate) mod random;
 pub(crate) mod reduce;
 pub(crate) mod simd_map;

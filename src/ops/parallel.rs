@@ -14,19 +14,24 @@ const PAR_MACS: usize = 1 << 23;
 
 /// Whether a memory-bound pass over `elems` elements is worth splitting over threads.
 pub(crate) fn par_ok(elems: usize) -> bool {
-    elems >= PAR_ELEMS && rayon::current_num_threads() > 1
+    elems >= PAR_ELEMS && super::pool::num_threads() > 1
 }
 
 /// Whether GEMMs of `macs` multiply-adds are worth splitting over threads.
 pub(crate) fn par_gemm(macs: usize) -> bool {
-    macs >= PAR_MACS && rayon::current_num_threads() > 1
+    macs >= PAR_MACS && super::pool::num_threads() > 1
 }
 
 /// Run `f` on a rayon worker when it will go parallel (`par`), so the parallel passes
 /// inside it split from there instead of each paying a hand-off from the calling
-/// (Python) thread.
+/// (Python) thread. The pool is `pool`'s: ours after `set_num_threads` or a fork,
+/// else rayon's global one.
 pub(crate) fn in_pool<R: Send>(par: bool, f: impl FnOnce() -> R + Send) -> R {
-    if par && rayon::current_thread_index().is_none() {
+    if !par {
+        f()
+    } else if super::pool::is_active() {
+        super::pool::install(f)
+    } else if rayon::current_thread_index().is_none() {
         rayon::scope(|_| f())
     } else {
         f()

@@ -283,22 +283,25 @@ fn _sdpa(
         f
     });
     let op = Sdpa { geo, geo_c, interleave, cfg, mask, out_shape, lse: Mutex::new(None) };
+    // Released GIL, on the active pool (`ops::pool`: ours after set_num_threads or a fork).
     let y = py
-        .detach(|| -> Result<Value> {
-            let prep = |t: &Value, direct: bool| -> Result<Value> {
-                if direct {
-                    Ok(t.clone())
-                } else {
-                    ops::contiguous(&ops::to_dtype(&ops::to_device(t, &Device::Cpu)?, cdt)?)
+        .detach(|| {
+            crate::ops::pool::install(|| -> Result<Value> {
+                let prep = |t: &Value, direct: bool| -> Result<Value> {
+                    if direct {
+                        Ok(t.clone())
+                    } else {
+                        ops::contiguous(&ops::to_dtype(&ops::to_device(t, &Device::Cpu)?, cdt)?)
+                    }
+                };
+                let (q, k, v) = (prep(&qv, qs.is_some())?, prep(&kv, ks.is_some())?, prep(&vv, vs.is_some())?);
+                let mut y =
+                    custom::apply_with("ScaledDotProductFlashAttentionForCpuBackward0", custom::Op::three(op), &[&q, &k, &v], composed)?;
+                if interleave {
+                    y = ops::transpose(&y, rank - 1, rank)?;
                 }
-            };
-            let (q, k, v) = (prep(&qv, qs.is_some())?, prep(&kv, ks.is_some())?, prep(&vv, vs.is_some())?);
-            let mut y =
-                custom::apply_with("ScaledDotProductFlashAttentionForCpuBackward0", custom::Op::three(op), &[&q, &k, &v], composed)?;
-            if interleave {
-                y = ops::transpose(&y, rank - 1, rank)?;
-            }
-            ops::to_device(&ops::to_dtype(&y, qdt.candle())?, &dev)
+                ops::to_device(&ops::to_dtype(&y, qdt.candle())?, &dev)
+            })
         })
         .op(OP)?;
     Ok(PyTensor::wrap_vdt(y, qdt))
