@@ -89,7 +89,7 @@ impl PyTensor {
         self.read().grad_fn().map_or(0, |(_, nr)| nr)
     }
     #[getter]
-    fn grad(&self) -> Option<PyTensor> {
+    pub(crate) fn grad(&self) -> Option<PyTensor> {
         let v = self.v();
         let g = match &v.meta {
             Some(m) => lock(&m.grad).clone(),
@@ -98,7 +98,7 @@ impl PyTensor {
         g.map(|g| PyTensor::wrap_v(g, false))
     }
     #[setter(grad)]
-    fn set_grad(&self, value: Option<&Bound<'_, PyTensor>>) -> PyResult<()> {
+    pub(crate) fn set_grad(&self, value: Option<&Bound<'_, PyTensor>>) -> PyResult<()> {
         let new = match value {
             None => None,
             Some(v) => {

@@ -329,7 +329,8 @@ impl PyTensor {
             [
                 arr.into_any(),
                 me.dt().name().into_pyobject(py)?.into_any(),
-                (me.read().requires_grad() && me.read().is_leaf()).into_pyobject(py)?.to_owned().into_any(),
+                // As torch: the copy is a leaf that requires grad if this tensor does.
+                me.read().requires_grad().into_pyobject(py)?.to_owned().into_any(),
             ],
         )?;
         Ok((f.unbind(), args.into_any().unbind()))

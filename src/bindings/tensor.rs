@@ -456,16 +456,39 @@ impl PyTensor {
         self.inplace_source()
     }
 
-    fn __copy__(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        self.clone(py, None)
+    /// `copy.copy`: as torch's (which rebuilds from the same storage), a new leaf
+    /// sharing this tensor's data (in-place writes show in both), requiring grad when
+    /// this one does.
+    fn __copy__(&self) -> PyResult<PyTensor> {
+        let v = self.read();
+        let r = PyTensor::wrap_v(v.detached(), self.is_bool);
+        if v.requires_grad() {
+            r.set_requires_grad(true)?;
+        }
+        Ok(r)
     }
 
-    fn __deepcopy__(&self, py: Python<'_>, _memo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    /// `copy.deepcopy`: a new leaf with its own copy of the data and of `.grad`,
+    /// requiring grad when this one does. As in torch, only leaves can be deep-copied
+    /// while they require grad (a copy of a graph's inner tensor would cut it loose).
+    fn __deepcopy__(&self, py: Python<'_>, memo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         let v = self.v();
+        if v.requires_grad() && !v.is_leaf() {
+            return Err(crate::bindings::errors::runtime_err(
+                "deepcopy",
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the moment. \
+                 If you were attempting to deepcopy a module, this may be because of a weight_norm usage.",
+            ));
+        }
         let out = crate::bindings::errors::detach_op(py, "deepcopy", || v.data.force_contiguous())?;
         let r = PyTensor::wrap(out, self.is_bool);
-        if v.requires_grad() && v.is_leaf() {
+        if v.requires_grad() {
             r.set_requires_grad(true)?;
+        }
+        if let Some(g) = self.grad() {
+            let g = Py::new(py, g)?;
+            let copied = py.import("copy")?.call_method1("deepcopy", (g, memo))?;
+            r.set_grad(Some(copied.cast::<PyTensor>()?))?;
         }
         Ok(r)
     }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Dict
 
 from .._core import Tensor
 
@@ -23,6 +23,19 @@ class Parameter(Tensor):
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         return (Parameter, (self.detach().clone(), self.requires_grad))
+
+    def __copy__(self) -> "Parameter":
+        # A Parameter sharing this one's data (torch's copy.copy rebuilds from the same storage).
+        return Parameter(self.detach(), self.requires_grad)
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "Parameter":
+        # As torch's Parameter.__deepcopy__: the class and a copy of the data; `.grad`
+        # is not copied (a plain tensor's deepcopy does copy it).
+        if id(self) in memo:
+            return memo[id(self)]  # type: ignore[no-any-return]
+        result = Parameter(self.detach().clone(), self.requires_grad)
+        memo[id(self)] = result
+        return result
 
 
 class Buffer(Tensor):
