@@ -2,7 +2,7 @@
 # `python -m mypy.stubtest candle_py` in .ci/run).
 import builtins
 import types
-from typing import Any, Callable, Iterator, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 from typing_extensions import disjoint_base, final
@@ -660,6 +660,18 @@ def _adam_step(
     maximize: builtins.bool,
     decoupled: builtins.bool,
 ) -> None: ...
+
+# One parameter group's step of optim.RMSprop / Adagrad / Adadelta / Adamax / NAdam / RAdam
+# (`kind` in lower case); `buffers` holds one list per state buffer; returns NAdam's new mu_products.
+def _optim_step(
+    kind: str,
+    params: Sequence[Tensor],
+    grads: Sequence[Tensor],
+    buffers: Sequence[Sequence[Tensor]],
+    steps: Sequence[builtins.float],
+    mu_products: Sequence[builtins.float],
+    hyper: Dict[str, builtins.float],
+) -> List[builtins.float]: ...
 def _linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, op: str = "linear:") -> Tensor: ...
 def _layer_norm(x: Tensor, weight: Tensor, bias: Tensor, d: builtins.int, eps: builtins.float) -> Tensor: ...
 def _group_norm(

@@ -8,8 +8,10 @@ use crate::bindings::indexing::overwrite;
 use crate::bindings::tensor::PyTensor;
 use crate::ops::float::Float;
 use crate::ops::optim::{adam_kernel, plain, sgd_kernel, update, Adam, Sgd};
+use crate::ops::optim_rules::{rule_kernel, AdamLike, NAdamMu, Rule};
 use candle_core::{DType, Device, Result, Tensor};
 use pyo3::prelude::*;
+use std::collections::HashMap;
 
 type Tensors<'py> = Vec<Bound<'py, PyTensor>>;
 
@@ -171,8 +173,158 @@ fn _adam_step(
     })
 }
 
+/// The hyper-parameters of `_optim_step`: every name the rule needs must be given
+/// and no other (a misspelt or unused option is an error, not ignored).
+struct Hyper {
+    kind: String,
+    map: HashMap<String, f64>,
+    used: std::cell::RefCell<Vec<String>>,
+}
+
+impl Hyper {
+    fn get(&self, k: &str) -> PyResult<f64> {
+        self.used.borrow_mut().push(k.to_string());
+        self.map.get(k).copied().ok_or_else(|| value_err(OP, format!("{}: missing hyper-parameter '{k}'", self.kind)))
+    }
+    fn flag(&self, k: &str) -> PyResult<bool> {
+        Ok(self.get(k)? != 0.0)
+    }
+    fn check_all_used(&self) -> PyResult<()> {
+        let used = self.used.borrow();
+        let mut extra: Vec<&String> = self.map.keys().filter(|k| !used.contains(k)).collect();
+        extra.sort();
+        match extra.first() {
+            Some(k) => Err(value_err(OP, format!("{}: unknown hyper-parameter '{k}'", self.kind))),
+            None => Ok(()),
+        }
+    }
+    fn adam_like(&self, step: f64) -> PyResult<AdamLike> {
+        Ok(AdamLike {
+            lr: self.get("lr")?,
+            beta1: self.get("beta1")?,
+            beta2: self.get("beta2")?,
+            eps: self.get("eps")?,
+            weight_decay: self.get("weight_decay")?,
+            decoupled: self.flag("decoupled_weight_decay")?,
+            maximize: self.flag("maximize")?,
+            step,
+        })
+    }
+    /// The rule for one parameter at its step count `step` (after this step); for
+    /// NAdam `prev_mu` is its `mu_product` before this step.
+    fn rule(&self, step: f64, prev_mu: f64) -> PyResult<Rule> {
+        let k = self.kind.as_str();
+        let rule = match k {
+            "rmsprop" => Rule::RmsProp {
+                lr: self.get("lr")?,
+                alpha: self.get("alpha")?,
+                eps: self.get("eps")?,
+                weight_decay: self.get("weight_decay")?,
+                momentum: self.get("momentum")?,
+                centered: self.flag("centered")?,
+                maximize: self.flag("maximize")?,
+            },
+            "adagrad" => Rule::Adagrad {
+                lr: self.get("lr")?,
+                lr_decay: self.get("lr_decay")?,
+                eps: self.get("eps")?,
+                weight_decay: self.get("weight_decay")?,
+                maximize: self.flag("maximize")?,
+                step,
+            },
+            "adadelta" => Rule::Adadelta {
+                lr: self.get("lr")?,
+                rho: self.get("rho")?,
+                eps: self.get("eps")?,
+                weight_decay: self.get("weight_decay")?,
+                maximize: self.flag("maximize")?,
+            },
+            "adamax" => Rule::Adamax {
+                lr: self.get("lr")?,
+                beta1: self.get("beta1")?,
+                beta2: self.get("beta2")?,
+                eps: self.get("eps")?,
+                weight_decay: self.get("weight_decay")?,
+                maximize: self.flag("maximize")?,
+                step,
+            },
+            "nadam" => {
+                let h = self.adam_like(step)?;
+                Rule::NAdam(h, NAdamMu::at(h.beta1, self.get("momentum_decay")?, step, prev_mu))
+            }
+            "radam" => Rule::RAdam(self.adam_like(step)?),
+            _ => {
+                return Err(value_err(OP, format!("unknown optimizer '{k}' (expected rmsprop, adagrad, adadelta, adamax, nadam or radam)")))
+            }
+        };
+        Ok(rule)
+    }
+}
+
+/// `_core._optim_step(kind, params, grads, buffers, steps, mu_products, hyper)`: one
+/// parameter group's step of RMSprop / Adagrad / Adadelta / Adamax / NAdam / RAdam
+/// (`kind`, lower case), in place. `buffers` holds one list per state buffer, in the
+/// order the rule takes them (e.g. RMSprop: `square_avg`, then `grad_avg` when
+/// centered, then `momentum_buffer` when momentum > 0); `steps[i]` is parameter i's
+/// step count after this step; `mu_products` (NAdam only, else empty) are the
+/// parameters' `mu_product` before this step. `hyper` maps torch's option names
+/// (`betas` split into `beta1`/`beta2`; booleans as 0/1) to values. Returns NAdam's
+/// new `mu_product`s (empty for the others).
+#[pyfunction]
+#[pyo3(signature = (kind, params, grads, buffers, steps, mu_products, hyper))]
+fn _optim_step(
+    kind: &str,
+    params: Tensors<'_>,
+    grads: Tensors<'_>,
+    buffers: Vec<Tensors<'_>>,
+    steps: Vec<f64>,
+    mu_products: Vec<f64>,
+    hyper: HashMap<String, f64>,
+) -> PyResult<Vec<f64>> {
+    let h = Hyper { kind: kind.to_string(), map: hyper, used: Default::default() };
+    if steps.len() != params.len() {
+        return Err(value_err(OP, format!("expected {} step counts, got {}", params.len(), steps.len())));
+    }
+    let nadam = kind == "nadam";
+    if nadam && mu_products.len() != params.len() {
+        return Err(value_err(OP, format!("expected {} mu_products, got {}", params.len(), mu_products.len())));
+    }
+    if !nadam && !mu_products.is_empty() {
+        return Err(value_err(OP, format!("{kind}: mu_products are NAdam's only, got {}", mu_products.len())));
+    }
+    let rules =
+        steps.iter().enumerate().map(|(i, &s)| h.rule(s, if nadam { mu_products[i] } else { 1.0 })).collect::<PyResult<Vec<Rule>>>()?;
+    if rules.is_empty() {
+        h.rule(1.0, 1.0)?; // validates the hyper-parameters of an empty group too
+    }
+    h.check_all_used()?;
+    let names = rules.first().map(|r| r.buffer_names()).unwrap_or_default();
+    if buffers.len() != names.len() && !rules.is_empty() {
+        return Err(value_err(
+            OP,
+            format!("{kind}: expected {} state buffer lists ({}), got {}", names.len(), names.join(", "), buffers.len()),
+        ));
+    }
+    let mut lists: Vec<(&str, &[Bound<'_, PyTensor>])> = vec![("params", &params), ("grads", &grads)];
+    for (name, list) in names.iter().zip(buffers.iter()) {
+        lists.push((name, list));
+    }
+    run_all(&lists, |i, ts, dt| {
+        let r = &rules[i];
+        dispatch(ts, dt, &|p, g, b| rule_kernel(r, p, g, b), &|p, g, b| rule_kernel(r, p, g, b))
+    })?;
+    Ok(rules
+        .iter()
+        .filter_map(|r| match r {
+            Rule::NAdam(_, mu) => Some(mu.mu_product),
+            _ => None,
+        })
+        .collect())
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_sgd_step, m)?)?;
     m.add_function(wrap_pyfunction!(_adam_step, m)?)?;
+    m.add_function(wrap_pyfunction!(_optim_step, m)?)?;
     Ok(())
 }

@@ -10,6 +10,7 @@ pub(crate) mod float;
 pub(crate) mod gather;
 pub(crate) mod gemm;
 pub(crate) mod optim;
+pub(crate) mod optim_rules;
 pub(crate) mod parallel;
 pub(crate) mod pool;
 pub(crate) mod random;
