@@ -73,6 +73,7 @@ class Optimizer:
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
         """Update every parameter that has a gradient, in place. `closure`, if given,
         re-evaluates the model with gradients enabled and its loss is returned."""
+        self._opt_called = True  # lets a scheduler warn when it is stepped before the optimizer
         loss = None
         if closure is not None:
             with enable_grad():
@@ -118,7 +119,11 @@ class Optimizer:
         for i, s in state_dict["state"].items():
             p = by_index[int(i)]
             self.state[p] = {
-                k: (v.clone().to(p.dtype) if isinstance(v, Tensor) and v.dtype.is_floating_point and k != "step" else copy.deepcopy(v))
+                k: (
+                    v.clone().to(p.dtype)
+                    if isinstance(v, Tensor) and v.dtype.is_floating_point and k not in ("step", "mu_product")
+                    else copy.deepcopy(v)
+                )
                 for k, v in s.items()
             }
         for mine, theirs in zip(self.param_groups, groups):
