@@ -111,11 +111,15 @@ def test_scheduler_state_dict_round_trip() -> None:
     opt = optim.SGD([p], lr=0.1)
     sch = optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
     for _ in range(3):
+        opt.step()
         sch.step()
     sd = sch.state_dict()
     assert "optimizer" not in sd and sd["last_epoch"] == 3
     opt2 = optim.SGD([nn.Parameter(cp.zeros(1))], lr=0.1)
     sch2 = optim.lr_scheduler.StepLR(opt2, step_size=2, gamma=0.5)
+    # StepLR is chainable, as torch's: it scales the group's current lr, so resuming
+    # restores the optimizer's state (its lrs) as well as the scheduler's.
+    opt2.load_state_dict(opt.state_dict())
     sch2.load_state_dict(sd)
     sch.step()
     sch2.step()
