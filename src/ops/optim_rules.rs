@@ -272,3 +272,66 @@ pub(crate) fn rule_kernel<T: Float>(rule: &Rule, p: &mut [T], g: &[T], bufs: &mu
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_step(rule: Rule, p: f64, g: f64, bufs: &mut [f64]) -> f64 {
+        let mut pv = [p];
+        let mut bv: Vec<[f64; 1]> = bufs.iter().map(|&b| [b]).collect();
+        let mut refs: Vec<&mut [f64]> = bv.iter_mut().map(|b| &mut b[..]).collect();
+        rule_kernel(&rule, &mut pv, &[g], &mut refs);
+        for (dst, src) in bufs.iter_mut().zip(bv.iter()) {
+            *dst = src[0];
+        }
+        pv[0]
+    }
+
+    fn adam_like(step: f64) -> AdamLike {
+        AdamLike { lr: 0.1, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.0, decoupled: false, maximize: false, step }
+    }
+
+    #[test]
+    fn adagrad_first_step_is_normalised_gradient() {
+        let r = Rule::Adagrad { lr: 0.5, lr_decay: 0.0, eps: 0.0, weight_decay: 0.0, maximize: false, step: 1.0 };
+        let mut sum = [0.0];
+        assert_eq!(one_step(r, 1.0, -4.0, &mut sum), 1.5);
+        assert_eq!(sum[0], 16.0);
+    }
+
+    #[test]
+    fn radam_takes_the_unrectified_step_while_rho_t_is_small() {
+        // Step 1: exp_avg / bc1 = g exactly, so p -= lr * g.
+        let mut b = [0.0, 0.0];
+        let p = one_step(Rule::RAdam(adam_like(1.0)), 1.0, 2.0, &mut b);
+        assert!((p - 0.8).abs() < 1e-15, "{p}");
+        // Far into training the rectified, adaptive step applies: about lr * sign(g).
+        let mut b = [2.0, 4.0];
+        let p = one_step(Rule::RAdam(adam_like(1000.0)), 0.0, 2.0, &mut b);
+        assert!(p < 0.0 && p > -0.2, "{p}");
+    }
+
+    #[test]
+    fn nadam_mu_product_is_kept_in_float32() {
+        let mu = NAdamMu::at(0.9, 4e-3, 1.0, 1.0);
+        assert_eq!(mu.mu_product, f64::from(mu.mu as f32));
+        assert!(mu.mu_next > mu.mu);
+    }
+
+    #[test]
+    fn adamax_propagates_nan_through_the_infinity_norm() {
+        let r = Rule::Adamax { lr: 0.1, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.0, maximize: false, step: 1.0 };
+        let mut b = [0.0, 0.0];
+        assert!(one_step(r, 1.0, f64::NAN, &mut b).is_nan());
+        assert!(b[1].is_nan());
+    }
+
+    #[test]
+    fn buffer_order_follows_the_options() {
+        let r = Rule::RmsProp { lr: 0.1, alpha: 0.9, eps: 1e-8, weight_decay: 0.0, momentum: 0.5, centered: true, maximize: false };
+        assert_eq!(r.buffer_names(), ["square_avg", "grad_avg", "momentum_buffer"]);
+        let r = Rule::RmsProp { lr: 0.1, alpha: 0.9, eps: 1e-8, weight_decay: 0.0, momentum: 0.0, centered: false, maximize: false };
+        assert_eq!(r.buffer_names(), ["square_avg"]);
+    }
+}
