@@ -151,8 +151,7 @@ def test_trajectory_matches_torch(case: str) -> None:
         for key, v in st.items():
             g = got[i][key]
             assert tuple(g.shape) == tuple(v.shape), f"{case}: {i}.{key}"
-            if key not in ("step", "mu_product"):
-                assert g.dtype == v.dtype
+            assert g.dtype == v.dtype, f"{case}: {i}.{key}"
             rt = 1e-6 if key == "mu_product" else tol
             np.testing.assert_allclose(
                 np_(g).astype(np.float64), np_(v).astype(np.float64), atol=tol, rtol=rt, err_msg=f"{case}: {i}.{key}"

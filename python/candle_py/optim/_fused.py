@@ -66,8 +66,9 @@ class _FusedOptimizer(Optimizer):
         made: Dict[float, Tensor] = {}  # one step tensor per distinct count (they are replaced, never mutated)
         for s, step in zip(states, steps):
             s["step"] = made.get(step) or made.setdefault(step, _core.tensor(step))
-        for s, mu in zip(states, new_mus):
-            s["mu_product"] = _core.tensor(mu)
+        for s, mu in zip(states, new_mus):  # keeps the state's dtype (torch casts it to the parameter's on load)
+            old = s["mu_product"]
+            s["mu_product"] = _core.tensor(mu, dtype=old.dtype) if isinstance(old, Tensor) else _core.tensor(mu)
 
 
 class RMSprop(_FusedOptimizer):
