@@ -173,6 +173,26 @@ def test_resume_from_torch_state_dict(case: str) -> None:
             np.testing.assert_allclose(np_(final[k[6:]]), np_(v), atol=tol, rtol=tol, err_msg=f"{case}: {k}")
 
 
+@pytest.mark.parametrize("name", ["RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"])
+def test_resume_from_torch_saved_checkpoint(name: str) -> None:
+    """A checkpoint written by torch.save (model and optimizer state_dicts) loads with
+    cp.load into our model and optimizer, and the next steps give torch's weights."""
+    ckpt = cp.load(os.path.join(FIX, f"ckpt_{name}.pt"))
+    model = mlp()
+    model.load_state_dict(ckpt["model"])
+    opt = getattr(optim, name)(model.parameters())
+    opt.load_state_dict(ckpt["optimizer"])
+    assert opt.param_groups[0]["lr"] == ckpt["optimizer"]["param_groups"][0]["lr"]
+    for x, y in ckpt["batches"]:
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    final = model.state_dict()
+    for k, v in ckpt["final"].items():
+        np.testing.assert_allclose(np_(final[k]), np_(v), atol=1e-5, rtol=1e-5, err_msg=f"{name}: {k}")
+    assert float(opt.state[next(iter(model.parameters()))]["step"].item()) == 6.0
+
+
 def meta_of(case: str) -> Dict[str, str]:
     return load("traj_" + case)[1]
 

@@ -23,12 +23,15 @@ lbfgs_<case>.safetensors init.<name>, x, y, per call `after.<c>.<name>`, `losses
   `func_evals`, `n_iters`; metadata: problem, kwargs, calls.
 edge_<optimizer>.safetensors  0-d, empty and NaN/inf-gradient parameters over 3 steps:
   p<j>.init, p<j>.grad.<s>, p<j>.final, and the final state `state.<j>.<k>`.
+ckpt_<optimizer>.pt      a torch.save'd dict: "model" / "optimizer" state_dicts after 3 steps,
+  the 3 next "batches" and the "final" model state_dict.
 
 Run from the repository root:  python tools/make_fixtures_optim.py
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from typing import Any, Dict, List, Optional
@@ -520,6 +523,36 @@ def edge() -> None:
         )
 
 
+CKPT = {
+    "RMSprop": {"lr": 0.01, "momentum": 0.9, "centered": True},
+    "Adagrad": {"lr": 0.1, "lr_decay": 0.01},
+    "Adadelta": {"weight_decay": 0.01},
+    "Adamax": {"lr": 0.01},
+    "NAdam": {"lr": 0.01, "weight_decay": 0.01},
+    "RAdam": {"lr": 0.01},
+}
+
+
+def checkpoints() -> None:
+    """torch.save'd checkpoints (model and optimizer state_dicts after 3 steps, the next 3
+    batches and the weights after them): what a user resuming a torch run loads with cp.load."""
+    for name, kwargs in CKPT.items():
+        torch.manual_seed(77)
+        model = mlp()
+        opt = make_optimizer(name, model.parameters(), kwargs)
+        batches = [(torch.randn(6, 4), torch.randint(0, 3, (6,))) for _ in range(6)]
+        ckpt: Dict[str, Any] = {}
+        for i, (x, y) in enumerate(batches):
+            if i == 3:
+                ckpt["model"], ckpt["optimizer"] = copy.deepcopy(model.state_dict()), copy.deepcopy(opt.state_dict())
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+        ckpt["batches"] = batches[3:]
+        ckpt["final"] = model.state_dict()
+        torch.save(ckpt, os.path.join(OUT, f"ckpt_{name}.pt"))
+
+
 def main() -> None:
     os.makedirs(OUT, exist_ok=True)
     for i, case in enumerate(TRAJ):
@@ -527,7 +560,8 @@ def main() -> None:
     schedulers()
     lbfgs()
     edge()
-    print(f"wrote {len(TRAJ) + 1 + len(LBFGS_CASES) + len(EDGE)} fixtures to {os.path.normpath(OUT)}")
+    checkpoints()
+    print(f"wrote {len(TRAJ) + 1 + len(LBFGS_CASES) + len(EDGE) + len(CKPT)} fixtures to {os.path.normpath(OUT)}")
 
 
 if __name__ == "__main__":
