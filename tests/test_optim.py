@@ -585,3 +585,22 @@ def test_momentum_switched_on_later_and_params_without_grad() -> None:
     assert set(opt.state[a]) == {"step", "square_avg", "momentum_buffer"}
     np.testing.assert_array_equal(np_(frozen), [1.0, 1.0])
     assert math.isfinite(float(a.sum().item()))
+
+
+@pytest.mark.parametrize("name", ["RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"])
+def test_large_parameters_split_over_threads_match_small_ones(name: str) -> None:
+    """A parameter big enough to be updated in chunks on several threads gets, element by
+    element, the same update as a small parameter holding its first elements."""
+    kw: Dict[str, Any] = {"RMSprop": {"momentum": 0.9, "centered": True}, "Adagrad": {"lr_decay": 0.1}}.get(name, {})
+    rng = np.random.default_rng(4)
+    n, m = 300_001, 777
+    p0 = rng.standard_normal(n)
+    big, small = nn.Parameter(cp.from_numpy(p0)), nn.Parameter(cp.from_numpy(p0[:m].copy()))
+    ob, osm = getattr(optim, name)([big], weight_decay=0.01, **kw), getattr(optim, name)([small], weight_decay=0.01, **kw)
+    for _ in range(7):  # past RAdam's switch to the rectified step
+        g = rng.standard_normal(n)
+        big.grad, small.grad = cp.from_numpy(g), cp.from_numpy(g[:m].copy())
+        ob.step()
+        osm.step()
+    np.testing.assert_array_equal(np_(big)[:m], np_(small))
+    assert not np.array_equal(np_(big)[:m], p0[:m])
