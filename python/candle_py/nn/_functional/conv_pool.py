@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ... import _core
+from ... import _autocast, _core
 from ..._core import ShapeError, Tensor
 from .common import _check_tensor
 
@@ -52,8 +52,25 @@ def _conv_nd(
             raise ValueError(f"{op} padding must be 'same', 'valid', an int or a tuple, got {padding!r}")
     else:
         lo = hi = _tuple_n(padding, n, op, "padding")
+    x, weight, bias, low = _autocast_conv(x, weight, bias)
     out = _core._conv(x, weight, bias, list(stride), list(lo), list(hi), list(dilation), int(groups), False, [0] * n, op)
+    out = out if low is None else out.to(low)
     return out.squeeze(0) if unbatched else out
+
+
+def _autocast_conv(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> "tuple[Tensor, Tensor, Optional[Tensor], Optional[Any]]":
+    """Autocast for convolution (on PyTorch's lower-precision list): the operands are
+    rounded to the autocast dtype; our convolution kernels take float32/float64
+    only, so the rounded operands are convolved in float32 and the result rounded to
+    the autocast dtype (PyTorch's CPU half-precision convolutions also accumulate in
+    float32). Returns the operands to convolve and the dtype of the result (None
+    outside autocast)."""
+    low = _autocast.active_dtype(x)
+    if low is None:
+        return x, weight, bias, None
+    x, weight, bias = _autocast.lower(x, weight, bias)
+    f32 = _core.float32
+    return x.to(f32), weight.to(f32), None if bias is None else bias.to(f32), low
 
 
 def _conv_transpose_nd(
@@ -71,6 +88,7 @@ def _conv_transpose_nd(
     unbatched = _conv_rank(input, weight, n, op)
     x = input.unsqueeze(0) if unbatched else input
     p = _tuple_n(padding, n, op, "padding")
+    x, weight, bias, low = _autocast_conv(x, weight, bias)
     out = _core._conv(
         x,
         weight,
@@ -84,6 +102,7 @@ def _conv_transpose_nd(
         list(_tuple_n(output_padding, n, op, "output_padding")),
         op,
     )
+    out = out if low is None else out.to(low)
     return out.squeeze(0) if unbatched else out
 
 
