@@ -436,6 +436,32 @@ def test_autocast_cpu_matches_torch(tag: str) -> None:
     assert not cp.is_autocast_enabled("cpu") and cp.get_autocast_dtype("cpu") == cp.bfloat16
 
 
+def test_autocast_cnn_and_float32_ops_match_torch() -> None:
+    t = _load("autocast")
+    cnn = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16, 5))
+    cnn.load_state_dict({k[len("cnn.state.") :]: v for k, v in t.items() if k.startswith("cnn.state.")})
+    with cp.autocast("cpu", dtype=cp.bfloat16):
+        logits = cnn(t["img"])
+        loss = F.cross_entropy(logits, t["tgt"][:2])
+        h = t["img"].to(cp.bfloat16)
+        got = {
+            "fp32.avg_pool3d": F.avg_pool3d(h.unsqueeze(0), 2),
+            "fp32.max_pool3d": F.max_pool3d(h.unsqueeze(0), 2),
+            "fp32.adaptive_avg_pool3d": F.adaptive_avg_pool3d(h.unsqueeze(0), 2),
+            "fp32.pad_reflect": F.pad(h, (1, 1, 1, 1), mode="reflect"),
+            "fp32.prod": h[0, 0].prod(-1),
+            "keep.avg_pool2d": F.avg_pool2d(h, 2),
+        }
+    loss.backward()
+    _close(logits, t["cnn.logits"], "cnn logits", True)
+    _close(loss, t["cnn.loss"], "cnn loss", True)
+    for k, p in cnn.named_parameters():
+        assert p.grad is not None
+        _close(p.grad, t[f"cnn.grad.{k}"], f"cnn grad {k}", True)
+    for name, v in got.items():
+        _close(v, t[name], name, True)
+
+
 def test_autocast_modules_and_exceptions() -> None:
     lin = nn.Linear(4, 3)
     conv = nn.Conv2d(2, 3, 3)

@@ -103,6 +103,27 @@ def autocast() -> None:
                 f"{tag}.grad.b": b.grad,
             }
         )
+    # A small CNN trained one step's worth under bf16 autocast: conv -> relu -> max-pool ->
+    # flatten -> linear -> cross-entropy (pooling takes the conv's bfloat16 output).
+    cnn = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(16, 5))
+    for k, v in cnn.state_dict().items():
+        t[f"cnn.state.{k}"] = v.detach().clone()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = cnn(t["img"])
+        loss = F.cross_entropy(logits, t["tgt"][:2])
+        # Ops on PyTorch's autocast float32 list, fed bfloat16.
+        h = t["img"].bfloat16()
+        t["fp32.avg_pool3d"] = F.avg_pool3d(h.unsqueeze(0), 2)
+        t["fp32.max_pool3d"] = F.max_pool3d(h.unsqueeze(0), 2)
+        t["fp32.adaptive_avg_pool3d"] = F.adaptive_avg_pool3d(h.unsqueeze(0), 2)
+        t["fp32.pad_reflect"] = F.pad(h, (1, 1, 1, 1), mode="reflect")
+        t["fp32.prod"] = h[0, 0].prod(-1)
+        t["keep.avg_pool2d"] = F.avg_pool2d(h, 2)  # not on a list: stays bfloat16
+    loss.backward()
+    t["cnn.logits"] = logits.detach()
+    t["cnn.loss"] = loss.detach()
+    for k, p in cnn.named_parameters():
+        t[f"cnn.grad.{k}"] = p.grad
     save_file({k: v.contiguous() for k, v in t.items()}, os.path.join(OUT, "autocast.safetensors"))
 
 
