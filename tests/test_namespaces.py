@@ -721,3 +721,50 @@ def test_checkpoint_gives_the_same_values_and_gradients() -> None:
     seq = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
     assert cp.equal(checkpoint_sequential(seq, 2, x, use_reentrant=False), seq(x))
     assert cp.utils.checkpoint.checkpoint is checkpoint
+
+
+def test_Size_in_checkpoints_is_torch_Size(tmp_path: Path) -> None:
+    import zipfile
+
+    path = tmp_path / "s.pt"
+    cp.save({"shape": cp.zeros(2, 3).shape}, path)
+    with zipfile.ZipFile(path) as z:
+        pkl = next(z.read(n) for n in z.namelist() if n.endswith("data.pkl"))
+    assert b"torch\nSize\n" in pkl and b"candle_py" not in pkl  # torch's loader accepts torch.Size
+    back = cp.load(path)["shape"]
+    assert type(back) is cp.Size and back == (2, 3)
+
+
+def test_amp_custom_fwd_bwd() -> None:
+    seen = []
+
+    def make(cast: Any) -> Any:
+        class MM(cp.autograd.Function):
+            @staticmethod
+            @cp.amp.custom_fwd(device_type="cpu", cast_inputs=cast)
+            def forward(ctx: Any, a: cp.Tensor, b: cp.Tensor) -> cp.Tensor:
+                ctx.save_for_backward(a, b)
+                return a @ b
+
+            @staticmethod
+            @cp.amp.custom_bwd(device_type="cpu")
+            def backward(ctx: Any, g: cp.Tensor) -> Any:
+                a, b = ctx.saved_tensors
+                seen.append(cp.is_autocast_enabled("cpu"))
+                return (g @ b.t()).to(a.dtype), (a.t() @ g).to(b.dtype)
+
+        return MM
+
+    a = cp.randn(2, 3, requires_grad=True)
+    b = cp.randn(3, 2, requires_grad=True)
+    with cp.autocast("cpu"):
+        casted = make(cp.float32).apply(a.to(cp.bfloat16), b)  # inputs cast to float32, autocast off inside
+        plain = make(None).apply(a, b)  # autocast stays on inside
+    assert casted.dtype == cp.float32 and plain.dtype == cp.bfloat16
+    (casted.sum() + plain.float().sum()).backward()
+    assert sorted(seen) == [False, True]  # each backward ran under its forward's autocast state
+    assert a.grad is not None and a.grad.dtype == cp.float32
+    outside = make(cp.float32).apply(a.to(cp.bfloat16), b.to(cp.bfloat16))
+    assert outside.dtype == cp.bfloat16  # outside autocast, cast_inputs does nothing
+    with pytest.raises(ValueError, match="device_type"):
+        cp.amp.custom_fwd(device_type=1)  # type: ignore[arg-type]

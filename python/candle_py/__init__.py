@@ -87,7 +87,6 @@ from ._core import (
 from ._dtype_info import finfo, iinfo
 from ._format import get_printoptions, printoptions, set_printoptions
 from ._functions import *  # noqa: F403 - the torch.* function forms of Tensor methods, named in _functions.__all__
-from ._threading import get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads
 from ._settings import (
     are_deterministic_algorithms_enabled,
     get_float32_matmul_precision,
@@ -97,6 +96,7 @@ from ._settings import (
 )
 from ._size import Size
 from ._tensor_types import *  # noqa: F403 - FloatTensor, LongTensor, ... named in _tensor_types.__all__
+from ._threading import get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads
 from .amp.autocast_mode import (
     autocast,
     get_autocast_dtype,

@@ -9,7 +9,8 @@ underflow, and skips steps whose gradients overflowed.
 
 from __future__ import annotations
 
-from .autocast_mode import autocast, is_autocast_available
+from . import autocast_mode, grad_scaler
+from .autocast_mode import autocast, custom_bwd, custom_fwd, is_autocast_available
 from .grad_scaler import GradScaler
 
-__all__ = ["autocast", "is_autocast_available", "GradScaler"]
+__all__ = ["autocast", "custom_fwd", "custom_bwd", "is_autocast_available", "GradScaler", "autocast_mode", "grad_scaler"]

@@ -13,7 +13,7 @@ from .. import _core
 __all__ = [
     "autocast", "is_autocast_available", "is_autocast_enabled", "get_autocast_dtype",
     "set_autocast_enabled", "set_autocast_dtype", "is_autocast_cache_enabled",
-    "set_autocast_cache_enabled", "clear_autocast_cache",
+    "set_autocast_cache_enabled", "clear_autocast_cache", "custom_fwd", "custom_bwd",
 ]  # fmt: skip
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -149,3 +149,65 @@ class autocast:
                 return func(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
+
+
+def _cast_floats(value: Any, device_type: str, dtype: _core.dtype) -> Any:
+    """`value` with its float tensors on `device_type` (float64 excepted) cast to
+    `dtype`, looking inside lists, tuples and dicts."""
+    if isinstance(value, _core.Tensor):
+        dev = _ALIASES.get(value.device.type, value.device.type)
+        if value.is_floating_point() and value.dtype != _core.float64 and dev == device_type:
+            return value.to(dtype)
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_floats(v, device_type, dtype) for v in value)
+    if isinstance(value, dict):
+        return {k: _cast_floats(v, device_type, dtype) for k, v in value.items()}
+    return value
+
+
+def custom_fwd(fwd: Optional[F] = None, *, device_type: str, cast_inputs: Optional[_core.dtype] = None) -> Any:
+    """Decorate the `forward` of an `autograd.Function` for autocast (`torch.amp.custom_fwd`).
+
+    It records the autocast state on `ctx` (for `custom_bwd`). With `cast_inputs`,
+    inside an autocast block the float tensor arguments are cast to `cast_inputs` and
+    `forward` runs with autocast off; outside autocast it is called as is."""
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+    dev = _device_type(device_type)
+    body = fwd
+
+    @functools.wraps(body)
+    def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        ctx._dtype = get_autocast_dtype(dev)
+        on = is_autocast_enabled(dev)
+        if cast_inputs is None:
+            ctx._fwd_used_autocast = on
+            return body(ctx, *args, **kwargs)
+        ctx._fwd_used_autocast = False
+        if not on:
+            return body(ctx, *args, **kwargs)
+        with autocast(dev, enabled=False):
+            return body(ctx, *_cast_floats(args, dev, cast_inputs), **_cast_floats(kwargs, dev, cast_inputs))
+
+    return forward
+
+
+def custom_bwd(bwd: Optional[F] = None, *, device_type: str) -> Any:
+    """Decorate the `backward` of an `autograd.Function` decorated with `custom_fwd`:
+    it runs under the autocast state its forward saw (`torch.amp.custom_bwd`)."""
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+    dev = _device_type(device_type)
+    body = bwd
+
+    @functools.wraps(body)
+    def backward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        with autocast(dev, enabled=ctx._fwd_used_autocast, dtype=ctx._dtype):
+            return body(ctx, *args, **kwargs)
+
+    return backward
