@@ -249,6 +249,27 @@ def test_backends_flags_are_settable() -> None:
     assert b.opt_einsum.is_available() is False and b.opt_einsum.enabled is False and b.opt_einsum.strategy is None
 
 
+def test_backends_context_managers_restore() -> None:
+    b = cp.backends
+    with b.cudnn.flags(enabled=False, benchmark=True, deterministic=True, allow_tf32=False):
+        assert (b.cudnn.enabled, b.cudnn.benchmark, b.cudnn.deterministic, b.cudnn.allow_tf32) == (False, True, True, False)
+    assert (b.cudnn.enabled, b.cudnn.benchmark, b.cudnn.deterministic, b.cudnn.allow_tf32) == (True, False, False, True)
+    c = b.cuda
+    assert c.flash_sdp_enabled() and c.mem_efficient_sdp_enabled() and c.math_sdp_enabled() and c.cudnn_sdp_enabled()
+    with c.sdp_kernel(enable_flash=False, enable_mem_efficient=False):
+        assert not c.flash_sdp_enabled() and not c.mem_efficient_sdp_enabled() and c.math_sdp_enabled()
+        q = cp.randn(1, 2, 3, 4)
+        assert F.scaled_dot_product_attention(q, q, q).shape == (1, 2, 3, 4)
+    assert c.flash_sdp_enabled() and c.mem_efficient_sdp_enabled()
+    try:
+        c.enable_math_sdp(False)
+        assert not c.math_sdp_enabled()
+        with pytest.raises(TypeError, match="enabled"):
+            c.enable_flash_sdp(1)  # type: ignore[arg-type]
+    finally:
+        c.enable_math_sdp(True)
+
+
 def test_cuda_matmul_allow_tf32_follows_matmul_precision() -> None:
     m = cp.backends.cuda.matmul
     try:
