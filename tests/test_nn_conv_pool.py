@@ -271,7 +271,10 @@ def test_dtype_errors() -> None:
     with pytest.raises(cp.DTypeError, match="max_pool2d"):
         F.max_pool2d(cp.zeros(1, 1, 4, 4, dtype=cp.int64), 2)
     with pytest.raises(cp.DTypeError, match="avg_pool1d"):
-        F.avg_pool1d(cp.zeros(1, 1, 4, dtype=cp.float16), 2)
+        F.avg_pool1d(cp.zeros(1, 1, 4, dtype=cp.int32), 2)
+    # Half types pool as in PyTorch (computed in float32, rounded back).
+    half = F.avg_pool1d(cp.tensor([[[1.0, 2.0, 3.0, 5.0]]], dtype=cp.float16), 2)
+    assert half.dtype == cp.float16 and half.tolist() == [[[1.5, 4.0]]]
     with pytest.raises(TypeError, match=r"\[Conv1d\]"):
         nn.Conv1d(1, 1, 2)([[1.0, 2.0]])
 

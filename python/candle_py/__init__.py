@@ -7,9 +7,34 @@
 from __future__ import annotations
 
 import builtins as _builtins
+import math as _math
 from importlib import metadata as _metadata
 
-from . import _core, _format, _functions, autograd, cuda, keras, metal, nn, optim, safetensors, serialization, utils
+from . import (
+    _core,
+    _format,
+    _functions,
+    _tensor_types,
+    accelerator,
+    amp,
+    autograd,
+    backends,
+    cpu,
+    cuda,
+    distributed,
+    jit,
+    keras,
+    metal,
+    mps,
+    multiprocessing,
+    nn,
+    onnx,
+    optim,
+    safetensors,
+    serialization,
+    utils,
+)
+from ._compile import compile
 from ._core import (
     BackendError,
     DeviceError,
@@ -33,6 +58,7 @@ from ._core import (
     full,
     full_like,
     get_default_device,
+    get_default_dtype,
     initial_seed,
     int16,
     int32,
@@ -49,6 +75,7 @@ from ._core import (
     randn_like,
     randperm,
     set_default_device,
+    set_default_dtype,
     stack,
     tensor,
     uint8,
@@ -57,8 +84,27 @@ from ._core import (
     zeros,
     zeros_like,
 )
+from ._dtype_info import finfo, iinfo
+from ._format import get_printoptions, printoptions, set_printoptions
 from ._functions import *  # noqa: F403 - the torch.* function forms of Tensor methods, named in _functions.__all__
+from ._settings import (
+    are_deterministic_algorithms_enabled,
+    get_float32_matmul_precision,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_float32_matmul_precision,
+    use_deterministic_algorithms,
+)
+from ._size import Size
+from ._tensor_types import *  # noqa: F403 - FloatTensor, LongTensor, ... named in _tensor_types.__all__
 from ._threading import get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads
+from .amp.autocast_mode import (
+    autocast,
+    get_autocast_dtype,
+    is_autocast_available,
+    is_autocast_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
 from .autograd import enable_grad, inference_mode, is_inference_mode_enabled, no_grad, set_grad_enabled
 from .safetensors import load_file, save_file
 from .serialization import load, save
@@ -91,6 +137,14 @@ def _check_core_version() -> None:
 
 _check_core_version()
 _core._set_formatter(_format.tensor_repr)  # the core prints tensors with PyTorch's layout (_format.py)
+_core._set_size_type(Size)  # shapes are candle_py.Size, as torch.Size (_size.py)
+
+# PyTorch's module-level constants.
+inf: _builtins.float = _math.inf
+nan: _builtins.float = _math.nan
+pi: _builtins.float = _math.pi
+e: _builtins.float = _math.e
+newaxis: None = None
 
 # PyTorch's aliases.
 float = float32
@@ -114,6 +168,13 @@ def is_tensor(obj: object) -> _builtins.bool:
     return isinstance(obj, Tensor)
 
 
+def is_floating_point(input: Tensor) -> _builtins.bool:
+    """True when `input`'s dtype is a floating point dtype (`torch.is_floating_point`)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_floating_point(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return input.is_floating_point()
+
+
 def numel(input: Tensor) -> _builtins.int:
     """The number of elements of `input` (the product of its shape)."""
     if not isinstance(input, Tensor):
@@ -132,5 +193,13 @@ __all__ = [
     "ShapeError", "DTypeError", "DeviceError", "BackendError", "is_tensor", "numel",
     "nn", "optim", "utils", "keras", "safetensors", "load_file", "save_file", "serialization", "save", "load",
     "set_num_threads", "get_num_threads", "set_num_interop_threads", "get_num_interop_threads",
+    "inf", "nan", "pi", "e", "newaxis", "finfo", "iinfo", "Size", "is_floating_point",
+    "get_default_dtype", "set_default_dtype", "compile", "jit", "set_printoptions", "get_printoptions",
+    "printoptions", "set_float32_matmul_precision", "get_float32_matmul_precision",
+    "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+    "is_deterministic_algorithms_warn_only_enabled", "autocast", "is_autocast_enabled",
+    "get_autocast_dtype", "set_autocast_enabled", "set_autocast_dtype", "is_autocast_available",
+    "amp", "backends", "accelerator", "cpu", "mps", "distributed", "onnx", "multiprocessing",
 ]  # fmt: skip
 __all__ += _functions.__all__
+__all__ += _tensor_types.__all__

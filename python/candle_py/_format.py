@@ -1,29 +1,104 @@
-"""PyTorch-style `repr` for tensors.
+"""PyTorch-style `repr` for tensors, and `set_printoptions` / `get_printoptions` /
+`printoptions` to change it.
 
-Follows the layout rules of PyTorch's printer (precision 4, threshold 1000,
-edgeitems 3, linewidth 80): integer-valued floats print as `1.`, others with
-four decimals, scientific notation when the nonzero finite magnitudes span more
-than 1000x, exceed 1e8 or go below 1e-4; every element is right-aligned to the
-widest one; `dtype=` is shown for all but float32, int64 and bool.
+Follows the layout rules of PyTorch's printer (by default precision 4, threshold
+1000, edgeitems 3, linewidth 80): integer-valued floats print as `1.`, others with
+`precision` decimals, scientific notation when the nonzero finite magnitudes span
+more than 1000x, exceed 1e8 or go below 1e-4 (unless `sci_mode` forces it on or
+off); every element is right-aligned to the widest one; tensors of more than
+`threshold` elements show `edgeitems` rows/columns at each edge; `dtype=` is shown
+for all but the default float dtype, int64 and bool.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import TYPE_CHECKING, Any, Callable, List
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Union
 
 import numpy as np
 
 if TYPE_CHECKING:
     from ._core import Tensor
 
+from . import _core
+
+__all__ = ["set_printoptions", "get_printoptions", "printoptions", "tensor_repr"]
+
+# The print options (module globals, read at each repr; `set_printoptions` sets them).
 PRECISION = 4
-THRESHOLD = 1000
+THRESHOLD: Union[int, float] = 1000
 EDGEITEMS = 3
 LINEWIDTH = 80
+SCI_MODE: Optional[bool] = None
 
-# dtypes PyTorch leaves out of the repr: the default float, the default int, bool.
-_IMPLICIT = {"float32", "int64", "bool"}
+_PROFILES: Dict[str, Dict[str, Any]] = {
+    "default": {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80},
+    "short": {"precision": 2, "threshold": 1000, "edgeitems": 2, "linewidth": 80},
+    "full": {"precision": 4, "threshold": math.inf, "edgeitems": 3, "linewidth": 80},
+}
+
+
+def set_printoptions(
+    precision: Optional[int] = None,
+    threshold: Optional[Union[int, float]] = None,
+    edgeitems: Optional[int] = None,
+    linewidth: Optional[int] = None,
+    profile: Optional[str] = None,
+    sci_mode: Optional[bool] = None,
+) -> None:
+    """Set how tensors print (`torch.set_printoptions`): `precision` (decimals of
+    floats), `threshold` (above this many elements the repr is summarized),
+    `edgeitems` (items kept at each edge when summarized), `linewidth` (characters
+    per line), `profile` ("default", "short" or "full": a preset applied first), and
+    `sci_mode` (True/False force scientific notation on/off; None, the value every
+    call sets unless given, chooses automatically). Other None arguments keep
+    their current value."""
+    global PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH, SCI_MODE
+    for name, v, lo in (("precision", precision, 0), ("edgeitems", edgeitems, 0), ("linewidth", linewidth, 1)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise TypeError(f"set_printoptions: {name} must be an int, got {type(v).__name__}")
+        if v is not None and not lo <= v <= 1 << 20:
+            raise ValueError(f"set_printoptions: {name} must be between {lo} and {1 << 20}, got {v}")
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or threshold != threshold):
+        raise TypeError(f"set_printoptions: threshold must be a number, got {threshold!r}")
+    if sci_mode is not None and not isinstance(sci_mode, bool):
+        raise TypeError(f"set_printoptions: sci_mode must be a bool or None, got {type(sci_mode).__name__}")
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"set_printoptions: profile must be 'default', 'short' or 'full', got {profile!r}")
+        p = _PROFILES[profile]
+        PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH = p["precision"], p["threshold"], p["edgeitems"], p["linewidth"]
+    if precision is not None:
+        PRECISION = precision
+    if threshold is not None:
+        THRESHOLD = threshold
+    if edgeitems is not None:
+        EDGEITEMS = edgeitems
+    if linewidth is not None:
+        LINEWIDTH = linewidth
+    SCI_MODE = sci_mode
+
+
+def get_printoptions() -> Dict[str, Any]:
+    """The current print options, as keyword arguments for `set_printoptions`."""
+    return {"precision": PRECISION, "threshold": THRESHOLD, "edgeitems": EDGEITEMS, "linewidth": LINEWIDTH, "sci_mode": SCI_MODE}
+
+
+@contextlib.contextmanager
+def printoptions(**kwargs: Any) -> Iterator[None]:
+    """Change the print options for a `with` block (`set_printoptions`' arguments)."""
+    old = get_printoptions()
+    set_printoptions(**kwargs)
+    try:
+        yield
+    finally:
+        set_printoptions(**old)
+
+
+def _implicit(name: str) -> bool:
+    """dtypes PyTorch leaves out of the repr: the default float dtype, int64, bool."""
+    return name in ("int64", "bool") or name == _core.get_default_dtype().name
 
 
 def _summarized(a: np.ndarray) -> np.ndarray:
@@ -68,6 +143,9 @@ class _Formatter:
             else:
                 width = max(len(f"{x:.{PRECISION}f}") for x in nz.tolist())
         self.max_width = max(self.max_width, width)
+        # A forced sci_mode keeps the widths measured above, as PyTorch's printer does.
+        if SCI_MODE is not None:
+            self.sci_mode = SCI_MODE
 
     def format(self, value: Any) -> str:
         if self.floating:
@@ -169,14 +247,14 @@ def tensor_repr(t: "Tensor") -> str:
     if t.numel() == 0:
         if a.ndim != 1:
             suffixes.append(f"size={tuple(t.shape)}")
-        if name != "float32":
+        if name != _core.get_default_dtype().name:
             suffixes.append(f"dtype=candle_py.{name}")
         body = "[]"
     else:
         summarize = t.numel() > THRESHOLD
         f = _Formatter(_summarized(a) if summarize else a)
         body = _tensor_str(a, indent, summarize, f, cut)
-        if name not in _IMPLICIT:
+        if not _implicit(name):
             suffixes.append(f"dtype=candle_py.{name}")
     if t.requires_grad:
         node = t.grad_fn

@@ -40,6 +40,7 @@ from typing import IO, Any, Callable, Dict, Iterable, List, Optional, Tuple, Uni
 
 from . import _core
 from ._core import Tensor
+from ._size import Size
 
 __all__ = [
     "save",
@@ -254,8 +255,8 @@ def _rebuild_from_type_v2(func: Any, new_type: Any, args: Any, state: Any) -> An
 
 
 def _torch_size(dims: Iterable[int] = ()) -> Tuple[int, ...]:
-    """`torch.Size(...)` in a checkpoint: a tuple of ints."""
-    return tuple(int(d) for d in dims)
+    """`torch.Size(...)` in a checkpoint: our `Size` (a tuple of ints)."""
+    return Size(int(d) for d in dims)
 
 
 def _torch_device(kind: Any = "cpu", index: Optional[int] = None) -> Any:
@@ -709,6 +710,8 @@ class _Pickler(_PurePickler):  # type: ignore[misc]
             return self._tensor_reduce(obj.t, False)
         if isinstance(obj, _core.device):
             return (_Global.of("torch", "device"), (str(obj),))
+        if isinstance(obj, Size):  # a shape, as torch.Size (which torch's weights_only loader allows)
+            return (_Global.of("torch", "Size"), (tuple(obj),))
         return NotImplemented
 
 

@@ -20,7 +20,7 @@ impl Scalar {
         match self {
             Scalar::Bool(_) => DT::Bool,
             Scalar::Int(_) => DT::I64,
-            Scalar::Float(_) => DT::F32,
+            Scalar::Float(_) => crate::bindings::dtype::default_float(),
         }
     }
     pub fn f64(self) -> f64 {

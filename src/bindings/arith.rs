@@ -43,7 +43,7 @@ pub fn result_dt(a: DT, a_zero_dim: bool, b: &Operand) -> DT {
             let sd = s.dt();
             if sd.category() > a.category() {
                 if sd.category() == Category::Float {
-                    DT::F32
+                    crate::bindings::dtype::default_float()
                 } else {
                     sd
                 }
@@ -126,7 +126,7 @@ fn binary_tracked(av: Value, adt: DT, b: Operand, op: Bin, reflected: bool) -> P
     let name = op.name();
     let mut dt = result_dt(adt, av.data.rank() == 0, &b);
     if op == Bin::Div && !dt.is_float() {
-        dt = DT::F32;
+        dt = crate::bindings::dtype::default_float();
     }
     if !dt.is_float() || op.is_cmp() || matches!(op, Bin::And | Bin::Or | Bin::Xor) {
         let bp = match b {
@@ -235,7 +235,7 @@ fn binary_plain(at: Tensor, adt: DT, b: Operand, op: Bin, reflected: bool) -> Py
     // converted from its own dtype (casting to the integer result type first would
     // wrap, e.g. a 0-d int64 -1 into uint8 255).
     if op == Bin::Div && !dt.is_float() {
-        dt = DT::F32;
+        dt = crate::bindings::dtype::default_float();
     }
     let dev = at.device().clone();
     // Pow with a scalar exponent: special forms that stay exact and differentiable.
@@ -659,14 +659,32 @@ impl PyTensor {
         if self.t().rank() != 1 || other.get().t().rank() != 1 {
             return Err(shape_err("dot", format!("1D tensors expected, but got {:?} and {:?}", self.t().dims(), other.get().t().dims())));
         }
-        matmul(py, self, other.get())
+        matmul_ac(py, self, other.get(), false)
     }
 }
 
 /// PyTorch's `matmul`: 1-D operands are promoted and squeezed back, batch dims broadcast.
 pub fn matmul(py: Python<'_>, a: &PyTensor, b: &PyTensor) -> PyResult<PyTensor> {
-    let (at, bt) = (a.t(), b.t());
-    let dt = DT::promote(a.dt(), b.dt());
+    matmul_ac(py, a, b, true)
+}
+
+/// `matmul`; with `autocast`, float operands are first cast to the autocast dtype when
+/// autocast is on for their device, as PyTorch's autocast does for matmul/mm/bmm
+/// (its "lower precision" list; `dot` is not on it).
+fn matmul_ac(py: Python<'_>, a: &PyTensor, b: &PyTensor, autocast: bool) -> PyResult<PyTensor> {
+    let (mut av, mut adt, mut bv, mut bdt) = (a.v(), a.dt(), b.v(), b.dt());
+    let low = if autocast { crate::bindings::autocast::lower_dtype(av.data.device()) } else { None };
+    if let Some(low) = low {
+        use crate::bindings::autocast::eligible;
+        if eligible(adt) {
+            (av, adt) = (cast_v(&av, adt, low)?, low);
+        }
+        if eligible(bdt) {
+            (bv, bdt) = (cast_v(&bv, bdt, low)?, low);
+        }
+    }
+    let (at, bt) = (&av.data, &bv.data);
+    let dt = DT::promote(adt, bdt);
     if at.rank() == 0 || bt.rank() == 0 {
         return Err(shape_err("matmul", format!("both arguments need at least 1 dimension, got {:?} and {:?}", at.dims(), bt.dims())));
     }
@@ -686,8 +704,8 @@ pub fn matmul(py: Python<'_>, a: &PyTensor, b: &PyTensor) -> PyResult<PyTensor> 
     }
     // Candle's gemm is for floats; integers go through f64 (exact below 2^53).
     let cdt = if dt.is_float() { dt } else { DT::F64 };
-    let l = cast_v(&a.v(), a.dt(), cdt)?;
-    let r = cast_v(&b.v(), b.dt(), cdt)?;
+    let l = cast_v(&av, adt, cdt)?;
+    let r = cast_v(&bv, bdt, cdt)?;
     let mut out = crate::bindings::errors::detach_op(py, "matmul", || {
         let l = if ra == 1 { ops::unsqueeze(&l, 0)? } else { l };
         let r = if rb == 1 { ops::unsqueeze(&r, 1)? } else { r };

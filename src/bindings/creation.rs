@@ -69,7 +69,7 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DT>, device: Opti
     }
     if let Some(s) = extract_scalar(data) {
         // A Python float asked for as float64 is kept exact, not rounded through float32.
-        let dt = if dtype == Some(DT::F64) && s.dt() == DT::F32 { DT::F64 } else { s.dt() };
+        let dt = if dtype == Some(DT::F64) && s.dt().is_float() { DT::F64 } else { s.dt() };
         let t = s.tensor(dt, &Device::Cpu)?;
         return finish(PyTensor::wrap_dt(t, dt), dtype, device);
     }
@@ -96,8 +96,11 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DT>, device: Opti
         }
     })?;
     let kind: String = a.getattr("dtype")?.getattr("kind")?.extract()?;
+    let default = crate::bindings::dtype::default_float();
+    // Python floats get the default float dtype (float32 unless changed), as in torch;
+    // NumPy holds them as float64, kept so when float64 is what we make.
+    let dtype = if kind == "f" { dtype.or(Some(default)) } else { dtype };
     let a = match kind.as_str() {
-        // Python floats are float64: kept so when float64 is asked for, else float32 (torch's default).
         "f" if dtype == Some(DT::F64) => a,
         "f" => a.call_method1("astype", ("float32",))?,
         "i" | "u" => a.call_method1("astype", ("int64",))?,
@@ -181,7 +184,7 @@ fn make_full(
     op: &str,
 ) -> PyResult<PyTensor> {
     let shape = nonneg_shape(&shape_args(args, op)?, op)?;
-    let dt = opt_dtype(dtype)?.unwrap_or(DT::F32);
+    let dt = opt_dtype(dtype)?.unwrap_or_else(crate::bindings::dtype::default_float);
     let dev = device_arg(device)?;
     check_alloc(shape.iter().product(), dt.itemsize(), op)?;
     let t = match value {
@@ -344,7 +347,7 @@ fn arange(
         _ => Scalar::Int(1),
     };
     let all_int = [s, e, st].iter().all(|v| !matches!(v, Scalar::Float(_)));
-    let dt = opt_dtype(dtype)?.unwrap_or(if all_int { DT::I64 } else { DT::F32 });
+    let dt = opt_dtype(dtype)?.unwrap_or(if all_int { DT::I64 } else { crate::bindings::dtype::default_float() });
     let (a, b, c) = (s.f64(), e.f64(), st.f64());
     if c == 0.0 || !a.is_finite() || !b.is_finite() || !c.is_finite() {
         return Err(value_err("arange", "step must be nonzero and bounds finite"));
@@ -401,7 +404,7 @@ fn linspace(
     let step = if n > 1 { (b - a) / (n - 1) as f64 } else { 0.0 };
     let half = n / 2;
     let v: Vec<f64> = (0..n).map(|i| if i < half || n == 1 { a + step * i as f64 } else { b - step * (n - 1 - i) as f64 }).collect();
-    let dt = opt_dtype(dtype)?.unwrap_or(DT::F32);
+    let dt = opt_dtype(dtype)?.unwrap_or_else(crate::bindings::dtype::default_float);
     let t = Tensor::from_vec(v, n, &Device::Cpu).op("linspace")?;
     let t = if dt.is_float() { cast(&t, DT::F64, dt)? } else { cast(&t.floor().op("linspace")?, DT::F64, dt)? };
     let t = t.to_device(&device_arg(device)?).op("linspace")?;
@@ -419,8 +422,8 @@ fn eye(
 ) -> PyResult<PyTensor> {
     let m = m.unwrap_or(n);
     let shape = nonneg_shape(&[n, m], "eye")?;
-    check_alloc(shape[0] * shape[1], 4 + opt_dtype(dtype)?.unwrap_or(DT::F32).itemsize(), "eye")?;
-    let dt = opt_dtype(dtype)?.unwrap_or(DT::F32);
+    check_alloc(shape[0] * shape[1], 4 + opt_dtype(dtype)?.unwrap_or_else(crate::bindings::dtype::default_float).itemsize(), "eye")?;
+    let dt = opt_dtype(dtype)?.unwrap_or_else(crate::bindings::dtype::default_float);
     let mut v = vec![0f32; shape[0] * shape[1]];
     for i in 0..shape[0].min(shape[1]) {
         v[i * shape[1] + i] = 1.0;

@@ -3,6 +3,41 @@ use crate::bindings::errors::dtype_err;
 use crate::dtype::{ALL, DT};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// The default floating point dtype (`set_default_dtype`), as its index in `ALL`;
+/// float32 unless changed. Process-wide, as in PyTorch (not per thread).
+static DEFAULT_FLOAT: AtomicU8 = AtomicU8::new(F32_INDEX);
+const F32_INDEX: u8 = 8;
+
+/// The dtype PyTorch gives a Python float and every float-by-default creation
+/// (`zeros`, `rand`, `tensor([1.5])`, `arange(1.)`, int/int division): float32
+/// unless `set_default_dtype` changed it.
+#[inline]
+pub fn default_float() -> DT {
+    ALL[DEFAULT_FLOAT.load(Ordering::Relaxed) as usize]
+}
+
+/// `set_default_dtype(d)`: only floating point dtypes, as PyTorch.
+#[pyfunction]
+fn set_default_dtype(d: &Bound<'_, PyAny>) -> PyResult<()> {
+    let dt = extract_dtype(d)?;
+    if !dt.is_float() {
+        return Err(crate::bindings::errors::type_err(
+            "set_default_dtype",
+            format!("only floating-point types are supported as the default type, got {}", dt.name()),
+        ));
+    }
+    let i = ALL.iter().position(|&x| x == dt).map_or(F32_INDEX, |i| i as u8);
+    DEFAULT_FLOAT.store(i, Ordering::Relaxed);
+    Ok(())
+}
+
+/// `get_default_dtype()`: the dtype of new float tensors (float32 unless changed).
+#[pyfunction]
+fn get_default_dtype() -> PyDType {
+    PyDType { dt: default_float() }
+}
 
 /// `candle_py.dtype`: one immutable object per dtype (`cp.float32`, ...).
 #[pyclass(name = "dtype", module = "candle_py", frozen, eq, hash)]
@@ -80,6 +115,8 @@ pub fn extract_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DT> {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDType>()?;
+    m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
+    m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
     for dt in ALL {
         m.add(dt.name(), PyDType { dt })?;
     }

@@ -59,7 +59,7 @@ fn sized(
 ) -> PyResult<PyTensor> {
     let op = if normal { "randn" } else { "rand" };
     let shape = nonneg_shape(&shape_args(size, op)?, op)?;
-    let dt = float_only(opt_dtype(dtype)?.unwrap_or(DT::F32), op)?;
+    let dt = float_only(opt_dtype(dtype)?.unwrap_or_else(crate::bindings::dtype::default_float), op)?;
     check_alloc(shape.iter().product(), 8, op)?;
     with_grad(draw(&shape, dt, &device_arg(device)?, normal)?, requires_grad)
 }

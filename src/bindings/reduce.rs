@@ -308,7 +308,15 @@ impl PyTensor {
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
     fn prod(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         let src = self.dt();
-        let dt = crate::bindings::args::opt_dtype(dtype)?.unwrap_or(if src.is_float() { src } else { DT::I64 });
+        // Inside autocast, prod runs in float32 (it is on PyTorch's autocast float32 list).
+        let autocast = crate::bindings::autocast::lower_dtype(self.t().device()).is_some() && crate::bindings::autocast::eligible(src);
+        let dt = crate::bindings::args::opt_dtype(dtype)?.unwrap_or(if autocast {
+            DT::F32
+        } else if src.is_float() {
+            src
+        } else {
+            DT::I64
+        });
         if matches!(dt, DT::F16 | DT::BF16) {
             // Multiply in f32 and round once at the end, as PyTorch's CPU kernel accumulates.
             let x = cast(&self.t(), src, DT::F32)?;

@@ -200,8 +200,8 @@ fn no_dims_check(rank: usize, dim: i64, op: &str) -> PyResult<()> {
 #[pymethods]
 impl PyTensor {
     #[getter]
-    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.t().dims())
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::bindings::size::size_tuple(py, self.t().dims())
     }
     #[getter]
     fn dtype(&self) -> PyDType {
@@ -241,7 +241,7 @@ impl PyTensor {
     fn size<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
         let t = self.t();
         match dim {
-            None => Ok(PyTuple::new(py, t.dims())?.into_any()),
+            None => crate::bindings::size::size_tuple(py, t.dims()),
             Some(d) => {
                 no_dims_check(t.rank(), d, "size")?;
                 let d = norm_dim(d, t.rank(), "size")?;

@@ -14,13 +14,15 @@ use candle_core::Tensor;
 use pyo3::prelude::*;
 use std::sync::Arc;
 
-/// Unary float functions: integer inputs compute in float32, as in PyTorch.
+/// Unary float functions: integer inputs compute in the default float dtype
+/// (float32 unless `set_default_dtype` changed it), as in PyTorch.
 pub(crate) fn float_input(a: &PyTensor) -> PyResult<(Value, DT)> {
     let (v, dt) = a.v_dt();
     if dt.is_float() {
         Ok((v, dt))
     } else {
-        Ok((Value::plain(cast(&v.data, dt, DT::F32)?), DT::F32))
+        let f = crate::bindings::dtype::default_float();
+        Ok((Value::plain(cast(&v.data, dt, f)?), f))
     }
 }
 
@@ -235,7 +237,7 @@ fn where_fn(condition: &Bound<'_, PyTensor>, input: &Bound<'_, PyAny>, other: &B
             if p == DT::I64 || p == DT::Bool {
                 p
             } else {
-                DT::F32
+                crate::bindings::dtype::default_float()
             }
         }
     };

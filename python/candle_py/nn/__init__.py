@@ -4,7 +4,23 @@ containers, layers (PyTorch's names, signatures and state_dict keys), losses.
 Each layer family's module lists its public names in its `__all__`; this
 package re-exports them, so a new layer is named in its own module only."""
 
-from . import activation, containers, conv, elementwise, functional, init, linear, loss, normalization, pooling, rnn, snake, utils
+from . import (
+    activation,
+    containers,
+    conv,
+    elementwise,
+    functional,
+    init,
+    linear,
+    loss,
+    modules,
+    normalization,
+    parallel,
+    pooling,
+    rnn,
+    snake,
+    utils,
+)
 from ._typecheck import type_check_forwards as _type_check
 from .activation import *  # noqa: F403
 from .attention import MultiheadAttention
@@ -15,6 +31,7 @@ from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .module import Buffer, Module, Parameter, StateDictError
 from .normalization import *  # noqa: F403
+from .parallel import DataParallel
 from .pooling import *  # noqa: F403
 from .rnn import *  # noqa: F403
 from .snake import *  # noqa: F403
@@ -33,7 +50,20 @@ _type_check(
 
 # attention.py and upsampling.py also re-export their functional forms (F.*), and
 # module.py its hook handle; only their layers are nn's.
-__all__ = ["functional", "init", "utils", "Module", "StateDictError", "Parameter", "Buffer", "MultiheadAttention", "Upsample"]
+__all__ = [
+    "functional",
+    "init",
+    "utils",
+    "modules",
+    "parallel",
+    "DataParallel",
+    "Module",
+    "StateDictError",
+    "Parameter",
+    "Buffer",
+    "MultiheadAttention",
+    "Upsample",
+]
 __all__ += activation.__all__
 __all__ += containers.__all__
 __all__ += elementwise.__all__

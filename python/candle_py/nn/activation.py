@@ -226,7 +226,7 @@ class PReLU(Module):
             raise ValueError(f"[PReLU] num_parameters must be positive, got {num_parameters}")
         self.num_parameters = num_parameters
         self.init = init
-        self.weight = Parameter(_core.full((num_parameters,), init, dtype=dtype or _core.float32, device=device))
+        self.weight = Parameter(_core.full((num_parameters,), init, dtype=dtype or _core.get_default_dtype(), device=device))
 
     def reset_parameters(self) -> None:
         init.constant_(self.weight, self.init)

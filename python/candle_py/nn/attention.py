@@ -51,7 +51,7 @@ class MultiheadAttention(Module):
         self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
         self.head_dim = embed_dim // num_heads
         self.add_zero_attn = add_zero_attn
-        dt = dtype or _core.float32
+        dt = dtype or _core.get_default_dtype()
         self.in_proj_weight: Optional[Parameter]
         self.q_proj_weight: Optional[Parameter]
         self.k_proj_weight: Optional[Parameter]

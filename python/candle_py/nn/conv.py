@@ -102,7 +102,7 @@ class _ConvNd(Module):
             for p in reversed(self.padding):
                 pads += [p, p]
         self._reversed_padding_repeated_twice = pads
-        dt = _core.float32 if dtype is None else dtype
+        dt = _core.get_default_dtype() if dtype is None else dtype
         if self._transposed:
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional, Sequence
 
-from .. import _core
+from .. import _autocast, _core
 from .._core import Tensor
 from ..autograd import no_grad
 from . import functional as F
@@ -23,7 +23,7 @@ def _positive(layer: str, **sizes: int) -> None:
 
 
 def _dtype(dtype: Any) -> Any:
-    return _core.float32 if dtype is None else dtype
+    return _core.get_default_dtype() if dtype is None else dtype
 
 
 class Linear(Module):
@@ -49,7 +49,8 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input: Tensor) -> Tensor:
-        return _core._linear(input, self.weight, self.bias, "[Linear]")
+        input, weight, bias = _autocast.lower(input, self.weight, self.bias)
+        return _core._linear(input, weight, bias, "[Linear]")
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"

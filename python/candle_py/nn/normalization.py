@@ -39,7 +39,7 @@ class LayerNorm(Module):
         super().__init__()
         self.normalized_shape = _shape(normalized_shape, "LayerNorm")
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        dt = dtype or _core.float32
+        dt = dtype or _core.get_default_dtype()
         if elementwise_affine:
             self.weight: Optional[Parameter] = Parameter(_core.ones(self.normalized_shape, dtype=dt, device=device))
             if bias:
@@ -73,7 +73,9 @@ class RMSNorm(Module):
         self.normalized_shape = _shape(normalized_shape, "RMSNorm")
         self.eps, self.elementwise_affine = eps, elementwise_affine
         if elementwise_affine:
-            self.weight: Optional[Parameter] = Parameter(_core.ones(self.normalized_shape, dtype=dtype or _core.float32, device=device))
+            self.weight: Optional[Parameter] = Parameter(
+                _core.ones(self.normalized_shape, dtype=dtype or _core.get_default_dtype(), device=device)
+            )
         else:
             self.register_parameter("weight", None)
 
@@ -95,7 +97,7 @@ class GroupNorm(Module):
         if num_groups <= 0 or num_channels <= 0 or num_channels % num_groups != 0:
             raise ValueError(f"[GroupNorm] num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        dt = dtype or _core.float32
+        dt = dtype or _core.get_default_dtype()
         if affine:
             self.weight: Optional[Parameter] = Parameter(_core.ones(num_channels, dtype=dt, device=device))
             self.bias: Optional[Parameter] = Parameter(_core.zeros(num_channels, dtype=dt, device=device))
@@ -130,7 +132,7 @@ class _BatchNorm(Module):
             raise ValueError(f"[{type(self).__name__}] num_features must be a positive integer, got {num_features!r}")
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        dt = dtype or _core.float32
+        dt = dtype or _core.get_default_dtype()
         if affine:
             self.weight: Optional[Parameter] = Parameter(_core.ones(num_features, dtype=dt, device=device))
             self.bias: Optional[Parameter] = Parameter(_core.zeros(num_features, dtype=dt, device=device))

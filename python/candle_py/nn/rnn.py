@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any, List, Optional, Tuple
 
-from .. import _core
+from .. import _autocast, _core
 from .._core import ShapeError, Tensor
 from . import functional as F
 from . import init
@@ -53,7 +53,7 @@ class _RNNBase(Module):
         self.proj_size = 0
         dirs = 2 if bidirectional else 1
         g = self._gates * hidden_size
-        dt = dtype or _core.float32
+        dt = dtype or _core.get_default_dtype()
         self._flat_names: List[str] = []
         for layer in range(num_layers):
             for d in range(dirs):
@@ -91,6 +91,12 @@ class _RNNBase(Module):
         return _core.stack(outs, 0), h, c
 
     def forward(self, input: Tensor, hx: Any = None) -> Tuple[Tensor, Any]:
+        # PyTorch's autocast does not cast the RNN layers; ours are composed from
+        # linear, which autocast would cast, so they run with autocast off.
+        with _autocast.disabled():
+            return self._forward(input, hx)
+
+    def _forward(self, input: Tensor, hx: Any) -> Tuple[Tensor, Any]:
         name = self._mode
         if input.ndim not in (2, 3):
             raise ShapeError(f"[{name}] expected 2-D (L, H_in) or 3-D input, got shape {list(input.shape)}")

@@ -23,7 +23,7 @@ class Snake1d(Module):
         if not isinstance(channels, int) or channels <= 0:
             raise ValueError(f"[Snake1d] channels must be a positive integer, got {channels!r}")
         self.channels = channels
-        self.alpha = Parameter(_core.ones(1, channels, 1, dtype=dtype or _core.float32, device=device))
+        self.alpha = Parameter(_core.ones(1, channels, 1, dtype=dtype or _core.get_default_dtype(), device=device))
 
     def forward(self, x: Tensor) -> Tensor:
         if x.ndim != 3 or x.shape[1] != self.channels:

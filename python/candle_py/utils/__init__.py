@@ -1,5 +1,5 @@
-"""`candle_py.utils`: data loading (`candle_py.utils.data`)."""
+"""`candle_py.utils`: data loading (`candle_py.utils.data`) and `checkpoint`."""
 
-from . import data
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]

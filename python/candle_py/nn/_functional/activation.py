@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from ... import _core
+from ... import _autocast, _core
 from ..._core import Tensor
 
 
@@ -44,6 +44,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """`input` where positive, `weight * input` elsewhere; a `weight` of several
     values holds one slope per channel (dim 1)."""
+    input, weight = _autocast.lower(input, weight)  # on PyTorch's autocast lower-precision list
     w = weight
     if input.ndim >= 2 and weight.numel() > 1:
         w = weight.reshape(*([1, weight.numel()] + [1] * (input.ndim - 2)))

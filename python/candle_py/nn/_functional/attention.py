@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional, Tuple
 
-from ... import _core
+from ... import _autocast, _core
 from ..._core import ShapeError, Tensor
 from .common import _check_tensor
 from .linear import dropout, linear
@@ -40,6 +40,8 @@ def scaled_dot_product_attention(
         raise TypeError(f"{op}: dropout_p must be a float, got {type(dropout_p).__name__}")
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
         raise TypeError(f"{op}: scale must be a float or None, got {type(scale).__name__}")
+    # On PyTorch's autocast lower-precision list (a float mask is cast along; bool masks are not eligible).
+    query, key, value, attn_mask = _autocast.lower(query, key, value, attn_mask)
     return _core._sdpa(
         query, key, value, attn_mask, float(dropout_p), bool(is_causal), None if scale is None else float(scale), bool(enable_gqa)
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ... import _core
+from ... import _autocast, _core
 from ..._core import ShapeError, Tensor
 from .common import _check_tensor
 
@@ -52,8 +52,25 @@ def _conv_nd(
             raise ValueError(f"{op} padding must be 'same', 'valid', an int or a tuple, got {padding!r}")
     else:
         lo = hi = _tuple_n(padding, n, op, "padding")
+    x, weight, bias, low = _autocast_conv(x, weight, bias)
     out = _core._conv(x, weight, bias, list(stride), list(lo), list(hi), list(dilation), int(groups), False, [0] * n, op)
+    out = out if low is None else out.to(low)
     return out.squeeze(0) if unbatched else out
+
+
+def _autocast_conv(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> "tuple[Tensor, Tensor, Optional[Tensor], Optional[Any]]":
+    """Autocast for convolution (on PyTorch's lower-precision list): the operands are
+    rounded to the autocast dtype; our convolution kernels take float32/float64
+    only, so the rounded operands are convolved in float32 and the result rounded to
+    the autocast dtype (PyTorch's CPU half-precision convolutions also accumulate in
+    float32). Returns the operands to convolve and the dtype of the result (None
+    outside autocast)."""
+    low = _autocast.active_dtype(x)
+    if low is None:
+        return x, weight, bias, None
+    x, weight, bias = _autocast.lower(x, weight, bias)
+    f32 = _core.float32
+    return x.to(f32), weight.to(f32), None if bias is None else bias.to(f32), low
 
 
 def _conv_transpose_nd(
@@ -71,6 +88,7 @@ def _conv_transpose_nd(
     unbatched = _conv_rank(input, weight, n, op)
     x = input.unsqueeze(0) if unbatched else input
     p = _tuple_n(padding, n, op, "padding")
+    x, weight, bias, low = _autocast_conv(x, weight, bias)
     out = _core._conv(
         x,
         weight,
@@ -84,6 +102,7 @@ def _conv_transpose_nd(
         list(_tuple_n(output_padding, n, op, "output_padding")),
         op,
     )
+    out = out if low is None else out.to(low)
     return out.squeeze(0) if unbatched else out
 
 
@@ -160,6 +179,19 @@ def conv_transpose3d(
     return _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation, 3, "conv_transpose3d:")
 
 
+def _half_pool(kernel: Any, input: Tensor, *args: Any) -> Any:
+    """Run a pooling kernel (float32/float64 only) on float16/bfloat16 input in
+    float32 and round the values back, as PyTorch's half-precision CPU pooling
+    accumulates in float32 (max pooling is exact either way); autocast makes such
+    inputs (a convolution's output), so pooling must take them."""
+    if input.dtype not in (_core.float16, _core.bfloat16):
+        return kernel(input, *args)
+    out = kernel(input.to(_core.float32), *args)
+    if isinstance(out, tuple):
+        return (out[0].to(input.dtype), *out[1:])
+    return out.to(input.dtype)
+
+
 def _pool_args(input: Any, kernel_size: Any, stride: Any, padding: Any, n: int, op: str) -> tuple:
     _check_tensor(input, op)
     k = _tuple_n(kernel_size, n, op, "kernel_size")
@@ -172,7 +204,9 @@ def _max_pool_nd(
 ) -> Any:
     k, s, p = _pool_args(input, kernel_size, stride, padding, n, op)
     d = _tuple_n(dilation, n, op, "dilation")
-    return _core._max_pool(input, list(k), list(s), list(p), list(d), bool(ceil_mode), bool(return_indices), op)
+    if n == 3:
+        (input,) = _autocast.fp32(input)  # max_pool3d is on PyTorch's autocast float32 list
+    return _half_pool(_core._max_pool, input, list(k), list(s), list(p), list(d), bool(ceil_mode), bool(return_indices), op)
 
 
 def max_pool1d(
@@ -231,7 +265,10 @@ def _avg_pool_nd(
     op: str,
 ) -> Tensor:
     k, s, p = _pool_args(input, kernel_size, stride, padding, n, op)
-    return _core._avg_pool(
+    if n == 3:
+        (input,) = _autocast.fp32(input)  # avg_pool3d is on PyTorch's autocast float32 list
+    return _half_pool(
+        _core._avg_pool,
         input,
         list(k),
         list(s),
@@ -293,7 +330,8 @@ def _adaptive_size(input: Tensor, output_size: Any, n: int, op: str) -> list:
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     """Mean pooling whose windows are chosen so that the last dim becomes `output_size`."""
-    return _core._adaptive_pool(
+    return _half_pool(
+        _core._adaptive_pool,
         input,
         _adaptive_size(input, output_size, 1, "adaptive_avg_pool1d:"),
         False,
@@ -305,7 +343,8 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Mean pooling whose windows are chosen so that the last two dims become
     `output_size` (an int, or a pair whose None entries keep the input size)."""
-    return _core._adaptive_pool(
+    return _half_pool(
+        _core._adaptive_pool,
         input,
         _adaptive_size(input, output_size, 2, "adaptive_avg_pool2d:"),
         False,
@@ -316,7 +355,10 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
 
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     """Mean pooling whose windows are chosen so that the last three dims become `output_size`."""
-    return _core._adaptive_pool(
+    _check_tensor(input, "adaptive_avg_pool3d:")
+    (input,) = _autocast.fp32(input)  # on PyTorch's autocast float32 list
+    return _half_pool(
+        _core._adaptive_pool,
         input,
         _adaptive_size(input, output_size, 3, "adaptive_avg_pool3d:"),
         False,
@@ -328,7 +370,8 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling whose windows are chosen so that the last dim becomes
     `output_size`; `return_indices` also returns the positions of the maxima."""
-    return _core._adaptive_pool(
+    return _half_pool(
+        _core._adaptive_pool,
         input,
         _adaptive_size(input, output_size, 1, "adaptive_max_pool1d:"),
         True,
@@ -340,7 +383,8 @@ def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = 
 def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling whose windows are chosen so that the last two dims become
     `output_size`; `return_indices` also returns the positions of the maxima."""
-    return _core._adaptive_pool(
+    return _half_pool(
+        _core._adaptive_pool,
         input,
         _adaptive_size(input, output_size, 2, "adaptive_max_pool2d:"),
         True,
@@ -352,7 +396,8 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
 def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling whose windows are chosen so that the last three dims become
     `output_size`; `return_indices` also returns the positions of the maxima."""
-    return _core._adaptive_pool(
+    return _half_pool(
+        _core._adaptive_pool,
         input,
         _adaptive_size(input, output_size, 3, "adaptive_max_pool3d:"),
         True,

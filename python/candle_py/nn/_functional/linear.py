@@ -6,7 +6,7 @@ from typing import Optional
 
 import numpy as np
 
-from ... import _core
+from ... import _autocast, _core
 from ..._core import ShapeError, Tensor
 from ...autograd import no_grad as _no_grad
 
@@ -14,12 +14,21 @@ from ...autograd import no_grad as _no_grad
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """`input @ weight.T + bias`."""
     # One fused GEMM (bias folded into the output's initial value, batch dims
-    # folded into rows); shape/dtype errors name both operands.
+    # folded into rows); shape/dtype errors name both operands. Inside autocast the
+    # operands are first cast to its dtype (linear is on PyTorch's lower-precision list).
+    input, weight, bias = _autocast.lower(input, weight, bias)
     return _core._linear(input, weight, bias)
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """`y_k = x1 @ W_k @ x2 + b_k` for weight of shape (out, in1, in2)."""
+    # PyTorch's autocast leaves bilinear alone; ours is composed from matmul, which
+    # autocast would cast, so it runs with autocast off.
+    with _autocast.disabled():
+        return _bilinear(input1, input2, weight, bias)
+
+
+def _bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
     out_f, in1, in2 = weight.shape
     if input1.shape[-1] != in1 or input2.shape[-1] != in2:
         raise ShapeError(f"bilinear: input shapes {list(input1.shape)} and {list(input2.shape)} do not match weight {list(weight.shape)}")

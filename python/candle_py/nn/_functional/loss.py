@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ... import _core
+from ... import _autocast, _core
 from ..._core import Tensor
 
 
@@ -27,6 +27,7 @@ def mse_loss(
 ) -> Tensor:
     """Squared error `(input - target) ** 2`, optionally weighted, reduced by
     `reduction` ("mean", "sum" or "none"; `size_average`/`reduce` are the legacy forms)."""
+    input, target, weight = _autocast.fp32(input, target, weight)
     return _core._point_loss("mse_loss", input, target, _legacy(size_average, reduce, reduction), weight)
 
 
@@ -34,6 +35,7 @@ def l1_loss(
     input: Tensor, target: Tensor, size_average: Optional[bool] = None, reduce: Optional[bool] = None, reduction: str = "mean"
 ) -> Tensor:
     """Absolute error `|input - target|`, reduced by `reduction` ("mean", "sum" or "none")."""
+    input, target = _autocast.fp32(input, target)
     return _core._point_loss("l1_loss", input, target, _legacy(size_average, reduce, reduction))
 
 
@@ -47,6 +49,7 @@ def smooth_l1_loss(
 ) -> Tensor:
     """Huber-like loss: `0.5 * d**2 / beta` where `|d| < beta`, `|d| - 0.5 * beta`
     elsewhere (`d = input - target`), reduced by `reduction`."""
+    input, target = _autocast.fp32(input, target)
     return _core._point_loss("smooth_l1_loss", input, target, _legacy(size_average, reduce, reduction), beta=float(beta))
 
 
@@ -63,6 +66,7 @@ def nll_loss(
     indices `target` (N, ...): `-input[n, target[n]]`, optionally weighted per
     class; targets equal to `ignore_index` count for nothing. "mean" divides by
     the total weight of the counted targets."""
+    input, weight = _autocast.fp32(input, weight)
     return _core._nll_loss(input, target, weight, int(ignore_index), _legacy(size_average, reduce, reduction))
 
 
@@ -79,6 +83,7 @@ def cross_entropy(
     """Cross-entropy from logits (N, C, ...) or (C,), with class indices or class
     probabilities (the input's shape) as target, class `weight`, `ignore_index` and
     `label_smoothing` (PyTorch's formulas); one Rust op, fused on the CPU."""
+    input, target, weight = _autocast.fp32(input, target, weight)
     return _core._cross_entropy(input, target, weight, int(ignore_index), _legacy(size_average, reduce, reduction), float(label_smoothing))
 
 
@@ -92,6 +97,7 @@ def binary_cross_entropy(
 ) -> Tensor:
     """`-(target * log(input) + (1 - target) * log(1 - input))` for probabilities
     `input`, with the logs clamped at -100; optional `weight`, reduced by `reduction`."""
+    input, target, weight = _autocast.fp32(input, target, weight)
     return _core._point_loss("binary_cross_entropy", input, target, _legacy(size_average, reduce, reduction), weight)
 
 
@@ -106,6 +112,7 @@ def binary_cross_entropy_with_logits(
 ) -> Tensor:
     """Sigmoid + binary cross-entropy in one numerically stable expression:
     `(1 - y) * x + (1 + (pw - 1) * y) * (log(1 + exp(-|x|)) + max(-x, 0))`."""
+    input, target, weight, pos_weight = _autocast.fp32(input, target, weight, pos_weight)
     return _core._point_loss(
         "binary_cross_entropy_with_logits", input, target, _legacy(size_average, reduce, reduction), weight, pos_weight
     )
@@ -122,4 +129,5 @@ def kl_div(
     """Kullback-Leibler divergence `target * (log(target) - input)` for log-probabilities
     `input` (with `log_target`, `target` is given as log-probabilities too);
     "batchmean" divides the sum by the batch size."""
+    input, target = _autocast.fp32(input, target)
     return _core._point_loss("kl_div", input, target, _legacy(size_average, reduce, reduction), log_target=bool(log_target))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional, Sequence, Tuple, Union
 
-from ... import _core
+from ... import _autocast, _core
 from ..._core import ShapeError, Tensor
 
 
@@ -15,6 +15,8 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Option
     Modes: "constant" (with `value`), "reflect", "replicate", "circular"."""
     if len(pad) % 2 != 0 or len(pad) // 2 > input.ndim:
         raise ValueError(f"pad: padding length must be even and at most 2 * ndim, got {len(pad)} for shape {list(input.shape)}")
+    if mode in ("reflect", "replicate"):
+        (input,) = _autocast.fp32(input)  # reflection/replication padding are on PyTorch's autocast float32 list
     out = input
     for i in range(len(pad) // 2):
         dim = input.ndim - 1 - i

@@ -1,0 +1,37 @@
+"""`candle_py.cpu.amp`: PyTorch's deprecated `torch.cpu.amp.autocast` spelling of
+`candle_py.amp.autocast("cpu", ...)`, and `GradScaler` on the CPU."""
+
+from __future__ import annotations
+
+import warnings
+
+from .. import _core
+from ..amp import autocast_mode, grad_scaler
+
+__all__ = ["autocast", "GradScaler"]
+
+
+class autocast(autocast_mode.autocast):
+    """`candle_py.amp.autocast("cpu", ...)` under its deprecated name."""
+
+    def __init__(self, enabled: bool = True, dtype: _core.dtype = _core.bfloat16, cache_enabled: bool = True) -> None:
+        warnings.warn(
+            "`candle_py.cpu.amp.autocast(args...)` is deprecated. Please use `candle_py.amp.autocast('cpu', args...)` instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__("cpu", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+
+class GradScaler(grad_scaler.GradScaler):
+    """`candle_py.amp.GradScaler("cpu", ...)`: an enabled scaler on the CPU."""
+
+    def __init__(
+        self,
+        init_scale: float = 2.0**16,
+        growth_factor: float = 2.0,
+        backoff_factor: float = 0.5,
+        growth_interval: int = 2000,
+        enabled: bool = True,
+    ) -> None:
+        super().__init__("cpu", init_scale, growth_factor, backoff_factor, growth_interval, enabled)

@@ -1,0 +1,54 @@
+"""`candle_py.nn.modules.activation`: the import path of `torch.nn.modules.activation`.
+
+Its names resolve lazily to the classes of `candle_py.nn` (so a class added to
+`candle_py.nn` later appears here too); a name PyTorch has here that candle_py
+lacks raises AttributeError, and `__all__` lists the ones present.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+from ._lazy import lookup, present
+
+_NAMES = (
+    "Threshold",
+    "ReLU",
+    "RReLU",
+    "Hardtanh",
+    "ReLU6",
+    "Sigmoid",
+    "Hardsigmoid",
+    "Tanh",
+    "SiLU",
+    "Mish",
+    "Hardswish",
+    "ELU",
+    "CELU",
+    "SELU",
+    "GLU",
+    "GELU",
+    "Hardshrink",
+    "LeakyReLU",
+    "LogSigmoid",
+    "Softplus",
+    "Softshrink",
+    "MultiheadAttention",
+    "PReLU",
+    "Softsign",
+    "Tanhshrink",
+    "Softmin",
+    "Softmax",
+    "Softmax2d",
+    "LogSoftmax",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__all__":
+        return present(_NAMES)
+    return lookup(__name__, _NAMES, name)
+
+
+def __dir__() -> List[str]:
+    return present(_NAMES)

@@ -1,0 +1,28 @@
+"""`candle_py.nn.modules.upsampling`: the import path of `torch.nn.modules.upsampling`.
+
+Its names resolve lazily to the classes of `candle_py.nn` (so a class added to
+`candle_py.nn` later appears here too); a name PyTorch has here that candle_py
+lacks raises AttributeError, and `__all__` lists the ones present.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+from ._lazy import lookup, present
+
+_NAMES = (
+    "Upsample",
+    "UpsamplingNearest2d",
+    "UpsamplingBilinear2d",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__all__":
+        return present(_NAMES)
+    return lookup(__name__, _NAMES, name)
+
+
+def __dir__() -> List[str]:
+    return present(_NAMES)
