@@ -163,3 +163,33 @@ def test_interop_threads_set_once_as_torch() -> None:
     assert _fresh(code) == "refused True"
     with pytest.raises(RuntimeError, match="positive integer"):
         cp.set_num_interop_threads(0)
+
+
+def test_own_pool_keeps_the_callers_thread_state() -> None:
+    """With our pool active (after set_num_threads; also in forked children), ops run
+    on its threads but see the calling thread's grad mode and autocast, and an
+    exception raised by a Python hook during backward still comes back."""
+    default = cp.get_num_threads()
+    try:
+        cp.set_num_threads(2)
+        x = cp.randn(512, 512, requires_grad=True)
+        with cp.no_grad():
+            assert not (x @ x).requires_grad
+            assert not F.softmax(x, -1).requires_grad
+        assert (x @ x).requires_grad
+        with cp.autocast("cpu", dtype=cp.bfloat16):
+            assert (x @ x).dtype == cp.bfloat16
+        assert (x @ x).dtype == cp.float32
+        y = (x @ x).relu()
+
+        def boom(g: Any) -> None:
+            raise ValueError("from the hook")
+
+        y.register_hook(boom)
+        with pytest.raises(ValueError, match="from the hook"):
+            y.sum().backward()
+        z = x * 2
+        z.sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.full((512, 512), 2.0, np.float32))
+    finally:
+        cp.set_num_threads(default)

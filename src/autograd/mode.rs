@@ -31,6 +31,19 @@ pub fn set_inference_mode(on: bool) -> (bool, bool) {
     prev
 }
 
+/// This thread's (grad, inference) modes, to carry onto another thread (`restore`).
+pub fn snapshot() -> (bool, bool) {
+    (grad_enabled(), inference_mode())
+}
+
+/// Set this thread's (grad, inference) modes as `snapshot` gave them; returns the previous pair.
+pub fn restore(state: (bool, bool)) -> (bool, bool) {
+    let prev = snapshot();
+    GRAD_ENABLED.with(|g| g.set(state.0));
+    INFERENCE.with(|g| g.set(state.1));
+    prev
+}
+
 /// Runs `f` with grad mode set to `mode`, restoring the previous mode after (also on error).
 pub fn with_grad_mode<T>(mode: bool, f: impl FnOnce() -> T) -> T {
     struct Restore(bool);

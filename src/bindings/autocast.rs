@@ -23,6 +23,20 @@ thread_local! {
     static DTYPE: Cell<[DT; 3]> = const { Cell::new([DT::BF16, DT::F16, DT::F16]) };
 }
 
+/// This thread's autocast state (on/off and dtype per device type), to carry onto
+/// another thread (`restore`).
+pub(crate) fn snapshot() -> ([Option<DT>; 3], [DT; 3]) {
+    (STATE.with(|s| s.get()), DTYPE.with(|d| d.get()))
+}
+
+/// Set this thread's autocast state as `snapshot` gave it; returns the previous one.
+pub(crate) fn restore(state: ([Option<DT>; 3], [DT; 3])) -> ([Option<DT>; 3], [DT; 3]) {
+    let prev = snapshot();
+    STATE.with(|s| s.set(state.0));
+    DTYPE.with(|d| d.set(state.1));
+    prev
+}
+
 fn kind_index(device_type: &str) -> PyResult<usize> {
     KINDS.iter().position(|k| *k == device_type).ok_or_else(|| {
         runtime_err("autocast", format!("unsupported device type {device_type:?}: candle_py's autocast knows 'cpu', 'cuda' and 'mps'"))

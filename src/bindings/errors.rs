@@ -187,13 +187,38 @@ pub fn guard<T>(op: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     }
 }
 
+/// Run `f` on the active thread pool (`ops::pool`: ours after `set_num_threads` or in
+/// a forked child; on the default path a plain call), carrying this thread's state
+/// there and back: grad and inference mode and autocast (read when ops record their
+/// graph nodes and pick dtypes) go with `f`, and an exception a Python callback
+/// raised inside it (`PENDING`) comes back.
+pub(crate) fn on_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if !crate::ops::pool::is_active() {
+        return f();
+    }
+    let modes = crate::autograd::mode::snapshot();
+    let cast = crate::bindings::autocast::snapshot();
+    let (out, pending) = crate::ops::pool::install(move || {
+        let (m0, c0) = (crate::autograd::mode::restore(modes), crate::bindings::autocast::restore(cast));
+        let out = f();
+        let pending = PENDING.with(|p| p.borrow_mut().take());
+        crate::autograd::mode::restore(m0);
+        crate::bindings::autocast::restore(c0);
+        (out, pending)
+    });
+    if pending.is_some() {
+        PENDING.with(|p| *p.borrow_mut() = pending);
+    }
+    out
+}
+
 /// Release the GIL around heavy work and turn a panic inside it into a
 /// `BackendError` naming the op. Every long-running entry point uses this, so a
 /// bug in a kernel or a dependency never surfaces as pyo3's `PanicException`.
 pub fn detach<T: Send>(py: Python<'_>, op: &str, f: impl FnOnce() -> PyResult<T> + Send) -> PyResult<T> {
     // The closure runs without the GIL; the PyErr it may build is only
     // materialised as a Python object once the GIL is back.
-    let r = py.detach(|| crate::ops::pool::install(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))));
+    let r = py.detach(|| on_pool(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))));
     match r {
         Ok(r) => r,
         Err(payload) => Err(panic_err(op, payload)),
@@ -218,7 +243,7 @@ pub fn detach_if<T: Send>(n: usize, f: impl FnOnce() -> candle_core::Result<T> +
             .unwrap_or_else(|p| Err(CErr::Msg(format!("internal error in the backend: {}", panic_text(&p)))))
     };
     if n >= DETACH_ELEMS {
-        Python::attach(|py| py.detach(|| crate::ops::pool::install(run)))
+        Python::attach(|py| py.detach(|| on_pool(run)))
     } else {
         run()
     }

@@ -286,7 +286,7 @@ fn _sdpa(
     // Released GIL, on the active pool (`ops::pool`: ours after set_num_threads or a fork).
     let y = py
         .detach(|| {
-            crate::ops::pool::install(|| -> Result<Value> {
+            crate::bindings::errors::on_pool(|| -> Result<Value> {
                 let prep = |t: &Value, direct: bool| -> Result<Value> {
                     if direct {
                         Ok(t.clone())
