@@ -11,6 +11,7 @@ import math as _math
 from importlib import metadata as _metadata
 
 from . import (
+    _composed,
     _core,
     _format,
     _functions,
@@ -84,6 +85,7 @@ from ._core import (
     zeros,
     zeros_like,
 )
+from ._composed import *  # noqa: F403 - einsum, meshgrid, cdist, ... and the function forms of src/bindings/misc_ops.rs
 from ._dtype_info import finfo, iinfo
 from ._format import get_printoptions, printoptions, set_printoptions
 from ._functions import *  # noqa: F403 - the torch.* function forms of Tensor methods, named in _functions.__all__
@@ -203,3 +205,4 @@ __all__ = [
 ]  # fmt: skip
 __all__ += _functions.__all__
 __all__ += _tensor_types.__all__
+__all__ += _composed.__all__

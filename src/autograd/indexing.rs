@@ -217,3 +217,17 @@ impl crate::autograd::node::Node for SplitNode {
         self
     }
 }
+
+/// A write of `src` into `x` at the flat offsets `offs` whose gradients are weighted:
+/// `x` gets `g * self_w`, each element of `src` `g[its offset] * src_w` (the weights
+/// computed from the forward values: `scatter_reduce`'s means, shared extremes and
+/// products of the others). `out` is already computed.
+pub fn weighted_scatter(x: &Value, src: &Value, out: Tensor, offs: Tensor, self_w: Tensor, src_w: Tensor, name: &'static str) -> Result<Value> {
+    let src_shape = src.data.shape().clone();
+    let (sw, srw) = (Value::plain(self_w), Value::plain(src_w));
+    Ok(record(name, &[x, src], out, &[], false, move |_, g, n| {
+        let gx = if n[0] { c(mul(g, &sw)?) } else { None };
+        let gs = if n[1] { c(mul(&take(g, &offs, &src_shape)?, &srw)?) } else { None };
+        Ok(vec![gx, gs])
+    }))
+}
