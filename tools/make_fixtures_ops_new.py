@@ -84,6 +84,15 @@ CASES: List[Tuple[str, str, Dict[str, torch.Tensor], List[str]]] = [
     ("masked_select_bcast", "T.masked_select(x, m)", {"x": r(3, 4), "m": torch.tensor([True, False, True, True])}, ["x"]),
     ("masked_select_bcast_x", "x.masked_select(m)", {"x": r(4), "m": torch.rand(2, 4, generator=g) > 0.5}, ["x"]),
     ("masked_select_none", "x.masked_select(m)", {"x": r(2, 2), "m": torch.zeros(2, 2, dtype=torch.bool)}, ["x"]),
+    ("masked_scatter", "x.masked_scatter(m, s)", {"x": r(3, 4), "m": torch.rand(3, 4, generator=g) > 0.5, "s": r(4, 4)}, ["x", "s"]),
+    ("masked_scatter_bcast", "T.masked_scatter(x, m, s)", {"x": r(2, 3), "m": torch.tensor([True, False, True]), "s": r(5)}, ["x", "s"]),
+    ("masked_scatter_none", "x.masked_scatter(m, s)", {"x": r(2), "m": torch.zeros(2, dtype=torch.bool), "s": r(1)}, ["x", "s"]),
+    (
+        "masked_scatter_inplace",
+        "x.clone().masked_scatter_(m, s)",
+        {"x": ri(0, 9, 4), "m": torch.tensor([True, True, False, True]), "s": ri(0, 9, 3)},
+        [],
+    ),
     # index_add / index_copy / index_fill
     ("index_add", "x.index_add(0, i, s)", {"x": r(4, 3), "i": torch.tensor([0, 2, 0]), "s": r(3, 3)}, ["x", "s"]),
     ("index_add_alpha", "T.index_add(x, 1, i, s, alpha=-2.5)", {"x": r(2, 4), "i": torch.tensor([3, 1]), "s": r(2, 2)}, ["x", "s"]),
@@ -97,7 +106,12 @@ CASES: List[Tuple[str, str, Dict[str, torch.Tensor], List[str]]] = [
     # scatter_ / scatter_add_ / scatter_reduce
     ("scatter_inplace", "x.clone().scatter_(1, i, s)", {"x": r(2, 4), "i": torch.tensor([[3, 0], [1, 1]]), "s": r(2, 2)}, ["x", "s"]),
     ("scatter_value_inplace", "x.clone().scatter_(0, i, 9.0)", {"x": r(3, 2), "i": torch.tensor([[2, 0]])}, ["x"]),
-    ("scatter_add_inplace", "x.clone().scatter_add_(0, i, s)", {"x": r(3, 2), "i": torch.tensor([[2, 0], [2, 2]]), "s": r(2, 2)}, ["x", "s"]),
+    (
+        "scatter_add_inplace",
+        "x.clone().scatter_add_(0, i, s)",
+        {"x": r(3, 2), "i": torch.tensor([[2, 0], [2, 2]]), "s": r(2, 2)},
+        ["x", "s"],
+    ),
 ]
 
 _I = torch.tensor([[0, 1, 0, 2], [2, 2, 0, 0]])
@@ -117,9 +131,24 @@ for how in ("sum", "prod", "mean", "amax", "amin"):
             )
         )
 CASES += [
-    ("scatter_reduce_mean_int", "T.scatter_reduce(x, 0, i, s, 'mean')", {"x": torch.tensor([-7, 8, 9]), "i": torch.tensor([0, 0, 1]), "s": torch.tensor([2, 3, 4])}, []),
-    ("scatter_reduce_amax_nan", "x.scatter_reduce(0, i, s, 'amax')", {"x": torch.tensor([1.0, 2.0]), "i": torch.tensor([0, 0, 1]), "s": torch.tensor([nan, 3.0, 0.5])}, []),
-    ("scatter_reduce_inplace", "x.clone().scatter_reduce_(1, i, s, 'sum', include_self=False)", {"x": r(2, 3), "i": torch.tensor([[2, 2], [0, 1]]), "s": r(2, 2)}, ["x", "s"]),
+    (
+        "scatter_reduce_mean_int",
+        "T.scatter_reduce(x, 0, i, s, 'mean')",
+        {"x": torch.tensor([-7, 8, 9]), "i": torch.tensor([0, 0, 1]), "s": torch.tensor([2, 3, 4])},
+        [],
+    ),
+    (
+        "scatter_reduce_amax_nan",
+        "x.scatter_reduce(0, i, s, 'amax')",
+        {"x": torch.tensor([1.0, 2.0]), "i": torch.tensor([0, 0, 1]), "s": torch.tensor([nan, 3.0, 0.5])},
+        [],
+    ),
+    (
+        "scatter_reduce_inplace",
+        "x.clone().scatter_reduce_(1, i, s, 'sum', include_self=False)",
+        {"x": r(2, 3), "i": torch.tensor([[2, 2], [0, 1]]), "s": r(2, 2)},
+        ["x", "s"],
+    ),
     # lerp
     ("lerp_scalar", "x.lerp(e, 0.3)", {"x": r(3, 4), "e": r(3, 4)}, ["x", "e"]),
     ("lerp_scalar_hi", "T.lerp(x, e, 0.75)", {"x": r(3, 4), "e": r(4)}, ["x", "e"]),

@@ -18,7 +18,7 @@ Number = Union[int, float, bool]
 
 __all__ = [
     "einsum", "meshgrid", "cdist", "trapezoid", "trapz", "select", "repeat_interleave", "diag", "diagonal",
-    "diag_embed", "trace", "lerp", "masked_select", "index_add", "index_copy", "index_fill", "scatter_reduce",
+    "diag_embed", "trace", "lerp", "masked_select", "masked_scatter", "index_add", "index_copy", "index_fill", "scatter_reduce",
     "fliplr", "flipud", "roll", "rot90", "less_equal", "greater_equal", "not_equal", "sparse_coo_tensor",
     "view_as_complex", "view_as_real",
 ]  # fmt: skip
@@ -42,6 +42,7 @@ diag_embed = _method("diag_embed")
 trace = _method("trace")
 lerp = _method("lerp")
 masked_select = _method("masked_select")
+masked_scatter = _method("masked_scatter")
 index_add = _method("index_add")
 index_copy = _method("index_copy")
 index_fill = _method("index_fill")
@@ -58,9 +59,7 @@ greater_equal.__name__ = greater_equal.__qualname__ = "greater_equal"
 not_equal.__name__ = not_equal.__qualname__ = "not_equal"
 
 
-def repeat_interleave(
-    input: Tensor, repeats: Any = None, dim: Optional[int] = None, *, output_size: Optional[int] = None
-) -> Tensor:
+def repeat_interleave(input: Tensor, repeats: Any = None, dim: Optional[int] = None, *, output_size: Optional[int] = None) -> Tensor:
     """Repeat each element `repeats` times along `dim` (the flattened input when None).
 
     With `repeats` omitted, `input` is itself the repeats (a 1-d integer tensor) and the
@@ -116,9 +115,7 @@ def _parse_term(term: str, pos: int) -> Tuple[List[_Label], bool]:
             i += 3
             continue
         if not (("a" <= ch <= "z") or ("A" <= ch <= "Z")):
-            raise ValueError(
-                f"einsum(): invalid subscript given at index {pos + i} in the equation string, subscripts must be in [a-zA-Z]"
-            )
+            raise ValueError(f"einsum(): invalid subscript given at index {pos + i} in the equation string, subscripts must be in [a-zA-Z]")
         labels.append(ord(ch))
         i += 1
     return labels, ell
@@ -152,8 +149,7 @@ def _diagonalize(x: Tensor, labels: List[_Label]) -> Tuple[Tensor, List[_Label]]
         a, b = rep
         if x.shape[a] != x.shape[b]:
             raise ShapeError(
-                f"einsum(): subscript {chr(labels[a])} is repeated for operand but the sizes don't match, "
-                f"{x.shape[b]} != {x.shape[a]}"
+                f"einsum(): subscript {chr(labels[a])} is repeated for operand but the sizes don't match, {x.shape[b]} != {x.shape[a]}"
             )
         x = x.diagonal(0, a, b)  # the diagonal becomes the last dim
         labels = [lab for k, lab in enumerate(labels) if k not in (a, b)] + [labels[a]]
@@ -173,9 +169,7 @@ def _prod(xs: Sequence[int]) -> int:
     return p
 
 
-def _contract(
-    a: Tensor, la: List[_Label], b: Tensor, lb: List[_Label], keep: Sequence[_Label]
-) -> Tuple[Tensor, List[_Label]]:
+def _contract(a: Tensor, la: List[_Label], b: Tensor, lb: List[_Label], keep: Sequence[_Label]) -> Tuple[Tensor, List[_Label]]:
     """`a` and `b` multiplied, summing the labels they share that `keep` lacks, as one
     batched matmul: [batch, a-only, shared] @ [batch, shared, b-only]."""
     sa = dict(zip(la, a.shape))
@@ -268,9 +262,7 @@ def einsum(*args: Any) -> Tensor:
         own: Dict[_Label, int] = {}
         for lab, s in zip(labels, x.shape):
             if lab in own and own[lab] != s:
-                raise ShapeError(
-                    f"einsum(): subscript {chr(lab)} is repeated for operand {k} but the sizes don't match, {s} != {own[lab]}"
-                )
+                raise ShapeError(f"einsum(): subscript {chr(lab)} is repeated for operand {k} but the sizes don't match, {s} != {own[lab]}")
             own[lab] = s
         for lab, s in zip(labels, x.shape):
             if lab in sizes and s != sizes[lab] and s != 1 and sizes[lab] != 1:
@@ -376,9 +368,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
         if not x.is_floating_point():
             raise DTypeError(f"cdist: only supports floating-point dtypes, {name} got: {x.dtype}")
     if x1.shape[-1] != x2.shape[-1]:
-        raise ShapeError(
-            f"cdist: X1 and X2 must have the same number of columns. X1: {list(x1.shape)} X2: {list(x2.shape)}"
-        )
+        raise ShapeError(f"cdist: X1 and X2 must have the same number of columns. X1: {list(x1.shape)} X2: {list(x2.shape)}")
     if p < 0:
         raise ValueError(f"cdist: only supports non-negative p values, got {p}")
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)  # [B..., P, R, M]

@@ -222,7 +222,15 @@ impl crate::autograd::node::Node for SplitNode {
 /// `x` gets `g * self_w`, each element of `src` `g[its offset] * src_w` (the weights
 /// computed from the forward values: `scatter_reduce`'s means, shared extremes and
 /// products of the others). `out` is already computed.
-pub fn weighted_scatter(x: &Value, src: &Value, out: Tensor, offs: Tensor, self_w: Tensor, src_w: Tensor, name: &'static str) -> Result<Value> {
+pub fn weighted_scatter(
+    x: &Value,
+    src: &Value,
+    out: Tensor,
+    offs: Tensor,
+    self_w: Tensor,
+    src_w: Tensor,
+    name: &'static str,
+) -> Result<Value> {
     let src_shape = src.data.shape().clone();
     let (sw, srw) = (Value::plain(self_w), Value::plain(src_w));
     Ok(record(name, &[x, src], out, &[], false, move |_, g, n| {

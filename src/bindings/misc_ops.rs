@@ -1,6 +1,6 @@
 //! Tensor methods PyTorch has around selection, writes along a dim and strided reads:
 //! `select`, `unfold`, `diagonal`/`diag`/`diag_embed`/`trace`, `repeat_interleave`,
-//! `masked_select`, `index_add`/`index_copy`/`index_fill` (and in-place forms),
+//! `masked_select`/`masked_scatter`, `index_add`/`index_copy`/`index_fill` (and in-place forms),
 //! `scatter_`/`scatter_add_`/`scatter_reduce`, `lerp`, `roll`/`rot90`/`fliplr`/`flipud`,
 //! the `new_*` constructors, `type_as`, `data_ptr`, `where`, the comparison aliases,
 //! `__contains__`/`__reversed__`, and the layouts we do not have (`to_sparse`,
@@ -103,7 +103,10 @@ fn index_args(me: &PyTensor, dim: i64, index: &PyTensor, source: Option<&PyTenso
         if !fits {
             return Err(shape_err(
                 op,
-                format!("source of shape {sd:?} does not fit self of shape {:?}: the slice shapes must match apart from dim {d}", v.data.dims()),
+                format!(
+                    "source of shape {sd:?} does not fit self of shape {:?}: the slice shapes must match apart from dim {d}",
+                    v.data.dims()
+                ),
             ));
         }
         if sd1[d] != idx.len() {
@@ -307,7 +310,10 @@ impl PyTensor {
             return Err(value_err(OP, format!("size is {size} but must be >= 0")));
         }
         if size as usize > n {
-            return Err(shape_err(OP, format!("maximum size for tensor at dimension {d} is {n} but size is {size} (shape {:?})", v1.data.dims())));
+            return Err(shape_err(
+                OP,
+                format!("maximum size for tensor at dimension {d} is {n} but size is {size} (shape {:?})", v1.data.dims()),
+            ));
         }
         let region = iw::unfold_region(v1.data.dims(), d, size as usize, step as usize);
         let mut out = take_region(&v1, &region, OP)?;
@@ -324,7 +330,10 @@ impl PyTensor {
         let v = self.v();
         let r = v.data.rank();
         if r < 2 {
-            return Err(shape_err(OP, format!("diagonal dimensions requires ndim larger than 1, got a {r}-d tensor of shape {:?}", v.data.dims())));
+            return Err(shape_err(
+                OP,
+                format!("diagonal dimensions requires ndim larger than 1, got a {r}-d tensor of shape {:?}", v.data.dims()),
+            ));
         }
         let (a, b) = (norm_dim(dim1, r, OP)?, norm_dim(dim2, r, OP)?);
         if a == b {
@@ -418,7 +427,10 @@ impl PyTensor {
                 } else if r.len() != n {
                     return Err(shape_err(
                         OP,
-                        format!("repeats must have the same size as input along dim, but got repeats.size(0) = {} and input.size({d}) = {n}", r.len()),
+                        format!(
+                            "repeats must have the same size as input along dim, but got repeats.size(0) = {} and input.size({d}) = {n}",
+                            r.len()
+                        ),
                     ));
                 } else {
                     r
@@ -468,7 +480,13 @@ impl PyTensor {
 
     /// `self` with `alpha * source` added at the slices `index` along `dim`.
     #[pyo3(signature = (dim, index, source, *, alpha=None))]
-    fn index_add(&self, dim: i64, index: &Bound<'_, PyTensor>, source: &Bound<'_, PyTensor>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    fn index_add(
+        &self,
+        dim: i64,
+        index: &Bound<'_, PyTensor>,
+        source: &Bound<'_, PyTensor>,
+        alpha: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
         const OP: &str = "index_add";
         let (v, d, idx) = index_args(self, dim, index.get(), Some(source.get()), OP)?;
         let mut src = source.get().v();
@@ -576,7 +594,12 @@ impl PyTensor {
     }
 
     /// In-place `scatter_add`.
-    fn scatter_add_<'py>(slf: &Bound<'py, Self>, dim: i64, index: &Bound<'py, PyTensor>, src: &Bound<'py, PyAny>) -> PyResult<Py<PyTensor>> {
+    fn scatter_add_<'py>(
+        slf: &Bound<'py, Self>,
+        dim: i64,
+        index: &Bound<'py, PyTensor>,
+        src: &Bound<'py, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
         let source = Bound::new(slf.py(), slf.get().inplace_source())?;
         let out = call(source.as_any(), "scatter_add", (dim, index, src))?;
         let out = PyTensor::wrap_vdt(out.cast::<PyTensor>()?.get().v(), slf.get().dt());
@@ -587,7 +610,15 @@ impl PyTensor {
     /// "mean", "amax", "amin"); `include_self=False` leaves self's value out where a
     /// source value arrives.
     #[pyo3(signature = (dim, index, src, reduce, *, include_self=true))]
-    fn scatter_reduce(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyTensor>, src: &Bound<'_, PyTensor>, reduce: &str, include_self: bool) -> PyResult<PyTensor> {
+    fn scatter_reduce(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        index: &Bound<'_, PyTensor>,
+        src: &Bound<'_, PyTensor>,
+        reduce: &str,
+        include_self: bool,
+    ) -> PyResult<PyTensor> {
         const OP: &str = "scatter_reduce";
         let how = iw::Reduce::parse(reduce)
             .ok_or_else(|| value_err(OP, format!("reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")))?;
@@ -596,7 +627,10 @@ impl PyTensor {
         let v1 = if zero_d { ops::reshape(&v, &Shape::from(vec![1])).op(OP)? } else { v };
         let d = norm_dim(dim, v1.data.rank(), OP)?;
         if src.get().dt() != self.dt() {
-            return Err(dtype_err(OP, format!("Expected self.dtype to be equal to src.dtype, got {} and {}", self.dt().name(), src.get().dt().name())));
+            return Err(dtype_err(
+                OP,
+                format!("Expected self.dtype to be equal to src.dtype, got {} and {}", self.dt().name(), src.get().dt().name()),
+            ));
         }
         let it = int_index(index.get(), OP)?;
         let it = if it.rank() == 0 { it.reshape(1).op(OP)? } else { it };
@@ -662,6 +696,53 @@ impl PyTensor {
         inplace(slf, out, "scatter_reduce_")
     }
 
+    /// `self` with the places where the (broadcast) boolean `mask` is True filled, in
+    /// row-major order, by the leading elements of `source`.
+    fn masked_scatter(&self, mask: &Bound<'_, PyTensor>, source: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
+        const OP: &str = "masked_scatter";
+        let m = mask.get();
+        if !m.is_bool {
+            return Err(dtype_err(OP, format!("expected BoolTensor for mask, got {}", m.dt().name())));
+        }
+        let src = source.get();
+        if src.dt() != self.dt() {
+            return Err(dtype_err(
+                OP,
+                format!("expected self and source to have same dtypes but got {} and {}", self.dt().name(), src.dt().name()),
+            ));
+        }
+        let (v, mt) = (self.v(), m.t());
+        let mb = mt.broadcast_as(v.data.shape()).map_err(|_| {
+            shape_err(OP, format!("the mask of shape {:?} cannot be broadcast to the tensor's shape {:?}", mt.dims(), v.data.dims()))
+        })?;
+        let mv: Vec<u8> = mb.flatten_all().and_then(|x| x.to_vec1::<u8>()).op(OP)?;
+        let offs: Vec<u32> = mv.iter().enumerate().filter(|(_, &b)| b != 0).map(|(i, _)| i as u32).collect();
+        let k = offs.len();
+        let sv = src.v();
+        if sv.data.elem_count() < k {
+            return Err(shape_err(
+                OP,
+                format!(
+                    "Number of elements of source < number of ones in mask: source of shape {:?} has {} elements, the mask {k} ones",
+                    sv.data.dims(),
+                    sv.data.elem_count()
+                ),
+            ));
+        }
+        if k == 0 {
+            return Ok(PyTensor::wrap_vdt(ops::force_contiguous(&v, "MaskedScatterBackward0").op(OP)?, self.dt()));
+        }
+        let taken = ops::narrow(&crate::autograd::indexing::flat(&sv).op(OP)?, 0, 0, k).op(OP)?;
+        let out = crate::bindings::select::overwrite_at(&v, &taken, offs).op(OP)?;
+        Ok(PyTensor::wrap_vdt(out, self.dt()))
+    }
+
+    /// In-place `masked_scatter`.
+    fn masked_scatter_(slf: &Bound<'_, Self>, mask: &Bound<'_, PyTensor>, source: &Bound<'_, PyTensor>) -> PyResult<Py<PyTensor>> {
+        let out = slf.get().inplace_source().masked_scatter(mask, source)?;
+        inplace(slf, out, "masked_scatter_")
+    }
+
     /// `self + weight * (end - self)` (PyTorch's form, exact at both ends); `weight` a number or a tensor.
     fn lerp(&self, end: &Bound<'_, PyTensor>, weight: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         const OP: &str = "lerp";
@@ -673,9 +754,9 @@ impl PyTensor {
         }
         let (a, b) = (self.v(), e.v());
         let shape = |x: &Tensor, y: &Tensor| {
-            x.shape().broadcast_shape_binary_op(y.shape(), OP).map_err(|_| {
-                shape_err(OP, format!("the shapes {:?} and {:?} cannot be broadcast together", x.dims(), y.dims()))
-            })
+            x.shape()
+                .broadcast_shape_binary_op(y.shape(), OP)
+                .map_err(|_| shape_err(OP, format!("the shapes {:?} and {:?} cannot be broadcast together", x.dims(), y.dims())))
         };
         shape(&a.data, &b.data)?;
         let diff = ops::sub(&b, &a).op(OP)?;
@@ -744,7 +825,10 @@ impl PyTensor {
     fn __contains__(slf: &Bound<'_, Self>, element: &Bound<'_, PyAny>) -> PyResult<bool> {
         if extract_scalar(element).is_none() && element.cast::<PyTensor>().is_err() {
             let name = element.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-            return Err(type_err("__contains__", format!("Tensor.__contains__ only supports Tensor or scalar, but you passed in a {name}.")));
+            return Err(type_err(
+                "__contains__",
+                format!("Tensor.__contains__ only supports Tensor or scalar, but you passed in a {name}."),
+            ));
         }
         let hit = call(slf.as_any(), "eq", (element,))?.call_method0("any")?;
         hit.extract::<bool>().or_else(|_| hit.call_method0("item")?.extract::<bool>())
