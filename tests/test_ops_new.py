@@ -328,3 +328,18 @@ def test_meshgrid_views() -> None:
     assert gx.tolist() == [[0, 1, 2], [0, 1, 2]] and gy.tolist() == [[0, 0, 0], [1, 1, 1]]
     gi, gj = cp.meshgrid(a, b)  # indexing defaults to "ij"
     assert gi.shape == (3, 2) and gj.tolist() == [[0, 1], [0, 1], [0, 1]]
+
+
+def test_grad_fn_names() -> None:
+    x = cp.ones(3, 4, requires_grad=True)
+    names = {
+        "SelectBackward0": x.select(0, 1),
+        "UnfoldBackward0": x.unfold(1, 2, 1),
+        "DiagonalBackward0": x.diagonal(),
+        "MaskedSelectBackward0": x.masked_select(x > 0),
+        "IndexAddBackward0": x.index_add(0, cp.tensor([0]), cp.ones(1, 4)),
+        "ScatterReduceBackward0": x.scatter_reduce(0, cp.tensor([[0]]), cp.ones(1, 1), "sum"),
+    }
+    for name, t in names.items():
+        assert t.grad_fn is not None and t.grad_fn.name() == name
+    assert x[1].grad_fn is not None and x[1].grad_fn.name() == "SelectBackward0"

@@ -31,6 +31,15 @@ pub fn take(x: &Value, offs: &Tensor, shape: &Shape) -> Result<Value> {
     reshape(&index_select(&flat(x)?, offs, 0)?, shape)
 }
 
+/// The elements of `x` at the flat offsets `offs` (into its contiguous form), shaped
+/// `shape`, as one node named `name` (`UnfoldBackward0`, `DiagonalBackward0`,
+/// `MaskedSelectBackward0`: strided reads Candle cannot express as views).
+pub fn take_as(x: &Value, offs: Tensor, shape: &Shape, name: &'static str) -> Result<Value> {
+    let out = x.data.contiguous()?.flatten_all()?.index_select(&offs, 0)?.reshape(shape)?;
+    let from = x.data.shape().clone();
+    Ok(record(name, &[x], out, &[], false, move |_, g, _| Ok(vec![c(put_add(&from, &offs, g)?)])))
+}
+
 /// `torch.gather(x, d, index)`: `x` already narrowed to the index's extent on the other
 /// dims; `offs` are the flat offsets into (contiguous) `x` of each index element.
 pub fn gather(x: &Value, idx: &Tensor, d: usize, offs: Tensor) -> Result<Value> {

@@ -23,13 +23,13 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 /// The elements of `v` (made contiguous) at the strided `region`, shaped as it.
-fn take_region(v: &Value, region: &(Vec<usize>, Vec<usize>, usize), op: &str) -> PyResult<Value> {
+fn take_region(v: &Value, region: &(Vec<usize>, Vec<usize>, usize), name: &'static str, op: &str) -> PyResult<Value> {
     let (shape, st, off) = region;
     let offs: Vec<u32> = crate::bindings::indexing::offsets(shape, st, *off).into_iter().map(|o| o as u32).collect();
-    take_offsets(v, offs, shape, op)
+    take_offsets(v, offs, shape, name, op)
 }
 
-fn take_offsets(v: &Value, offs: Vec<u32>, shape: &[usize], op: &str) -> PyResult<Value> {
+fn take_offsets(v: &Value, offs: Vec<u32>, shape: &[usize], name: &'static str, op: &str) -> PyResult<Value> {
     let n = offs.len();
     if n == 0 {
         // Candle refuses an empty index: an empty result, still in the graph.
@@ -37,7 +37,7 @@ fn take_offsets(v: &Value, offs: Vec<u32>, shape: &[usize], op: &str) -> PyResul
         return ops::reshape(&ops::narrow(&flat, 0, 0, 0).op(op)?, &Shape::from(shape.to_vec())).op(op);
     }
     let idx = Tensor::from_vec(offs, n, v.data.device()).op(op)?;
-    crate::autograd::indexing::take(v, &idx, &Shape::from(shape.to_vec())).op(op)
+    crate::autograd::indexing::take_as(v, idx, &Shape::from(shape.to_vec()), name).op(op)
 }
 
 /// Zeros of `shape` with the elements of `src` (row-major) added at the flat `offs`.
@@ -316,7 +316,7 @@ impl PyTensor {
             ));
         }
         let region = iw::unfold_region(v1.data.dims(), d, size as usize, step as usize);
-        let mut out = take_region(&v1, &region, OP)?;
+        let mut out = take_region(&v1, &region, "UnfoldBackward0", OP)?;
         if zero_d {
             out = ops::reshape(&out, &Shape::from(vec![size as usize])).op(OP)?;
         }
@@ -341,7 +341,7 @@ impl PyTensor {
         }
         let c = ops::contiguous(&v).op(OP)?;
         let region = iw::diagonal_region(c.data.dims(), offset, a, b);
-        Ok(PyTensor::wrap_vdt(take_region(&c, &region, OP)?, self.dt()))
+        Ok(PyTensor::wrap_vdt(take_region(&c, &region, "DiagonalBackward0", OP)?, self.dt()))
     }
 
     /// A 1-d input as the `diagonal`-th diagonal of a square matrix; a 2-d input's diagonal.
@@ -475,7 +475,7 @@ impl PyTensor {
         let mv: Vec<u8> = mt.broadcast_as(&shape).and_then(|x| x.flatten_all()).and_then(|x| x.to_vec1::<u8>()).op(OP)?;
         let offs: Vec<u32> = mv.iter().enumerate().filter(|(_, &b)| b != 0).map(|(i, _)| i as u32).collect();
         let k = offs.len();
-        Ok(PyTensor::wrap_vdt(take_offsets(&vb, offs, &[k], OP)?, self.dt()))
+        Ok(PyTensor::wrap_vdt(take_offsets(&vb, offs, &[k], "MaskedSelectBackward0", OP)?, self.dt()))
     }
 
     /// `self` with `alpha * source` added at the slices `index` along `dim`.
