@@ -79,14 +79,14 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: Optional[int] = N
 
 def sparse_coo_tensor(*args: Any, **kwargs: Any) -> Tensor:
     """Not available: candle_py stores dense tensors only (Candle has no sparse layouts)."""
-    raise NotImplementedError("sparse_coo_tensor: candle_py has no sparse layouts (Candle stores dense tensors only)")
+    raise RuntimeError("sparse_coo_tensor: candle_py has no sparse layouts (Candle stores dense tensors only)")
 
 
 def view_as_complex(input: Tensor) -> Tensor:
     """Not available: candle_py has no complex dtypes (Candle has none)."""
     if isinstance(input, Tensor) and (input.ndim == 0 or input.shape[-1] != 2):
         raise ShapeError(f"view_as_complex: Tensor must have a last dimension of size 2, got shape {list(input.shape)}")
-    raise NotImplementedError("view_as_complex: candle_py has no complex dtypes (Candle has none)")
+    raise RuntimeError("view_as_complex: candle_py has no complex dtypes (Candle has none)")
 
 
 def view_as_real(input: Tensor) -> Tensor:

@@ -18,9 +18,25 @@ use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
 use crate::ops::index_write as iw;
 use candle_core::{DType, Shape, Tensor};
-use pyo3::exceptions::PyNotImplementedError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
+
+/// Refuse a result of `dims` the machine cannot hold, or whose flat offsets (u32, as
+/// Candle's index ops take them) would overflow, before anything is allocated.
+fn check_out(dims: &[usize], itemsize: usize, op: &str) -> PyResult<()> {
+    let n = dims
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| runtime_err(op, format!("can't allocate memory: a result of shape {dims:?} overflows")))?;
+    crate::bindings::args::check_alloc(n, itemsize, op)?;
+    if n > u32::MAX as usize {
+        return Err(runtime_err(
+            op,
+            format!("a result of shape {dims:?} has more than {} elements, which this op does not support", u32::MAX),
+        ));
+    }
+    Ok(())
+}
 
 /// The elements of `v` (made contiguous) at the strided `region`, shaped as it.
 fn take_region(v: &Value, region: &(Vec<usize>, Vec<usize>, usize), name: &'static str, op: &str) -> PyResult<Value> {
@@ -316,6 +332,7 @@ impl PyTensor {
             ));
         }
         let region = iw::unfold_region(v1.data.dims(), d, size as usize, step as usize);
+        check_out(&region.0, self.dt().itemsize(), OP)?;
         let mut out = take_region(&v1, &region, "UnfoldBackward0", OP)?;
         if zero_d {
             out = ops::reshape(&out, &Shape::from(vec![size as usize])).op(OP)?;
@@ -352,7 +369,10 @@ impl PyTensor {
         match v.data.rank() {
             1 => {
                 let n = v.data.dims()[0];
-                let m = n + diagonal.unsigned_abs() as usize;
+                let m = n
+                    .checked_add(diagonal.unsigned_abs() as usize)
+                    .ok_or_else(|| value_err(OP, format!("diagonal {diagonal} is too large")))?;
+                check_out(&[m, m], self.dt().itemsize(), OP)?;
                 let region = iw::diagonal_region(&[m, m], diagonal, 0, 1);
                 let offs = crate::bindings::indexing::offsets(&region.0, &region.1, region.2).into_iter().map(|o| o as u32).collect();
                 Ok(PyTensor::wrap_vdt(put_offsets(&v, offs, &[m, m], OP)?, self.dt()))
@@ -376,9 +396,12 @@ impl PyTensor {
             return Err(value_err(OP, format!("diagonal dimensions cannot be identical {dim1}, {dim2}")));
         }
         let dims = v.data.dims();
-        let m = dims[r - 1] + offset.unsigned_abs() as usize;
+        let m = dims[r - 1]
+            .checked_add(offset.unsigned_abs() as usize)
+            .ok_or_else(|| value_err(OP, format!("offset {offset} is too large")))?;
         let mut others = dims[..r - 1].iter();
         let out_dims: Vec<usize> = (0..=r).map(|k| if k == a || k == b { m } else { *others.next().unwrap_or(&0) }).collect();
+        check_out(&out_dims, self.dt().itemsize(), OP)?;
         let region = iw::diagonal_region(&out_dims, offset, a, b);
         let offs = crate::bindings::indexing::offsets(&region.0, &region.1, region.2).into_iter().map(|o| o as u32).collect();
         Ok(PyTensor::wrap_vdt(put_offsets(&v, offs, &out_dims, OP)?, self.dt()))
@@ -445,7 +468,13 @@ impl PyTensor {
             return Err(value_err(OP, "repeats can not be negative"));
         }
         let reps: Vec<usize> = reps.into_iter().map(|r| r as usize).collect();
-        let total: usize = reps.iter().sum();
+        let total = reps
+            .iter()
+            .try_fold(0usize, |a, &r| a.checked_add(r))
+            .ok_or_else(|| runtime_err(OP, "can't allocate memory: the repeats sum past the largest size"))?;
+        let mut out_dims = v.data.dims().to_vec();
+        out_dims[d] = total;
+        check_out(&out_dims, self.dt().itemsize(), OP)?;
         if let Some(o) = output_size {
             if o != total as i64 {
                 return Err(value_err(OP, format!("Invalid output_size, expected {total} but got {o}")));
@@ -922,7 +951,7 @@ impl PyTensor {
     #[pyo3(signature = (*args, **kwargs))]
     fn to_sparse(&self, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<PyTensor> {
         let _ = (args, kwargs);
-        Err(PyNotImplementedError::new_err("to_sparse: candle_py has no sparse layouts (Candle stores dense tensors only)"))
+        Err(runtime_err("to_sparse", "candle_py has no sparse layouts (Candle stores dense tensors only)"))
     }
 
     /// Not available: there is no accelerator whose transfers pinned host memory would speed up.
@@ -962,7 +991,7 @@ fn new_like<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = slf.py();
     if layout.is_some_and(|l| !l.is_none()) {
-        return Err(PyNotImplementedError::new_err(format!("{op}: layout= is not supported (candle_py has dense tensors only)")));
+        return Err(runtime_err(op, "layout= other than None is not supported (candle_py has dense tensors only)"));
     }
     if pin_memory {
         return Err(runtime_err(op, "cannot pin memory: candle_py has no page-locked host allocator"));
