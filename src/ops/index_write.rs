@@ -218,9 +218,9 @@ pub(crate) fn scatter_reduce_weights(
                     nz[o] *= v;
                 }
             };
-            for o in 0..n {
+            for (o, &b) in base.iter().enumerate() {
                 if reached(o) && include_self {
-                    take(o, base[o]);
+                    take(o, b);
                 }
             }
             for (&v, &o) in src.iter().zip(offs) {
