@@ -36,6 +36,7 @@ from . import (
     utils,
 )
 from ._compile import compile
+from ._composed import *  # noqa: F403 - einsum, meshgrid, cdist, ... and the function forms of src/bindings/misc_ops.rs
 from ._core import (
     BackendError,
     DeviceError,
@@ -85,7 +86,6 @@ from ._core import (
     zeros,
     zeros_like,
 )
-from ._composed import *  # noqa: F403 - einsum, meshgrid, cdist, ... and the function forms of src/bindings/misc_ops.rs
 from ._dtype_info import finfo, iinfo
 from ._format import get_printoptions, printoptions, set_printoptions
 from ._functions import *  # noqa: F403 - the torch.* function forms of Tensor methods, named in _functions.__all__
