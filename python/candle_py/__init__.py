@@ -11,6 +11,7 @@ import math as _math
 from importlib import metadata as _metadata
 
 from . import (
+    _composed,
     _core,
     _format,
     _functions,
@@ -35,6 +36,7 @@ from . import (
     utils,
 )
 from ._compile import compile
+from ._composed import *  # noqa: F403 - einsum, meshgrid, cdist, ... and the function forms of src/bindings/misc_ops.rs
 from ._core import (
     BackendError,
     DeviceError,
@@ -203,3 +205,4 @@ __all__ = [
 ]  # fmt: skip
 __all__ += _functions.__all__
 __all__ += _tensor_types.__all__
+__all__ += _composed.__all__

@@ -31,6 +31,15 @@ pub fn take(x: &Value, offs: &Tensor, shape: &Shape) -> Result<Value> {
     reshape(&index_select(&flat(x)?, offs, 0)?, shape)
 }
 
+/// The elements of `x` at the flat offsets `offs` (into its contiguous form), shaped
+/// `shape`, as one node named `name` (`UnfoldBackward0`, `DiagonalBackward0`,
+/// `MaskedSelectBackward0`: strided reads Candle cannot express as views).
+pub fn take_as(x: &Value, offs: Tensor, shape: &Shape, name: &'static str) -> Result<Value> {
+    let out = x.data.contiguous()?.flatten_all()?.index_select(&offs, 0)?.reshape(shape)?;
+    let from = x.data.shape().clone();
+    Ok(record(name, &[x], out, &[], false, move |_, g, _| Ok(vec![c(put_add(&from, &offs, g)?)])))
+}
+
 /// `torch.gather(x, d, index)`: `x` already narrowed to the index's extent on the other
 /// dims; `offs` are the flat offsets into (contiguous) `x` of each index element.
 pub fn gather(x: &Value, idx: &Tensor, d: usize, offs: Tensor) -> Result<Value> {
@@ -216,4 +225,26 @@ impl crate::autograd::node::Node for SplitNode {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
+}
+
+/// A write of `src` into `x` at the flat offsets `offs` whose gradients are weighted:
+/// `x` gets `g * self_w`, each element of `src` `g[its offset] * src_w` (the weights
+/// computed from the forward values: `scatter_reduce`'s means, shared extremes and
+/// products of the others). `out` is already computed.
+pub fn weighted_scatter(
+    x: &Value,
+    src: &Value,
+    out: Tensor,
+    offs: Tensor,
+    self_w: Tensor,
+    src_w: Tensor,
+    name: &'static str,
+) -> Result<Value> {
+    let src_shape = src.data.shape().clone();
+    let (sw, srw) = (Value::plain(self_w), Value::plain(src_w));
+    Ok(record(name, &[x, src], out, &[], false, move |_, g, n| {
+        let gx = if n[0] { c(mul(g, &sw)?) } else { None };
+        let gs = if n[1] { c(mul(&take(g, &offs, &src_shape)?, &srw)?) } else { None };
+        Ok(vec![gx, gs])
+    }))
 }

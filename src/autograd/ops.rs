@@ -381,9 +381,14 @@ pub fn force_contiguous(x: &Value, name: &'static str) -> Result<Value> {
     Ok(record(name, &[x], x.data.force_contiguous()?, &[], false, |_, g, _| Ok(vec![Some(g.clone())])))
 }
 
-/// Index `i` of dimension `dim`, that dimension removed (a view).
+/// Index `i` of dimension `dim`, that dimension removed (a view; one node, named as
+/// PyTorch's for `x[i]` and `x.select(dim, i)`).
 pub fn select(x: &Value, dim: usize, i: usize) -> Result<Value> {
-    squeeze(&narrow(x, dim, i, 1)?, dim)
+    let out = x.data.narrow(dim, i, 1)?.squeeze(dim)?;
+    let size = x.data.dims()[dim];
+    Ok(record_view("SelectBackward0", &[x], out, &[], false, Some(x.version.clone()), move |_, g, _| {
+        Ok(vec![c(pad_zeros(&unsqueeze(g, dim)?, dim, i, size - i - 1)?)])
+    }))
 }
 
 pub fn sigmoid(x: &Value) -> Result<Value> {

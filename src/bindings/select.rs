@@ -26,7 +26,7 @@ fn as_1d<'py>(
     Ok((one, i1, it.dims().to_vec()))
 }
 
-fn int_index(idx: &PyTensor, op: &str) -> PyResult<Tensor> {
+pub(crate) fn int_index(idx: &PyTensor, op: &str) -> PyResult<Tensor> {
     let dt = idx.dt();
     if dt.is_float() || dt == DT::Bool {
         return Err(dtype_err(op, format!("index must be an integer tensor, got {}", dt.name())));
@@ -35,7 +35,7 @@ fn int_index(idx: &PyTensor, op: &str) -> PyResult<Tensor> {
 }
 
 /// Candle indexes with unsigned ints: check bounds, wrap negatives, cast to u32.
-fn checked_index(idx: &Tensor, size: usize, op: &str) -> PyResult<Tensor> {
+pub(crate) fn checked_index(idx: &Tensor, size: usize, op: &str) -> PyResult<Tensor> {
     let i64s = idx.to_dtype(DType::I64).op(op)?;
     if i64s.elem_count() == 0 {
         return i64s.to_dtype(DType::U32).op(op);
@@ -94,6 +94,27 @@ fn gather_untracked(py: Python<'_>, t: &Tensor, idx: &Tensor, d: usize) -> PyRes
         };
     }
     Ok(Some(go!(U8, U32, I16, I32, I64, BF16, F16, F32, F64)))
+}
+
+/// `v` with the elements of `s` (row-major) written at the flat offsets `offs` of its
+/// contiguous form, the last write to a place winning as in a sequential loop (built
+/// from `index_add`/`where` rather than Candle's scatter, whose backward sends the
+/// gradient to the overwritten places too). `scatter` and `index_copy` use it.
+pub(crate) fn overwrite_at(v: &Value, s: &Value, offs: Vec<u32>) -> candle_core::Result<Value> {
+    let t = &v.data;
+    let dev = t.device();
+    let dims = t.dims().to_vec();
+    let flat = t.contiguous()?.flatten_all()?;
+    let src_flat = s.data.contiguous()?.flatten_all()?;
+    let n = flat.elem_count();
+    let (kept_off, kept_pos, mask) = crate::ops::index_write::last_writers(&offs, n);
+    let m = kept_off.len();
+    let o = Tensor::from_vec(offs.clone(), offs.len(), dev)?;
+    let sel = src_flat.index_select(&Tensor::from_vec(kept_pos, m, dev)?, 0)?;
+    let written = flat.zeros_like()?.index_add(&Tensor::from_vec(kept_off, m, dev)?, &sel, 0)?;
+    let mask = Tensor::from_vec(mask, n, dev)?;
+    let out = mask.where_cond(&written, &flat)?.reshape(dims.as_slice())?;
+    crate::autograd::indexing::scatter(v, s, out, o, Some(mask))
 }
 
 #[pymethods]
@@ -254,34 +275,15 @@ impl PyTensor {
         // and fails for an index smaller than self (PyTorch allows both).
         let dims = t.dims().to_vec();
         let out = crate::bindings::errors::detach_op(py, "scatter", || {
+            if !add {
+                return overwrite_at(&v, &s, offs.clone());
+            }
             let dev = t.device();
             let flat = t.contiguous()?.flatten_all()?;
             let src_flat = s.data.contiguous()?.flatten_all()?;
             let o = Tensor::from_vec(offs.clone(), iv.len(), dev)?;
-            if add {
-                let out = flat.index_add(&o, &src_flat, 0)?.reshape(dims.as_slice())?;
-                return crate::autograd::indexing::scatter(&v, &s, out, o, None);
-            }
-            // The last write to a place wins, as in a sequential loop.
-            let n = flat.elem_count();
-            let mut writer = vec![u32::MAX; n];
-            for (k, &o) in offs.iter().enumerate() {
-                writer[o as usize] = k as u32;
-            }
-            let (mut kept_off, mut kept_pos, mut mask) = (Vec::new(), Vec::new(), vec![0u8; n]);
-            for (o, &k) in writer.iter().enumerate() {
-                if k != u32::MAX {
-                    kept_off.push(o as u32);
-                    kept_pos.push(k);
-                    mask[o] = 1;
-                }
-            }
-            let m = kept_off.len();
-            let sel = src_flat.index_select(&Tensor::from_vec(kept_pos, m, dev)?, 0)?;
-            let written = flat.zeros_like()?.index_add(&Tensor::from_vec(kept_off, m, dev)?, &sel, 0)?;
-            let mask = Tensor::from_vec(mask, n, dev)?;
-            let out = mask.where_cond(&written, &flat)?.reshape(dims.as_slice())?;
-            crate::autograd::indexing::scatter(&v, &s, out, o, Some(mask))
+            let out = flat.index_add(&o, &src_flat, 0)?.reshape(dims.as_slice())?;
+            crate::autograd::indexing::scatter(&v, &s, out, o, None)
         })?;
         Ok(wrap_like(self, out))
     }

@@ -220,7 +220,7 @@ pub fn where_(cond: &Tensor, x: &Value, y: &Value, op: &str) -> PyResult<Value> 
 
 #[pyfunction]
 #[pyo3(name = "where", signature = (condition, input, other))]
-fn where_fn(condition: &Bound<'_, PyTensor>, input: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+pub(crate) fn where_fn(condition: &Bound<'_, PyTensor>, input: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     let c = condition.get();
     if !c.is_bool {
         return Err(dtype_err("where", format!("condition must be a bool tensor, got {}", c.dt().name())));

@@ -9,6 +9,7 @@ pub(crate) mod cpu;
 pub(crate) mod float;
 pub(crate) mod gather;
 pub(crate) mod gemm;
+pub(crate) mod index_write;
 pub(crate) mod optim;
 pub(crate) mod optim_rules;
 pub(crate) mod parallel;
