@@ -123,6 +123,7 @@ SAMPLERS: Dict[str, Callable[[cp.Generator], cp.Tensor]] = {
     "randn": lambda g: cp.randn(8, generator=g, dtype=cp.float64),
     "randint": lambda g: cp.randint(-5, 5, (8,), generator=g),
     "randperm": lambda g: cp.randperm(8, generator=g),
+    "randint_like": lambda g: cp.randint_like(cp.zeros(8), -9, 9, generator=g),
     "rand_like": lambda g: cp.rand_like(cp.zeros(8), generator=g),
     "randn_like": lambda g: cp.randn_like(cp.zeros(8), generator=g),
     "normal": lambda g: cp.normal(cp.zeros(8), 2.0, generator=g),

@@ -91,7 +91,7 @@ from ._core import (
 from ._dtype_info import finfo, iinfo
 from ._format import get_printoptions, printoptions, set_printoptions
 from ._functions import *  # noqa: F403 - the torch.* function forms of Tensor methods, named in _functions.__all__
-from ._sampling import normal
+from ._sampling import normal, randint_like
 from ._settings import (
     are_deterministic_algorithms_enabled,
     get_float32_matmul_precision,
@@ -194,7 +194,7 @@ __all__ = [
     "full_like", "empty_like", "rand_like", "randn_like", "cat", "concat", "concatenate",
     "stack", "where", "device", "dtype", "set_default_device", "get_default_device", "manual_seed", "initial_seed", "seed",
     "get_rng_state", "set_rng_state", "Generator", "default_generator", "random", "normal", "bernoulli", "multinomial",
-    "poisson", "no_grad",
+    "poisson", "randint_like", "no_grad",
     "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode", "is_inference_mode_enabled", "autograd", "cuda", "metal",
     "float32", "float", "float64", "double", "float16", "half", "bfloat16", "uint8",
     "uint32", "int16", "short", "int32", "int", "int64", "long", "bool",

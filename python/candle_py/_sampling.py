@@ -1,14 +1,15 @@
-"""`normal(mean, std, ...)`: PyTorch's four forms, composed from `randn` and the
-broadcasting arithmetic (the draws come from `generator`, or the default one).
+"""`normal(mean, std, ...)` (PyTorch's four forms) and `randint_like`, composed from
+`randn`/`randint` and the broadcasting arithmetic (the draws come from
+`generator`, or the default one).
 """
 
 from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Union
 
-from ._core import Generator, Tensor, randn, where, zeros
+from ._core import DTypeError, Generator, Tensor, randint, randn, where, zeros
 
-__all__ = ["normal"]
+__all__ = ["normal", "randint_like"]
 
 Number = Union[int, float]
 
@@ -73,7 +74,7 @@ def normal(
     assert ref is not None  # one of them is a tensor here
     dt = (mean_t + std_t).dtype if mean_t is not None and std_t is not None else ref.dtype
     if not dt.is_floating_point:
-        raise NotImplementedError(f"normal: not implemented for dtype {dt}")
+        raise DTypeError(f"normal: expected a floating point input, got {dt}")
     if std_t is not None:
         if bool((std_t < 0).any()):
             raise RuntimeError("normal expects all elements of std >= 0.0")
@@ -87,3 +88,35 @@ def normal(
     m = mean_t.detach() if mean_t is not None else mean
     s = std_t.detach() if std_t is not None else std
     return _zero_grad_path(eps * s + m, [mean, std])
+
+
+def randint_like(
+    input: Tensor,
+    low: int = 0,
+    high: Optional[int] = None,
+    *,
+    generator: Optional[Generator] = None,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
+    """Integers uniform in [low, high) in a tensor shaped like `input`, of its dtype
+    and device unless `dtype`/`device` say otherwise; `randint_like(x, high)` is
+    `randint_like(x, 0, high)`."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"randint_like(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if layout is not None or memory_format is not None:
+        raise NotImplementedError("randint_like: layout= and memory_format= are not supported (dense tensors only)")
+    if high is None:
+        low, high = 0, low
+    res = randint(
+        low,
+        high,
+        tuple(input.shape),
+        generator=generator,
+        dtype=input.dtype if dtype is None else dtype,
+        device=input.device if device is None else device,
+    )
+    return res.requires_grad_() if requires_grad else res

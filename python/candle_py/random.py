@@ -21,7 +21,11 @@ __all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_stat
 def manual_seed(seed: int) -> Generator:
     """Seed the default generator (any int in [-2^63, 2^64 - 1]; negative seeds are
     taken as their two's complement) and return it."""
-    return default_generator.manual_seed(int(seed))
+    try:
+        s = int(seed)
+    except OverflowError as e:  # int(inf): a bad value, like int(nan)'s ValueError
+        raise ValueError(f"manual_seed: {e}") from None
+    return default_generator.manual_seed(s)
 
 
 def seed() -> int:

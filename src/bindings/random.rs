@@ -14,7 +14,6 @@ use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
 use crate::ops::random::{self, Fill, SharedGen};
 use candle_core::{DType, Device, Tensor};
-use pyo3::exceptions::PyNotImplementedError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
@@ -130,9 +129,11 @@ fn float_only(dt: DT, op: &str) -> PyResult<DT> {
     Ok(dt)
 }
 
-/// PyTorch's "not implemented for 'Long'" refusal of a sampler on a dtype.
+/// PyTorch's "not implemented for 'Long'" refusal of a sampler on a dtype: a
+/// DTypeError here, as for every dtype refusal of the project (NotImplementedError
+/// means "not done yet" in candle_py).
 fn not_for(op: &str, dt: DT) -> PyErr {
-    PyNotImplementedError::new_err(format!("{op}: not implemented for dtype {}", dt.name()))
+    dtype_err(op, format!("expected a floating point input, got {}", dt.name()))
 }
 
 /// Uniform draws in [0, 1) or, with `normal`, standard normal ones, as `dt` on `dev`.
@@ -240,7 +241,8 @@ fn randint(
         _ => return Err(type_err("randint", "expected randint(high, size) or randint(low, high, size)")),
     };
     if low >= high {
-        return Err(value_err("randint", format!("low ({low}) must be smaller than high ({high})")));
+        // PyTorch draws randint with random_, and reports the range in its terms.
+        return Err(runtime_err("randint", format!("random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")));
     }
     let shape = nonneg_shape(&shape_args(&PyTuple::new(args.py(), [size])?, "randint")?, "randint")?;
     let dt = opt_dtype(dtype)?.unwrap_or(DT::I64);
