@@ -40,6 +40,8 @@ def norm(v: Any) -> Any:
         return {"tensor": v.tolist(), "dtype": str(v.dtype).split(".")[-1]}
     if isinstance(v, tuple) and hasattr(v, "_fields"):
         return {"namedtuple": type(v).__name__, "fields": [norm(x) for x in v]}
+    if isinstance(v, tuple) and type(v).__name__ == "Size":
+        return {"size": list(v)}
     if isinstance(v, (list, tuple)):
         return {type(v).__name__: [norm(x) for x in v]}
     if isinstance(v, dict):
@@ -52,7 +54,8 @@ def norm(v: Any) -> Any:
 
 
 def _shape_as_size(expected: Any, got: Any) -> Any:
-    """torch.Size is normalized as {"size": [...]}; our shapes are tuples."""
+    """torch.Size is normalized as {"size": [...]}; shapes that are plain tuples
+    compare as sizes too."""
     if isinstance(expected, dict) and "size" in expected and isinstance(got, dict) and "tuple" in got:
         return {"size": got["tuple"]}
     return got
