@@ -31,6 +31,7 @@ from . import (
     nn,
     onnx,
     optim,
+    random,
     safetensors,
     serialization,
     utils,
@@ -41,13 +42,16 @@ from ._core import (
     BackendError,
     DeviceError,
     DTypeError,
+    Generator,
     ShapeError,
     Tensor,
     arange,
     as_tensor,
+    bernoulli,
     bfloat16,
     bool,
     cat,
+    default_generator,
     device,
     dtype,
     empty,
@@ -61,15 +65,15 @@ from ._core import (
     full_like,
     get_default_device,
     get_default_dtype,
-    initial_seed,
     int16,
     int32,
     int64,
     is_grad_enabled,
     linspace,
-    manual_seed,
+    multinomial,
     ones,
     ones_like,
+    poisson,
     rand,
     rand_like,
     randint,
@@ -89,6 +93,7 @@ from ._core import (
 from ._dtype_info import finfo, iinfo
 from ._format import get_printoptions, printoptions, set_printoptions
 from ._functions import *  # noqa: F403 - the torch.* function forms of Tensor methods, named in _functions.__all__
+from ._sampling import normal, randint_like
 from ._settings import (
     are_deterministic_algorithms_enabled,
     get_float32_matmul_precision,
@@ -108,6 +113,7 @@ from .amp.autocast_mode import (
     set_autocast_enabled,
 )
 from .autograd import enable_grad, inference_mode, is_inference_mode_enabled, no_grad, set_grad_enabled
+from .random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .safetensors import load_file, save_file
 from .serialization import load, save
 
@@ -188,7 +194,9 @@ __all__ = [
     "Tensor", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
     "linspace", "eye", "rand", "randn", "randint", "randperm", "zeros_like", "ones_like",
     "full_like", "empty_like", "rand_like", "randn_like", "cat", "concat", "concatenate",
-    "stack", "where", "device", "dtype", "set_default_device", "get_default_device", "manual_seed", "initial_seed", "no_grad",
+    "stack", "where", "device", "dtype", "set_default_device", "get_default_device", "manual_seed", "initial_seed", "seed",
+    "get_rng_state", "set_rng_state", "Generator", "default_generator", "random", "normal", "bernoulli", "multinomial",
+    "poisson", "randint_like", "no_grad",
     "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode", "is_inference_mode_enabled", "autograd", "cuda", "metal",
     "float32", "float", "float64", "double", "float16", "half", "bfloat16", "uint8",
     "uint32", "int16", "short", "int32", "int", "int64", "long", "bool",

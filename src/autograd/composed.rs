@@ -483,7 +483,7 @@ pub(crate) fn sdpa_math(q: &Value, k: &Value, v: &Value, mask: Option<&Tensor>, 
     let scores = where_cond(&live, &scores, &Value::plain(scores.data.zeros_like()?))?;
     let mut probs = mul(&softmax(&scores, last, false)?, &Value::plain(live.to_dtype(cdt)?))?;
     if cfg.dropout > 0.0 {
-        let keep = crate::ops::random::uniform_tensor(probs.data.dims(), cdt, probs.data.device())?.ge(cfg.dropout)?.to_dtype(cdt)?;
+        let keep = crate::ops::random::uniform_tensor(probs.data.dims(), cdt, probs.data.device(), None)?.ge(cfg.dropout)?.to_dtype(cdt)?;
         probs = mul(&probs, &Value::plain(keep.affine(1.0 / (1.0 - cfg.dropout), 0.0)?))?;
     }
     to_dtype(&matmul(&probs, &v)?, dt)

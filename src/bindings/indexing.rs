@@ -495,22 +495,6 @@ impl PyTensor {
         overwrite(me, Value::plain(z), "zero_")?;
         Ok(slf.clone().unbind())
     }
-    #[pyo3(signature = (mean=0.0, std=1.0))]
-    fn normal_(slf: &Bound<'_, Self>, mean: f64, std: f64) -> PyResult<Py<PyTensor>> {
-        let me = slf.get();
-        let t = me.t();
-        let r = crate::ops::random::normal_tensor(t.dims(), t.dtype(), t.device()).and_then(|r| r.affine(std, mean)).op("normal_")?;
-        overwrite(me, Value::plain(r), "normal_")?;
-        Ok(slf.clone().unbind())
-    }
-    #[pyo3(signature = (a=0.0, b=1.0))]
-    fn uniform_(slf: &Bound<'_, Self>, a: f64, b: f64) -> PyResult<Py<PyTensor>> {
-        let me = slf.get();
-        let t = me.t();
-        let r = crate::ops::random::uniform_tensor(t.dims(), t.dtype(), t.device()).and_then(|r| r.affine(b - a, a)).op("uniform_")?;
-        overwrite(me, Value::plain(r), "uniform_")?;
-        Ok(slf.clone().unbind())
-    }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Optional, Union
 
 from .._core import cuda_device_count, cuda_is_available, cuda_is_built, device
+from .._core import default_generator as _default_generator
 from .._core import synchronize as _synchronize
 from . import amp
 
@@ -19,7 +20,7 @@ __all__ = [
     "is_available", "is_built", "device_count", "current_device", "synchronize", "is_initialized",
     "get_device_name", "get_device_capability", "set_device", "empty_cache", "memory_allocated",
     "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
-    "is_bf16_supported", "amp",
+    "is_bf16_supported", "amp", "manual_seed", "manual_seed_all", "seed", "seed_all",
 ]  # fmt: skip
 
 _Device = Optional[Union[device, str, int]]
@@ -140,3 +141,28 @@ def max_memory_reserved(device: _Device = None) -> int:
 def reset_peak_memory_stats(device: _Device = None) -> None:
     """Nothing to reset without CUDA; NotImplementedError with it (no statistics kept)."""
     _stat("reset_peak_memory_stats", device)
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the generator CUDA draws come from. candle_py draws every random value
+    from the CPU-side default generator, so with CUDA available this seeds that one
+    generator (as `candle_py.manual_seed`); without CUDA it does nothing, as PyTorch
+    ignores CUDA seeding on a build or machine without CUDA."""
+    if is_available():
+        _default_generator.manual_seed(int(seed))
+
+
+def manual_seed_all(seed: int) -> None:
+    """`manual_seed` for every CUDA device: they share the one generator here."""
+    manual_seed(seed)
+
+
+def seed() -> None:
+    """Seed the generator CUDA draws come from with OS entropy (nothing without CUDA)."""
+    if is_available():
+        _default_generator.seed()
+
+
+def seed_all() -> None:
+    """`seed` for every CUDA device: they share the one generator here."""
+    seed()

@@ -1,5 +1,6 @@
 """`nn.init`: PyTorch's initialisers (same distributions), drawing from the
-generator `candle_py.manual_seed` seeds. Each fills its tensor in place."""
+default generator (`candle_py.manual_seed` seeds it) or the `generator=` given.
+Each fills its tensor in place."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 from typing import Optional
 
 from .. import _core
-from .._core import ShapeError, Tensor
+from .._core import Generator, ShapeError, Tensor
 from ..autograd import no_grad
 
 __all__ = [
@@ -43,16 +44,16 @@ def _fans(t: Tensor) -> tuple[int, int]:
     return t.shape[1] * receptive, t.shape[0] * receptive
 
 
-def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Optional[Generator] = None) -> Tensor:
     """Fill `tensor` in place with draws from U(a, b); returns it."""
     with no_grad():
-        return tensor.uniform_(a, b)
+        return tensor.uniform_(a, b, generator=generator)
 
 
-def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Optional[Generator] = None) -> Tensor:
     """Fill `tensor` in place with draws from N(mean, std**2); returns it."""
     with no_grad():
-        return tensor.normal_(mean, std)
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -80,19 +81,19 @@ def eye_(tensor: Tensor) -> Tensor:
         return tensor.copy_(_core.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype, device=tensor.device))
 
 
-def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Optional[Generator] = None) -> Tensor:
     """Glorot initialization: U(-a, a) with `a = gain * sqrt(6 / (fan_in + fan_out))`,
     in place; returns `tensor`."""
     fan_in, fan_out = _fans(tensor)
     a = gain * math.sqrt(6.0 / (fan_in + fan_out))
-    return uniform_(tensor, -a, a)
+    return uniform_(tensor, -a, a, generator)
 
 
-def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Optional[Generator] = None) -> Tensor:
     """Glorot initialization: N(0, std**2) with `std = gain * sqrt(2 / (fan_in + fan_out))`,
     in place; returns `tensor`."""
     fan_in, fan_out = _fans(tensor)
-    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
 
 
 def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> float:
@@ -105,21 +106,40 @@ def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> floa
     return calculate_gain(nonlinearity, a) / math.sqrt(fan)
 
 
-def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+def kaiming_uniform_(
+    tensor: Tensor,
+    a: float = 0.0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator: Optional[Generator] = None,
+) -> Tensor:
     """He initialization: U(-bound, bound) with `bound = sqrt(3) * gain / sqrt(fan)`,
     where `fan` is fan_in or fan_out (`mode`) and the gain comes from
     `nonlinearity` and its slope `a`; in place, returns `tensor`."""
     bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
-def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+def kaiming_normal_(
+    tensor: Tensor,
+    a: float = 0.0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator: Optional[Generator] = None,
+) -> Tensor:
     """He initialization: N(0, std**2) with `std = gain / sqrt(fan)` (`mode` picks
     fan_in or fan_out, `nonlinearity` and `a` the gain); in place, returns `tensor`."""
-    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity))
+    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
 
-def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0) -> Tensor:
+def trunc_normal_(
+    tensor: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    a: float = -2.0,
+    b: float = 2.0,
+    generator: Optional[Generator] = None,
+) -> Tensor:
     """Normal values redrawn until they fall in [a, b]."""
     if not (math.isfinite(mean) and math.isfinite(std) and std >= 0 and a < b):
         raise ValueError(f"trunc_normal_: need finite mean and std >= 0 and a < b, got mean={mean}, std={std}, a={a}, b={b}")
@@ -129,7 +149,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
         for _ in range(1000):  # a bound, not a hang, when [a, b] lies far in a tail
             if out.numel() >= n:
                 break
-            draw = _core.randn(max(2 * n, 16), dtype=tensor.dtype, device=tensor.device) * std + mean
+            draw = _core.randn(max(2 * n, 16), generator=generator, dtype=tensor.dtype, device=tensor.device) * std + mean
             keep = draw[(draw >= a).logical_and(draw <= b)]
             out = _core.cat([out, keep])
         if out.numel() < n:

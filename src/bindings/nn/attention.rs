@@ -249,7 +249,7 @@ fn _sdpa(
     let scale = scale.unwrap_or(1.0 / (d as f64).sqrt());
     let seed = if dropout_p > 0.0 {
         use rand::Rng;
-        crate::ops::random::with_rng(|r| r.random::<u64>())
+        crate::ops::random::with_rng(None, |r| r.random::<u64>())
     } else {
         0
     };
