@@ -8,6 +8,7 @@ Random orders draw from `generator=` when given, else from the default generator
 
 from __future__ import annotations
 
+from ._workers import WorkerInfo, get_worker_info
 from .dataloader import DataLoader, default_collate, default_convert
 from .dataset import (
     ChainDataset,
@@ -33,4 +34,5 @@ __all__ = [
     "Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset", "Subset",
     "random_split", "DataLoader", "default_collate", "default_convert", "Sampler", "SequentialSampler",
     "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DistributedSampler",
+    "get_worker_info", "WorkerInfo",
 ]  # fmt: skip

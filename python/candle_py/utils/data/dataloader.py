@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import collections.abc
 import itertools
+import multiprocessing
+import warnings
 from typing import Any, Callable, Generic, Iterable, Iterator, List, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
 from ... import _core
 from ..._core import Generator, Tensor
+from ._workers import _MultiProcessIter
 from .dataset import Dataset, IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
@@ -167,6 +170,23 @@ class DataLoader(Generic[T_co]):
         self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
         self.sampler, self.batch_sampler, self.generator = sampler, batch_sampler, generator
         self.num_workers, self.pin_memory, self.timeout = num_workers, pin_memory, timeout
+        if isinstance(multiprocessing_context, str) and multiprocessing_context not in multiprocessing.get_all_start_methods():
+            raise ValueError(
+                f"multiprocessing_context option should specify a valid start method in {multiprocessing.get_all_start_methods()!r}, "
+                f"but got multiprocessing_context={multiprocessing_context!r}"
+            )
+        if multiprocessing_context is not None and num_workers == 0:
+            raise ValueError(
+                f"multiprocessing_context can only be used with multi-process loading (num_workers > 0), but got num_workers={num_workers}"
+            )
+        if pin_memory:
+            # As torch without an accelerator: page-locked memory only helps host-to-GPU copies.
+            warnings.warn(
+                "'pin_memory' argument is set as true but no accelerator is found, then device pinned memory won't be used.",
+                stacklevel=2,
+            )
+        self.multiprocessing_context, self.in_order = multiprocessing_context, in_order
+        self._workers: Optional[_MultiProcessIter] = None
         self.worker_init_fn, self.prefetch_factor, self.persistent_workers = worker_init_fn, prefetch_factor, persistent_workers
         auto = self._auto_collation
         self.collate_fn: Callable[[Any], Any] = collate_fn if collate_fn is not None else (default_collate if auto else default_convert)
@@ -187,6 +207,21 @@ class DataLoader(Generic[T_co]):
         return self.collate_fn(items)
 
     def __iter__(self) -> Iterator[Any]:
+        if self.num_workers > 0:
+            # Worker processes (_workers.py); with persistent_workers they serve every epoch.
+            if self._workers is None or self._workers.shut:
+                self._workers = _MultiProcessIter(self)
+            workers = self._workers
+            if not self.persistent_workers:
+                self._workers = None
+            return workers.epoch_iter()
+        return self._in_process()
+
+    def _in_process(self) -> Iterator[Any]:
+        # As torch, every epoch draws a base seed from the loader's generator first (it
+        # seeds worker processes when there are some), so a seeded shuffle gives the
+        # same order with and without workers.
+        _core.empty((), dtype=_core.int64).random_(generator=self.generator)
         if self._iterable:
             it = iter(self.dataset)  # type: ignore[call-overload]
             if self.batch_size is None:

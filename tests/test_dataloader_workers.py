@@ -1,0 +1,232 @@
+"""DataLoader with worker processes (`num_workers > 0`), as torch's: same batches in
+the same order as in-process loading, worker info and seeds, worker_init_fn,
+IterableDataset sharding, exceptions with the worker's traceback, timeouts, dead
+workers, persistent workers, start methods, and no leaked processes."""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing as mp
+import os
+import time
+from typing import Any, Iterator, List
+
+import numpy as np
+import pytest
+
+import candle_py as cp
+from candle_py.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
+
+
+class Squares(Dataset):
+    def __init__(self, n: int = 10) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> Any:
+        return cp.tensor([float(i), float(i * i)]), i
+
+
+class WhoAmI(Dataset):
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, i: int) -> Any:
+        info = get_worker_info()
+        assert info is not None
+        return {"id": info.id, "n": info.num_workers, "seed": info.seed, "pid": os.getpid(), "init": _INIT.get("id", -1)}
+
+
+_INIT: dict = {}
+
+
+def _record_init(worker_id: int) -> None:
+    _INIT["id"] = worker_id * 10
+
+
+class Failing(Dataset):
+    def __len__(self) -> int:
+        return 6
+
+    def __getitem__(self, i: int) -> Any:
+        if i == 3:
+            raise ValueError(f"bad item {i}")
+        return i
+
+
+class Slow(Dataset):
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int) -> Any:
+        time.sleep(5)
+        return i
+
+
+class Dies(Dataset):
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int) -> Any:
+        os._exit(3)
+
+
+class Range(IterableDataset):
+    def __init__(self, n: int, shard: bool) -> None:
+        self.n, self.shard = n, shard
+
+    def __iter__(self) -> Iterator[int]:
+        info = get_worker_info()
+        if not self.shard or info is None:
+            return iter(range(self.n))
+        return iter(range(info.id, self.n, info.num_workers))
+
+
+class Dtypes(Dataset):
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int) -> Any:
+        return (cp.tensor([i], dtype=cp.bfloat16), cp.tensor([i]), cp.tensor([i % 2 == 0]), np.float32(i), "s")
+
+
+def batches(loader: Any) -> List[Any]:
+    return [b for b in loader]
+
+
+def to_np(x: Any) -> Any:
+    if isinstance(x, cp.Tensor):
+        return x.float().numpy() if x.dtype == cp.bfloat16 else x.numpy()
+    if isinstance(x, (list, tuple)):
+        return [to_np(v) for v in x]
+    if isinstance(x, dict):
+        return {k: to_np(v) for k, v in x.items()}
+    return x
+
+
+def assert_same(a: Any, b: Any) -> None:
+    a, b = to_np(a), to_np(b)
+    if isinstance(a, list):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            assert_same(x, y)
+    elif isinstance(a, np.ndarray):
+        np.testing.assert_array_equal(a, b)
+    else:
+        assert a == b
+
+
+KWARGS = [dict(batch_size=3), dict(batch_size=3, drop_last=True), dict(batch_size=None), dict(batch_size=4, collate_fn=list)]
+
+
+@pytest.mark.parametrize("kw", KWARGS)
+def test_workers_give_the_in_process_batches_in_order(kw: dict) -> None:
+    ref = batches(DataLoader(Squares(10), **kw))
+    got = batches(DataLoader(Squares(10), num_workers=2, **kw))
+    assert_same(got, ref)
+
+
+def test_shuffle_with_a_seeded_generator_matches_in_process_order() -> None:
+    ref = batches(DataLoader(Squares(12), batch_size=4, shuffle=True, generator=cp.Generator().manual_seed(7)))
+    got = batches(DataLoader(Squares(12), batch_size=4, shuffle=True, num_workers=2, generator=cp.Generator().manual_seed(7)))
+    assert_same(got, ref)
+
+
+def test_worker_info_seeds_and_init_fn() -> None:
+    assert get_worker_info() is None
+    out = batches(DataLoader(WhoAmI(), batch_size=None, num_workers=2, worker_init_fn=_record_init))
+    ids = {o["id"] for o in out}
+    assert ids == {0, 1} and {o["n"] for o in out} == {2}
+    seeds = {o["id"]: o["seed"] for o in out}
+    assert seeds[1] == seeds[0] + 1  # base_seed + worker id, as torch
+    assert all(o["init"] == o["id"] * 10 for o in out)
+    assert os.getpid() not in {o["pid"] for o in out}
+    # Round-robin: item i is made by worker i % 2.
+    assert [o["id"] for o in out] == [i % 2 for i in range(8)]
+    again = batches(DataLoader(WhoAmI(), batch_size=None, num_workers=2))
+    assert {o["seed"] for o in again} != set(seeds.values())  # a fresh base seed per epoch
+
+
+def test_iterable_dataset_sharding_and_duplication() -> None:
+    sharded = batches(DataLoader(Range(10, shard=True), batch_size=2, num_workers=2))
+    flat = sorted(int(v) for b in sharded for v in b.tolist())
+    assert flat == list(range(10))
+    # torch's order: worker 0's first batch, worker 1's first batch, ...
+    assert [b.tolist() for b in sharded] == [[0, 2], [1, 3], [4, 6], [5, 7], [8], [9]]
+    dup = batches(DataLoader(Range(5, shard=False), batch_size=None, num_workers=2))
+    assert sorted(int(v) for v in dup) == sorted(list(range(5)) * 2)
+
+
+def test_worker_exception_is_reraised_with_its_traceback() -> None:
+    with pytest.raises(ValueError) as err:
+        batches(DataLoader(Failing(), batch_size=2, num_workers=2))
+    msg = str(err.value)
+    assert "Caught ValueError in DataLoader worker process" in msg
+    assert "bad item 3" in msg and "__getitem__" in msg
+
+
+def test_timeout_raises() -> None:
+    t0 = time.perf_counter()
+    with pytest.raises(RuntimeError, match="timed out after 1 seconds"):
+        batches(DataLoader(Slow(), batch_size=1, num_workers=1, timeout=1))
+    assert time.perf_counter() - t0 < 4.5
+
+
+def test_a_dead_worker_raises_instead_of_hanging() -> None:
+    with pytest.raises(RuntimeError, match="exited unexpectedly"):
+        batches(DataLoader(Dies(), batch_size=1, num_workers=2))
+
+
+def _children_settle() -> List[Any]:
+    for _ in range(50):
+        gc.collect()
+        kids = mp.active_children()
+        if not kids:
+            return []
+        time.sleep(0.1)
+    return mp.active_children()
+
+
+def test_no_leaked_processes_after_exhaustion_break_and_errors() -> None:
+    batches(DataLoader(Squares(6), batch_size=2, num_workers=2))
+    assert _children_settle() == []
+    for _ in DataLoader(Squares(100), batch_size=2, num_workers=2):
+        break
+    assert _children_settle() == []
+    with pytest.raises(ValueError):
+        batches(DataLoader(Failing(), batch_size=2, num_workers=2))
+    assert _children_settle() == []
+
+
+def test_persistent_workers_serve_every_epoch() -> None:
+    loader = DataLoader(WhoAmI(), batch_size=None, num_workers=2, persistent_workers=True)
+    e1 = {o["pid"] for o in loader}
+    e2 = {o["pid"] for o in loader}
+    assert e1 == e2 and len(e1) == 2
+    plain = DataLoader(WhoAmI(), batch_size=None, num_workers=2)
+    assert {o["pid"] for o in plain} != {o["pid"] for o in plain}
+    del loader
+    assert _children_settle() == []
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_start_methods(method: str) -> None:
+    if method not in mp.get_all_start_methods():
+        pytest.skip(f"{method} unavailable")
+    got = batches(DataLoader(Squares(6), batch_size=2, num_workers=2, multiprocessing_context=method))
+    assert_same(got, batches(DataLoader(Squares(6), batch_size=2)))
+
+
+def test_dtypes_and_python_values_cross_processes() -> None:
+    assert_same(batches(DataLoader(Dtypes(), batch_size=2, num_workers=2)), batches(DataLoader(Dtypes(), batch_size=2)))
+
+
+def test_argument_checks() -> None:
+    with pytest.raises(ValueError, match="non-negative"):
+        DataLoader(Squares(), num_workers=-1)
+    with pytest.raises(ValueError, match="prefetch_factor"):
+        DataLoader(Squares(), prefetch_factor=2)
+    with pytest.raises(ValueError, match="persistent_workers"):
+        DataLoader(Squares(), persistent_workers=True)
