@@ -218,9 +218,25 @@ pub fn where_(cond: &Tensor, x: &Value, y: &Value, op: &str) -> PyResult<Value> 
     ops::where_cond(&c, &x, &y).op(op)
 }
 
+/// `where(condition, input, other)`: `input` where `condition` holds, else `other`
+/// (broadcast together); `where(condition)` alone is `nonzero(condition, as_tuple=True)`.
 #[pyfunction]
-#[pyo3(name = "where", signature = (condition, input, other))]
-fn where_fn(condition: &Bound<'_, PyTensor>, input: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+#[pyo3(name = "where", signature = (condition, input=None, other=None))]
+fn where_fn<'py>(
+    py: Python<'py>,
+    condition: &Bound<'py, PyTensor>,
+    input: Option<&Bound<'py, PyAny>>,
+    other: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (input, other) = match (input, other) {
+        (None, None) => return crate::bindings::sorting::nonzero_impl(py, &condition.get().t(), true),
+        (Some(i), Some(o)) => (i, o),
+        _ => return Err(type_err("where", "expected where(condition) or where(condition, input, other)")),
+    };
+    Ok(Py::new(py, where3(condition, input, other)?)?.into_bound(py).into_any())
+}
+
+fn where3(condition: &Bound<'_, PyTensor>, input: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     let c = condition.get();
     if !c.is_bool {
         return Err(dtype_err("where", format!("condition must be a bool tensor, got {}", c.dt().name())));

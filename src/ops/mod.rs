@@ -19,3 +19,4 @@ pub(crate) mod simd_map;
 pub(crate) mod softmax;
 pub(crate) mod storage;
 pub(crate) mod unary;
+pub(crate) mod sort;
