@@ -59,7 +59,15 @@ impl PyTensor {
     }
 
     /// `kthvalue` / `median(dim)`: the pick along `dim` with its index.
-    fn picked<'py>(&self, py: Python<'py>, dim: i64, keepdim: bool, pick: Pick, op: &str, name: &'static str) -> PyResult<Bound<'py, PyAny>> {
+    fn picked<'py>(
+        &self,
+        py: Python<'py>,
+        dim: i64,
+        keepdim: bool,
+        pick: Pick,
+        op: &str,
+        name: &'static str,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let (v, dt) = self.v_dt();
         let rank = v.data.rank();
         let d = norm_dim(dim, rank, op)?;
@@ -231,7 +239,7 @@ impl PyTensor {
     /// 1-d tensor per dim (a 0-d input counts as 1-d).
     #[pyo3(signature = (*, as_tuple=false))]
     fn nonzero<'py>(&self, py: Python<'py>, as_tuple: bool) -> PyResult<Bound<'py, PyAny>> {
-        nonzero_impl(py, &self.t(), as_tuple)
+        crate::bindings::unary::nonzero_impl(py, &self.t(), as_tuple)
     }
 
     /// `nonzero()` (the `(count, ndim)` coordinates), as `torch.argwhere`.
@@ -260,7 +268,13 @@ impl PyTensor {
 
     /// Collapse each run of equal consecutive elements (or slices along `dim`) to one.
     #[pyo3(signature = (return_inverse=false, return_counts=false, dim=None))]
-    fn unique_consecutive<'py>(&self, py: Python<'py>, return_inverse: bool, return_counts: bool, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+    fn unique_consecutive<'py>(
+        &self,
+        py: Python<'py>,
+        return_inverse: bool,
+        return_counts: bool,
+        dim: Option<i64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         self.unique_impl(py, return_inverse, return_counts, dim, true)
     }
 
@@ -383,21 +397,4 @@ fn logsumexp(x: &Value, dims: &[usize], keepdim: bool) -> candle_core::Result<Va
     }
     let shape: Vec<usize> = x.data.dims().iter().enumerate().filter(|(i, _)| !dims.contains(i)).map(|(_, &n)| n).collect();
     ops::reshape(&out, &Shape::from(shape))
-}
-
-/// `nonzero(t)`, or with `as_tuple` one int64 column per dim.
-pub fn nonzero_impl<'py>(py: Python<'py>, t: &Tensor, as_tuple: bool) -> PyResult<Bound<'py, PyAny>> {
-    let op = "nonzero";
-    let src = if as_tuple && t.rank() == 0 { t.reshape(1).op(op)? } else { t.clone() };
-    let c = detach_op(py, op, || sort::nonzero(&src))?;
-    if !as_tuple {
-        return Ok(Py::new(py, PyTensor::wrap_dt(c, DT::I64))?.into_bound(py).into_any());
-    }
-    let cols = (0..src.rank())
-        .map(|k| {
-            let col = c.narrow(1, k, 1).and_then(|x| x.squeeze(1)).and_then(|x| x.contiguous()).op(op)?;
-            Ok(Py::new(py, PyTensor::wrap_dt(col, DT::I64))?.into_any())
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    Ok(PyTuple::new(py, cols)?.into_any())
 }

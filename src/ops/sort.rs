@@ -74,15 +74,51 @@ macro_rules! with_key {
     ($t:expr, $op:expr, |$v:ident: $T:ident| $body:expr) => {{
         let t: &Tensor = &$t;
         match t.dtype() {
-            DType::U8 => { type $T = u8; let $v: Vec<$T> = t.flatten_all()?.to_vec1()?; $body }
-            DType::U32 => { type $T = u32; let $v: Vec<$T> = t.flatten_all()?.to_vec1()?; $body }
-            DType::I16 => { type $T = i16; let $v: Vec<$T> = t.flatten_all()?.to_vec1()?; $body }
-            DType::I32 => { type $T = i32; let $v: Vec<$T> = t.flatten_all()?.to_vec1()?; $body }
-            DType::I64 => { type $T = i64; let $v: Vec<$T> = t.flatten_all()?.to_vec1()?; $body }
-            DType::F16 => { type $T = f16; let $v: Vec<$T> = t.flatten_all()?.to_vec1()?; $body }
-            DType::BF16 => { type $T = bf16; let $v: Vec<$T> = t.flatten_all()?.to_vec1()?; $body }
-            DType::F32 => { type $T = f32; let $v: Vec<$T> = t.flatten_all()?.to_vec1()?; $body }
-            DType::F64 => { type $T = f64; let $v: Vec<$T> = t.flatten_all()?.to_vec1()?; $body }
+            DType::U8 => {
+                type $T = u8;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            DType::U32 => {
+                type $T = u32;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            DType::I16 => {
+                type $T = i16;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            DType::F16 => {
+                type $T = f16;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            DType::BF16 => {
+                type $T = bf16;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            DType::F32 => {
+                type $T = f32;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
             d => candle_core::bail!("{}: unsupported dtype {d:?}", $op),
         }
     }};
@@ -296,6 +332,9 @@ pub fn extreme(t: &Tensor, d: usize, is_max: bool) -> Result<(Tensor, Tensor)> {
     if n == 0 {
         candle_core::bail!("cannot reduce over an empty dimension");
     }
+    if !t.device().is_cpu() {
+        return extreme_on_device(t, d, is_max);
+    }
     let x = rows_last(t, d)?;
     let shape = rows_shape(t, d, 1);
     with_key!(x, "max", |v: T| {
@@ -308,7 +347,8 @@ pub fn extreme(t: &Tensor, d: usize, is_max: bool) -> Result<(Tensor, Tensor)> {
                 if b.is_nan() {
                     break;
                 }
-                let better = e.is_nan() || if is_max { e.partial_cmp_(b) == Ordering::Greater } else { e.partial_cmp_(b) == Ordering::Less };
+                let better =
+                    e.is_nan() || if is_max { e.partial_cmp_(b) == Ordering::Greater } else { e.partial_cmp_(b) == Ordering::Less };
                 if better {
                     best = i;
                 }
@@ -318,6 +358,21 @@ pub fn extreme(t: &Tensor, d: usize, is_max: bool) -> Result<(Tensor, Tensor)> {
         let vals = gather_rows(&v, n, &idx, 1);
         pair(vals, idx, shape, d, t.device())
     })
+}
+
+/// `extreme` where the tensor lives (CUDA, Metal), from Candle's reductions: their
+/// result, overridden by NaN and the first NaN's index in rows holding one.
+fn extreme_on_device(t: &Tensor, d: usize, is_max: bool) -> Result<(Tensor, Tensor)> {
+    let vals = if is_max { t.max_keepdim(d)? } else { t.min_keepdim(d)? };
+    let idx = if is_max { t.argmax_keepdim(d)? } else { t.argmin_keepdim(d)? }.to_dtype(DType::I64)?;
+    if !t.dtype().is_float() {
+        return Ok((vals, idx));
+    }
+    let nan = t.ne(t)?;
+    let any = nan.max_keepdim(d)?;
+    let first = nan.argmax_keepdim(d)?.to_dtype(DType::I64)?;
+    let nans = vals.ones_like()?.affine(f64::NAN, 0.0)?;
+    Ok((any.where_cond(&nans, &vals)?, any.where_cond(&first, &idx)?))
 }
 
 /// What `scan` accumulates.
@@ -580,7 +635,11 @@ pub fn unique_dim(t: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Te
         sh[0] = m;
         let vals = Tensor::from_vec(data, sh, &Device::Cpu)?;
         let vals = if d == 0 { vals } else { vals.transpose(0, d)?.contiguous()? };
-        Ok((vals.to_device(dev)?, Tensor::from_vec(inverse, n, &Device::Cpu)?.to_device(dev)?, Tensor::from_vec(counts, m, &Device::Cpu)?.to_device(dev)?))
+        Ok((
+            vals.to_device(dev)?,
+            Tensor::from_vec(inverse, n, &Device::Cpu)?.to_device(dev)?,
+            Tensor::from_vec(counts, m, &Device::Cpu)?.to_device(dev)?,
+        ))
     })
 }
 
