@@ -191,7 +191,7 @@ fn gather_rows<T: Key>(x: &[T], n: usize, idx: &[i64], m: usize) -> Vec<T> {
 /// `(values, indices)` of the `k` largest (smallest) of each row, largest (smallest)
 /// first; ties go to the lower index, as PyTorch's CPU kernel orders them.
 fn topk_rows<T: Key>(x: &[T], n: usize, k: usize, largest: bool) -> (Vec<T>, Vec<i64>) {
-    let rows = if n == 0 { 0 } else { x.len() / n };
+    let rows = x.len().checked_div(n).unwrap_or(0);
     let mut idx = vec![0i64; rows * k];
     per_row(x, n, &mut idx, k, |row, o| {
         let order = |a: &u32, b: &u32| {
@@ -225,7 +225,7 @@ pub enum Pick {
 }
 
 fn kth_rows<T: Key>(x: &[T], n: usize, pick: Pick) -> (Vec<T>, Vec<i64>) {
-    let rows = if n == 0 { 0 } else { x.len() / n };
+    let rows = x.len().checked_div(n).unwrap_or(0);
     let mut idx = vec![0i64; rows];
     per_row(x, n, &mut idx, 1, |row, o| {
         let k = match pick {
@@ -448,7 +448,7 @@ fn log_add_exp(a: f64, b: f64) -> f64 {
         return f64::NAN;
     }
     let (hi, lo) = if a >= b { (a, b) } else { (b, a) };
-    if hi == f64::NEG_INFINITY || hi == f64::INFINITY {
+    if hi.is_infinite() {
         // -inf + -inf stays -inf; +inf absorbs anything (inf - inf would be NaN).
         return hi;
     }
@@ -462,7 +462,7 @@ fn log_add_exp(a: f64, b: f64) -> f64 {
 pub fn cumprod_backward(x: &Tensor, g: &Tensor, d: usize) -> Result<Tensor> {
     let n = x.dims()[d];
     if x.elem_count() == 0 {
-        return Ok(x.zeros_like()?);
+        return x.zeros_like();
     }
     let dt = x.dtype();
     let xr = rows_last(&x.to_dtype(DType::F64)?, d)?;
@@ -488,11 +488,11 @@ pub fn cumprod_backward(x: &Tensor, g: &Tensor, d: usize) -> Result<Tensor> {
         if z < n {
             // i == z: d out_j / d x_z = pre[z] * prod_{z<k<=j} x_k.
             let (mut run, mut s) = (pre[z], 0f64);
-            for j in z..n {
+            for (j, &(xj, gj)) in row.iter().enumerate().skip(z) {
                 if j > z {
-                    run *= row[j].0;
+                    run *= xj;
                 }
-                s += row[j].1 * run;
+                s += gj * run;
             }
             orow[z] = s;
         }
@@ -605,7 +605,7 @@ pub fn unique_dim(t: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Te
     let n = t.dims()[d];
     // Slices along d as rows: move d first.
     let x = if d == 0 { t.clone() } else { t.transpose(0, d)? }.to_device(&Device::Cpu)?.contiguous()?;
-    let row = if n == 0 { 0 } else { x.elem_count() / n };
+    let row = x.elem_count().checked_div(n).unwrap_or(0);
     let dev = t.device();
     with_key!(x, "unique", |v: T| {
         let slice = |i: u32| &v[i as usize * row..(i as usize + 1) * row];
