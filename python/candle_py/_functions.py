@@ -22,7 +22,10 @@ __all__ = [
     "greater", "less", "logical_and", "logical_or", "logical_xor", "matmul", "mm", "bmm", "dot",
     # reductions
     "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "cumsum",
-    "softmax", "log_softmax", "all", "any", "norm", "prod",
+    "softmax", "log_softmax", "all", "any", "norm", "prod", "cumprod", "logsumexp", "logcumsumexp",
+    # sorting and selection
+    "sort", "argsort", "msort", "topk", "kthvalue", "median", "mode", "nonzero", "argwhere",
+    "unique", "unique_consecutive", "bincount",
     # shapes and selection
     "reshape", "transpose", "swapaxes", "permute", "squeeze", "unsqueeze", "flatten", "narrow",
     "chunk", "split", "unbind", "index_select", "gather", "scatter", "scatter_add", "masked_fill",
@@ -170,6 +173,21 @@ all = _method("all")
 any = _method("any")
 norm = _method("norm")
 prod = _method("prod")
+cumprod = _method("cumprod")
+logsumexp = _method("logsumexp")
+logcumsumexp = _method("logcumsumexp")
+sort = _method("sort")
+argsort = _method("argsort")
+msort = _method("msort")
+topk = _method("topk")
+kthvalue = _method("kthvalue")
+median = _method("median")
+mode = _method("mode")
+nonzero = _method("nonzero")
+argwhere = _method("argwhere")
+unique = _method("unique")
+unique_consecutive = _method("unique_consecutive")
+bincount = _method("bincount")
 reshape = _method("reshape")
 transpose = _method("transpose")
 swapaxes = _method("swapaxes")

@@ -88,10 +88,43 @@ pub fn repeat(x: &Value, reps: &[usize]) -> Result<Value> {
     }))
 }
 
-/// Running sum along `d`; the gradient is the running sum from the other end.
+/// Running sum along `d` (a float tensor; NaN propagates from where it appears on);
+/// the gradient is the running sum from the other end.
 pub fn cumsum(x: &Value, d: usize) -> Result<Value> {
-    let out = x.data.cumsum(d)?;
+    let out = crate::ops::sort::scan(&x.data, d, crate::ops::sort::Scan::Sum)?;
     Ok(record("CumsumBackward0", &[x], out, &[], false, move |_, g, _| Ok(vec![c(flip(&cumsum(&flip(g, &[d])?, d)?, &[d])?)])))
+}
+
+/// Running product along `d` (a float tensor). The gradient is exact with zeros
+/// (`ops::sort::cumprod_backward`); under `create_graph` it is built from recorded ops
+/// as `revcumsum(grad * out) / x`, which needs an input without zeros.
+pub fn cumprod(x: &Value, d: usize) -> Result<Value> {
+    let out = crate::ops::sort::scan(&x.data, d, crate::ops::sort::Scan::Prod)?;
+    Ok(record("CumprodBackward0", &[x], out, &[x], false, move |s, g, _| {
+        let x = &s[0];
+        if grad_enabled() && (x.requires_grad() || g.requires_grad()) {
+            if x.data.eq(0.0)?.to_dtype(DType::F32)?.sum_all()?.to_scalar::<f32>()? > 0.0 {
+                candle_core::bail!("create_graph=True: the double backward of cumprod with zeros in the input is not implemented");
+            }
+            // The output again, recorded, so the formula differentiates through it too.
+            let gy = crate::autograd::ops::mul(g, &cumprod(x, d)?)?;
+            let rev = flip(&cumsum(&flip(&gy, &[d])?, d)?, &[d])?;
+            return Ok(vec![c(crate::autograd::ops::div(&rev, x)?)]);
+        }
+        Ok(vec![c(Value::plain(crate::ops::sort::cumprod_backward(&x.data, &g.data, d)?))])
+    }))
+}
+
+/// `log(cumsum(exp(x)))` along `d` (a float tensor), computed stably; the gradient is
+/// `ops::sort::logcumsumexp_backward`'s (first order only).
+pub fn logcumsumexp(x: &Value, d: usize) -> Result<Value> {
+    let out = crate::ops::sort::scan(&x.data, d, crate::ops::sort::Scan::LogSumExp)?;
+    Ok(record("LogcumsumexpBackward0", &[x], out, &[x], true, move |s, g, _| {
+        if grad_enabled() && (s[0].requires_grad() || g.requires_grad()) {
+            candle_core::bail!("create_graph=True: the double backward of logcumsumexp is not implemented");
+        }
+        Ok(vec![c(Value::plain(crate::ops::sort::logcumsumexp_backward(&s[0].data, &s[1].data, &g.data, d)?))])
+    }))
 }
 
 /// Product along `d`, the result shaped `out_shape` (the kept shape, or it with `d`
@@ -147,10 +180,19 @@ pub fn select_along(x: &Value, out: Tensor, arg: &Tensor, d: usize, name: &'stat
     Ok(record(name, &[x], out, &[], false, move |_, g, _| Ok(vec![c(put_add(&shape, &offs, g)?)])))
 }
 
-/// `amax`/`amin` or the full `max()`/`min()`: `out` (reduced over `dims`, kept as size 1
-/// in `kept`) given; the gradient is shared evenly among the elements equal to it.
-pub fn extreme_even(x: &Value, out: Tensor, kept: &Shape, dims: &[usize], name: &'static str) -> Result<Value> {
-    let hit = x.data.broadcast_eq(&out.reshape(kept)?)?.to_dtype(x.data.dtype())?;
+/// `amax`/`amin` or the full `max()`/`min()`/`median()`: `out` (reduced over `dims`, kept
+/// as size 1 in `kept`) given; the gradient is shared evenly among the elements equal to
+/// it. `nan_shares`: a NaN result shares it among the NaN elements (PyTorch's
+/// `evenly_distribute_backward` for the full reductions); without it a NaN result
+/// gives NaN gradients (`amax`/`amin`'s formula divides by a zero count).
+pub fn extreme_even(x: &Value, out: Tensor, kept: &Shape, dims: &[usize], nan_shares: bool, name: &'static str) -> Result<Value> {
+    let o = out.reshape(kept)?;
+    let mut hit = x.data.broadcast_eq(&o)?;
+    if nan_shares {
+        let both_nan = x.data.ne(&x.data)?.broadcast_mul(&o.ne(&o)?)?;
+        hit = hit.maximum(&both_nan)?;
+    }
+    let hit = hit.to_dtype(x.data.dtype())?;
     let count = crate::ops::reduce::sum_keepdim(&hit, dims)?;
     let share = Value::plain(hit.broadcast_div(&count)?);
     let (kept, shape) = (kept.clone(), x.data.shape().clone());

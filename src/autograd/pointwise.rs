@@ -78,12 +78,15 @@ pub fn binary(op: Binary, a: &Value, b: &Value, out: Tensor, pow_fn: fn(&Value, 
             // As PyTorch, which defines no derivative for it.
             Binary::FloorDivide => candle_core::bail!("derivative for floor_divide is not implemented"),
             Binary::Maximum | Binary::Minimum => {
-                // The larger (smaller) operand takes the gradient; ties split it in half.
+                // PyTorch's masks: an operand gets the gradient unless it loses the
+                // comparison, half of it on ties; where a NaN is involved nothing
+                // compares, so both operands get all of it.
                 let (ab, bb) = (a.data.broadcast_as(&shape)?, b.data.broadcast_as(&shape)?);
-                let wins = if op == Binary::Maximum { ab.gt(&bb)? } else { ab.lt(&bb)? }.to_dtype(g.data.dtype())?;
-                let ties = ab.eq(&bb)?.to_dtype(g.data.dtype())?.affine(0.5, 0.0)?;
-                let wa = Value::plain(wins.add(&ties)?);
-                let wb = Value::plain(wa.data.affine(-1.0, 1.0)?);
+                let (a_loses, b_loses) = if op == Binary::Maximum { (ab.lt(&bb)?, ab.gt(&bb)?) } else { (ab.gt(&bb)?, ab.lt(&bb)?) };
+                let dt = g.data.dtype();
+                let ties = ab.eq(&bb)?.to_dtype(dt)?.affine(0.5, 0.0)?;
+                let wa = Value::plain(a_loses.to_dtype(dt)?.add(&ties)?.affine(-1.0, 1.0)?);
+                let wb = Value::plain(b_loses.to_dtype(dt)?.add(&ties)?.affine(-1.0, 1.0)?);
                 let ga = if n[0] { c(mul(g, &wa)?) } else { None };
                 let gb = if n[1] { c(mul(g, &wb)?) } else { None };
                 (ga, gb)

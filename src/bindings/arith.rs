@@ -115,8 +115,8 @@ fn float_arith(l: &Tensor, r: &Tensor, op: Bin) -> candle_core::Result<Tensor> {
         Bin::FloorDiv => l.div(r)?.floor(),
         Bin::Rem => l.sub(&l.div(r)?.floor()?.mul(r)?),
         Bin::Pow => pow_tensor(l, r),
-        Bin::Max => l.maximum(r),
-        Bin::Min => l.minimum(r),
+        Bin::Max => crate::ops::binary::nan_extreme(l, r, true),
+        Bin::Min => crate::ops::binary::nan_extreme(l, r, false),
         _ => candle_core::bail!("{} is not an arithmetic op", op.name()),
     }
 }
@@ -325,8 +325,8 @@ fn binary_plain(at: Tensor, adt: DT, b: Operand, op: Bin, reflected: bool) -> Py
         Bin::Sub => Some(|l, r| l.sub(r)),
         Bin::Mul if dt != DT::Bool => Some(|l, r| l.mul(r)),
         Bin::Div if dt.is_float() => Some(|l, r| l.div(r)),
-        Bin::Max => Some(|l, r| l.maximum(r)),
-        Bin::Min => Some(|l, r| l.minimum(r)),
+        Bin::Max => Some(|l, r| crate::ops::binary::nan_extreme(l, r, true)),
+        Bin::Min => Some(|l, r| crate::ops::binary::nan_extreme(l, r, false)),
         _ => None,
     };
     if let Some(f) = simple {
@@ -366,8 +366,8 @@ fn binary_plain(at: Tensor, adt: DT, b: Operand, op: Bin, reflected: bool) -> Py
                     .and_then(|x| wrap_int(&x, dt.candle()))
             }
         }
-        Bin::Max => l.maximum(&r),
-        Bin::Min => l.minimum(&r),
+        Bin::Max => crate::ops::binary::nan_extreme(&l, &r, true),
+        Bin::Min => crate::ops::binary::nan_extreme(&l, &r, false),
         Bin::Eq => l.eq(&r),
         Bin::Ne => l.ne(&r),
         Bin::Lt => l.lt(&r),

@@ -1,5 +1,5 @@
 //! The Python-side pieces the core's results use: the tensor formatter and the
-//! `(values, indices)` result types of `max` / `min`.
+//! `(values, indices)` result types of `max` / `min` / `sort` / `topk` / ...
 //!
 //! The package imports `_core`, never the reverse: printing is ergonomics, kept in
 //! Python (`candle_py/_format.py`), and the package hands its formatter to the core
@@ -11,7 +11,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
 static FORMATTER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static MINMAX: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
+static PAIR_TYPES: PyOnceLock<Vec<Py<PyAny>>> = PyOnceLock::new();
 
 /// `_core._set_formatter(f)`: `repr(tensor)` calls `f(tensor)` from now on (set once, by the package).
 #[pyfunction]
@@ -36,17 +36,25 @@ pub(crate) fn repr(slf: &Bound<'_, PyTensor>) -> PyResult<String> {
     }
 }
 
+/// The `(values, indices)` result types, as PyTorch's `torch.return_types.<name>`.
+const PAIRS: [&str; 7] = ["max", "min", "sort", "topk", "kthvalue", "median", "mode"];
+
 /// `max` / `min` with a dim: the named tuple `(values, indices)`, typed `max` or `min`.
 pub(crate) fn minmax_result<'py>(py: Python<'py>, values: PyTensor, indices: PyTensor, is_max: bool) -> PyResult<Bound<'py, PyAny>> {
-    let (mx, mn) = MINMAX.get_or_try_init(py, || -> PyResult<_> {
+    pair_result(py, if is_max { "max" } else { "min" }, values, indices)
+}
+
+/// The named tuple `(values, indices)` of type `name` (one of `PAIRS`), unpackable and
+/// with `.values` / `.indices`, as `torch.return_types.<name>`.
+pub(crate) fn pair_result<'py>(py: Python<'py>, name: &str, values: PyTensor, indices: PyTensor) -> PyResult<Bound<'py, PyAny>> {
+    let types = PAIR_TYPES.get_or_try_init(py, || -> PyResult<_> {
         let namedtuple = py.import("collections")?.getattr("namedtuple")?;
         let kw = PyDict::new(py);
         kw.set_item("module", "candle_py.return_types")?;
-        let make = |name: &str| -> PyResult<Py<PyAny>> { Ok(namedtuple.call((name, ("values", "indices")), Some(&kw))?.unbind()) };
-        Ok((make("max")?, make("min")?))
+        PAIRS.iter().map(|n| Ok(namedtuple.call((*n, ("values", "indices")), Some(&kw))?.unbind())).collect::<PyResult<Vec<_>>>()
     })?;
-    let ty = if is_max { mx } else { mn };
-    ty.bind(py).call1((Py::new(py, values)?, Py::new(py, indices)?))
+    let i = PAIRS.iter().position(|n| *n == name).ok_or_else(|| crate::bindings::errors::runtime_err(name, "no result type"))?;
+    types[i].bind(py).call1((Py::new(py, values)?, Py::new(py, indices)?))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

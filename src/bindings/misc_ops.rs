@@ -826,7 +826,7 @@ impl PyTensor {
     /// `where(condition, self, other)`.
     #[pyo3(name = "where")]
     fn where_method<'py>(slf: &Bound<'py, Self>, condition: &Bound<'py, PyTensor>, other: &Bound<'py, PyAny>) -> PyResult<PyTensor> {
-        crate::bindings::unary::where_fn(condition, slf.as_any(), other)
+        crate::bindings::unary::where3(condition, slf.as_any(), other)
     }
 
     /// Alias of `lt`.

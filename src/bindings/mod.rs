@@ -25,6 +25,7 @@ pub(crate) mod safetensors_io;
 pub(crate) mod select;
 pub(crate) mod shape_ops;
 pub(crate) mod size;
+pub(crate) mod sorting;
 pub(crate) mod tensor;
 pub(crate) mod threads;
 pub(crate) mod torch_format;

@@ -79,13 +79,13 @@ impl PyTensor {
                 }
                 let out = (|| {
                     let flat = t.flatten_all()?;
-                    let o = if is_max { flat.max_keepdim(0) } else { flat.min_keepdim(0) }?.squeeze(0)?;
+                    let o = crate::ops::sort::extreme(&flat, 0, is_max)?.0.squeeze(0)?;
                     if !ops::records(&[&v]) {
                         return Ok(Value::plain(o));
                     }
                     let kept = candle_core::Shape::from(vec![1usize; t.rank()]);
                     let all: Vec<usize> = (0..t.rank()).collect();
-                    indexing::extreme_even(&v, o, &kept, &all, if is_max { "MaxBackward1" } else { "MinBackward1" })
+                    indexing::extreme_even(&v, o, &kept, &all, true, if is_max { "MaxBackward1" } else { "MinBackward1" })
                 })()
                 .op(name)?;
                 Ok(Py::new(py, PyTensor::wrap_vdt(out, dt))?.into_bound(py).into_any())
@@ -117,9 +117,9 @@ impl PyTensor {
                         Tensor::zeros(shape, DType::I64, t.device()).op(name)?,
                     )
                 } else {
-                    let i = if is_max { t.argmax_keepdim(d) } else { t.argmin_keepdim(d) }.op(name)?;
-                    let raw =
-                        if is_max { t.max_keepdim(d) } else { t.min_keepdim(d) }.and_then(|r| r.reshape(shape.as_slice())).op(name)?;
+                    // NaN propagates, with the index of the first NaN (Candle's kernels skip it).
+                    let (raw, i) = crate::bindings::errors::detach_op(py, name, || crate::ops::sort::extreme(&t, d, is_max))?;
+                    let raw = raw.reshape(shape.as_slice()).op(name)?;
                     let val = indexing::select_along(&v, raw, &i, d, if is_max { "MaxBackward0" } else { "MinBackward0" }).op(name)?;
                     (val, i.to_dtype(DType::I64).and_then(|i| i.reshape(shape.as_slice())).op(name)?)
                 };
@@ -145,7 +145,7 @@ impl PyTensor {
                 }
             }
         };
-        let i = if is_max { t.argmax_keepdim(d) } else { t.argmin_keepdim(d) }.and_then(|i| i.to_dtype(DType::I64)).op(name)?;
+        let i = crate::ops::sort::extreme(&t, d, is_max).map(|r| r.1).op(name)?;
         let i = if shape_all {
             let i = i.squeeze(0).op(name)?;
             if keepdim {
@@ -175,6 +175,15 @@ impl PyTensor {
         let out = ops::affine(&ss, if denom <= 0.0 { f64::NAN } else { 1.0 / denom }, 0.0).op(op)?;
         Ok(PyTensor::wrap_vdt(out, dt))
     }
+}
+
+/// `v ** q` (q > 0, v >= 0) with the gradient at `v == 0` taken as 0, as PyTorch's norm
+/// backward masks it (the plain power's derivative is infinite there for q < 1).
+fn pow_zero_safe(v: &Value, q: f64) -> candle_core::Result<Value> {
+    let zero = v.data.eq(0.0)?;
+    let safe = ops::where_cond(&zero, &Value::plain(v.data.ones_like()?), v)?;
+    let nonzero = Value::plain(zero.to_dtype(v.data.dtype())?.affine(-1.0, 1.0)?);
+    ops::mul(&ops::powf(&safe, q)?, &nonzero)
 }
 
 fn correction_of(unbiased: Option<bool>, correction: Option<f64>) -> f64 {
@@ -286,14 +295,14 @@ impl PyTensor {
             return Ok(PyTensor::wrap_vdt(cast_v(&t, src, dt)?, dt));
         }
         let d = norm_dim(dim, t.data.rank(), "cumsum")?;
-        // Candle's cumsum is a matmul: exact for floats, so integers go through f64.
-        let cdt = if dt.is_float() { dt } else { DT::F64 };
-        let x = cast_v(&t, src, cdt)?;
-        let out = crate::bindings::errors::detach_op(py, "cumsum", || indexing::cumsum(&x, d))?;
-        if cdt != dt {
-            let r = out.data.round().op("cumsum")?;
-            return Ok(PyTensor::wrap_dt(cast(&r, cdt, dt)?, dt));
+        if !dt.is_float() {
+            // Integers sum exactly in int64, then take the asked dtype.
+            let x = cast(&t.data, src, DT::I64)?;
+            let out = crate::bindings::errors::detach_op(py, "cumsum", || crate::ops::sort::scan_i64(&x, d, false))?;
+            return Ok(PyTensor::wrap_dt(cast(&out, DT::I64, dt)?, dt));
         }
+        let x = cast_v(&t, src, dt)?;
+        let out = crate::bindings::errors::detach_op(py, "cumsum", || indexing::cumsum(&x, d))?;
         Ok(PyTensor::wrap_vdt(out, dt))
     }
     #[pyo3(signature = (dim, dtype=None))]
@@ -365,12 +374,27 @@ impl PyTensor {
         let (t, dt) = float_input(self)?;
         let p = p.unwrap_or(2.0);
         let dims = reduce_dims(dim, t.data.rank(), "norm")?;
+        if p.is_infinite() {
+            // max |x| (min |x| for -inf): the gradient is shared among the extreme elements.
+            let a = crate::autograd::pointwise::abs(&t).op("norm")?;
+            return PyTensor::wrap_vdt(a, dt).amaxmin(py, dim, keepdim, p > 0.0);
+        }
+        if p == 0.0 {
+            // The count of nonzero elements. PyTorch's node gives the input no gradient
+            // (its `.grad` stays None), so the node here returns none either.
+            let nz = t.data.ne(0.0).and_then(|m| m.to_dtype(t.data.dtype())).op("norm")?;
+            let count = sum_dims(py, &Value::plain(nz), dims.as_deref(), keepdim)?.data;
+            let out = ops::record("LinalgVectorNormBackward0", &[&t], count, &[], false, |_, _, _| Ok(vec![None]));
+            return Ok(PyTensor::wrap_vdt(out, dt));
+        }
         let out = if p == 2.0 {
-            ops::sqrt(&sum_dims(py, &ops::sqr(&t).op("norm")?, dims.as_deref(), keepdim)?).op("norm")?
+            pow_zero_safe(&sum_dims(py, &ops::sqr(&t).op("norm")?, dims.as_deref(), keepdim)?, 0.5).op("norm")?
         } else {
             let a = crate::autograd::pointwise::abs(&t).op("norm")?;
             if p == 1.0 {
                 sum_dims(py, &a, dims.as_deref(), keepdim)?
+            } else if p > 0.0 {
+                pow_zero_safe(&sum_dims(py, &pow_zero_safe(&a, p).op("norm")?, dims.as_deref(), keepdim)?, 1.0 / p).op("norm")?
             } else {
                 ops::powf(&sum_dims(py, &ops::powf(&a, p).op("norm")?, dims.as_deref(), keepdim)?, 1.0 / p).op("norm")?
             }
@@ -390,11 +414,11 @@ impl PyTensor {
             let out = crate::bindings::errors::detach_op(py, name, || {
                 let mut o = t.clone();
                 for &d in ds.iter() {
-                    o = if is_max { o.max_keepdim(d) } else { o.min_keepdim(d) }?;
+                    o = crate::ops::sort::extreme(&o, d, is_max)?.0;
                 }
                 let kept = o.shape().clone();
                 let o = if keepdim { o } else { squeeze_dims(o, &ds)? };
-                indexing::extreme_even(&v, o, &kept, &ds, if is_max { "AmaxBackward0" } else { "AminBackward0" })
+                indexing::extreme_even(&v, o, &kept, &ds, false, if is_max { "AmaxBackward0" } else { "AminBackward0" })
             })?;
             return Ok(PyTensor::wrap_v(out, false));
         }
@@ -410,7 +434,7 @@ impl PyTensor {
                 out = Tensor::zeros(shape, out.dtype(), out.device()).op(name)?;
                 continue;
             }
-            out = crate::bindings::errors::detach_op(py, name, || if is_max { out.max_keepdim(d) } else { out.min_keepdim(d) })?;
+            out = crate::bindings::errors::detach_op(py, name, || crate::ops::sort::extreme(&out, d, is_max).map(|r| r.0))?;
         }
         if !keepdim {
             out = squeeze_dims(out, &dims).op(name)?;

@@ -218,9 +218,42 @@ pub fn where_(cond: &Tensor, x: &Value, y: &Value, op: &str) -> PyResult<Value> 
     ops::where_cond(&c, &x, &y).op(op)
 }
 
+/// `nonzero(t)`, or with `as_tuple` one int64 column per dim.
+pub fn nonzero_impl<'py>(py: Python<'py>, t: &Tensor, as_tuple: bool) -> PyResult<Bound<'py, PyAny>> {
+    let op = "nonzero";
+    let src = if as_tuple && t.rank() == 0 { t.reshape(1).op(op)? } else { t.clone() };
+    let c = crate::bindings::errors::detach_op(py, op, || crate::ops::sort::nonzero(&src))?;
+    if !as_tuple {
+        return Ok(Py::new(py, PyTensor::wrap_dt(c, crate::dtype::DT::I64))?.into_bound(py).into_any());
+    }
+    let cols = (0..src.rank())
+        .map(|k| {
+            let col = c.narrow(1, k, 1).and_then(|x| x.squeeze(1)).and_then(|x| x.contiguous()).op(op)?;
+            Ok(Py::new(py, PyTensor::wrap_dt(col, DT::I64))?.into_any())
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(pyo3::types::PyTuple::new(py, cols)?.into_any())
+}
+
+/// `where(condition, input, other)`: `input` where `condition` holds, else `other`
+/// (broadcast together); `where(condition)` alone is `nonzero(condition, as_tuple=True)`.
 #[pyfunction]
-#[pyo3(name = "where", signature = (condition, input, other))]
-pub(crate) fn where_fn(condition: &Bound<'_, PyTensor>, input: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+#[pyo3(name = "where", signature = (condition, input=None, other=None))]
+fn where_fn<'py>(
+    py: Python<'py>,
+    condition: &Bound<'py, PyTensor>,
+    input: Option<&Bound<'py, PyAny>>,
+    other: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (input, other) = match (input, other) {
+        (None, None) => return nonzero_impl(py, &condition.get().t(), true),
+        (Some(i), Some(o)) => (i, o),
+        _ => return Err(type_err("where", "expected where(condition) or where(condition, input, other)")),
+    };
+    Ok(Py::new(py, where3(condition, input, other)?)?.into_bound(py).into_any())
+}
+
+pub(crate) fn where3(condition: &Bound<'_, PyTensor>, input: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     let c = condition.get();
     if !c.is_bool {
         return Err(dtype_err("where", format!("condition must be a bool tensor, got {}", c.dt().name())));

@@ -187,3 +187,15 @@ pub(crate) fn direct_affine(x: &Tensor, mul: f64, add: f64) -> Option<Tensor> {
         _ => None,
     }
 }
+
+/// `maximum` / `minimum` of two tensors of one shape with PyTorch's NaN rule: a NaN in
+/// either operand gives NaN (Candle's comparison-based kernels return the other one).
+pub fn nan_extreme(l: &Tensor, r: &Tensor, is_max: bool) -> candle_core::Result<Tensor> {
+    let m = if is_max { l.maximum(r)? } else { l.minimum(r)? };
+    if !l.dtype().is_float() {
+        return Ok(m);
+    }
+    // `l + r` is NaN exactly where one of them is.
+    let nan = l.ne(l)?.maximum(&r.ne(r)?)?;
+    nan.where_cond(&l.add(r)?, &m)
+}

@@ -18,5 +18,6 @@ pub(crate) mod random;
 pub(crate) mod reduce;
 pub(crate) mod simd_map;
 pub(crate) mod softmax;
+pub(crate) mod sort;
 pub(crate) mod storage;
 pub(crate) mod unary;

@@ -1,0 +1,702 @@
+//! Sorting, selection and scans along one dim, for every dtype, with PyTorch's NaN
+//! rules: NaN sorts as the largest value (last ascending, first descending), `max`/`min`
+//! and their indices propagate the first NaN, scans carry NaN from where it appears on.
+//!
+//! The kernels work on rows: the dim is moved last and made contiguous, each row is
+//! handled on its own, and rows are split over rayon's pool when the work is large
+//! (`ops::parallel::par_ok`). Tensors on other devices are computed on the CPU and the
+//! results moved back. Pure compute: no PyO3, no autograd (the bindings record nodes).
+use crate::ops::parallel::par_ok;
+use candle_core::{DType, Device, Result, Tensor, WithDType};
+use half::{bf16, f16};
+use rayon::prelude::*;
+use std::cmp::Ordering;
+
+/// An element type the kernels order: a total order in which NaN is the largest value
+/// and NaNs are equal to each other (PyTorch's sort order).
+pub(crate) trait Key: WithDType + Copy + Send + Sync + 'static {
+    fn is_nan(self) -> bool {
+        false
+    }
+    fn is_zero(self) -> bool;
+    #[inline]
+    fn key_cmp(self, o: Self) -> Ordering {
+        match (self.is_nan(), o.is_nan()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            // Not NaN: the partial order is total (and -0.0 == 0.0, as PyTorch's compare).
+            (false, false) => self.partial_cmp_(o),
+        }
+    }
+    fn partial_cmp_(self, o: Self) -> Ordering;
+    /// Equal as PyTorch's `unique` compares (NaN equals nothing).
+    #[inline]
+    fn same(self, o: Self) -> bool {
+        !self.is_nan() && !o.is_nan() && self.partial_cmp_(o) == Ordering::Equal
+    }
+}
+
+macro_rules! key_int {
+    ($($t:ty),*) => {$(
+        impl Key for $t {
+            #[inline]
+            fn is_zero(self) -> bool { self == 0 }
+            #[inline]
+            fn partial_cmp_(self, o: Self) -> Ordering { self.cmp(&o) }
+        }
+    )*};
+}
+key_int!(u8, u32, i16, i32, i64);
+
+macro_rules! key_float {
+    ($($t:ty => $to:expr),*) => {$(
+        impl Key for $t {
+            #[inline]
+            fn is_nan(self) -> bool { self.is_nan() }
+            #[inline]
+            fn is_zero(self) -> bool { $to(self) == 0.0 }
+            #[inline]
+            fn partial_cmp_(self, o: Self) -> Ordering { $to(self).partial_cmp(&$to(o)).unwrap_or(Ordering::Equal) }
+        }
+    )*};
+}
+key_float!(
+    f32 => |x: f32| x as f64,
+    f64 => |x: f64| x,
+    f16 => |x: f16| x.to_f64(),
+    bf16 => |x: bf16| x.to_f64()
+);
+
+/// Run `$body` with `$v` bound to the elements of the contiguous CPU tensor `$t` as a
+/// `Vec<T>` of its dtype (`$T` names the type inside the body).
+macro_rules! with_key {
+    ($t:expr, $op:expr, |$v:ident: $T:ident| $body:expr) => {{
+        let t: &Tensor = &$t;
+        match t.dtype() {
+            DType::U8 => {
+                type $T = u8;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            DType::U32 => {
+                type $T = u32;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            DType::I16 => {
+                type $T = i16;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            DType::F16 => {
+                type $T = f16;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            DType::BF16 => {
+                type $T = bf16;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            DType::F32 => {
+                type $T = f32;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
+                $body
+            }
+            d => candle_core::bail!("{}: unsupported dtype {d:?}", $op),
+        }
+    }};
+}
+
+/// `t` with `d` moved last, contiguous on the CPU: rows of `n` elements.
+fn rows_last(t: &Tensor, d: usize) -> Result<Tensor> {
+    let last = t.rank() - 1;
+    let x = if d == last { t.clone() } else { t.transpose(d, last)? };
+    x.to_device(&Device::Cpu)?.contiguous()
+}
+
+/// Undo `rows_last` on a result whose rows (last dim) replace dim `d` of the input,
+/// back on `dev`.
+fn from_rows(x: Tensor, d: usize, dev: &Device) -> Result<Tensor> {
+    let last = x.rank() - 1;
+    let x = if d == last { x } else { x.transpose(d, last)?.contiguous()? };
+    x.to_device(dev)
+}
+
+/// `f(row, out_row)` for every row of `n` inputs and `m` outputs, parallel when large.
+fn per_row<T: Sync, U: Send>(src: &[T], n: usize, out: &mut [U], m: usize, f: impl Fn(&[T], &mut [U]) + Sync + Send) {
+    if m == 0 {
+        return;
+    }
+    let rows = out.len() / m;
+    let work = src.len().max(rows) * (usize::BITS - n.leading_zeros()).max(1) as usize;
+    if par_ok(work) {
+        let per = ((1 << 14) / n.max(1)).max(1);
+        out.par_chunks_mut(per * m).enumerate().for_each(|(c, o)| {
+            for (k, orow) in o.chunks_mut(m).enumerate() {
+                let r = c * per + k;
+                f(&src[r * n..(r + 1) * n], orow);
+            }
+        });
+    } else {
+        for (r, orow) in out.chunks_mut(m).enumerate() {
+            f(&src[r * n..(r + 1) * n], orow);
+        }
+    }
+}
+
+/// `(values, indices)` of each row's elements in order; every sort is stable (equal
+/// elements keep their order), which satisfies `stable=False` as well.
+fn sort_rows<T: Key>(x: &[T], n: usize, descending: bool) -> (Vec<T>, Vec<i64>) {
+    let mut idx = vec![0i64; x.len()];
+    per_row(x, n, &mut idx, n, |row, o| {
+        let mut ix: Vec<u32> = (0..n as u32).collect();
+        if descending {
+            ix.sort_by(|&a, &b| row[b as usize].key_cmp(row[a as usize]));
+        } else {
+            ix.sort_by(|&a, &b| row[a as usize].key_cmp(row[b as usize]));
+        }
+        for (d, &i) in o.iter_mut().zip(&ix) {
+            *d = i as i64;
+        }
+    });
+    let vals = gather_rows(x, n, &idx, n);
+    (vals, idx)
+}
+
+/// The elements at each row's `m` indices.
+fn gather_rows<T: Key>(x: &[T], n: usize, idx: &[i64], m: usize) -> Vec<T> {
+    if m == 0 {
+        return Vec::new();
+    }
+    idx.chunks(m).enumerate().flat_map(|(r, ix)| ix.iter().map(move |&i| x[r * n + i as usize])).collect()
+}
+
+/// `(values, indices)` of the `k` largest (smallest) of each row, largest (smallest)
+/// first; ties go to the lower index, as PyTorch's CPU kernel orders them.
+fn topk_rows<T: Key>(x: &[T], n: usize, k: usize, largest: bool) -> (Vec<T>, Vec<i64>) {
+    let rows = x.len().checked_div(n).unwrap_or(0);
+    let mut idx = vec![0i64; rows * k];
+    per_row(x, n, &mut idx, k, |row, o| {
+        let order = |a: &u32, b: &u32| {
+            let c = row[*a as usize].key_cmp(row[*b as usize]);
+            (if largest { c.reverse() } else { c }).then(a.cmp(b))
+        };
+        let mut ix: Vec<u32> = (0..n as u32).collect();
+        if k < n {
+            ix.select_nth_unstable_by(k, order);
+            ix.truncate(k);
+        }
+        ix.sort_unstable_by(order);
+        for (d, &i) in o.iter_mut().zip(&ix) {
+            *d = i as i64;
+        }
+    });
+    let vals = gather_rows(x, n, &idx, k);
+    (vals, idx)
+}
+
+/// Which element of a row `kth` selects.
+#[derive(Clone, Copy)]
+pub enum Pick {
+    /// The k-th smallest (0-based) in sort order (NaN largest; ties by position).
+    Kth(usize),
+    /// The lower median; a row holding NaN gives its first NaN (PyTorch's `median`).
+    Median,
+    /// The most frequent value (the smallest of those tied), at its last position;
+    /// NaNs are never equal to each other.
+    Mode,
+}
+
+fn kth_rows<T: Key>(x: &[T], n: usize, pick: Pick) -> (Vec<T>, Vec<i64>) {
+    let rows = x.len().checked_div(n).unwrap_or(0);
+    let mut idx = vec![0i64; rows];
+    per_row(x, n, &mut idx, 1, |row, o| {
+        let k = match pick {
+            Pick::Mode => {
+                o[0] = mode_index(row) as i64;
+                return;
+            }
+            Pick::Kth(k) => k,
+            Pick::Median => match row.iter().position(|v| v.is_nan()) {
+                Some(p) => {
+                    o[0] = p as i64;
+                    return;
+                }
+                None => (n - 1) / 2,
+            },
+        };
+        let mut ix: Vec<u32> = (0..n as u32).collect();
+        let (_, nth, _) = ix.select_nth_unstable_by(k, |a, b| row[*a as usize].key_cmp(row[*b as usize]).then(a.cmp(b)));
+        o[0] = *nth as i64;
+    });
+    let vals = gather_rows(x, n, &idx, 1);
+    (vals, idx)
+}
+
+/// The position of a row's mode: runs of equal values in sorted order, the longest
+/// (the first, so the smallest value, on ties), its last position in the row.
+fn mode_index<T: Key>(row: &[T]) -> usize {
+    let mut ix: Vec<u32> = (0..row.len() as u32).collect();
+    ix.sort_by(|&a, &b| row[a as usize].key_cmp(row[b as usize]).then(a.cmp(&b)));
+    let (mut best, mut best_len) = (ix[0], 0usize);
+    let mut start = 0;
+    for i in 1..=ix.len() {
+        if i == ix.len() || !row[ix[i] as usize].same(row[ix[start] as usize]) {
+            if i - start > best_len {
+                // Positions within a run are ascending: its last is the largest.
+                best = ix[i - 1];
+                best_len = i - start;
+            }
+            start = i;
+        }
+    }
+    best as usize
+}
+
+/// Shape of the rows tensor (dim `d` moved last) with `m` per row.
+fn rows_shape(t: &Tensor, d: usize, m: usize) -> Vec<usize> {
+    let mut s = t.dims().to_vec();
+    let last = s.len() - 1;
+    s.swap(d, last);
+    s[last] = m;
+    s
+}
+
+fn pair<T: Key>(vals: Vec<T>, idx: Vec<i64>, shape: Vec<usize>, d: usize, dev: &Device) -> Result<(Tensor, Tensor)> {
+    let v = Tensor::from_vec(vals, shape.clone(), &Device::Cpu)?;
+    let i = Tensor::from_vec(idx, shape, &Device::Cpu)?;
+    Ok((from_rows(v, d, dev)?, from_rows(i, d, dev)?))
+}
+
+/// `sort(t, d, descending)`: `(values, indices)` shaped as `t` (rank >= 1). Stable.
+pub fn sort(t: &Tensor, d: usize, descending: bool) -> Result<(Tensor, Tensor)> {
+    let n = t.dims()[d];
+    let x = rows_last(t, d)?;
+    let shape = x.dims().to_vec();
+    with_key!(x, "sort", |v: T| {
+        let (vals, idx) = sort_rows::<T>(&v, n, descending);
+        pair(vals, idx, shape, d, t.device())
+    })
+}
+
+/// `topk(t, k, d, largest)`: `(values, indices)` with dim `d` of size `k` (`k <= size`).
+pub fn topk(t: &Tensor, k: usize, d: usize, largest: bool) -> Result<(Tensor, Tensor)> {
+    let n = t.dims()[d];
+    if k > n {
+        candle_core::bail!("topk: selected index k out of range");
+    }
+    let x = rows_last(t, d)?;
+    let shape = rows_shape(t, d, k);
+    with_key!(x, "topk", |v: T| {
+        let (vals, idx) = topk_rows::<T>(&v, n, k, largest);
+        pair(vals, idx, shape, d, t.device())
+    })
+}
+
+/// `kthvalue` / `median` along `d`: `(values, indices)` with dim `d` kept as size 1.
+/// The dim must not be empty.
+pub fn kth(t: &Tensor, d: usize, pick: Pick) -> Result<(Tensor, Tensor)> {
+    let n = t.dims()[d];
+    if n == 0 {
+        candle_core::bail!("kthvalue: cannot select from an empty dimension");
+    }
+    let x = rows_last(t, d)?;
+    let shape = rows_shape(t, d, 1);
+    with_key!(x, "kthvalue", |v: T| {
+        let (vals, idx) = kth_rows::<T>(&v, n, pick);
+        pair(vals, idx, shape, d, t.device())
+    })
+}
+
+/// `max`/`min` along `d` with the index of the extreme (the first one on ties), or of
+/// the first NaN, whose value propagates: `(values, indices)`, `d` kept as size 1.
+pub fn extreme(t: &Tensor, d: usize, is_max: bool) -> Result<(Tensor, Tensor)> {
+    let n = t.dims()[d];
+    if n == 0 {
+        candle_core::bail!("cannot reduce over an empty dimension");
+    }
+    if !t.device().is_cpu() {
+        return extreme_on_device(t, d, is_max);
+    }
+    let x = rows_last(t, d)?;
+    let shape = rows_shape(t, d, 1);
+    with_key!(x, "max", |v: T| {
+        let rows = v.len() / n;
+        let mut idx = vec![0i64; rows];
+        per_row(&v, n, &mut idx, 1, |row, o| {
+            let mut best = 0usize;
+            for (i, &e) in row.iter().enumerate().skip(1) {
+                let b = row[best];
+                if b.is_nan() {
+                    break;
+                }
+                let better =
+                    e.is_nan() || if is_max { e.partial_cmp_(b) == Ordering::Greater } else { e.partial_cmp_(b) == Ordering::Less };
+                if better {
+                    best = i;
+                }
+            }
+            o[0] = best as i64;
+        });
+        let vals = gather_rows(&v, n, &idx, 1);
+        pair(vals, idx, shape, d, t.device())
+    })
+}
+
+/// `extreme` where the tensor lives (CUDA, Metal), from Candle's reductions: their
+/// result, overridden by NaN and the first NaN's index in rows holding one.
+fn extreme_on_device(t: &Tensor, d: usize, is_max: bool) -> Result<(Tensor, Tensor)> {
+    let vals = if is_max { t.max_keepdim(d)? } else { t.min_keepdim(d)? };
+    let idx = if is_max { t.argmax_keepdim(d)? } else { t.argmin_keepdim(d)? }.to_dtype(DType::I64)?;
+    if !t.dtype().is_float() {
+        return Ok((vals, idx));
+    }
+    let nan = t.ne(t)?;
+    let any = nan.max_keepdim(d)?;
+    let first = nan.argmax_keepdim(d)?.to_dtype(DType::I64)?;
+    let nans = vals.ones_like()?.affine(f64::NAN, 0.0)?;
+    Ok((any.where_cond(&nans, &vals)?, any.where_cond(&first, &idx)?))
+}
+
+/// What `scan` accumulates.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Scan {
+    Sum,
+    Prod,
+    /// `log(cumsum(exp(x)))`, computed stably (floats only).
+    LogSumExp,
+}
+
+/// Running sum / product / log-sum-exp along `d` of a float tensor, accumulated in f64
+/// with each output rounded to the dtype (PyTorch's CPU kernels accumulate in double).
+/// NaN propagates from where it appears on.
+pub fn scan(t: &Tensor, d: usize, op: Scan) -> Result<Tensor> {
+    let n = t.dims()[d];
+    if t.elem_count() == 0 {
+        return Ok(t.clone());
+    }
+    let x = rows_last(t, d)?;
+    let shape = x.dims().to_vec();
+    if !t.dtype().is_float() {
+        // Integers go through `scan_i64` (exact); f64 would round above 2^53.
+        candle_core::bail!("scan: expected a float input, got {:?}", t.dtype());
+    }
+    let out = with_key!(x, "cumsum", |v: T| {
+        let mut o = vec![v[0]; v.len()];
+        per_row(&v, n, &mut o, n, |row, orow| {
+            let mut acc = match op {
+                Scan::Sum => 0.0,
+                Scan::Prod => 1.0,
+                Scan::LogSumExp => f64::NEG_INFINITY,
+            };
+            for (d, &e) in orow.iter_mut().zip(row) {
+                let e = e.to_f64();
+                acc = match op {
+                    Scan::Sum => acc + e,
+                    Scan::Prod => acc * e,
+                    Scan::LogSumExp => log_add_exp(acc, e),
+                };
+                *d = T::from_f64(acc);
+            }
+        });
+        Tensor::from_vec(o, shape, &Device::Cpu)?
+    });
+    from_rows(out, d, t.device())
+}
+
+/// Integer running sums and products exactly, for int64 input (f64 would round above 2^53).
+pub fn scan_i64(t: &Tensor, d: usize, prod: bool) -> Result<Tensor> {
+    let n = t.dims()[d];
+    if t.elem_count() == 0 {
+        return Ok(t.clone());
+    }
+    let x = rows_last(&t.to_dtype(DType::I64)?, d)?;
+    let shape = x.dims().to_vec();
+    let v: Vec<i64> = x.flatten_all()?.to_vec1()?;
+    let mut o = vec![0i64; v.len()];
+    per_row(&v, n, &mut o, n, |row, orow| {
+        let mut acc: i64 = if prod { 1 } else { 0 };
+        for (d, &e) in orow.iter_mut().zip(row) {
+            acc = if prod { acc.wrapping_mul(e) } else { acc.wrapping_add(e) };
+            *d = acc;
+        }
+    });
+    from_rows(Tensor::from_vec(o, shape, &Device::Cpu)?, d, t.device())
+}
+
+/// `log(exp(a) + exp(b))` without overflow; infinities as PyTorch's `logaddexp`.
+#[inline]
+fn log_add_exp(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        return f64::NAN;
+    }
+    let (hi, lo) = if a >= b { (a, b) } else { (b, a) };
+    if hi.is_infinite() {
+        // -inf + -inf stays -inf; +inf absorbs anything (inf - inf would be NaN).
+        return hi;
+    }
+    hi + (lo - hi).exp().ln_1p()
+}
+
+/// The gradient of `cumprod` along `d` (f32/f64): for each element the sum over later
+/// outputs of `grad * d out / d x`, exact with zeros (before a row's first zero the
+/// division form `revcumsum(grad * out) / x`; at the first zero the product of the
+/// elements before it times the running sum after it; after it zero).
+pub fn cumprod_backward(x: &Tensor, g: &Tensor, d: usize) -> Result<Tensor> {
+    let n = x.dims()[d];
+    if x.elem_count() == 0 {
+        return x.zeros_like();
+    }
+    let dt = x.dtype();
+    let xr = rows_last(&x.to_dtype(DType::F64)?, d)?;
+    let gr = rows_last(&g.to_dtype(DType::F64)?, d)?;
+    let shape = xr.dims().to_vec();
+    let xv: Vec<f64> = xr.flatten_all()?.to_vec1()?;
+    let gv: Vec<f64> = gr.flatten_all()?.to_vec1()?;
+    let mut o = vec![0f64; xv.len()];
+    let both: Vec<(f64, f64)> = xv.into_iter().zip(gv).collect();
+    per_row(&both, n, &mut o, n, |row, orow| {
+        let z = row.iter().position(|&(x, _)| x == 0.0).unwrap_or(n);
+        // Prefix products before the first zero.
+        let mut pre = vec![1f64; z + 1];
+        for i in 0..z {
+            pre[i + 1] = pre[i] * row[i].0;
+        }
+        // i < z: sum_{j in i..z} g_j * out_j / x_i (later outputs are zero).
+        let mut acc = 0f64;
+        for i in (0..z).rev() {
+            acc += row[i].1 * pre[i + 1];
+            orow[i] = acc / row[i].0;
+        }
+        if z < n {
+            // i == z: d out_j / d x_z = pre[z] * prod_{z<k<=j} x_k.
+            let (mut run, mut s) = (pre[z], 0f64);
+            for (j, &(xj, gj)) in row.iter().enumerate().skip(z) {
+                if j > z {
+                    run *= xj;
+                }
+                s += gj * run;
+            }
+            orow[z] = s;
+        }
+    });
+    from_rows(Tensor::from_vec(o, shape, &Device::Cpu)?, d, x.device())?.to_dtype(dt)
+}
+
+/// The gradient of `logcumsumexp` along `d`: `grad_i = sum_{j >= i} g_j exp(x_i - out_j)`,
+/// with the sums over later outputs taken in log space (positive and negative parts of
+/// `g` apart), so large inputs neither overflow nor lose the small terms.
+pub fn logcumsumexp_backward(x: &Tensor, out: &Tensor, g: &Tensor, d: usize) -> Result<Tensor> {
+    let n = x.dims()[d];
+    if x.elem_count() == 0 {
+        return x.zeros_like();
+    }
+    let dt = x.dtype();
+    let rows = |t: &Tensor| -> Result<Vec<f64>> { rows_last(&t.to_dtype(DType::F64)?, d)?.flatten_all()?.to_vec1() };
+    let shape = rows_last(x, d)?.dims().to_vec();
+    let (xv, ov, gv) = (rows(x)?, rows(out)?, rows(g)?);
+    let all: Vec<(f64, f64, f64)> = xv.into_iter().zip(ov).zip(gv).map(|((a, b), c)| (a, b, c)).collect();
+    let mut o = vec![0f64; all.len()];
+    per_row(&all, n, &mut o, n, |row, orow| {
+        let (mut pos, mut neg) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
+        for i in (0..n).rev() {
+            let (x, out, g) = row[i];
+            if g > 0.0 {
+                pos = log_add_exp(pos, g.ln() - out);
+            } else if g < 0.0 {
+                neg = log_add_exp(neg, (-g).ln() - out);
+            } else if g.is_nan() {
+                pos = f64::NAN;
+            }
+            orow[i] = (x + pos).exp() - (x + neg).exp();
+        }
+    });
+    from_rows(Tensor::from_vec(o, shape, &Device::Cpu)?, d, x.device())?.to_dtype(dt)
+}
+
+/// Row-major coordinates (`(count, rank)`, int64) of the nonzero elements; NaN is nonzero.
+pub fn nonzero(t: &Tensor) -> Result<Tensor> {
+    let dims = t.dims().to_vec();
+    let rank = dims.len();
+    let x = t.to_device(&Device::Cpu)?.contiguous()?;
+    let offs: Vec<usize> = with_key!(x, "nonzero", |v: T| {
+        let chunk = 1 << 16;
+        if par_ok(v.len()) {
+            let parts: Vec<Vec<usize>> = v
+                .par_chunks(chunk)
+                .enumerate()
+                .map(|(c, s)| s.iter().enumerate().filter(|(_, e)| !e.is_zero()).map(|(i, _)| c * chunk + i).collect())
+                .collect();
+            parts.concat()
+        } else {
+            v.iter().enumerate().filter(|(_, e)| !e.is_zero()).map(|(i, _)| i).collect()
+        }
+    });
+    let mut coords = vec![0i64; offs.len() * rank];
+    if rank > 0 {
+        for (c, &off) in coords.chunks_mut(rank).zip(&offs) {
+            let mut rem = off;
+            for k in (0..rank).rev() {
+                c[k] = (rem % dims[k]) as i64;
+                rem /= dims[k];
+            }
+        }
+    }
+    Tensor::from_vec(coords, (offs.len(), rank), &Device::Cpu)?.to_device(t.device())
+}
+
+/// `unique` of all elements (sorted; NaNs stay distinct, last) or of consecutive runs
+/// (`consecutive`: in order): `(values, inverse, counts)`, inverse shaped as `t`.
+pub fn unique(t: &Tensor, consecutive: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    let x = t.to_device(&Device::Cpu)?.contiguous()?;
+    let shape = t.dims().to_vec();
+    let dev = t.device();
+    with_key!(x, "unique", |v: T| {
+        let order: Vec<u32> = if consecutive {
+            (0..v.len() as u32).collect()
+        } else {
+            let mut ix: Vec<u32> = (0..v.len() as u32).collect();
+            ix.par_sort_by(|&a, &b| v[a as usize].key_cmp(v[b as usize]));
+            ix
+        };
+        let mut vals: Vec<T> = Vec::new();
+        let mut counts: Vec<i64> = Vec::new();
+        let mut inverse = vec![0i64; v.len()];
+        for &i in &order {
+            let e = v[i as usize];
+            match vals.last() {
+                Some(&l) if l.same(e) => *counts.last_mut().expect("counts follow vals") += 1,
+                _ => {
+                    vals.push(e);
+                    counts.push(1);
+                }
+            }
+            inverse[i as usize] = vals.len() as i64 - 1;
+        }
+        let m = vals.len();
+        Ok((
+            Tensor::from_vec(vals, m, &Device::Cpu)?.to_device(dev)?,
+            Tensor::from_vec(inverse, shape, &Device::Cpu)?.to_device(dev)?,
+            Tensor::from_vec(counts, m, &Device::Cpu)?.to_device(dev)?,
+        ))
+    })
+}
+
+/// `unique(dim=d)`: the distinct slices along `d` in lexicographic order (NaN largest),
+/// with `inverse` (one per slice) and `counts`.
+pub fn unique_dim(t: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    let n = t.dims()[d];
+    // Slices along d as rows: move d first.
+    let x = if d == 0 { t.clone() } else { t.transpose(0, d)? }.to_device(&Device::Cpu)?.contiguous()?;
+    let row = x.elem_count().checked_div(n).unwrap_or(0);
+    let dev = t.device();
+    with_key!(x, "unique", |v: T| {
+        let slice = |i: u32| &v[i as usize * row..(i as usize + 1) * row];
+        let cmp = |a: u32, b: u32| slice(a).iter().zip(slice(b)).map(|(p, q)| p.key_cmp(*q)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal);
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        if !consecutive {
+            order.sort_by(|&a, &b| cmp(a, b));
+        }
+        let mut keep: Vec<u32> = Vec::new();
+        let mut counts: Vec<i64> = Vec::new();
+        let mut inverse = vec![0i64; n];
+        for &i in &order {
+            match keep.last() {
+                // Slices compare equal element by element (NaN equals NaN here, as
+                // PyTorch's `unique(dim=)` compares slices).
+                Some(&l) if cmp(l, i).is_eq() => *counts.last_mut().expect("counts follow keep") += 1,
+                _ => {
+                    keep.push(i);
+                    counts.push(1);
+                }
+            }
+            inverse[i as usize] = keep.len() as i64 - 1;
+        }
+        let m = keep.len();
+        let data: Vec<T> = keep.iter().flat_map(|&i| slice(i).iter().copied()).collect();
+        let mut sh = x.dims().to_vec();
+        sh[0] = m;
+        let vals = Tensor::from_vec(data, sh, &Device::Cpu)?;
+        let vals = if d == 0 { vals } else { vals.transpose(0, d)?.contiguous()? };
+        Ok((
+            vals.to_device(dev)?,
+            Tensor::from_vec(inverse, n, &Device::Cpu)?.to_device(dev)?,
+            Tensor::from_vec(counts, m, &Device::Cpu)?.to_device(dev)?,
+        ))
+    })
+}
+
+/// `bincount`: counts (or summed f64 `weights`) of each value of the non-negative int64
+/// `t`, `max(max + 1, minlength)` bins.
+pub fn bincount(t: &Tensor, weights: Option<&Tensor>, minlength: usize) -> Result<Tensor> {
+    let v: Vec<i64> = t.to_dtype(DType::I64)?.to_device(&Device::Cpu)?.to_vec1()?;
+    let bins = v.iter().map(|&i| i as usize + 1).max().unwrap_or(0).max(minlength);
+    let dev = t.device();
+    match weights {
+        None => {
+            let mut out = vec![0i64; bins];
+            for &i in &v {
+                out[i as usize] += 1;
+            }
+            Tensor::from_vec(out, bins, &Device::Cpu)?.to_device(dev)
+        }
+        Some(w) => {
+            let w: Vec<f64> = w.to_dtype(DType::F64)?.to_device(&Device::Cpu)?.to_vec1()?;
+            let mut out = vec![0f64; bins];
+            for (&i, &wi) in v.iter().zip(&w) {
+                out[i as usize] += wi;
+            }
+            Tensor::from_vec(out, bins, &Device::Cpu)?.to_device(dev)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sort_puts_nan_last_and_is_stable() {
+        let t = Tensor::new(&[3f32, f32::NAN, 1.0, 3.0], &Device::Cpu).unwrap();
+        let (v, i) = sort(&t, 0, false).unwrap();
+        let v: Vec<f32> = v.to_vec1().unwrap();
+        assert_eq!(&v[..3], &[1.0, 3.0, 3.0]);
+        assert!(v[3].is_nan());
+        assert_eq!(i.to_vec1::<i64>().unwrap(), vec![2, 0, 3, 1]);
+        let (_, i) = sort(&t, 0, true).unwrap();
+        assert_eq!(i.to_vec1::<i64>().unwrap(), vec![1, 0, 3, 2]);
+    }
+
+    #[test]
+    fn extreme_propagates_first_nan() {
+        let t = Tensor::new(&[[1f32, f32::NAN, 5.0, f32::NAN]], &Device::Cpu).unwrap();
+        let (_, i) = extreme(&t, 1, true).unwrap();
+        assert_eq!(i.flatten_all().unwrap().to_vec1::<i64>().unwrap(), vec![1]);
+    }
+
+    #[test]
+    fn cumprod_grad_with_zero() {
+        // x = [2, 0, 3], g = 1: d/dx0 = 1 + 0 + 0 = 1, d/dx1 = 2 + 2*3 = 8, d/dx2 = 0.
+        let x = Tensor::new(&[2f64, 0.0, 3.0], &Device::Cpu).unwrap();
+        let g = x.ones_like().unwrap();
+        let r: Vec<f64> = cumprod_backward(&x, &g, 0).unwrap().to_vec1().unwrap();
+        assert_eq!(r, vec![1.0, 8.0, 0.0]);
+    }
+}
