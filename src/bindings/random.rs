@@ -79,29 +79,33 @@ fn shaped_like(
 }
 
 #[pyfunction]
-#[pyo3(name = "rand", signature = (*size, generator=None, dtype=None, device=None, requires_grad=false))]
+#[pyo3(name = "rand", signature = (*args, size=None, generator=None, dtype=None, device=None, requires_grad=false))]
 fn rand_fn(
-    size: &Bound<'_, PyTuple>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
     generator: Option<&Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     let _ = generator;
-    sized(size, dtype, device, requires_grad, false)
+    let op = if false { "randn" } else { "rand" };
+    sized(&crate::bindings::creation::size_kw(args, size, op)?, dtype, device, requires_grad, false)
 }
 
 #[pyfunction]
-#[pyo3(signature = (*size, generator=None, dtype=None, device=None, requires_grad=false))]
+#[pyo3(signature = (*args, size=None, generator=None, dtype=None, device=None, requires_grad=false))]
 fn randn(
-    size: &Bound<'_, PyTuple>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
     generator: Option<&Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     let _ = generator;
-    sized(size, dtype, device, requires_grad, true)
+    let op = if true { "randn" } else { "rand" };
+    sized(&crate::bindings::creation::size_kw(args, size, op)?, dtype, device, requires_grad, true)
 }
 
 #[pyfunction]
