@@ -398,3 +398,46 @@ def test_weighted_pointwise_losses(name: str, reduction: str) -> None:
 def test_weighted_loss_weight_shape_must_match() -> None:
     with pytest.raises(ValueError, match="Weights and input must have the same size"):
         F.l1_loss(cp.ones(2, 3), cp.zeros(2, 3), weight=cp.ones(3))
+
+
+def test_embedding_padding_row_gets_no_gradient() -> None:
+    # torch: the gradient rows of idx 2 and 3 are the summed output weights, padding row 1 zero.
+    e = cp.nn.Embedding(4, 2, padding_idx=1)
+    np.testing.assert_array_equal(e.weight.detach().numpy()[1], np.zeros(2, dtype=np.float32))
+    (e(cp.tensor([[1, 2], [1, 3]])) * cp.arange(8.0).reshape(2, 2, 2)).sum().backward()
+    assert e.weight.grad is not None
+    exact(e.weight.grad, np.array([[0, 0], [0, 0], [2, 3], [6, 7]], dtype=np.float32))
+    assert cp.nn.Embedding(4, 2, padding_idx=-1).padding_idx == 3
+
+
+def test_flip_of_a_non_contiguous_view() -> None:
+    x = cp.arange(12.0).reshape(3, 4).t()[1:]
+    exact(x.flip(0), np.array([[3, 7, 11], [2, 6, 10], [1, 5, 9]], dtype=np.float32))
+    exact(x.flip(1), np.array([[9, 5, 1], [10, 6, 2], [11, 7, 3]], dtype=np.float32))
+    exact(x.flip(0, 1), np.array([[11, 7, 3], [10, 6, 2], [9, 5, 1]], dtype=np.float32))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x, ip: F.relu(x, inplace=ip),
+        lambda x, ip: F.relu6(x, inplace=ip),
+        lambda x, ip: F.leaky_relu(x, 0.1, inplace=ip),
+        lambda x, ip: F.elu(x, inplace=ip),
+        lambda x, ip: F.hardtanh(x, inplace=ip),
+        lambda x, ip: F.silu(x, inplace=ip),
+        lambda x, ip: F.dropout(x, 0.5, training=False, inplace=ip),
+        lambda x, ip: cp.nn.ReLU(inplace=ip)(x),
+        lambda x, ip: cp.nn.LeakyReLU(inplace=ip)(x),
+        lambda x, ip: cp.nn.Hardswish(inplace=ip)(x),
+    ],
+)
+def test_inplace_flags_modify_and_return_the_input(call: Any) -> None:
+    src = np.array([-1.0, 2.0, -3.0, 0.5], dtype=np.float32)
+    y = cp.tensor(src)
+    want = call(y, False)
+    exact(y, src)  # the out-of-place call left its input alone
+    x = cp.tensor(src)
+    r = call(x, True)
+    assert r is x
+    exact(x, want.numpy())
