@@ -304,6 +304,8 @@ def test_legacy_tensor_constructor() -> None:
     assert cp.Tensor(cp.tensor([1, 2])).dtype == cp.int64  # a Tensor keeps its dtype
     with pytest.raises(ValueError):
         cp.Tensor(2, -1)
+    with pytest.raises(TypeError, match="data must be a sequence"):
+        cp.Tensor(3.5)
 
 
 def test_type_names() -> None:
@@ -319,6 +321,8 @@ def test_type_names() -> None:
     exact(x.type(cp.int64), np.array([1, -2]))
     assert x.type("torch.LongTensor").dtype == cp.int64
     assert x.type(cp.float64).type() == "torch.DoubleTensor"
+    with pytest.raises((TypeError, ValueError)):
+        x.type("torch.cuda.FloatTensor")  # would also move it: not taken silently
 
 
 def test_format_of_zero_d_tensors() -> None:
@@ -364,6 +368,7 @@ def test_add_sub_alpha() -> None:
     z.sub_(y, alpha=0.5)
     exact(z, np.array([-14.0, -28.0], dtype=np.float32))
     exact(cp.tensor([1, 2]).add(cp.tensor([3, 4]), alpha=2), np.array([7, 10]))
+    exact(x.add([1.0, 2.0], alpha=2), np.array([3.0, 6.0], dtype=np.float32))  # a list is data, not repeated
     with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
         cp.tensor([1, 2]).add(cp.tensor([3, 4]), alpha=0.5)
     # alpha takes part in the gradient

@@ -543,8 +543,14 @@ fn scaled(a: &PyTensor, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny
     if alpha.is_instance_of::<pyo3::types::PyFloat>() && !a.dt().is_float() && !is_float(other) {
         return Err(runtime_err(op.name(), "For integral input tensors, argument alpha must not be a floating point number."));
     }
-    let other = other.mul(alpha)?;
-    binop_strict(a, &other, op)
+    // Python scalars and tensors scale with `*`; lists and arrays become tensors first
+    // (a list times an int would repeat it).
+    let other = if other.cast::<PyTensor>().is_ok() || extract_scalar(other).is_some() {
+        other.clone()
+    } else {
+        Bound::new(other.py(), crate::bindings::creation::tensor_from_data(other, None, None)?)?.into_any()
+    };
+    binop_strict(a, &other.mul(alpha)?, op)
 }
 
 /// The operator methods. PyO3's number-protocol trampolines for `#[pymethods]` that

@@ -542,6 +542,9 @@ impl PyTensor {
             PyTensor::wrap_dt(Tensor::zeros(shape, dt.candle(), &device_arg(device)?).op("Tensor")?, dt)
         } else if args.len() == 1 {
             let d = args.get_item(0)?;
+            if d.is_instance_of::<PyFloat>() || d.is_instance_of::<pyo3::types::PyBool>() {
+                return Err(type_err("Tensor", format!("new(): data must be a sequence (got {})", d.get_type().name()?)));
+            }
             let dt = if d.cast::<PyTensor>().is_ok() { dt } else { Some(dt.unwrap_or(DT::F32)) };
             crate::bindings::creation::tensor_from_data(&d, dt, device)?
         } else {

@@ -411,7 +411,8 @@ impl PyTensor {
             }
             Some(d) => {
                 if let Ok(s) = d.extract::<String>() {
-                    let bare = s.trim_start_matches("torch.").trim_start_matches("cuda.");
+                    // Only the CPU names: `torch.cuda.FloatTensor` would also move the tensor.
+                    let bare = s.trim_start_matches("torch.");
                     if let Some(dt) = crate::dtype::ALL.iter().copied().find(|&dt| legacy_type_name(dt) == bare) {
                         return Ok(Self::to_dt(slf, dt)?.into_any());
                     }
