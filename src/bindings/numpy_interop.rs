@@ -235,7 +235,8 @@ impl PyTensor {
 
     #[pyo3(signature = (dtype=None, copy=None))]
     fn __array__<'py>(slf: &Bound<'py, Self>, dtype: Option<&Bound<'py, PyAny>>, copy: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
-        refuse_grad(slf.get(), false, "__array__")?;
+        // `np.asarray(t)` stays lenient (PyTorch refuses it too): library code and
+        // users' NumPy comparisons pass tensors in the graph; `numpy()` is strict.
         let mut a = to_numpy(slf, false)?;
         if let Some(d) = dtype {
             if !d.is_none() {
