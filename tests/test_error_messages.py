@@ -17,7 +17,8 @@ from candle_py import nn
 # name -> (call, exception class, texts the message must contain)
 CASES = {
     "matmul shapes": (lambda: cp.ones(2, 3) @ cp.ones(4, 5), ValueError, ["matmul", "[2, 3]", "[4, 5]"]),
-    "matmul batch dims": (lambda: cp.bmm(cp.ones(2, 3, 4), cp.ones(3, 4, 5)), ValueError, ["matmul", "[2, 3, 4]", "[3, 4, 5]"]),
+    "bmm batch dims": (lambda: cp.bmm(cp.ones(2, 3, 4), cp.ones(3, 4, 5)), ValueError, ["bmm", "[2, 3, 4]", "[3, 4, 5]"]),
+    "matmul batch dims": (lambda: cp.matmul(cp.ones(2, 3, 4), cp.ones(3, 4, 5)), ValueError, ["matmul", "[2, 3, 4]", "[3, 4, 5]"]),
     "matmul 0-d": (lambda: cp.matmul(cp.tensor(1.0), cp.ones(3)), ValueError, ["matmul", "[]", "[3]"]),
     "Linear in_features": (lambda: nn.Linear(10, 5)(cp.ones(3, 7)), ValueError, ["Linear", "10", "[3, 7]"]),
     "Sequential layer chain": (

@@ -215,7 +215,7 @@ def test_linear_init_distribution_matches_pytorch() -> None:
     cp.manual_seed(0)
     m = nn.Linear(100, 50)
     bound = 1 / 10
-    w = m.weight.numpy()
+    w = m.weight.detach().numpy()
     assert w.min() >= -bound and w.max() <= bound and w.std() > bound / 2
     cp.manual_seed(0)
     m2 = nn.Linear(100, 50)

@@ -816,10 +816,15 @@ def test_softmax_log_softmax(data):
     dim = data.draw(st.integers(-len(shape), len(shape) - 1))
     t = make(a, name)
     out = name if name in FLOATS else "float32"
+    # Integers need a float dtype to compute in, as in PyTorch.
+    kw = {} if name in FLOATS else {"dtype": cp.float32}
+    if kw:
+        with pytest.raises(TypeError, match="softmax"):
+            t.softmax(dim)
     h = held(t).astype(np.float64)
-    check(t.softmax(dim), np_softmax(h, dim), out)
-    check(t.log_softmax(dim), np_softmax(h, dim, log=True), out, atol=1e-4 if out in ("float32",) else None or tol(out)["atol"])
-    check(cp.softmax(t, dim=dim), np_softmax(h, dim), out)
+    check(t.softmax(dim, **kw), np_softmax(h, dim), out)
+    check(t.log_softmax(dim, **kw), np_softmax(h, dim, log=True), out, atol=1e-4 if out in ("float32",) else None or tol(out)["atol"])
+    check(cp.softmax(t, dim=dim, **kw), np_softmax(h, dim), out)
     check(t.softmax(dim, dtype=cp.float64), np_softmax(h, dim), "float64", rtol=1e-6 if name == "float64" else 1e-6)
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide",
     "remainder", "fmod", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
     "greater", "less", "logical_and", "logical_or", "logical_xor", "matmul", "mm", "bmm", "dot",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift", "bitwise_not",
     # reductions
     "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "cumsum",
     "softmax", "log_softmax", "all", "any", "norm", "prod", "cumprod", "logsumexp", "logcumsumexp",
@@ -29,7 +30,7 @@ __all__ = [
     # shapes and selection
     "reshape", "transpose", "swapaxes", "permute", "squeeze", "unsqueeze", "flatten", "narrow",
     "chunk", "split", "unbind", "index_select", "gather", "scatter", "scatter_add", "masked_fill",
-    "clamp", "clip", "flip", "tril", "triu", "t", "broadcast_to",
+    "clamp", "clamp_min", "clamp_max", "clip", "flip", "tril", "triu", "t", "broadcast_to",
     # predicates
     "isnan", "isinf", "isfinite", "isclose", "allclose", "equal",
 ]  # fmt: skip
@@ -86,6 +87,7 @@ relu = _unary("relu")
 sign = _unary("sign")
 square = _unary("square")
 logical_not = _unary("logical_not")
+bitwise_not = _unary("bitwise_not")
 
 
 def _binary(name: str) -> Callable[..., Tensor]:
@@ -141,6 +143,11 @@ ge = _binary("ge")
 logical_and = _binary("logical_and")
 logical_or = _binary("logical_or")
 logical_xor = _binary("logical_xor")
+bitwise_and = _binary("bitwise_and")
+bitwise_or = _binary("bitwise_or")
+bitwise_xor = _binary("bitwise_xor")
+bitwise_left_shift = _binary("bitwise_left_shift")
+bitwise_right_shift = _binary("bitwise_right_shift")
 matmul = _binary("matmul")
 mm = _binary("mm")
 bmm = _binary("bmm")
@@ -205,6 +212,8 @@ scatter = _method("scatter")
 scatter_add = _method("scatter_add")
 masked_fill = _method("masked_fill")
 clamp = _method("clamp")
+clamp_min = _method("clamp_min")
+clamp_max = _method("clamp_max")
 clip = _method("clip")
 flip = _method("flip")
 tril = _method("tril")

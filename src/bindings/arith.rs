@@ -112,8 +112,8 @@ fn float_arith(l: &Tensor, r: &Tensor, op: Bin) -> candle_core::Result<Tensor> {
         Bin::Sub => l.sub(r),
         Bin::Mul => l.mul(r),
         Bin::Div => l.div(r),
-        Bin::FloorDiv => l.div(r)?.floor(),
-        Bin::Rem => l.sub(&l.div(r)?.floor()?.mul(r)?),
+        Bin::FloorDiv => crate::ops::binary::float_floordiv_rem(l, r, false),
+        Bin::Rem => crate::ops::binary::float_floordiv_rem(l, r, true),
         Bin::Pow => pow_tensor(l, r),
         Bin::Max => crate::ops::binary::nan_extreme(l, r, true),
         Bin::Min => crate::ops::binary::nan_extreme(l, r, false),
@@ -128,7 +128,7 @@ fn binary_tracked(av: Value, adt: DT, b: Operand, op: Bin, reflected: bool) -> P
     if op == Bin::Div && !dt.is_float() {
         dt = crate::bindings::dtype::default_float();
     }
-    if !dt.is_float() || op.is_cmp() || matches!(op, Bin::And | Bin::Or | Bin::Xor) {
+    if !dt.is_float() || op.is_cmp() || matches!(op, Bin::And | Bin::Or | Bin::Xor) || op.bit_op().is_some() {
         let bp = match b {
             Operand::T(v, d) => Operand::T(v.detached(), d),
             s => s,
@@ -317,9 +317,33 @@ fn binary_plain(at: Tensor, adt: DT, b: Operand, op: Bin, reflected: bool) -> Py
     if dt == DT::Bool && matches!(op, Bin::Sub | Bin::Div | Bin::FloorDiv | Bin::Rem | Bin::Pow) && op != Bin::Div {
         return Err(type_err(name, "this operation is not supported on bool tensors; use logical ops or cast first"));
     }
-    if matches!(op, Bin::And | Bin::Or | Bin::Xor) && dt != DT::Bool {
-        return Err(dtype_err(name, format!("bitwise operations are only supported on bool tensors here, got {}", dt.name())));
+    if let Some(bop) = op.bit_op() {
+        if dt.is_float() {
+            return Err(dtype_err(
+                name,
+                format!("not implemented for {} tensors; bitwise operators need integer or bool tensors", dt.name()),
+            ));
+        }
+        if dt == DT::Bool {
+            let out = match op {
+                Bin::BitAnd => l.minimum(&r),
+                Bin::BitOr => l.maximum(&r),
+                Bin::BitXor => l.ne(&r),
+                _ => return Err(dtype_err(name, "not implemented for bool tensors; shifts need integer tensors")),
+            }
+            .op(name)?;
+            return Ok(PyTensor::wrap_dt(out, DT::Bool));
+        }
+        let out = detach_if(l.elem_count(), || crate::ops::bitwise::bitwise(&l, &r, bop)).op(name)?;
+        return Ok(PyTensor::wrap_dt(out, dt));
     }
+    // The logical ops read any dtype as truth values (nonzero is true) and give bool.
+    let (l, r) = if matches!(op, Bin::And | Bin::Or | Bin::Xor) && dt != DT::Bool {
+        let truth = |t: &Tensor| t.ne(&t.zeros_like()?);
+        (truth(&l).op(name)?, truth(&r).op(name)?)
+    } else {
+        (l, r)
+    };
     let simple: Option<fn(&Tensor, &Tensor) -> candle_core::Result<Tensor>> = match op {
         Bin::Add if dt != DT::Bool => Some(|l, r| l.add(r)),
         Bin::Sub => Some(|l, r| l.sub(r)),
@@ -377,9 +401,12 @@ fn binary_plain(at: Tensor, adt: DT, b: Operand, op: Bin, reflected: bool) -> Py
         Bin::And => l.minimum(&r),
         Bin::Or => l.maximum(&r),
         Bin::Xor => l.ne(&r),
+        Bin::BitAnd | Bin::BitOr | Bin::BitXor | Bin::Shl | Bin::Shr => {
+            Err(candle_core::Error::Msg("bitwise operators are computed above".into()))
+        }
     }
     .op(name)?;
-    let out_dt = if op.is_cmp() { DT::Bool } else { dt };
+    let out_dt = if op.is_cmp() || matches!(op, Bin::And | Bin::Or | Bin::Xor) { DT::Bool } else { dt };
     Ok(PyTensor::wrap_dt(out, out_dt))
 }
 
@@ -484,6 +511,48 @@ macro_rules! dunder {
     };
 }
 
+macro_rules! dunder_ops {
+    ($fwd:ident, $rev:ident, $inplace:ident, $op:expr) => {
+        #[pymethods]
+        impl PyTensor {
+            fn $fwd(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                binop(py, self, other, $op, false)
+            }
+            fn $rev(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                binop(py, self, other, $op, true)
+            }
+            fn $inplace(&self, other: &Bound<'_, PyAny>) -> PyResult<()> {
+                let r = binop_strict(&self.inplace_source(), other, $op)?;
+                assign_inplace(self, r, stringify!($inplace))
+            }
+        }
+    };
+}
+
+/// `self (op) alpha * other` (`add`/`sub` with PyTorch's `alpha`): the scaling is an
+/// ordinary multiplication, so promotion and gradients are those of `*`.
+fn scaled(a: &PyTensor, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>, op: Bin) -> PyResult<PyTensor> {
+    let alpha = match alpha {
+        Some(al) if !al.is_none() => al,
+        _ => return binop_strict(a, other, op),
+    };
+    let is_float = |o: &Bound<'_, PyAny>| match o.cast::<PyTensor>() {
+        Ok(t) => t.get().dt().is_float(),
+        Err(_) => o.is_instance_of::<pyo3::types::PyFloat>(),
+    };
+    if alpha.is_instance_of::<pyo3::types::PyFloat>() && !a.dt().is_float() && !is_float(other) {
+        return Err(runtime_err(op.name(), "For integral input tensors, argument alpha must not be a floating point number."));
+    }
+    // Python scalars and tensors scale with `*`; lists and arrays become tensors first
+    // (a list times an int would repeat it).
+    let other = if other.cast::<PyTensor>().is_ok() || extract_scalar(other).is_some() {
+        other.clone()
+    } else {
+        Bound::new(other.py(), crate::bindings::creation::tensor_from_data(other, None, None)?)?.into_any()
+    };
+    binop_strict(a, &other.mul(alpha)?, op)
+}
+
 /// The operator methods. PyO3's number-protocol trampolines for `#[pymethods]` that
 /// come from a `macro_rules!` expansion call its own unsafe fns without an `unsafe`
 /// block, which `unsafe_op_in_unsafe_fn` flags; there is no unsafe code of ours here.
@@ -491,10 +560,49 @@ macro_rules! dunder {
 mod operators {
     use super::*;
 
-    dunder!(__add__, __radd__, __iadd__, add, add_, Bin::Add);
-    dunder!(__sub__, __rsub__, __isub__, sub, sub_, Bin::Sub);
+    dunder_ops!(__add__, __radd__, __iadd__, Bin::Add);
+    dunder_ops!(__sub__, __rsub__, __isub__, Bin::Sub);
     dunder!(__mul__, __rmul__, __imul__, mul, mul_, Bin::Mul);
-    dunder!(__truediv__, __rtruediv__, __itruediv__, div, div_, Bin::Div);
+    dunder_ops!(__truediv__, __rtruediv__, __itruediv__, Bin::Div);
+    #[pymethods]
+    impl PyTensor {
+        /// `self + alpha * other`.
+        #[pyo3(signature = (other, *, alpha=None))]
+        fn add(&self, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+            scaled(self, other, alpha, Bin::Add)
+        }
+        /// `self += alpha * other`, in place.
+        #[pyo3(signature = (other, *, alpha=None))]
+        fn add_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+            let r = scaled(&slf.get().inplace_source(), other, alpha, Bin::Add)?;
+            assign_inplace(slf.get(), r, "add_")?;
+            Ok(slf.clone().unbind())
+        }
+        /// `self - alpha * other`.
+        #[pyo3(signature = (other, *, alpha=None))]
+        fn sub(&self, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+            scaled(self, other, alpha, Bin::Sub)
+        }
+        /// `self -= alpha * other`, in place.
+        #[pyo3(signature = (other, *, alpha=None))]
+        fn sub_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+            let r = scaled(&slf.get().inplace_source(), other, alpha, Bin::Sub)?;
+            assign_inplace(slf.get(), r, "sub_")?;
+            Ok(slf.clone().unbind())
+        }
+        /// Division; `rounding_mode` is None (true division), "floor" or "trunc".
+        #[pyo3(signature = (other, *, rounding_mode=None))]
+        fn div(&self, other: &Bound<'_, PyAny>, rounding_mode: Option<&str>) -> PyResult<PyTensor> {
+            self.divide(other, rounding_mode)
+        }
+        /// `div` in place.
+        #[pyo3(signature = (other, *, rounding_mode=None))]
+        fn div_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, rounding_mode: Option<&str>) -> PyResult<Py<PyTensor>> {
+            let r = slf.get().inplace_source().divide(other, rounding_mode)?;
+            assign_inplace(slf.get(), r, "div_")?;
+            Ok(slf.clone().unbind())
+        }
+    }
     dunder!(__floordiv__, __rfloordiv__, __ifloordiv__, floor_divide, floor_divide_, Bin::FloorDiv);
     dunder!(__mod__, __rmod__, __imod__, remainder, remainder_, Bin::Rem);
     #[pymethods]
@@ -521,9 +629,11 @@ mod operators {
             Ok(slf.clone().unbind())
         }
     }
-    dunder!(__and__, __rand__, __iand__, logical_and, logical_and_, Bin::And);
-    dunder!(__or__, __ror__, __ior__, logical_or, logical_or_, Bin::Or);
-    dunder!(__xor__, __rxor__, __ixor__, logical_xor, logical_xor_, Bin::Xor);
+    dunder!(__and__, __rand__, __iand__, bitwise_and, bitwise_and_, Bin::BitAnd);
+    dunder!(__or__, __ror__, __ior__, bitwise_or, bitwise_or_, Bin::BitOr);
+    dunder!(__xor__, __rxor__, __ixor__, bitwise_xor, bitwise_xor_, Bin::BitXor);
+    dunder!(__lshift__, __rlshift__, __ilshift__, bitwise_left_shift, bitwise_left_shift_, Bin::Shl);
+    dunder!(__rshift__, __rrshift__, __irshift__, bitwise_right_shift, bitwise_right_shift_, Bin::Shr);
 }
 
 #[pymethods]
@@ -575,8 +685,10 @@ impl PyTensor {
     fn true_divide(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         binop_strict(self, other, Bin::Div)
     }
-    fn subtract(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binop_strict(self, other, Bin::Sub)
+    /// `self - alpha * other` (an alias of `sub`).
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn subtract(&self, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        scaled(self, other, alpha, Bin::Sub)
     }
     fn multiply(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         binop_strict(self, other, Bin::Mul)
@@ -613,7 +725,48 @@ impl PyTensor {
         self.abs()
     }
     fn __invert__(&self) -> PyResult<PyTensor> {
-        self.logical_not()
+        self.bitwise_not()
+    }
+    /// `~self`: bitwise not of an integer tensor, logical not of a bool tensor.
+    pub(crate) fn bitwise_not(&self) -> PyResult<PyTensor> {
+        let dt = self.dt();
+        if dt == DT::Bool {
+            return self.logical_not();
+        }
+        if dt.is_float() {
+            return Err(dtype_err(
+                "bitwise_not",
+                format!("~ (operator.invert) is only implemented on integer and bool tensors, got {}", dt.name()),
+            ));
+        }
+        let t = self.t();
+        let out = detach_if(t.elem_count(), || crate::ops::bitwise::bitwise_not(&t)).op("bitwise_not")?;
+        Ok(PyTensor::wrap_dt(out, dt))
+    }
+    /// Truth values (nonzero is true) of both sides combined; a bool tensor.
+    fn logical_and(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binop_strict(self, other, Bin::And)
+    }
+    fn logical_or(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binop_strict(self, other, Bin::Or)
+    }
+    fn logical_xor(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binop_strict(self, other, Bin::Xor)
+    }
+    fn logical_and_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let r = binop_strict(&slf.get().inplace_source(), other, Bin::And)?;
+        assign_inplace(slf.get(), r, "logical_and_")?;
+        Ok(slf.clone().unbind())
+    }
+    fn logical_or_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let r = binop_strict(&slf.get().inplace_source(), other, Bin::Or)?;
+        assign_inplace(slf.get(), r, "logical_or_")?;
+        Ok(slf.clone().unbind())
+    }
+    fn logical_xor_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let r = binop_strict(&slf.get().inplace_source(), other, Bin::Xor)?;
+        assign_inplace(slf.get(), r, "logical_xor_")?;
+        Ok(slf.clone().unbind())
     }
     fn logical_not(&self) -> PyResult<PyTensor> {
         let t = self.t();
@@ -652,6 +805,17 @@ impl PyTensor {
     fn bmm(&self, py: Python<'_>, mat2: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
         if self.t().rank() != 3 || mat2.get().t().rank() != 3 {
             return Err(shape_err("bmm", format!("expected 3-D tensors, got {:?} and {:?}", self.t().dims(), mat2.get().t().dims())));
+        }
+        // No broadcasting of the batch dim (that is `matmul`'s), as PyTorch.
+        let (a, b) = (self.t().dims().to_vec(), mat2.get().t().dims().to_vec());
+        if a[0] != b[0] || a[2] != b[1] {
+            return Err(shape_err(
+                "bmm",
+                format!(
+                    "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}] (shapes {a:?} and {b:?})",
+                    a[0], a[2], b[0], b[1]
+                ),
+            ));
         }
         matmul(py, self, mat2.get())
     }

@@ -121,7 +121,7 @@ impl PyTensor {
 
     /// Division; `rounding_mode` is None (true division), "floor" or "trunc".
     #[pyo3(signature = (other, *, rounding_mode=None))]
-    fn divide(&self, other: &Bound<'_, PyAny>, rounding_mode: Option<&str>) -> PyResult<PyTensor> {
+    pub(crate) fn divide(&self, other: &Bound<'_, PyAny>, rounding_mode: Option<&str>) -> PyResult<PyTensor> {
         match rounding_mode {
             None => binop_strict(self, other, Bin::Div),
             Some("floor") => binop_strict(self, other, Bin::FloorDiv),

@@ -12,6 +12,16 @@ use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyInt, PyList, PySequence, PyString, PyTuple};
 
 /// Shapes given PyTorch's ways: `f(2, 3)`, `f((2, 3))`, `f([2, 3])`.
+/// The size of a creation function given positionally (`zeros(2, 3)`, `zeros((2, 3))`)
+/// or as PyTorch's keyword (`zeros(size=(2, 3))`), as the one tuple `shape_args` reads.
+pub(crate) fn size_kw<'py>(args: &Bound<'py, PyTuple>, size: Option<&Bound<'py, PyAny>>, op: &str) -> PyResult<Bound<'py, PyTuple>> {
+    match size.filter(|s| !s.is_none()) {
+        None => Ok(args.clone()),
+        Some(_) if !args.is_empty() => Err(type_err(op, "got multiple values for argument 'size'")),
+        Some(s) => PyTuple::new(args.py(), [s]),
+    }
+}
+
 pub fn shape_args(args: &Bound<'_, PyTuple>, op: &str) -> PyResult<Vec<i64>> {
     let items: Bound<'_, PyAny> =
         if args.len() == 1 && !args.get_item(0)?.is_instance_of::<PyInt>() { args.get_item(0)? } else { args.clone().into_any() };
@@ -196,37 +206,40 @@ fn make_full(
 }
 
 #[pyfunction]
-#[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
 fn zeros(
-    size: &Bound<'_, PyTuple>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    make_full(size, Scalar::Int(0), dtype, device, requires_grad, "zeros")
+    make_full(&size_kw(args, size, "zeros")?, Scalar::Int(0), dtype, device, requires_grad, "zeros")
 }
 
 #[pyfunction]
-#[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
 fn ones(
-    size: &Bound<'_, PyTuple>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    make_full(size, Scalar::Int(1), dtype, device, requires_grad, "ones")
+    make_full(&size_kw(args, size, "ones")?, Scalar::Int(1), dtype, device, requires_grad, "ones")
 }
 
 /// `empty` gives zeros: Candle has no uninitialised public allocation, and zeros are safe.
 #[pyfunction]
-#[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
 fn empty(
-    size: &Bound<'_, PyTuple>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    make_full(size, Scalar::Int(0), dtype, device, requires_grad, "empty")
+    make_full(&size_kw(args, size, "empty")?, Scalar::Int(0), dtype, device, requires_grad, "empty")
 }
 
 fn scalar_arg(v: &Bound<'_, PyAny>, op: &str) -> PyResult<Scalar> {
@@ -506,17 +519,36 @@ fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<PyTen
 /// `Tensor(data, dtype=..., device=..., requires_grad=...)`: the constructor.
 #[pymethods]
 impl PyTensor {
+    /// PyTorch's legacy constructor: `Tensor(data)` copies data as float32 (a Tensor
+    /// argument keeps its dtype, which `nn.Parameter` relies on), `Tensor(2, 3)` is a
+    /// 2x3 float32 tensor (zeros: Candle has no uninitialised allocation), `Tensor()`
+    /// is empty. `dtype` overrides float32.
     #[new]
-    #[pyo3(signature = (data=None, *, dtype=None, device=None, requires_grad=false))]
+    #[pyo3(signature = (*args, dtype=None, device=None, requires_grad=false))]
     fn py_new(
-        data: Option<&Bound<'_, PyAny>>,
+        args: &Bound<'_, PyTuple>,
         dtype: Option<&Bound<'_, PyAny>>,
         device: Option<&Bound<'_, PyAny>>,
         requires_grad: bool,
     ) -> PyResult<Self> {
-        let t = match data {
-            None => PyTensor::wrap(Tensor::zeros(0, DType::F32, &crate::bindings::device::default_device()?).op("Tensor")?, false),
-            Some(d) => crate::bindings::creation::tensor_from_data(d, opt_dtype(dtype)?, device)?,
+        let dt = opt_dtype(dtype)?;
+        let is_int = |a: &Bound<'_, PyAny>| a.is_instance_of::<PyInt>() && !a.is_instance_of::<pyo3::types::PyBool>();
+        let sizes = !args.is_empty() && args.iter().all(|a| is_int(&a));
+        let t = if args.is_empty() || sizes {
+            // `Tensor()` is empty (shape [0]), not 0-d.
+            let shape = if args.is_empty() { vec![0] } else { nonneg_shape(&shape_args(args, "Tensor")?, "Tensor")? };
+            let dt = dt.unwrap_or(DT::F32);
+            check_alloc(shape.iter().product(), dt.candle().size_in_bytes(), "Tensor")?;
+            PyTensor::wrap_dt(Tensor::zeros(shape, dt.candle(), &device_arg(device)?).op("Tensor")?, dt)
+        } else if args.len() == 1 {
+            let d = args.get_item(0)?;
+            if d.is_instance_of::<PyFloat>() || d.is_instance_of::<pyo3::types::PyBool>() {
+                return Err(type_err("Tensor", format!("new(): data must be a sequence (got {})", d.get_type().name()?)));
+            }
+            let dt = if d.cast::<PyTensor>().is_ok() { dt } else { Some(dt.unwrap_or(DT::F32)) };
+            crate::bindings::creation::tensor_from_data(&d, dt, device)?
+        } else {
+            return Err(type_err("Tensor", "expected data (a sequence, array or Tensor) or sizes (ints), got several non-int arguments"));
         };
         if requires_grad {
             t.set_requires_grad(true)?;

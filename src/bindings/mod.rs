@@ -15,6 +15,7 @@ pub(crate) mod errors;
 pub(crate) mod formatting;
 pub(crate) mod grad_fn;
 pub(crate) mod indexing;
+pub(crate) mod inplace;
 pub(crate) mod misc_ops;
 pub(crate) mod nn;
 pub(crate) mod numpy_interop;

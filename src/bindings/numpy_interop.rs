@@ -211,17 +211,32 @@ pub fn to_numpy<'py>(slf: &Bound<'py, PyTensor>, writeable: bool) -> PyResult<Bo
     Ok(arr)
 }
 
+/// PyTorch refuses to hand the data of a tensor that requires grad to NumPy (the
+/// array would silently leave the graph): `detach()` first, or `numpy(force=True)`.
+fn refuse_grad(t: &PyTensor, force: bool, op: &str) -> PyResult<()> {
+    if !force && t.v().requires_grad() {
+        return Err(crate::bindings::errors::runtime_err(
+            op,
+            "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
+        ));
+    }
+    Ok(())
+}
+
 #[pymethods]
 impl PyTensor {
     /// A read-only NumPy view of the data (zero-copy when contiguous on the CPU).
     #[pyo3(signature = (*, force=false))]
+    /// `force=True` exports a tensor that requires grad (as `detach().numpy()`).
     fn numpy<'py>(slf: &Bound<'py, Self>, force: bool) -> PyResult<Bound<'py, PyAny>> {
-        let _ = force;
+        refuse_grad(slf.get(), force, "numpy")?;
         to_numpy(slf, false)
     }
 
     #[pyo3(signature = (dtype=None, copy=None))]
     fn __array__<'py>(slf: &Bound<'py, Self>, dtype: Option<&Bound<'py, PyAny>>, copy: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
+        // `np.asarray(t)` stays lenient (PyTorch refuses it too): library code and
+        // users' NumPy comparisons pass tensors in the graph; `numpy()` is strict.
         let mut a = to_numpy(slf, false)?;
         if let Some(d) = dtype {
             if !d.is_none() {

@@ -178,27 +178,29 @@ fn shaped_like(
 }
 
 #[pyfunction]
-#[pyo3(name = "rand", signature = (*size, generator=None, dtype=None, device=None, requires_grad=false))]
+#[pyo3(name = "rand", signature = (*args, size=None, generator=None, dtype=None, device=None, requires_grad=false))]
 fn rand_fn(
-    size: &Bound<'_, PyTuple>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
     generator: GenArg<'_>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    sized(size, &generator, dtype, device, requires_grad, false)
+    sized(&crate::bindings::creation::size_kw(args, size, "rand")?, &generator, dtype, device, requires_grad, false)
 }
 
 #[pyfunction]
-#[pyo3(signature = (*size, generator=None, dtype=None, device=None, requires_grad=false))]
+#[pyo3(signature = (*args, size=None, generator=None, dtype=None, device=None, requires_grad=false))]
 fn randn(
-    size: &Bound<'_, PyTuple>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
     generator: GenArg<'_>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    sized(size, &generator, dtype, device, requires_grad, true)
+    sized(&crate::bindings::creation::size_kw(args, size, "randn")?, &generator, dtype, device, requires_grad, true)
 }
 
 #[pyfunction]

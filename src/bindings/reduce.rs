@@ -470,7 +470,17 @@ impl PyTensor {
 pub fn softmax_impl(py: Python<'_>, a: &PyTensor, dim: i64, dtype: Option<&Bound<'_, PyAny>>, log: bool) -> PyResult<PyTensor> {
     let name = if log { "log_softmax" } else { "softmax" };
     let src = a.dt();
-    let dt = crate::bindings::args::opt_dtype(dtype)?.unwrap_or(if src.is_float() { src } else { DT::F32 });
+    let requested = crate::bindings::args::opt_dtype(dtype)?;
+    // As PyTorch: an integer input needs an explicit float `dtype` to compute in.
+    // (PyTorch raises NotImplementedError; ours is DTypeError, a TypeError, since
+    // NotImplementedError here means a missing feature, never bad input.)
+    if requested.is_none() && !src.is_float() {
+        return Err(crate::bindings::errors::dtype_err(
+            name,
+            format!("not implemented for {} tensors; pass a float dtype (dtype=float32) or convert first", src.name()),
+        ));
+    }
+    let dt = requested.unwrap_or(src);
     if !dt.is_float() {
         return Err(dtype_err(name, "softmax needs a floating point dtype"));
     }

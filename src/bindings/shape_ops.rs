@@ -37,6 +37,51 @@ pub fn infer_shape(req: &[i64], numel: usize, from: &[usize], op: &str) -> PyRes
     Ok(out)
 }
 
+/// PyTorch's rule for `view`: the strides that lay `new` over a tensor of shape `old`
+/// with strides `stride` without moving data, or `None` when some dimension of `new`
+/// would span two chunks of `old` that are not contiguous with each other. Dimensions
+/// are grouped into chunks that are contiguous among themselves; each chunk must be
+/// matched by whole dimensions of `new`.
+pub(crate) fn view_strides(old: &[usize], stride: &[usize], new: &[usize]) -> Option<Vec<usize>> {
+    let numel: usize = old.iter().product();
+    let mut out = vec![0usize; new.len()];
+    if old.is_empty() {
+        return Some(vec![1; new.len()]);
+    }
+    if numel == 0 {
+        // Any view of an empty tensor is valid: contiguous strides.
+        let mut acc = 1;
+        for (o, &d) in out.iter_mut().zip(new).rev() {
+            *o = acc;
+            acc *= d.max(1);
+        }
+        return Some(out);
+    }
+    let mut view_d = new.len() as isize - 1;
+    let mut chunk_base = *stride.last()?;
+    let (mut tensor_numel, mut view_numel) = (1usize, 1usize);
+    for td in (0..old.len()).rev() {
+        tensor_numel *= old[td];
+        let chunk_ends = td == 0 || (old[td - 1] != 1 && stride[td - 1] != tensor_numel * chunk_base);
+        if chunk_ends {
+            while view_d >= 0 && (view_numel < tensor_numel || new[view_d as usize] == 1) {
+                out[view_d as usize] = view_numel * chunk_base;
+                view_numel *= new[view_d as usize];
+                view_d -= 1;
+            }
+            if view_numel != tensor_numel {
+                return None;
+            }
+            if td > 0 {
+                chunk_base = stride[td - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    (view_d == -1).then_some(out)
+}
+
 fn no_zero_d(t: &Tensor, op: &str) -> PyResult<()> {
     if t.rank() == 0 {
         return Err(shape_err(op, format!("{op} expects at least a 1-dimensional tensor")));
@@ -68,7 +113,8 @@ impl PyTensor {
         let out = crate::bindings::errors::detach_op(py, "reshape", || to_shape(&v, s))?;
         Ok(wrap_like(self, out))
     }
-    /// `view` reshapes too; Candle copies when the input is not contiguous.
+    /// `view` reshapes where PyTorch's `view` can: when the new shape can be laid over
+    /// the existing strides (`view_strides`); otherwise it raises as PyTorch does.
     #[pyo3(signature = (*shape))]
     fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
         if shape.len() == 1 {
@@ -77,6 +123,19 @@ impl PyTensor {
                 return Err(type_err("view", "view(dtype) is not supported; use .to(dtype)"));
             }
         }
+        let t = self.t();
+        let req = shape_args(shape, "view")?;
+        let s = infer_shape(&req, t.elem_count(), t.dims(), "view")?;
+        if view_strides(t.dims(), t.stride(), &s).is_none() {
+            return Err(crate::bindings::errors::runtime_err(
+                "view",
+                format!(
+                    "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead. (shape {:?}, strides {:?}, requested {s:?})",
+                    t.dims(),
+                    t.stride()
+                ),
+            ));
+        }
         self.reshape(py, shape)
     }
     fn reshape_as(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
@@ -84,7 +143,8 @@ impl PyTensor {
         self.reshape(py, &dims)
     }
     fn view_as(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
-        self.reshape_as(py, other)
+        let dims = PyTuple::new(py, other.get().t().dims())?;
+        self.view(py, &dims)
     }
 
     #[pyo3(name = "t")]

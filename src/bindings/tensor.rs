@@ -397,11 +397,28 @@ impl PyTensor {
     fn byte(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         Self::to_dt(slf, DT::U8)
     }
-    #[pyo3(signature = (dtype=None))]
-    fn r#type(slf: &Bound<'_, Self>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        match dtype {
-            None => Ok(format!("candle_py.{}", slf.get().dt().name()).into_pyobject(slf.py())?.into_any().unbind()),
-            Some(d) => Ok(Self::to_dt(slf, extract_dtype(d)?)?.into_any()),
+    /// PyTorch's legacy type name (`'torch.FloatTensor'`, `'torch.cuda.LongTensor'`) with
+    /// no argument; with a dtype or such a name, the tensor converted to it.
+    #[pyo3(signature = (dtype=None, non_blocking=false))]
+    fn r#type(slf: &Bound<'_, Self>, dtype: Option<&Bound<'_, PyAny>>, non_blocking: bool) -> PyResult<Py<PyAny>> {
+        let _ = non_blocking; // copies here are synchronous: nothing to overlap
+        let me = slf.get();
+        match dtype.filter(|d| !d.is_none()) {
+            None => {
+                let dev = if me.t().device().is_cpu() { "" } else { "cuda." };
+                let name = format!("torch.{dev}{}", legacy_type_name(me.dt()));
+                Ok(name.into_pyobject(slf.py())?.into_any().unbind())
+            }
+            Some(d) => {
+                if let Ok(s) = d.extract::<String>() {
+                    // Only the CPU names: `torch.cuda.FloatTensor` would also move the tensor.
+                    let bare = s.trim_start_matches("torch.");
+                    if let Some(dt) = crate::dtype::ALL.iter().copied().find(|&dt| legacy_type_name(dt) == bare) {
+                        return Ok(Self::to_dt(slf, dt)?.into_any());
+                    }
+                }
+                Ok(Self::to_dt(slf, extract_dtype(d)?)?.into_any())
+            }
         }
     }
 
@@ -501,10 +518,18 @@ impl PyTensor {
         Self::__repr__(slf)
     }
 
+    /// As PyTorch: a 0-d tensor formats as its Python scalar (`f"{t}"` is `'7.0'`,
+    /// `f"{t:.3f}"` works); other tensors print their repr and take no format spec.
     fn __format__(slf: &Bound<'_, Self>, spec: &str) -> PyResult<String> {
-        if slf.get().t().rank() == 0 && !spec.is_empty() {
+        if slf.get().t().rank() == 0 {
             let v = slf.get().item(slf.py())?;
             return v.call_method1("__format__", (spec,))?.extract();
+        }
+        if !spec.is_empty() {
+            return Err(type_err(
+                "format",
+                format!("unsupported format string {spec:?} passed to Tensor.__format__ (shape {:?})", slf.get().t().dims()),
+            ));
         }
         Self::__repr__(slf)
     }
@@ -582,4 +607,20 @@ impl PyTensor {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTensor>()?;
     Ok(())
+}
+
+/// PyTorch's legacy tensor type name of a dtype (`FloatTensor`, `LongTensor`, ...).
+fn legacy_type_name(dt: DT) -> &'static str {
+    match dt {
+        DT::Bool => "BoolTensor",
+        DT::U8 => "ByteTensor",
+        DT::I16 => "ShortTensor",
+        DT::I32 => "IntTensor",
+        DT::I64 => "LongTensor",
+        DT::U32 => "UInt32Tensor",
+        DT::F16 => "HalfTensor",
+        DT::BF16 => "BFloat16Tensor",
+        DT::F32 => "FloatTensor",
+        DT::F64 => "DoubleTensor",
+    }
 }

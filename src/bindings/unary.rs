@@ -134,7 +134,10 @@ impl PyTensor {
             let n = t.lt(&z).and_then(|n| n.to_dtype(t.dtype())).op("sign")?;
             return Ok(PyTensor::wrap_dt(p.sub(&n).op("sign")?, self.dt()));
         }
-        Ok(PyTensor::wrap_dt(t.sign().op("sign")?, self.dt()))
+        // Piecewise constant: in the graph with a zero gradient, as PyTorch's SignBackward0.
+        let v = self.v();
+        let out = t.sign().and_then(|o| crate::autograd::pointwise::constant_pieces(&v, o, "SignBackward0")).op("sign")?;
+        Ok(PyTensor::wrap_vdt(out, self.dt()))
     }
 
     /// `clamp(min=None, max=None)`; bounds may be numbers or tensors.
@@ -153,6 +156,14 @@ impl PyTensor {
             cur = binop_strict(&cur, m, Bin::Min)?;
         }
         Ok(cur)
+    }
+    /// `max(self, min)` elementwise (`clamp(min=min)`).
+    fn clamp_min(&self, min: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binop_strict(self, min, Bin::Max)
+    }
+    /// `min(self, max)` elementwise (`clamp(max=max)`).
+    fn clamp_max(&self, max: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binop_strict(self, max, Bin::Min)
     }
     #[pyo3(signature = (min=None, max=None))]
     fn clip(&self, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {

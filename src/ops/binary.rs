@@ -25,6 +25,11 @@ pub(crate) enum Bin {
     And,
     Or,
     Xor,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
 }
 
 impl Bin {
@@ -48,6 +53,23 @@ impl Bin {
             Bin::And => "logical_and",
             Bin::Or => "logical_or",
             Bin::Xor => "logical_xor",
+            Bin::BitAnd => "bitwise_and",
+            Bin::BitOr => "bitwise_or",
+            Bin::BitXor => "bitwise_xor",
+            Bin::Shl => "bitwise_left_shift",
+            Bin::Shr => "bitwise_right_shift",
+        }
+    }
+    /// The integer bitwise operators (`&`, `|`, `^`, `<<`, `>>`).
+    pub(crate) fn bit_op(self) -> Option<crate::ops::bitwise::BitOp> {
+        use crate::ops::bitwise::BitOp;
+        match self {
+            Bin::BitAnd => Some(BitOp::And),
+            Bin::BitOr => Some(BitOp::Or),
+            Bin::BitXor => Some(BitOp::Xor),
+            Bin::Shl => Some(BitOp::Shl),
+            Bin::Shr => Some(BitOp::Shr),
+            _ => None,
         }
     }
     pub(crate) fn is_cmp(self) -> bool {
@@ -198,4 +220,79 @@ pub fn nan_extreme(l: &Tensor, r: &Tensor, is_max: bool) -> candle_core::Result<
     // `l + r` is NaN exactly where one of them is.
     let nan = l.ne(l)?.maximum(&r.ne(r)?)?;
     nan.where_cond(&l.add(r)?, &m)
+}
+
+macro_rules! floor_rem {
+    ($t:ty, $floordiv:ident, $rem:ident) => {
+        /// PyTorch's float floor division: computed from `fmod` so that infinities,
+        /// signed zeros and NaN come out as PyTorch's (`inf // 2` is NaN, `2 // -inf`
+        /// is -1, a zero quotient keeps the sign of `a / b`); `a / 0` is `a / b`.
+        fn $floordiv(a: $t, b: $t) -> $t {
+            if b == 0.0 {
+                return a / b;
+            }
+            let m = a % b; // Rust's float `%` is C's fmod
+            let mut div = (a - m) / b;
+            if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+                div -= 1.0;
+            }
+            if div != 0.0 {
+                let f = div.floor();
+                if div - f > 0.5 {
+                    f + 1.0
+                } else {
+                    f
+                }
+            } else {
+                (0.0 as $t).copysign(a / b)
+            }
+        }
+        /// PyTorch's float remainder: `fmod` moved onto the divisor's side
+        /// (`-5 % inf` is inf, `-0.0 % 2` stays -0.0).
+        fn $rem(a: $t, b: $t) -> $t {
+            let m = a % b;
+            if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+                m + b
+            } else {
+                m
+            }
+        }
+    };
+}
+floor_rem!(f32, floordiv_f32, rem_f32);
+floor_rem!(f64, floordiv_f64, rem_f64);
+
+/// `l // r` (or `l % r` when `rem`) for two float tensors of one dtype and shape, with
+/// PyTorch's special values. Half types compute in float32 as PyTorch's kernels do;
+/// other devices' operands are computed on the CPU and copied back.
+pub(crate) fn float_floordiv_rem(l: &Tensor, r: &Tensor, rem: bool) -> candle_core::Result<Tensor> {
+    let (dt, dev) = (l.dtype(), l.device().clone());
+    let work = if dt == DType::F64 { DType::F64 } else { DType::F32 };
+    let cpu = |t: &Tensor| t.to_dtype(work)?.flatten_all()?.to_device(&candle_core::Device::Cpu);
+    let (a, b) = (cpu(l)?, cpu(r)?);
+    let out = if work == DType::F64 {
+        let f = if rem { rem_f64 } else { floordiv_f64 };
+        Tensor::from_vec(zip_map(&a.to_vec1::<f64>()?, &b.to_vec1::<f64>()?, f), l.dims(), &candle_core::Device::Cpu)?
+    } else {
+        let f = if rem { rem_f32 } else { floordiv_f32 };
+        Tensor::from_vec(zip_map(&a.to_vec1::<f32>()?, &b.to_vec1::<f32>()?, f), l.dims(), &candle_core::Device::Cpu)?
+    };
+    out.to_dtype(dt)?.to_device(&dev)
+}
+
+#[cfg(test)]
+mod floor_rem_tests {
+    use super::*;
+
+    #[test]
+    fn special_values_match_pytorch() {
+        let inf = f64::INFINITY;
+        assert!(floordiv_f64(inf, 2.0).is_nan());
+        assert_eq!(floordiv_f64(2.0, -inf), -1.0);
+        assert_eq!(floordiv_f64(-5.0, 2.0), -3.0);
+        assert!(floordiv_f64(-0.0, 2.0).is_sign_negative());
+        assert_eq!(rem_f64(-5.0, inf), inf);
+        assert!(rem_f64(-0.0, 2.0).is_sign_negative());
+        assert_eq!(rem_f64(-5.0, 3.0), 1.0);
+    }
 }

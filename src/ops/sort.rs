@@ -148,11 +148,14 @@ fn per_row<T: Sync, U: Send>(src: &[T], n: usize, out: &mut [U], m: usize, f: im
     let work = src.len().max(rows) * (usize::BITS - n.leading_zeros()).max(1) as usize;
     if par_ok(work) {
         let per = ((1 << 14) / n.max(1)).max(1);
-        out.par_chunks_mut(per * m).enumerate().for_each(|(c, o)| {
-            for (k, orow) in o.chunks_mut(m).enumerate() {
-                let r = c * per + k;
-                f(&src[r * n..(r + 1) * n], orow);
-            }
+        // in_pool: on the active pool (ours after set_num_threads or a fork), whoever calls.
+        crate::ops::parallel::in_pool(true, || {
+            out.par_chunks_mut(per * m).enumerate().for_each(|(c, o)| {
+                for (k, orow) in o.chunks_mut(m).enumerate() {
+                    let r = c * per + k;
+                    f(&src[r * n..(r + 1) * n], orow);
+                }
+            })
         });
     } else {
         for (r, orow) in out.chunks_mut(m).enumerate() {
@@ -539,11 +542,12 @@ pub fn nonzero(t: &Tensor) -> Result<Tensor> {
     let offs: Vec<usize> = with_key!(x, "nonzero", |v: T| {
         let chunk = 1 << 16;
         if par_ok(v.len()) {
-            let parts: Vec<Vec<usize>> = v
-                .par_chunks(chunk)
-                .enumerate()
-                .map(|(c, s)| s.iter().enumerate().filter(|(_, e)| !e.is_zero()).map(|(i, _)| c * chunk + i).collect())
-                .collect();
+            let parts: Vec<Vec<usize>> = crate::ops::parallel::in_pool(true, || {
+                v.par_chunks(chunk)
+                    .enumerate()
+                    .map(|(c, s)| s.iter().enumerate().filter(|(_, e)| !e.is_zero()).map(|(i, _)| c * chunk + i).collect())
+                    .collect()
+            });
             parts.concat()
         } else {
             v.iter().enumerate().filter(|(_, e)| !e.is_zero()).map(|(i, _)| i).collect()

@@ -17,7 +17,9 @@ pub(crate) fn round_half_even(x: &Tensor) -> candle_core::Result<Tensor> {
 
 /// Round toward zero: `sign(x) * floor(|x|)` (differentiable, zero gradient a.e.).
 pub(crate) fn trunc(x: &Tensor) -> Result<Tensor> {
-    x.sign()?.mul(&x.abs()?.floor()?)
+    // floor above zero, ceil below: keeps the sign of zeros (`trunc(-0.5)` is -0.0)
+    // and NaN, where `sign(x) * floor(|x|)` gives +0.0 for -0.0.
+    x.ge(&x.zeros_like()?)?.where_cond(&x.floor()?, &x.ceil()?)
 }
 
 /// `log(sigmoid(x))` without overflow, as PyTorch computes it:

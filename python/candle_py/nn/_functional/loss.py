@@ -28,15 +28,34 @@ def mse_loss(
     """Squared error `(input - target) ** 2`, optionally weighted, reduced by
     `reduction` ("mean", "sum" or "none"; `size_average`/`reduce` are the legacy forms)."""
     input, target, weight = _autocast.fp32(input, target, weight)
-    return _core._point_loss("mse_loss", input, target, _legacy(size_average, reduce, reduction), weight)
+    return _weighted("mse_loss", input, target, _legacy(size_average, reduce, reduction), weight)
 
 
 def l1_loss(
-    input: Tensor, target: Tensor, size_average: Optional[bool] = None, reduce: Optional[bool] = None, reduction: str = "mean"
+    input: Tensor,
+    target: Tensor,
+    size_average: Optional[bool] = None,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+    weight: Optional[Tensor] = None,
 ) -> Tensor:
-    """Absolute error `|input - target|`, reduced by `reduction` ("mean", "sum" or "none")."""
-    input, target = _autocast.fp32(input, target)
-    return _core._point_loss("l1_loss", input, target, _legacy(size_average, reduce, reduction))
+    """Absolute error `|input - target|`, optionally weighted (a weighted "mean" is
+    `sum(weight * error) / sum(weight)`, as PyTorch), reduced by `reduction`
+    ("mean", "sum" or "none")."""
+    input, target, weight = _autocast.fp32(input, target, weight)
+    return _weighted("l1_loss", input, target, _legacy(size_average, reduce, reduction), weight)
+
+
+def _weighted(op: str, input: Tensor, target: Tensor, reduction: str, weight: Optional[Tensor]) -> Tensor:
+    """`mse_loss` / `l1_loss` with PyTorch's weighting: `weight` has the input's shape,
+    and a weighted "mean" is `sum(weight * error) / sum(weight)` (not over the count)."""
+    if weight is None:
+        return _core._point_loss(op, input, target, reduction)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: Weights and input must have the same size (weight {list(weight.shape)}, input {list(input.shape)})")
+    if reduction == "mean":
+        return _core._point_loss(op, input, target, "sum", weight) / weight.sum()
+    return _core._point_loss(op, input, target, reduction, weight)
 
 
 def smooth_l1_loss(

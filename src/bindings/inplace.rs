@@ -1,0 +1,60 @@
+//! The in-place twins (`sqrt_`, `tril_`, `eq_`, ...) of out-of-place Tensor methods.
+//!
+//! Each twin runs its out-of-place method, under the same arguments, on an alias of
+//! the tensor with a fresh version counter (`PyTensor::inplace_source`) and writes
+//! the result back with `arith::assign_inplace`, as `add_` and `clamp_` do: the
+//! tensor's own storage is written (views see it), its version counter is bumped,
+//! a non-leaf tensor in the graph gets the op's node as its new history, a leaf that
+//! requires grad is refused with PyTorch's error, and a result that the tensor's
+//! dtype cannot hold (`sqrt_` of an integer tensor) is refused. The math stays the
+//! out-of-place method's: each op is still written once.
+use crate::bindings::arith::assign_inplace;
+use crate::bindings::tensor::PyTensor;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+/// `slf.<method>(*args, **kwargs)` written into `slf`; returns `slf`.
+fn inplace_via(
+    slf: &Bound<'_, PyTensor>,
+    method: &str,
+    op: &str,
+    args: &Bound<'_, PyTuple>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Py<PyTensor>> {
+    let py = slf.py();
+    let src = Bound::new(py, slf.get().inplace_source())?;
+    let out = src.call_method(method, args, kwargs)?;
+    let out = out.cast::<PyTensor>().map_err(|_| crate::bindings::errors::type_err(op, format!("{method} did not return a Tensor")))?;
+    let (v, dt) = out.get().v_dt();
+    assign_inplace(slf.get(), PyTensor::wrap_vdt(v, dt), op)?;
+    Ok(slf.clone().unbind())
+}
+
+macro_rules! inplace_twins {
+    ($($name_:ident => $name:ident),* $(,)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(
+            #[doc = concat!("`", stringify!($name), "` written into this tensor in place; returns it.")]
+            #[pyo3(signature = (*args, **kwargs))]
+            fn $name_(slf: &Bound<'_, Self>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyTensor>> {
+                inplace_via(slf, stringify!($name), stringify!($name_), args, kwargs)
+            }
+            )*
+        }
+    };
+}
+
+inplace_twins! {
+    abs_ => abs, absolute_ => absolute, neg_ => neg, negative_ => negative, sign_ => sign, square_ => square,
+    exp_ => exp, expm1_ => expm1, log_ => log, log2_ => log2, log10_ => log10, log1p_ => log1p,
+    sqrt_ => sqrt, rsqrt_ => rsqrt, reciprocal_ => reciprocal, sin_ => sin, cos_ => cos, tan_ => tan,
+    tanh_ => tanh, sigmoid_ => sigmoid, erf_ => erf, relu_ => relu, frac_ => frac,
+    floor_ => floor, ceil_ => ceil, round_ => round, trunc_ => trunc,
+    clip_ => clip, clamp_min_ => clamp_min, clamp_max_ => clamp_max,
+    tril_ => tril, triu_ => triu, cumsum_ => cumsum,
+    eq_ => eq, ne_ => ne, lt_ => lt, le_ => le, gt_ => gt, ge_ => ge,
+    multiply_ => multiply, subtract_ => subtract, divide_ => divide, true_divide_ => true_divide,
+    fmod_ => fmod, logical_not_ => logical_not, bitwise_not_ => bitwise_not,
+}
+// `scatter_` / `scatter_add_` (with torch's `reduce=` forms) are `misc_ops`' own.
