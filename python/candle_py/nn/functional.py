@@ -96,6 +96,7 @@ from ._functional.loss import (  # noqa: F401
 )
 from ._functional.loss_more import (
     cosine_embedding_loss,
+    ctc_loss,
     gaussian_nll_loss,
     hinge_embedding_loss,
     huber_loss,
@@ -140,7 +141,7 @@ __all__ = [
     "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "unfold", "fold",
     "huber_loss", "soft_margin_loss", "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "multilabel_soft_margin_loss",
-    "multi_margin_loss", "multilabel_margin_loss",
+    "multi_margin_loss", "multilabel_margin_loss", "ctc_loss",
 ]  # fmt: skip
 # The elementwise ops generated from the core's table (tools/gen_surface.py).
 __all__ += _elementwise.__all__

@@ -13,7 +13,7 @@ from .module import Module
 __all__ = [
     "HuberLoss", "SoftMarginLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss",
     "TripletMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
-    "MultiLabelMarginLoss",
+    "MultiLabelMarginLoss", "CTCLoss",
 ]  # fmt: skip
 
 
@@ -174,3 +174,15 @@ class MultiLabelMarginLoss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class CTCLoss(Module):
+    """`F.ctc_loss` as a module: connectionist temporal classification loss, with
+    the `blank` class index, `reduction` and `zero_infinity`."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> None:
+        super().__init__()
+        self.blank, self.reduction, self.zero_infinity = blank, reduction, zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_lengths: Tensor) -> Tensor:
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction, self.zero_infinity)

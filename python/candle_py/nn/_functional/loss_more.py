@@ -6,7 +6,7 @@ Poisson and Gaussian NLL, multi-label soft margin, multi margin, multi-label mar
 from __future__ import annotations
 
 import math
-from typing import Optional, Union
+from typing import List, Optional, Sequence, Union
 
 from ... import _core
 from ..._core import ShapeError, Tensor
@@ -301,5 +301,77 @@ def multilabel_margin_loss(
 __all__ = [
     "huber_loss", "soft_margin_loss", "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "multilabel_soft_margin_loss",
-    "multi_margin_loss", "multilabel_margin_loss",
+    "multi_margin_loss", "multilabel_margin_loss", "ctc_loss",
 ]  # fmt: skip
+
+
+def _lengths(v: Union[Tensor, Sequence[int], int], what: str) -> List[int]:
+    if isinstance(v, Tensor):
+        if v.dtype.is_floating_point:
+            raise TypeError(f"ctc_loss: {what} must be integers, got {v.dtype}")
+        return [int(x) for x in v.reshape(-1).tolist()]
+    if isinstance(v, int):
+        return [v]
+    return [int(x) for x in v]
+
+
+def ctc_loss(
+    log_probs: Tensor,
+    targets: Tensor,
+    input_lengths: Union[Tensor, Sequence[int]],
+    target_lengths: Union[Tensor, Sequence[int]],
+    blank: int = 0,
+    reduction: str = "mean",
+    zero_infinity: bool = False,
+) -> Tensor:
+    """Connectionist temporal classification loss from log-probabilities (T, N, C)
+    (or unbatched (T, C)): minus the log of the total probability of every alignment
+    of each target (class indices, padded (N, S) or concatenated 1-D) to the
+    `input_lengths` frames, blanks between. "mean" divides each loss by its target
+    length, then averages; `zero_infinity` turns impossible alignments' infinite
+    losses (and their gradients) into 0. The alpha-beta recursion is one Rust kernel
+    (`_core._ctc_loss`) with its backward."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    unbatched = log_probs.ndim == 2
+    lp = log_probs.unsqueeze(1) if unbatched else log_probs
+    if lp.ndim != 3:
+        raise ShapeError(f"ctc_loss: expected log_probs of shape (T, N, C) or (T, C), got {list(log_probs.shape)}")
+    n = lp.shape[1]
+    in_lens = _lengths(input_lengths, "input_lengths")
+    tg_lens = _lengths(target_lengths, "target_lengths")
+    if len(in_lens) != n or len(tg_lens) != n:
+        raise RuntimeError(
+            f"ctc_loss: expected input_lengths and target_lengths of size {n} (the batch), got {len(in_lens)} and {len(tg_lens)}"
+        )
+    if any(v < 0 for v in tg_lens):
+        raise RuntimeError(f"ctc_loss: target_lengths must be non-negative, got {tg_lens}")
+    if targets.dtype.is_floating_point:
+        raise TypeError(f"ctc_loss: targets must be integer class indices, got {targets.dtype}")
+    tg = targets.unsqueeze(0) if unbatched and targets.ndim == 1 else targets
+    flat = [int(x) for x in tg.reshape(-1).tolist()]
+    rows: List[List[int]] = []
+    if tg.ndim == 2:
+        s = tg.shape[1]
+        for i, length in enumerate(tg_lens):
+            if length > s:
+                raise RuntimeError(
+                    f"Expected tensor to have size at least {length} at dimension 1, but got size {s} for argument #2 'targets'"
+                )
+            rows.append(flat[i * s : i * s + length])
+    elif tg.ndim == 1:
+        if sum(tg_lens) > len(flat):
+            raise RuntimeError(f"ctc_loss: targets has {len(flat)} labels, fewer than the sum of target_lengths ({sum(tg_lens)})")
+        pos = 0
+        for length in tg_lens:
+            rows.append(flat[pos : pos + length])
+            pos += length
+    else:
+        raise ShapeError(f"ctc_loss: expected targets of shape (N, S) or (sum(target_lengths),), got {list(targets.shape)}")
+    loss = _core._ctc_loss(lp, rows, in_lens, int(blank), bool(zero_infinity))
+    if reduction == "none":
+        return loss.squeeze(0) if unbatched else loss
+    if reduction == "sum":
+        return loss.sum()
+    denom = _core.tensor([max(v, 1) for v in tg_lens], dtype=loss.dtype, device=loss.device)
+    return (loss / denom).mean()
