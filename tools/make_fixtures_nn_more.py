@@ -373,6 +373,67 @@ CASES: list[tuple[str, str, str, list[Any], dict[str, Any], list[tuple], dict[st
         {},
         True,
     ),
+    # CTC: log-probabilities from log_softmax of random logits, targets padded or concatenated
+    (
+        "ctc_mean",
+        "module",
+        "CTCLoss",
+        [],
+        {},
+        [("logsm", (7, 3, 5)), C([[1, 2, 2, 3], [4, 1, 0, 0], [3, 3, 1, 0]], "int64"), C([7, 6, 5], "int64"), C([4, 2, 3], "int64")],
+        {},
+        True,
+    ),
+    (
+        "ctc_sum_concat_blank_last",
+        "module",
+        "CTCLoss",
+        [],
+        {"blank": 4, "reduction": "sum"},
+        [("logsm", (6, 2, 5)), C([0, 1, 1, 3, 2], "int64"), C([6, 4], "int64"), C([3, 2], "int64")],
+        {},
+        True,
+    ),
+    (
+        "ctc_none_infeasible",
+        "module",
+        "CTCLoss",
+        [],
+        {"reduction": "none"},
+        [("logsm", (4, 2, 3)), C([[1, 1, 1], [2, 1, 0]], "int64"), C([4, 3], "int64"), C([3, 2], "int64")],
+        {},
+        True,
+    ),
+    (
+        "ctc_zero_infinity_mean",
+        "module",
+        "CTCLoss",
+        [],
+        {"zero_infinity": True},
+        [("logsm", (4, 2, 3)), C([[1, 1, 1], [2, 1, 0]], "int64"), C([4, 3], "int64"), C([3, 0], "int64")],
+        {},
+        True,
+    ),
+    (
+        "ctc_unbatched",
+        "function",
+        "ctc_loss",
+        [],
+        {"reduction": "sum"},
+        [("logsm", (5, 4)), C([1, 3], "int64"), C(5, "int64"), C(2, "int64")],
+        {},
+        True,
+    ),
+    (
+        "ctc_float64",
+        "function",
+        "ctc_loss",
+        [],
+        {},
+        [("logsm64", (8, 2, 6)), C([[5, 2, 2], [1, 4, 3]], "int64"), C([8, 7], "int64"), C([3, 3], "int64")],
+        {},
+        True,
+    ),
     ("huber_empty", "function", "huber_loss", [], {"reduction": "sum"}, [R(0, 3), R(0, 3)], {}, True),
 ]
 
@@ -386,6 +447,9 @@ def _make_input(spec: tuple, gen_grad: bool = True) -> tuple[torch.Tensor, bool]
     if kind == "rand":
         _, shape, lo, hi = spec
         return torch.rand(*shape) * (hi - lo) + lo, True
+    if kind in ("logsm", "logsm64"):
+        dt = torch.float64 if kind == "logsm64" else torch.float32
+        return torch.randn(*spec[1], dtype=dt).log_softmax(-1), True
     if kind == "randint":
         _, lo, hi, shape = spec
         return torch.randint(lo, hi, shape), False
