@@ -434,6 +434,32 @@ CASES: list[tuple[str, str, str, list[Any], dict[str, Any], list[tuple], dict[st
         {},
         True,
     ),
+    # more edges: renorming bags, the other p-norms, unbatched fold, float64, a float variance, empty batches
+    (
+        "embedding_bag_max_norm",
+        "module",
+        "EmbeddingBag",
+        [10, 3],
+        {"max_norm": 1.0, "mode": "sum"},
+        [C([[1, 2, 4], [4, 3, 9]], "int64")],
+        {},
+        True,
+    ),
+    (
+        "pairwise_distance_p0",
+        "function",
+        "pairwise_distance",
+        [],
+        {"p": 0.0},
+        [C([[1.0, 2.0, 3.0], [0.0, 1.0, 0.0]]), C([[1.0, 0.0, 3.0], [0.0, 1.0, 0.0]])],
+        {},
+        True,
+    ),
+    ("pairwise_distance_p3", "function", "pairwise_distance", [], {"p": 3.0}, [R(4, 5), R(4, 5)], {}, True),
+    ("fold_unbatched", "function", "fold", [[3, 4], 2], {}, [R(8, 6)], {}, True),
+    ("softmin_float64", "function", "softmin", [], {"dim": 0}, [("logsm64", (3, 4))], {}, True),
+    ("gaussian_nll_float_var", "function", "gaussian_nll_loss", [], {"var": 0.5}, [R(4, 3), R(4, 3)], {}, True),
+    ("unfold_empty_batch", "function", "unfold", [2], {}, [R(0, 2, 3, 3)], {}, True),
     ("huber_empty", "function", "huber_loss", [], {"reduction": "sum"}, [R(0, 3), R(0, 3)], {}, True),
 ]
 

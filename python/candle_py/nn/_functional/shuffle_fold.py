@@ -71,7 +71,7 @@ def _pair(v: _Pair, name: str, op: str) -> Tuple[int, int]:
 
 
 def _window_index(
-    op: str, size: Tuple[int, int], kernel_size: _Pair, dilation: _Pair, padding: _Pair, stride: _Pair, device: object
+    op: str, size: Tuple[int, int], kernel_size: _Pair, dilation: _Pair, padding: _Pair, stride: _Pair, device: _core.device
 ) -> Tuple[Tensor, Tuple[int, int], Tuple[int, int], int, int]:
     """Flat positions in the padded (Hp * Wp) plane of every (kernel offset, window)
     pair, shape (kh * kw * L,), kernel offset major (PyTorch's column layout)."""
