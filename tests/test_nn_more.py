@@ -396,3 +396,17 @@ def test_ctc_loss_gradient_through_log_softmax_and_double_backward_refused() -> 
     # The recursion has no composed form: a second derivative is refused, not wrong.
     with pytest.raises(RuntimeError, match="double-backward"):
         cp.autograd.grad(loss, [lp], create_graph=True)
+
+
+@pytest.mark.parametrize("p", [float("inf"), float("-inf"), 0.0, 1.0, 2.0, 3.0])
+def test_tensor_norm_orders(p: float) -> None:
+    """The vector norms pairwise_distance relies on, NumPy's definitions (PyTorch's too)."""
+    x = cp.tensor([[1.0, -3.0, 0.0, 2.0], [0.5, 0.0, 0.0, -0.5]])
+    np.testing.assert_allclose(x.norm(p, -1).numpy(), np.linalg.norm(x.numpy(), ord=p, axis=-1), rtol=1e-6)
+    np.testing.assert_allclose(x.norm(p, 0, keepdim=True).numpy(), np.linalg.norm(x.numpy(), ord=p, axis=0, keepdims=True), rtol=1e-6)
+
+
+def test_tensor_norm_inf_gradient_goes_to_the_maxima() -> None:
+    x = cp.tensor([1.0, -3.0, 3.0, 2.0], requires_grad=True)
+    x.norm(float("inf")).backward()
+    assert x.grad.tolist() == [0.0, -0.5, 0.5, 0.0]

@@ -365,6 +365,17 @@ impl PyTensor {
         let (t, dt) = float_input(self)?;
         let p = p.unwrap_or(2.0);
         let dims = reduce_dims(dim, t.data.rank(), "norm")?;
+        if p.is_infinite() {
+            // The infinity norms are max / min of |x| (the power formula does not reach
+            // them); the gradient goes to the extreme entries, split evenly among ties.
+            let a = PyTensor::wrap_vdt(crate::autograd::pointwise::abs(&t).op("norm")?, dt);
+            return a.amaxmin(py, dim, keepdim, p > 0.0);
+        }
+        if p == 0.0 {
+            // PyTorch's 0 "norm": the number of non-zero entries, a constant for autograd.
+            let nz = t.data.ne(0.0).op("norm")?.to_dtype(t.data.dtype()).op("norm")?;
+            return Ok(PyTensor::wrap_vdt(sum_dims(py, &Value::plain(nz), dims.as_deref(), keepdim)?, dt));
+        }
         let out = if p == 2.0 {
             ops::sqrt(&sum_dims(py, &ops::sqr(&t).op("norm")?, dims.as_deref(), keepdim)?).op("norm")?
         } else {

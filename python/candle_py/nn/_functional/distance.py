@@ -44,14 +44,6 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     if a.ndim == 0:
         return (a - b + eps).abs()
     d = a - b + eps
-    # The infinity norms and the 0 "norm" (a count) as their own reductions: the
-    # general p-norm formula does not reach them.
-    if p == float("inf"):
-        return d.abs().amax(-1, keepdim=keepdim)
-    if p == float("-inf"):
-        return d.abs().amin(-1, keepdim=keepdim)
-    if p == 0:
-        return (d != 0).to(d.dtype).sum(-1, keepdim=keepdim)
     return d.norm(float(p), -1, keepdim=keepdim)
 
 
