@@ -410,3 +410,19 @@ def test_tensor_norm_inf_gradient_goes_to_the_maxima() -> None:
     x = cp.tensor([1.0, -3.0, 3.0, 2.0], requires_grad=True)
     x.norm(float("inf")).backward()
     assert x.grad.tolist() == [0.0, -0.5, 0.5, 0.0]
+
+
+def test_norm_of_zero_vector_has_zero_gradient() -> None:
+    """PyTorch's subgradient at 0 (not the 0 * inf = NaN of the root's derivative),
+    for the 2-norm and the other p-norms, and so for F.normalize of a zero row."""
+    for p in (2.0, 3.0, 0.5):  # PyTorch: zeros for each
+        x = cp.zeros(2, 3, requires_grad=True)
+        x.norm(p, 1).sum().backward()
+        assert x.grad.tolist() == [[0.0] * 3] * 2, p
+    x = cp.tensor([[0.0, 0.0], [3.0, 4.0]], requires_grad=True)
+    (F.normalize(x) * cp.tensor([[1.0, 2.0], [1.0, 2.0]])).sum().backward()
+    # d/dx of x / max(|x|, eps): 1/eps at the zero row, as in PyTorch.
+    np.testing.assert_allclose(x.grad.numpy(), [[1e12, 2e12], [-0.064, 0.048]], rtol=1e-5)
+    x = cp.tensor([0.0, 1.0], requires_grad=True)
+    x.norm(0.5).backward()
+    assert x.grad.tolist() == [0.0, 1.0]  # a zero entry of a non-zero vector, p < 1

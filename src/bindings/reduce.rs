@@ -376,18 +376,38 @@ impl PyTensor {
             let nz = t.data.ne(0.0).op("norm")?.to_dtype(t.data.dtype()).op("norm")?;
             return Ok(PyTensor::wrap_vdt(sum_dims(py, &Value::plain(nz), dims.as_deref(), keepdim)?, dt));
         }
-        let out = if p == 2.0 {
-            ops::sqrt(&sum_dims(py, &ops::sqr(&t).op("norm")?, dims.as_deref(), keepdim)?).op("norm")?
+        let out = if p == 1.0 {
+            sum_dims(py, &crate::autograd::pointwise::abs(&t).op("norm")?, dims.as_deref(), keepdim)?
         } else {
-            let a = crate::autograd::pointwise::abs(&t).op("norm")?;
-            if p == 1.0 {
-                sum_dims(py, &a, dims.as_deref(), keepdim)?
+            let pow = if p == 2.0 {
+                ops::sqr(&t)
             } else {
-                ops::powf(&sum_dims(py, &ops::powf(&a, p).op("norm")?, dims.as_deref(), keepdim)?, 1.0 / p).op("norm")?
+                let a = crate::autograd::pointwise::abs(&t).op("norm")?;
+                if p < 1.0 {
+                    zero_safe(&a, |v| ops::powf(v, p))
+                } else {
+                    ops::powf(&a, p)
+                }
             }
+            .op("norm")?;
+            let s = sum_dims(py, &pow, dims.as_deref(), keepdim)?;
+            zero_safe(&s, |v| if p == 2.0 { ops::sqrt(v) } else { ops::powf(v, 1.0 / p) }).op("norm")?
         };
         Ok(PyTensor::wrap_vdt(out, dt))
     }
+}
+
+/// `f(v)` for a power or root `f` with `f(0) = 0` whose derivative is infinite at 0
+/// (the p-norm's root, and its powers for p < 1). In the graph the zeros get
+/// PyTorch's zero gradient instead of `inf * 0 = NaN`: `f` is taken of 1 there and
+/// the result masked back to 0.
+fn zero_safe(v: &Value, f: impl Fn(&Value) -> candle_core::Result<Value>) -> candle_core::Result<Value> {
+    if !v.requires_grad() {
+        return f(v);
+    }
+    let zero = v.data.eq(0.0)?;
+    let safe = ops::where_cond(&zero, &Value::plain(v.data.ones_like()?), v)?;
+    ops::where_cond(&zero, &Value::plain(v.data.zeros_like()?), &f(&safe)?)
 }
 
 impl PyTensor {

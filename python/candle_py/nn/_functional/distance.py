@@ -29,10 +29,8 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     if not -max(a.ndim, 1) <= dim < max(a.ndim, 1):
         raise IndexError(f"cosine_similarity: dimension out of range (expected to be in range of [{-a.ndim}, {a.ndim - 1}], but got {dim})")
     # Normalise first, then dot (PyTorch's order: it keeps the products in range).
-    # max(||x||, eps) as sqrt(max(sum x^2, eps^2)): a zero vector then gets
-    # PyTorch's finite gradient instead of the 0/0 of a norm's backward at 0.
-    na = (a * a).sum(dim, keepdim=True).clamp(min=eps * eps).sqrt()
-    nb = (b * b).sum(dim, keepdim=True).clamp(min=eps * eps).sqrt()
+    na = a.norm(2.0, dim, keepdim=True).clamp(min=eps)
+    nb = b.norm(2.0, dim, keepdim=True).clamp(min=eps)
     return ((a / na) * (b / nb)).sum(dim)
 
 
