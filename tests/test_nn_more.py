@@ -426,3 +426,13 @@ def test_norm_of_zero_vector_has_zero_gradient() -> None:
     x = cp.tensor([0.0, 1.0], requires_grad=True)
     x.norm(0.5).backward()
     assert x.grad.tolist() == [0.0, 1.0]  # a zero entry of a non-zero vector, p < 1
+
+
+def test_softmin_implicit_dim_is_pytorchs_legacy_choice() -> None:
+    x = cp.randn(3, 4, 5)
+    with pytest.warns(UserWarning, match="Implicit dimension"):
+        y = F.softmin(x)
+    np.testing.assert_allclose(y.numpy(), F.softmin(x, 0).numpy(), rtol=1e-6)
+    with pytest.warns(UserWarning):
+        y4 = nn.Softmin()(cp.randn(2, 3, 4, 5))
+    np.testing.assert_allclose(y4.sum(1).numpy(), np.ones((2, 4, 5)), rtol=1e-5)

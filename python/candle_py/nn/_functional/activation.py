@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Optional
 
 from ... import _autocast, _core
@@ -146,10 +147,18 @@ def softsign(input: Tensor) -> Tensor:
 
 
 def softmin(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3, dtype: Optional[Any] = None) -> Tensor:
-    """`softmax(-input, dim)`: weights that favour the smallest values (`dim=None`
-    means the last dim); `dtype` casts the input first."""
+    """`softmax(-input, dim)`: weights that favour the smallest values; `dim=None`
+    picks PyTorch's legacy implicit dim (0 for 0-, 1- and 3-D input, else 1) and
+    warns; `dtype` casts the input first."""
     x = input if dtype is None else input.to(dtype)
-    return (-x).softmax(-1 if dim is None else dim)
+    if dim is None:
+        # PyTorch's legacy implicit dim: 0 for 0-, 1- and 3-D input, else 1 (with its warning).
+        warnings.warn(
+            "Implicit dimension choice for softmin has been deprecated. Change the call to include dim=X as an argument.",
+            stacklevel=_stacklevel,
+        )
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+    return (-x).softmax(dim)
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
