@@ -436,3 +436,17 @@ def test_softmin_implicit_dim_is_pytorchs_legacy_choice() -> None:
     with pytest.warns(UserWarning):
         y4 = nn.Softmin()(cp.randn(2, 3, 4, 5))
     np.testing.assert_allclose(y4.sum(1).numpy(), np.ones((2, 4, 5)), rtol=1e-5)
+
+
+def test_rnn_dropout_between_layers_only_in_training() -> None:
+    cp.manual_seed(5)
+    m = nn.RNN(3, 8, num_layers=2, dropout=0.5)
+    x = cp.randn(4, 2, 3)
+    m.eval()
+    y_eval = m(x)[0].numpy()
+    np.testing.assert_array_equal(m(x)[0].numpy(), y_eval)
+    m.train()
+    assert not np.allclose(m(x)[0].numpy(), y_eval)
+    # The last layer's output is not dropped: one layer trains deterministically.
+    one = nn.RNN(3, 8, num_layers=1, dropout=0.5)
+    np.testing.assert_array_equal(one(x)[0].numpy(), one.eval()(x)[0].numpy())
