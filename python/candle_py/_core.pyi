@@ -885,6 +885,13 @@ def _point_loss(
     log_target: builtins.bool = False,
 ) -> Tensor: ...
 def _nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: builtins.int, reduction: str) -> Tensor: ...
+def _ctc_loss(
+    log_probs: Tensor,
+    targets: Sequence[Sequence[builtins.int]],
+    input_lengths: Sequence[builtins.int],
+    blank: builtins.int,
+    zero_infinity: builtins.bool,
+) -> Tensor: ...
 
 # Private optimizer steps behind optim.SGD / optim.Adam (src/bindings/optim.rs): update one
 # parameter group and its state in place (every device and float dtype).

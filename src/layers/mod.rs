@@ -4,6 +4,7 @@
 pub(crate) mod activation;
 pub(crate) mod attention;
 pub(crate) mod conv;
+pub(crate) mod ctc;
 pub(crate) mod linear;
 pub(crate) mod loss;
 pub(crate) mod loss_elementwise;

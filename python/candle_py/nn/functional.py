@@ -24,6 +24,8 @@ from ._functional.activation import (
     celu,
     elu,
     gelu,
+    glu,
+    hardshrink,
     hardsigmoid,
     hardswish,
     hardtanh,
@@ -39,8 +41,13 @@ from ._functional.activation import (
     silu,
     snake,
     softmax,
+    softmin,
     softplus,
+    softshrink,
+    softsign,
     tanh,
+    tanhshrink,
+    threshold,
 )
 from ._functional.attention import _as_additive, multi_head_attention_forward, scaled_dot_product_attention  # noqa: F401
 from ._functional.common import _check_tensor  # noqa: F401
@@ -72,8 +79,10 @@ from ._functional.conv_pool import (  # noqa: F401
     max_pool2d,
     max_pool3d,
 )
+from ._functional.distance import cosine_similarity, pairwise_distance
+from ._functional.dropout_more import alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout
 from ._functional.elementwise import *  # noqa: F403 - the generated elementwise ops, named in their __all__
-from ._functional.linear import bilinear, dropout, embedding, linear, one_hot
+from ._functional.linear import bilinear, dropout, embedding, embedding_bag, linear, one_hot
 from ._functional.loss import (  # noqa: F401
     _legacy,
     binary_cross_entropy,
@@ -85,7 +94,30 @@ from ._functional.loss import (  # noqa: F401
     nll_loss,
     smooth_l1_loss,
 )
-from ._functional.normalization import batch_norm, group_norm, layer_norm, normalize, rms_norm  # noqa: F401
+from ._functional.loss_more import (
+    cosine_embedding_loss,
+    ctc_loss,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
+    huber_loss,
+    margin_ranking_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    poisson_nll_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+)
+from ._functional.normalization import (  # noqa: F401
+    batch_norm,
+    group_norm,
+    instance_norm,
+    layer_norm,
+    local_response_norm,
+    normalize,
+    rms_norm,
+)
+from ._functional.shuffle_fold import channel_shuffle, fold, pixel_shuffle, pixel_unshuffle, unfold
 from ._functional.vision import _per_dim, _resize_dim, _Scale, _Size, interpolate, pad  # noqa: F401
 from ._typecheck import type_check_functions as _type_check
 
@@ -102,6 +134,14 @@ __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
     "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
     "scaled_dot_product_attention",
+    "softsign", "softmin", "hardshrink", "softshrink", "tanhshrink", "threshold", "glu",
+    "cosine_similarity", "pairwise_distance",
+    "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
+    "instance_norm", "local_response_norm", "embedding_bag",
+    "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "unfold", "fold",
+    "huber_loss", "soft_margin_loss", "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
+    "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "multilabel_soft_margin_loss",
+    "multi_margin_loss", "multilabel_margin_loss", "ctc_loss",
 ]  # fmt: skip
 # The elementwise ops generated from the core's table (tools/gen_surface.py).
 __all__ += _elementwise.__all__

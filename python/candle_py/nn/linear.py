@@ -13,7 +13,7 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["Linear", "Bilinear", "Flatten", "Unflatten", "Dropout", "Embedding"]
+__all__ = ["Linear", "Bilinear", "Flatten", "Unflatten", "Dropout", "Embedding", "EmbeddingBag"]
 
 
 def _positive(layer: str, **sizes: int) -> None:
@@ -211,3 +211,94 @@ class Embedding(Module):
             _weight=embeddings,
             _freeze=freeze,
         )
+
+
+class EmbeddingBag(Module):
+    """Sums, means or maxes of bags of embeddings (`F.embedding_bag`), without
+    materializing the looked-up rows per bag: weights N(0, 1), the `padding_idx`
+    row zero and excluded from the bags."""
+
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        max_norm: Optional[float] = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        mode: str = "mean",
+        sparse: bool = False,
+        _weight: Optional[Tensor] = None,
+        include_last_offset: bool = False,
+        padding_idx: Optional[int] = None,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        _positive("EmbeddingBag", num_embeddings=num_embeddings, embedding_dim=embedding_dim)
+        if mode not in ("sum", "mean", "max"):
+            raise ValueError(f"[EmbeddingBag] mode has to be one of sum, mean or max, got {mode!r}")
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(f"[EmbeddingBag] padding_idx must be within num_embeddings, got {padding_idx}")
+            padding_idx = padding_idx % num_embeddings
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
+        self.mode, self.sparse, self.include_last_offset, self.padding_idx = mode, sparse, include_last_offset, padding_idx
+        if _weight is None:
+            self.weight = Parameter(_core.randn(num_embeddings, embedding_dim, dtype=_dtype(dtype), device=device))
+            if padding_idx is not None:
+                with no_grad():
+                    self.weight[padding_idx] = 0.0
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise ValueError(f"[EmbeddingBag] _weight must have shape {[num_embeddings, embedding_dim]}, got {list(_weight.shape)}")
+            self.weight = Parameter(_weight)
+
+    def forward(self, input: Tensor, offsets: Optional[Tensor] = None, per_sample_weights: Optional[Tensor] = None) -> Tensor:
+        return F.embedding_bag(
+            input,
+            self.weight,
+            offsets,
+            self.max_norm,
+            self.norm_type,
+            self.scale_grad_by_freq,
+            self.mode,
+            self.sparse,
+            per_sample_weights,
+            self.include_last_offset,
+            self.padding_idx,
+        )
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        s += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        embeddings: Tensor,
+        freeze: bool = True,
+        max_norm: Optional[float] = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        mode: str = "mean",
+        sparse: bool = False,
+        include_last_offset: bool = False,
+        padding_idx: Optional[int] = None,
+    ) -> "EmbeddingBag":
+        """An EmbeddingBag holding `embeddings` (rows, dim) as its weight, frozen unless `freeze=False`."""
+        if embeddings.ndim != 2:
+            raise ValueError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        bag = cls(rows, cols, max_norm, norm_type, scale_grad_by_freq, mode, sparse, embeddings, include_last_offset, padding_idx)
+        bag.weight.requires_grad_(not freeze)
+        return bag

@@ -1,4 +1,5 @@
-"""Normalization layers: LayerNorm, RMSNorm, GroupNorm, BatchNorm1d/2d/3d."""
+"""Normalization layers: LayerNorm, RMSNorm, GroupNorm, BatchNorm1d/2d/3d,
+InstanceNorm1d/2d/3d, LocalResponseNorm."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from . import functional as F
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+__all__ = [
+    "LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+    "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm",
+]  # fmt: skip
 
 _Shape = Union[int, Sequence[int]]
 
@@ -59,7 +63,7 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
 
 
 class RMSNorm(Module):
@@ -83,7 +87,7 @@ class RMSNorm(Module):
         return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
 
 
 class GroupNorm(Module):
@@ -126,6 +130,8 @@ class _BatchNorm(Module):
         track_running_stats: bool = True,
         device: Any = None,
         dtype: Any = None,
+        *,
+        bias: bool = True,
     ) -> None:
         super().__init__()
         if not isinstance(num_features, int) or num_features <= 0:
@@ -135,7 +141,10 @@ class _BatchNorm(Module):
         dt = dtype or _core.get_default_dtype()
         if affine:
             self.weight: Optional[Parameter] = Parameter(_core.ones(num_features, dtype=dt, device=device))
-            self.bias: Optional[Parameter] = Parameter(_core.zeros(num_features, dtype=dt, device=device))
+            if bias:
+                self.bias: Optional[Parameter] = Parameter(_core.zeros(num_features, dtype=dt, device=device))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -180,7 +189,7 @@ class _BatchNorm(Module):
     def extra_repr(self) -> str:
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-            f"track_running_stats={self.track_running_stats}"
+            f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}"
         )
 
 
@@ -203,3 +212,81 @@ class BatchNorm3d(_BatchNorm):
     """Batch normalization of (N, C, D, H, W) input, with the arguments of BatchNorm1d."""
 
     _ranks = (5,)
+
+
+class _InstanceNorm(_BatchNorm):
+    """Shares BatchNorm's parameters and buffers (PyTorch's `_NormBase`), with
+    instance norm's defaults: no affine, no running statistics."""
+
+    _nd = 1
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: Optional[float] = 0.1,
+        affine: bool = False,
+        track_running_stats: bool = False,
+        device: Any = None,
+        dtype: Any = None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        nd = self._nd
+        if input.ndim not in (nd + 1, nd + 2):
+            raise ValueError(f"[{type(self).__name__}] expected {nd + 1}D or {nd + 2}D input (got {input.ndim}D input)")
+        feature_dim = input.ndim - nd - 1
+        if input.shape[feature_dim] != self.num_features and self.affine:
+            raise ValueError(
+                f"[{type(self).__name__}] expected input's size at dim={feature_dim} to match num_features "
+                f"({self.num_features}), but got: {input.shape[feature_dim]}."
+            )
+        unbatched = input.ndim == nd + 1
+        x = input.unsqueeze(0) if unbatched else input
+        out = F.instance_norm(
+            x,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            self.training or not self.track_running_stats,
+            self.momentum if self.momentum is not None else 0.0,
+            self.eps,
+        )
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Normalize each channel of each sample of (N, C, L) or (C, L) input over L;
+    optional per-channel `affine` weight and bias, and running statistics
+    (`track_running_stats`, used in evaluation)."""
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """InstanceNorm1d for (N, C, H, W) or (C, H, W) input."""
+
+    _nd = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """InstanceNorm1d for (N, C, D, H, W) or (C, D, H, W) input."""
+
+    _nd = 3
+
+
+class LocalResponseNorm(Module):
+    """`F.local_response_norm` as a layer: divide by a power of the sum of squares
+    over `size` neighbouring channels."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

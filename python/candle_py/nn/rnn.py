@@ -16,7 +16,33 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["LSTM", "GRU"]
+__all__ = ["RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
+
+
+def _rnn_step(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh: Optional[Tensor], nonlinearity: str) -> Tensor:
+    """Elman step: `act(x W_ih^T + b_ih + h W_hh^T + b_hh)` (x's part precomputed)."""
+    pre = x_proj + F.linear(h, w_hh, b_hh)
+    return pre.tanh() if nonlinearity == "tanh" else pre.relu()
+
+
+def _lstm_step(x_proj: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+    """LSTM step, gates in PyTorch's order (input, forget, cell, output)."""
+    gates = x_proj + F.linear(h, w_hh, b_hh)
+    i, f, g, o = gates.chunk(4, -1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c.tanh(), c
+
+
+def _gru_step(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh: Optional[Tensor]) -> Tensor:
+    """GRU step, gates in PyTorch's order (reset, update, new); the reset gate
+    scales the hidden projection including its bias, as in PyTorch."""
+    hp = F.linear(h, w_hh, b_hh)
+    xr, xz, xn = x_proj.chunk(3, -1)
+    hr, hz, hn = hp.chunk(3, -1)
+    r = (xr + hr).sigmoid()
+    z = (xz + hz).sigmoid()
+    n = (xn + r * hn).tanh()
+    return (1 - z) * n + z * h
 
 
 class _RNNBase(Module):
@@ -147,6 +173,10 @@ class _RNNBase(Module):
             raise ShapeError(f"[{self._mode}] expected hidden state of shape {list(shape)}, got {list(h0.shape)}")
         return h0, c0
 
+    def flatten_parameters(self) -> None:
+        """A no-op, kept for PyTorch code that calls it: in PyTorch it packs the
+        weights into one contiguous cuDNN buffer; candle_py has no such layout."""
+
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
         if self.num_layers != 1:
@@ -162,6 +192,43 @@ class _RNNBase(Module):
         return s
 
 
+class RNN(_RNNBase):
+    """Elman RNN: `h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)` with `act`
+    tanh or relu (`nonlinearity`); layers, bidirectional, batch_first and
+    inter-layer dropout as LSTM/GRU."""
+
+    _gates = 1
+    _mode = "RNN"
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        nonlinearity: str = "tanh",
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, 0, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def _cell(
+        self, x_proj: Tensor, h: Tensor, c: Optional[Tensor], w_hh: Tensor, b_hh: Optional[Tensor]
+    ) -> Tuple[Tensor, Optional[Tensor]]:
+        return _rnn_step(x_proj, h, w_hh, b_hh, self.nonlinearity), None
+
+    def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:  # type: ignore[override]
+        """Run the RNN over `input` (L, N, H_in), (N, L, H_in) with `batch_first`, or
+        unbatched (L, H_in); `hx` defaults to zeros. Returns the output and the final hidden state."""
+        return super().forward(input, hx)  # type: ignore[return-value]
+
+
 class LSTM(_RNNBase):
     """Long short-term memory; gates in PyTorch's order (input, forget, cell, output)."""
 
@@ -171,11 +238,8 @@ class LSTM(_RNNBase):
     def _cell(
         self, x_proj: Tensor, h: Tensor, c: Optional[Tensor], w_hh: Tensor, b_hh: Optional[Tensor]
     ) -> Tuple[Tensor, Optional[Tensor]]:
-        gates = x_proj + F.linear(h, w_hh, b_hh)
-        i, f, g, o = gates.chunk(4, -1)
         assert c is not None
-        c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-        return o.sigmoid() * c.tanh(), c
+        return _lstm_step(x_proj, h, c, w_hh, b_hh)
 
     def forward(self, input: Tensor, hx: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:  # type: ignore[override]
         """Run the LSTM over `input` (L, N, H_in), (N, L, H_in) with `batch_first`, or
@@ -193,15 +257,110 @@ class GRU(_RNNBase):
     def _cell(
         self, x_proj: Tensor, h: Tensor, c: Optional[Tensor], w_hh: Tensor, b_hh: Optional[Tensor]
     ) -> Tuple[Tensor, Optional[Tensor]]:
-        hp = F.linear(h, w_hh, b_hh)
-        xr, xz, xn = x_proj.chunk(3, -1)
-        hr, hz, hn = hp.chunk(3, -1)
-        r = (xr + hr).sigmoid()
-        z = (xz + hz).sigmoid()
-        n = (xn + r * hn).tanh()
-        return (1 - z) * n + z * h, None
+        return _gru_step(x_proj, h, w_hh, b_hh), None
 
     def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:  # type: ignore[override]
         """Run the GRU over `input` (L, N, H_in), (N, L, H_in) with `batch_first`, or
         unbatched (L, H_in); `hx` defaults to zeros. Returns the output and the final hidden state."""
         return super().forward(input, hx)  # type: ignore[return-value]
+
+
+class _RNNCellBase(Module):
+    """One step of a recurrent layer: parameters `weight_ih`, `weight_hh`, `bias_ih`,
+    `bias_hh` (PyTorch's names and U(-1/sqrt(H), 1/sqrt(H)) init)."""
+
+    _gates = 1
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        name = type(self).__name__
+        for k, v in (("input_size", input_size), ("hidden_size", hidden_size)):
+            if not isinstance(v, int) or v <= 0:
+                raise ValueError(f"[{name}] '{k}' must be a positive integer, got {v!r}")
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        g = self._gates * hidden_size
+        dt = dtype or _core.float32
+        self.weight_ih = Parameter(_core.empty(g, input_size, dtype=dt, device=device))
+        self.weight_hh = Parameter(_core.empty(g, hidden_size, dtype=dt, device=device))
+        if bias:
+            self.bias_ih: Optional[Parameter] = Parameter(_core.empty(g, dtype=dt, device=device))
+            self.bias_hh: Optional[Parameter] = Parameter(_core.empty(g, dtype=dt, device=device))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size)
+        for p in self.parameters():
+            init.uniform_(p, -stdv, stdv)
+
+    def _prepare(self, input: Tensor, hx: Optional[Tensor], what: str = "hx") -> Tuple[Tensor, Tensor, bool]:
+        name = type(self).__name__
+        if input.ndim not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D instead")
+        if input.shape[-1] != self.input_size:
+            raise ShapeError(f"{name}: input has inconsistent input_size: got {input.shape[-1]} expected {self.input_size}")
+        unbatched = input.ndim == 1
+        x = input.unsqueeze(0) if unbatched else input
+        if hx is None:
+            h = _core.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
+        else:
+            if hx.ndim != input.ndim:
+                raise ValueError(f"{name}: Expected {what} to be {input.ndim}D, got {hx.ndim}D instead")
+            h = hx.unsqueeze(0) if unbatched else hx
+            if tuple(h.shape) != (x.shape[0], self.hidden_size):
+                raise ShapeError(f"{name}: expected {what} of shape {[x.shape[0], self.hidden_size]}, got {list(hx.shape)}")
+        return x, h, unbatched
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if not self.bias:
+            s += f", bias={self.bias}"
+        if getattr(self, "nonlinearity", "tanh") != "tanh":
+            s += f", nonlinearity={self.nonlinearity}"
+        return s
+
+
+class RNNCell(_RNNCellBase):
+    """One Elman RNN step: `h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh)`, `act` tanh or relu."""
+
+    def __init__(
+        self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh", device: Any = None, dtype: Any = None
+    ) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tensor:
+        """The next hidden state for input (N, H_in) or (H_in,); `hx` defaults to zeros."""
+        x, h, unbatched = self._prepare(input, hx)
+        out = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh, self.nonlinearity)
+        return out.squeeze(0) if unbatched else out
+
+
+class LSTMCell(_RNNCellBase):
+    """One LSTM step; returns `(h', c')`."""
+
+    _gates = 4
+
+    def forward(self, input: Tensor, hx: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Tensor, Tensor]:
+        """The next `(h, c)` for input (N, H_in) or (H_in,); `hx = (h, c)` defaults to zeros."""
+        h0, c0 = (None, None) if hx is None else hx
+        x, h, unbatched = self._prepare(input, h0, "hx[0]")
+        _, c, _ = self._prepare(input, c0, "hx[1]")
+        h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh)
+        return (h.squeeze(0), c.squeeze(0)) if unbatched else (h, c)
+
+
+class GRUCell(_RNNCellBase):
+    """One GRU step; returns `h'`."""
+
+    _gates = 3
+
+    def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tensor:
+        """The next hidden state for input (N, H_in) or (H_in,); `hx` defaults to zeros."""
+        x, h, unbatched = self._prepare(input, hx)
+        out = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
+        return out.squeeze(0) if unbatched else out

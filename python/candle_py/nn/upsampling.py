@@ -9,7 +9,7 @@ from .._core import Tensor
 from .functional import _Scale, _Size, interpolate
 from .module import Module
 
-__all__ = ["Upsample", "interpolate"]
+__all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "interpolate"]
 
 
 class Upsample(Module):
@@ -39,3 +39,17 @@ class Upsample(Module):
     def extra_repr(self) -> str:
         info = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"
         return info + f", mode='{self.mode}'"
+
+
+class UpsamplingNearest2d(Upsample):
+    """`Upsample` of (N, C, H, W) input with `mode="nearest"`."""
+
+    def __init__(self, size: _Size = None, scale_factor: _Scale = None) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """`Upsample` of (N, C, H, W) input with `mode="bilinear"` and `align_corners=True`."""
+
+    def __init__(self, size: _Size = None, scale_factor: _Scale = None) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

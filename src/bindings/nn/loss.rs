@@ -285,7 +285,77 @@ fn _point_loss(
     Ok(PyTensor::wrap_vdt(y, dt))
 }
 
+/// `_core._ctc_loss(log_probs, targets, input_lengths, blank, zero_infinity)`: each
+/// sample's CTC negative log-likelihood (N,) from log-probabilities (T, N, C);
+/// `targets[n]` is sample n's label list. `F.ctc_loss` reduces it.
+#[pyfunction]
+#[pyo3(signature = (log_probs, targets, input_lengths, blank, zero_infinity))]
+fn _ctc_loss(
+    py: Python<'_>,
+    log_probs: &Bound<'_, PyTensor>,
+    targets: Vec<Vec<i64>>,
+    input_lengths: Vec<i64>,
+    blank: i64,
+    zero_infinity: bool,
+) -> PyResult<PyTensor> {
+    const OP: &str = "ctc_loss";
+    let (xv, dt) = log_probs.get().v_dt();
+    if !matches!(dt.candle(), DType::F32 | DType::F64) {
+        return Err(dtype_err(OP, format!("expected float32 or float64 log_probs, got {}", dt.name())));
+    }
+    if !xv.data.device().is_cpu() {
+        return Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
+            "{OP}: only CPU tensors are supported; move log_probs to the CPU (device {:?})",
+            xv.data.device().location()
+        )));
+    }
+    let (steps, batch, classes) = match xv.data.dims() {
+        [t, n, c] => (*t, *n, *c),
+        d => return Err(shape_err(OP, format!("expected log_probs of shape (T, N, C), got {}", shape_str(d)))),
+    };
+    if targets.len() != batch || input_lengths.len() != batch {
+        return Err(shape_err(
+            OP,
+            format!(
+                "expected {batch} targets and input lengths for log_probs of shape {}, got {} and {}",
+                shape_str(xv.data.dims()),
+                targets.len(),
+                input_lengths.len()
+            ),
+        ));
+    }
+    if blank < 0 || blank as usize >= classes {
+        return Err(value_err(OP, format!("blank must be in label range [0, {classes}), got {blank}")));
+    }
+    let mut lengths = Vec::with_capacity(batch);
+    for (n, &len) in input_lengths.iter().enumerate() {
+        if len < 0 || len as usize > steps {
+            return Err(value_err(OP, format!("Expected input_lengths to have value at most {steps}, but got value {len} (sample {n})")));
+        }
+        lengths.push(len as usize);
+    }
+    let mut labels = Vec::with_capacity(batch);
+    for (n, tgt) in targets.iter().enumerate() {
+        let mut row = Vec::with_capacity(tgt.len());
+        for &l in tgt {
+            if l < 0 || l as usize >= classes || l == blank {
+                return Err(index_err(
+                    OP,
+                    format!("target label {l} of sample {n} is out of range [0, {classes}) or equal to blank ({blank})"),
+                ));
+            }
+            row.push(l as usize);
+        }
+        labels.push(row);
+    }
+    let op = crate::layers::ctc::CtcLoss { targets: labels, input_lengths: lengths, blank: blank as usize, zero_infinity };
+    // The recursion has no composed form: double backward through it raises.
+    let y = detach_op(py, OP, || custom::apply("CtcLossBackward0", custom::Op::one(op), &[&ops::contiguous(&xv)?]))?;
+    Ok(PyTensor::wrap_vdt(y, dt))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_ctc_loss, m)?)?;
     m.add_function(wrap_pyfunction!(_point_loss, m)?)?;
     m.add_function(wrap_pyfunction!(_cross_entropy, m)?)?;
     m.add_function(wrap_pyfunction!(_nll_loss, m)?)?;

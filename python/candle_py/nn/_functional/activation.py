@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Optional
 
 from ... import _autocast, _core
@@ -138,3 +139,62 @@ def snake(x: Tensor, alpha: Tensor) -> Tensor:
     """Snake activation: `x + 1/(alpha + 1e-9) * sin(alpha * x)^2` (alpha broadcast, e.g. (1, C, 1))."""
     s = (alpha * x).sin()
     return x + (alpha + 1e-9).reciprocal() * (s * s)
+
+
+def softsign(input: Tensor) -> Tensor:
+    """`input / (1 + |input|)`, elementwise."""
+    return input / (input.abs() + 1)
+
+
+def softmin(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3, dtype: Optional[Any] = None) -> Tensor:
+    """`softmax(-input, dim)`: weights that favour the smallest values; `dim=None`
+    picks PyTorch's legacy implicit dim (0 for 0-, 1- and 3-D input, else 1) and
+    warns; `dtype` casts the input first."""
+    x = input if dtype is None else input.to(dtype)
+    if dim is None:
+        # PyTorch's legacy implicit dim: 0 for 0-, 1- and 3-D input, else 1 (with its warning).
+        warnings.warn(
+            "Implicit dimension choice for softmin has been deprecated. Change the call to include dim=X as an argument.",
+            stacklevel=_stacklevel,
+        )
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+    return (-x).softmax(dim)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """`input` where `|input| > lambd`, 0 elsewhere."""
+    # NaN fails both comparisons and stays NaN, as in PyTorch.
+    return _core.where(input.abs() <= lambd, input * 0.0, input)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """`input - lambd` above `lambd`, `input + lambd` below `-lambd`, 0 between;
+    `lambd` must be non-negative, as in PyTorch."""
+    if lambd < 0:
+        raise ValueError(f"softshrink: lambda must be greater or equal to 0, but found to be {lambd}.")
+    # PyTorch's branches: NaN falls through to `input * 0`, which keeps it NaN.
+    return _core.where(input > lambd, input - lambd, _core.where(input < -lambd, input + lambd, input * 0.0))
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """`input - tanh(input)`, elementwise."""
+    return input - input.tanh()
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """`input` where `input > threshold`, `value` elsewhere (NaN stays NaN, as in PyTorch)."""
+    return _result(input, lambda input: _core.where(input <= threshold, _core.full_like(input, value), input), inplace)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """Gated linear unit: split `input` in two halves `a, b` along `dim` and return
+    `a * sigmoid(b)`; the size of `dim` must be even."""
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = dim + input.ndim if dim < 0 else dim
+    if not 0 <= d < input.ndim:
+        raise IndexError(f"glu: dimension out of range (expected to be in range of [{-input.ndim}, {input.ndim - 1}], but got {dim})")
+    if input.shape[d] % 2:
+        raise RuntimeError(f"glu: halving dimension must be even, but dimension {d} is size {input.shape[d]}")
+    a, b = input.chunk(2, d)
+    return a * b.sigmoid()

@@ -115,3 +115,102 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     n = int(tensor.max().item()) + 1 if num_classes < 0 else num_classes
     classes = _core.arange(n, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).long()
+
+
+def embedding_bag(
+    input: Tensor,
+    weight: Tensor,
+    offsets: Optional[Tensor] = None,
+    max_norm: Optional[float] = None,
+    norm_type: float = 2,
+    scale_grad_by_freq: bool = False,
+    mode: str = "mean",
+    sparse: bool = False,
+    per_sample_weights: Optional[Tensor] = None,
+    include_last_offset: bool = False,
+    padding_idx: Optional[int] = None,
+) -> Tensor:
+    """Sum, mean or max of bags of embedding rows, without the intermediate
+    (bag, row) tensor the user would build: `input` is (B, n) (one bag per row) or
+    1-D with `offsets` giving each bag's start (`include_last_offset`: the last
+    offset is the end). `per_sample_weights` scale rows ("sum" only); rows at
+    `padding_idx` are left out (and not counted in the mean); empty bags give zeros.
+    `sparse` asks PyTorch for a sparse gradient; ours is dense, with the same values."""
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
+    if scale_grad_by_freq:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq=True is not supported by candle_py")
+    if input.dtype.is_floating_point or input.dtype == _core.bool:
+        raise TypeError(f"embedding_bag: indices must be an integer tensor, got {input.dtype} of shape {list(input.shape)}")
+    if weight.ndim != 2:
+        raise ValueError(f"embedding_bag: weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise NotImplementedError(
+                f"embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' (got mode='{mode}')."
+            )
+        if tuple(per_sample_weights.shape) != tuple(input.shape):
+            raise ValueError(
+                f"embedding_bag: per_sample_weights has to be of the same shape as input ({list(input.shape)}), "
+                f"got {list(per_sample_weights.shape)}"
+            )
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length sequences.")
+        b, n = input.shape
+        starts = [i * n for i in range(b)]
+        flat = input.reshape(-1)
+        psw = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        starts = [int(v) for v in offsets.tolist()]
+        flat, psw = input, per_sample_weights
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    m = flat.shape[0]
+    ends = starts[1:] + [m]
+    if include_last_offset:
+        if not starts:
+            raise ValueError("embedding_bag: include_last_offset needs at least one offset")
+        starts, ends = starts[:-1], starts[1:]
+    if starts and starts[0] != 0:
+        raise ValueError(
+            f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. However, got {starts[0]}"
+        )
+    if any(e < s for s, e in zip(starts, ends)) or any(e > m for e in ends):
+        raise ValueError(f"embedding_bag: offsets must be non-decreasing and at most the input length {m}, got {starts}")
+    nbags, dim = len(starts), weight.shape[1]
+    if max_norm is not None and m:
+        _renorm_rows(weight, flat, float(max_norm), float(norm_type))
+    lens = [e - s for s, e in zip(starts, ends)]
+    width = max(lens, default=0)
+    if nbags == 0 or width == 0:
+        return _core.zeros(nbags, dim, dtype=weight.dtype, device=weight.device)
+    # (bags, width) positions into `flat`; the slots past a bag's end are masked.
+    dev = weight.device
+    col = _core.arange(width, device=dev).unsqueeze(0)
+    valid = col < _core.tensor(lens, device=dev).unsqueeze(1)
+    pos = _core.where(valid, _core.tensor(starts, device=dev).unsqueeze(1) + col, _core.zeros_like(col))
+    ids = flat.to(_core.int64).index_select(0, pos.reshape(-1)).reshape(nbags, width)
+    if padding_idx is not None:
+        valid = valid & (ids != padding_idx % weight.shape[0])
+    try:
+        rows = weight.index_select(0, ids.reshape(-1)).reshape(nbags, width, dim)
+    except IndexError as e:
+        raise IndexError(f"embedding_bag: {str(e).split(': ', 1)[-1]} (weight {list(weight.shape)}, input {list(input.shape)})") from None
+    mask = valid.to(weight.dtype).unsqueeze(2)
+    if mode == "max":
+        big = rows.masked_fill(~valid.unsqueeze(2), float("-inf")).amax(1)
+        nonempty = valid.to(_core.int64).sum(1, keepdim=True) > 0
+        return _core.where(nonempty, big, _core.zeros_like(big))
+    if psw is not None:
+        w = psw.index_select(0, pos.reshape(-1)).reshape(nbags, width, 1)
+        rows = rows * w
+    total = (rows * mask).sum(1)
+    if mode == "sum":
+        return total
+    count = valid.to(weight.dtype).sum(1, keepdim=True).clamp(min=1)
+    return total / count

@@ -87,3 +87,64 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
     """Divide `input` by its `p`-norm along `dim` (clamped below by `eps`), giving unit-norm vectors."""
     norm = input.norm(p, dim, keepdim=True).clamp(min=eps)
     return input / norm
+
+
+def instance_norm(
+    input: Tensor,
+    running_mean: Optional[Tensor] = None,
+    running_var: Optional[Tensor] = None,
+    weight: Optional[Tensor] = None,
+    bias: Optional[Tensor] = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalize each channel of each sample (N, C, ...) over its spatial dims, then
+    apply the per-channel `weight` and `bias`. With `use_input_stats` the running
+    statistics, if given, are updated in place with the batch average of the
+    per-instance mean and unbiased variance; without it they are used instead."""
+    if input.ndim < 3:
+        raise ShapeError(f"instance_norm: expected at least 3-D input (N, C, ...), got {list(input.shape)}")
+    c = input.shape[1]
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    spatial = input.numel() // max(input.shape[0] * c, 1)
+    if spatial <= 1:
+        raise ValueError(f"instance_norm: expected more than 1 spatial element when training, got input size {list(input.shape)}")
+    if running_mean is not None and running_var is not None:
+        dims = tuple(range(2, input.ndim))
+        with _no_grad():
+            mean = input.mean(dims)
+            var = ((input - mean.reshape(*mean.shape, *([1] * len(dims)))) ** 2).sum(dims) / (spatial - 1)
+            running_mean.mul_(1 - momentum).add_(mean.mean(0) * momentum)
+            running_var.mul_(1 - momentum).add_(var.mean(0) * momentum)
+    # One group per channel: group norm's kernel is instance norm.
+    return _core._group_norm(input, c, weight, bias, float(eps))
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
+    """Divide each value by `(k + alpha / size * sum of squares over the `size`
+    neighbouring channels) ** beta` (the window is zero-padded at the edges)."""
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
+    if input.numel() == 0:
+        return input
+    c = input.shape[1]
+    sq = input * input
+    lo, hi = size // 2, (size - 1) // 2
+    zshape = list(input.shape)
+    parts = []
+    if lo:
+        zshape[1] = lo
+        parts.append(_core.zeros(*zshape, dtype=input.dtype, device=input.device))
+    parts.append(sq)
+    if hi:
+        zshape[1] = hi
+        parts.append(_core.zeros(*zshape, dtype=input.dtype, device=input.device))
+    padded = _core.cat(parts, 1) if len(parts) > 1 else sq
+    # The window sum as `size` shifted slices (a loop over the window, not the elements).
+    acc = padded.narrow(1, 0, c)
+    for j in range(1, size):
+        acc = acc + padded.narrow(1, j, c)
+    div = (acc * (alpha / size) + k) ** beta
+    return input / div
