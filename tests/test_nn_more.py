@@ -258,13 +258,13 @@ def test_transformer_layers_are_independent_copies_and_callable_activation() -> 
     by_name = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation="gelu")
     by_fn = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation=F.gelu)
     by_fn.load_state_dict(by_name.state_dict())
-    np.testing.assert_allclose(by_fn(x).numpy(), by_name(x).numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(by_fn(x).detach().numpy(), by_name(x).detach().numpy(), rtol=1e-6, atol=1e-6)
     by_module = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation=nn.GELU())
     by_module.load_state_dict(by_name.state_dict())
-    np.testing.assert_allclose(by_module(x).numpy(), by_name(x).numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(by_module(x).detach().numpy(), by_name(x).detach().numpy(), rtol=1e-6, atol=1e-6)
     # A causal mask given as a mask or as is_causal with it gives one result.
     mask = nn.Transformer.generate_square_subsequent_mask(5)
-    np.testing.assert_allclose(enc(x, mask=mask).numpy(), enc(x, mask=mask, is_causal=True).numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(enc(x, mask=mask).detach().numpy(), enc(x, mask=mask, is_causal=True).detach().numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_transformer_errors() -> None:
@@ -443,10 +443,10 @@ def test_rnn_dropout_between_layers_only_in_training() -> None:
     m = nn.RNN(3, 8, num_layers=2, dropout=0.5)
     x = cp.randn(4, 2, 3)
     m.eval()
-    y_eval = m(x)[0].numpy()
-    np.testing.assert_array_equal(m(x)[0].numpy(), y_eval)
+    y_eval = m(x)[0].detach().numpy()
+    np.testing.assert_array_equal(m(x)[0].detach().numpy(), y_eval)
     m.train()
-    assert not np.allclose(m(x)[0].numpy(), y_eval)
+    assert not np.allclose(m(x)[0].detach().numpy(), y_eval)
     # The last layer's output is not dropped: one layer trains deterministically.
     one = nn.RNN(3, 8, num_layers=1, dropout=0.5)
-    np.testing.assert_array_equal(one(x)[0].numpy(), one.eval()(x)[0].numpy())
+    np.testing.assert_array_equal(one(x)[0].detach().numpy(), one.eval()(x)[0].detach().numpy())
