@@ -12,7 +12,7 @@ from .._core import Generator, ShapeError, Tensor
 from ..autograd import no_grad
 
 __all__ = [
-    "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
+    "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_", "dirac_",
     "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_",
 ]  # fmt: skip
 
@@ -79,6 +79,27 @@ def eye_(tensor: Tensor) -> Tensor:
         raise ShapeError(f"eye_: only tensors with 2 dimensions are supported, got shape {list(tensor.shape)}")
     with no_grad():
         return tensor.copy_(_core.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype, device=tensor.device))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill the 3-, 4- or 5-D `tensor` in place with the Dirac delta (as
+    `torch.nn.init.dirac_`): a convolution with it is the identity on the first
+    `min(out_channels // groups, in_channels)` channels of each group; returns it."""
+    dims = tensor.ndim
+    if dims not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = list(tensor.shape)
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per_group = sizes[0] // groups
+    min_dim = min(out_per_group, sizes[1])
+    center = tuple(s // 2 for s in sizes[2:])
+    with no_grad():
+        tensor.zero_()
+        for g in range(groups):
+            for d in range(min_dim):
+                tensor[(g * out_per_group + d, d) + center] = 1
+    return tensor
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Optional[Generator] = None) -> Tensor:
