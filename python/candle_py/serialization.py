@@ -27,6 +27,7 @@ loads as one tensor).
 
 from __future__ import annotations
 
+import _compat_pickle
 import collections
 import io
 import mmap as _mmap
@@ -460,6 +461,12 @@ class _Unpickler(pickle.Unpickler):
         self.loaded: Dict[str, _Storage] = {}
 
     def find_class(self, module: str, name: str) -> Any:
+        # Python 2 names that protocol-2 pickles use (`__builtin__.set`), mapped as
+        # pickle's own fix_imports does (no Python 3 module has those names).
+        if (module, name) in _compat_pickle.NAME_MAPPING:
+            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+        elif module in _compat_pickle.IMPORT_MAPPING:
+            module = _compat_pickle.IMPORT_MAPPING[module]
         g = _resolve_torch(module, name)
         if g is not None:
             return g

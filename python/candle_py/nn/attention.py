@@ -11,7 +11,7 @@ from .._core import ShapeError, Tensor
 from . import functional as F
 from . import init
 from .functional import multi_head_attention_forward
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 from .parameter import Parameter
 
@@ -73,7 +73,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(_core.empty(3 * embed_dim, dtype=dt, device=device))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
         if add_bias_kv:
             self.bias_k = Parameter(_core.empty(1, 1, embed_dim, dtype=dt, device=device))
             self.bias_v = Parameter(_core.empty(1, 1, embed_dim, dtype=dt, device=device))

@@ -56,6 +56,12 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """`Linear` under the name PyTorch gives `MultiheadAttention.out_proj` (its class
+    exists there to keep quantization tools off that layer); same parameters,
+    numerics and state_dict keys as `Linear`."""
+
+
 class Bilinear(Module):
     """`y_k = x1 @ W_k @ x2 + b_k` for inputs (*, in1_features) and (*, in2_features),
     with weight (out_features, in1_features, in2_features) and bias drawn from

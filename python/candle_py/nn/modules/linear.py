@@ -21,9 +21,13 @@ _NAMES = (
 
 def __getattr__(name: str) -> Any:
     if name == "__all__":
-        return present(_NAMES)
+        return present(_NAMES) + ["NonDynamicallyQuantizableLinear"]
+    if name == "NonDynamicallyQuantizableLinear":  # torch has it here only, not in torch.nn
+        from ..linear import NonDynamicallyQuantizableLinear
+
+        return NonDynamicallyQuantizableLinear
     return lookup(__name__, _NAMES, name)
 
 
 def __dir__() -> List[str]:
-    return present(_NAMES)
+    return present(_NAMES) + ["NonDynamicallyQuantizableLinear"]
