@@ -114,3 +114,17 @@ def test_group_norm_and_rms_norm_match_reference() -> None:
     np.testing.assert_allclose(np.asarray(r), want, rtol=1e-12)
     h = F.rms_norm(cp.ones(2, 4, dtype=cp.bfloat16) * 3, (4,))
     assert h.dtype == cp.bfloat16 and abs(float(h.float()[0, 0].item()) - 1.0) < 1e-2
+
+
+def test_loss_weights_are_buffers_as_torch():
+    """torch's weighted losses register `weight` (and `pos_weight`) as buffers: they are
+    in the state_dict (keys as torch prints them) and absent when None."""
+    w = cp.ones(3)
+    assert list(cp.nn.CrossEntropyLoss(weight=w).state_dict()) == ["weight"]
+    assert list(cp.nn.NLLLoss(weight=w).state_dict()) == ["weight"]
+    assert list(cp.nn.BCELoss(weight=w).state_dict()) == ["weight"]
+    assert list(cp.nn.BCEWithLogitsLoss(weight=w, pos_weight=cp.ones(3)).state_dict()) == ["weight", "pos_weight"]
+    assert list(cp.nn.CrossEntropyLoss().state_dict()) == [] and cp.nn.CrossEntropyLoss().weight is None
+    loss = cp.nn.CrossEntropyLoss(weight=cp.tensor([1.0, 2.0, 3.0]))
+    loss.load_state_dict({"weight": cp.tensor([3.0, 2.0, 1.0])})
+    np.testing.assert_array_equal(loss.weight.numpy(), [3.0, 2.0, 1.0])

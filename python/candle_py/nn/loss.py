@@ -58,7 +58,8 @@ class NLLLoss(_Loss):
         reduction: str = "mean",
     ) -> None:
         super().__init__(size_average, reduce, reduction)
-        self.weight, self.ignore_index = weight, ignore_index
+        self.register_buffer("weight", weight)  # a buffer, as torch's _WeightedLoss: in state_dict, moves with .to()
+        self.ignore_index = ignore_index
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
@@ -78,7 +79,8 @@ class CrossEntropyLoss(_Loss):
         label_smoothing: float = 0.0,
     ) -> None:
         super().__init__(size_average, reduce, reduction)
-        self.weight, self.ignore_index, self.label_smoothing = weight, ignore_index, label_smoothing
+        self.register_buffer("weight", weight)  # a buffer, as torch's _WeightedLoss
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.cross_entropy(
@@ -93,7 +95,7 @@ class BCELoss(_Loss):
         self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None, reduce: Optional[bool] = None, reduction: str = "mean"
     ) -> None:
         super().__init__(size_average, reduce, reduction)
-        self.weight = weight
+        self.register_buffer("weight", weight)  # a buffer, as torch's _WeightedLoss
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
@@ -111,7 +113,8 @@ class BCEWithLogitsLoss(_Loss):
         pos_weight: Optional[Tensor] = None,
     ) -> None:
         super().__init__(size_average, reduce, reduction)
-        self.weight, self.pos_weight = weight, pos_weight
+        self.register_buffer("weight", weight)  # buffers, as torch's
+        self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.binary_cross_entropy_with_logits(input, target, self.weight, reduction=self.reduction, pos_weight=self.pos_weight)
