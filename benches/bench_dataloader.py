@@ -2,7 +2,9 @@
 Python (a decode-like CPU loop plus a short I/O wait per item), with 0, 1 and 2
 workers, on candle_py and on torch in the same run (interleaved rounds, medians),
 as times and as the speed-up over in-process loading. Also the cost of moving a
-batch of tensors between processes (a dataset that is fast but returns big items).
+batch of tensors between processes (a dataset that is fast but returns big items),
+by shared-memory files (candle_py's default for tensors of 64 KiB and more) and by
+pickle (`candle_py pickle`: the threshold raised so that every tensor is pickled).
 
 Benchmark on a quiet machine only: the script prints the 1-minute load average and
 refuses to run above 0.3 unless `--force` is given.
@@ -58,8 +60,18 @@ class BigItems:
         return self.lib.tensor(self.data[i])
 
 
-def epoch(lib: Any, ds: Any, workers: int) -> Callable[[], object]:
+def epoch(lib: Any, ds: Any, workers: int, pickle_only: bool = False) -> Callable[[], object]:
     loader = lib.utils.data.DataLoader(ds, batch_size=BATCH, num_workers=workers, persistent_workers=workers > 0)
+    if pickle_only and workers > 0:
+        # Start the persistent workers with every tensor below the shared-memory
+        # threshold (forked workers copy the module's setting), then restore it.
+        from candle_py.utils.data import _shared_memory
+
+        saved, _shared_memory.MIN_BYTES = _shared_memory.MIN_BYTES, 1 << 62
+        try:
+            iter(loader)
+        finally:
+            _shared_memory.MIN_BYTES = saved
 
     def run() -> object:
         n = 0
@@ -81,12 +93,15 @@ def main() -> None:
         libs["torch"] = torch
     for title, make in (("slow __getitem__ (~4 ms/item)", SlowItems), ("1 MiB items (transport)", BigItems)):
         print(f"\n{title}: one epoch of {ITEMS} items, batch {BATCH}")
-        fns = {f"{name} w={w}": epoch(lib, make(lib), w) for name, lib in libs.items() for w in (0, 1, 2)}
+        rows = dict(libs)
+        if make is BigItems:
+            rows = {"candle_py": cp, "candle_py pickle": cp, **{k: v for k, v in libs.items() if k != "candle_py"}}
+        fns = {f"{name} w={w}": epoch(lib, make(lib), w, name.endswith("pickle")) for name, lib in rows.items() for w in (0, 1, 2)}
         times = interleaved(fns, repeat=5, warmup=1, settle=0.2)
-        print(f"{'':<16}{'w=0':>12}{'w=1':>12}{'w=2':>12}{'speed-up w=2':>14}")
-        for name in libs:
+        print(f"{'':<18}{'w=0':>12}{'w=1':>12}{'w=2':>12}{'speed-up w=2':>14}")
+        for name in rows:
             row = [times[f"{name} w={w}"] for w in (0, 1, 2)]
-            print(f"{name:<16}" + "".join(f"{fmt_time(t):>12}" for t in row) + f"{row[0] / row[2]:>13.2f}x")
+            print(f"{name:<18}" + "".join(f"{fmt_time(t):>12}" for t in row) + f"{row[0] / row[2]:>13.2f}x")
         if torch is not None:
             print("candle_py / torch: " + "  ".join(f"w={w} {times[f'candle_py w={w}'] / times[f'torch w={w}']:.2f}x" for w in (0, 1, 2)))
 

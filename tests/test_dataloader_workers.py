@@ -112,6 +112,10 @@ def assert_same(a: Any, b: Any) -> None:
         assert len(a) == len(b)
         for x, y in zip(a, b):
             assert_same(x, y)
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            assert_same(a[k], b[k])
     elif isinstance(a, np.ndarray):
         np.testing.assert_array_equal(a, b)
     else:
@@ -223,6 +227,23 @@ def test_dtypes_and_python_values_cross_processes() -> None:
     assert_same(batches(DataLoader(Dtypes(), batch_size=2, num_workers=2)), batches(DataLoader(Dtypes(), batch_size=2)))
 
 
+class Unpicklable(Dataset):
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int) -> Any:
+        return (lambda: i) if i == 2 else i
+
+
+def test_a_batch_that_does_not_pickle_raises_instead_of_hanging() -> None:
+    # Before: the queue's feeder thread printed the pickling error and dropped the
+    # batch, and the main process waited for it forever.
+    loader = DataLoader(Unpicklable(), batch_size=None, num_workers=2, multiprocessing_context="fork")
+    with pytest.raises(Exception, match="DataLoader worker process") as err:
+        batches(loader)
+    assert "pickle" in str(err.value).lower()
+
+
 def test_argument_checks() -> None:
     with pytest.raises(ValueError, match="non-negative"):
         DataLoader(Squares(), num_workers=-1)
@@ -230,3 +251,114 @@ def test_argument_checks() -> None:
         DataLoader(Squares(), prefetch_factor=2)
     with pytest.raises(ValueError, match="persistent_workers"):
         DataLoader(Squares(), persistent_workers=True)
+
+
+# -- big tensors cross through shared-memory files (utils/data/_shared_memory.py) ---------
+
+
+class Big(Dataset):
+    """Items far above the shared-memory threshold, of several dtypes and layouts."""
+
+    def __init__(self, n: int = 8) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> Any:
+        base = cp.arange(64 * 1024, dtype=cp.float32).reshape(256, 256) + i
+        return {
+            "f32": base,
+            "t": base.t(),  # a non-contiguous view
+            "bf16": base.to(cp.bfloat16),
+            "i64": base.to(cp.int64),
+            "bool": base > 40000,
+            "small": cp.tensor([i]),
+        }
+
+
+def _our_shm_files() -> List[str]:
+    if not os.path.isdir("/dev/shm"):
+        return []
+    return [f for f in os.listdir("/dev/shm") if f.startswith(f"candle_py_dl_{os.getpid()}_")]
+
+
+shm_only = pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm on this platform")
+
+
+@shm_only
+def test_big_tensors_cross_by_shared_memory_and_files_are_reused_then_deleted() -> None:
+    loader = DataLoader(Big(12), batch_size=2, num_workers=2, persistent_workers=True)
+    ref = batches(DataLoader(Big(12), batch_size=2))
+    for _ in range(3):
+        got = batches(loader)
+        assert_same(got, ref)
+        assert got[0]["t"].shape == (2, 256, 256)
+    files = _our_shm_files()
+    # Files go back to their worker and are reused: a few per worker, not one per tensor
+    # per batch (3 epochs x 6 batches x 5 big tensors = 90 otherwise).
+    assert 0 < len(files) <= 2 * 2 * 5 + 10
+    del loader
+    assert _children_settle() == []
+    assert _our_shm_files() == []
+
+
+@shm_only
+def test_no_shared_memory_files_left_after_break_or_worker_error() -> None:
+    for _ in DataLoader(Big(40), batch_size=2, num_workers=2, prefetch_factor=4):
+        break
+    assert _children_settle() == [] and _our_shm_files() == []
+
+    class BigThenFail(Big):
+        def __getitem__(self, i: int) -> Any:
+            if i == 5:
+                raise KeyError(i)
+            return super().__getitem__(i)
+
+    with pytest.raises(KeyError):
+        batches(DataLoader(BigThenFail(12), batch_size=1, num_workers=2))
+    assert _children_settle() == [] and _our_shm_files() == []
+
+
+@shm_only
+def test_files_of_a_killed_main_process_are_removed_by_the_next_loader() -> None:
+    dead = mp.get_context("fork").Process(target=os._exit, args=(0,))
+    dead.start()
+    dead.join()
+    stale = f"/dev/shm/candle_py_dl_{dead.pid}_0_0_0"
+    with open(stale, "wb") as f:
+        f.write(b"x" * 10)
+    mine = f"/dev/shm/candle_py_dl_{os.getpid()}_feed_0_0"  # a live process's file stays
+    with open(mine, "wb") as f:
+        f.write(b"x" * 10)
+    try:
+        batches(DataLoader(Squares(4), batch_size=2, num_workers=1))
+        assert not os.path.exists(stale) and os.path.exists(mine)
+    finally:
+        for p in (stale, mine):
+            if os.path.exists(p):
+                os.unlink(p)
+
+
+def _no_room(*args: Any, **kwargs: Any) -> int:
+    raise OSError(28, "No space left on device")
+
+
+@shm_only
+def test_a_full_tmpfs_falls_back_to_pickle(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Workers are forked, so they inherit the patched os.pwrite: every shared-memory
+    # write fails as on a full /dev/shm, and the batch must still arrive whole.
+    monkeypatch.setattr(os, "pwrite", _no_room)
+    got = batches(DataLoader(Big(4), batch_size=2, num_workers=2, multiprocessing_context="fork"))
+    monkeypatch.undo()
+    assert_same(got, batches(DataLoader(Big(4), batch_size=2)))
+    assert _children_settle() == [] and _our_shm_files() == []
+
+
+def test_without_dev_shm_tensors_go_by_pickle(monkeypatch: pytest.MonkeyPatch) -> None:
+    from candle_py.utils.data import _shared_memory
+
+    monkeypatch.setattr(_shared_memory, "available", lambda: False)
+    got = batches(DataLoader(Big(4), batch_size=2, num_workers=1))
+    assert_same(got, batches(DataLoader(Big(4), batch_size=2)))
+    assert _our_shm_files() == []

@@ -3,7 +3,9 @@ sharing-strategy functions (`torch.multiprocessing`).
 
 PyTorch moves tensors between processes through shared memory, by a strategy
 ("file_descriptor" or "file_system"). candle_py tensors are pickled by value when
-they cross a process boundary, so the strategy is stored and reported (PyTorch's
+they cross a process boundary, except DataLoader batches, whose big CPU tensors
+always travel through named shared-memory files (`utils/data/_shared_memory.py`,
+the "file_system" mechanism). So the strategy is stored and reported (PyTorch's
 default for the platform: "file_descriptor" on Linux, "file_system" elsewhere)
 but selects nothing.
 """

@@ -13,10 +13,9 @@ closed (`break` drops it) or collected; with `persistent_workers=True` they serv
 the next epoch too. A worker that dies, or a `timeout` that passes, raises
 RuntimeError instead of hanging.
 
-Batches cross processes by pickle (tensors through their NumPy buffers: one copy
-out, one copy in), which keeps tensors of every dtype and device working; for the
-slow `__getitem__` loads that worker processes exist for, the copy is a small part
-of a batch's cost (benches/bench_dataloader.py).
+Batches cross processes by pickle; a batch's big CPU tensors travel through
+shared-memory files instead (`_shared_memory`: two copies instead of six, measured
+in benches/bench_dataloader.py), and the rest by value.
 """
 
 from __future__ import annotations
@@ -28,9 +27,11 @@ import queue
 import random
 import traceback
 from dataclasses import dataclass
+from multiprocessing.reduction import ForkingPickler
 from typing import Any, Dict, Iterator, List, Optional
 
 from ... import _core
+from . import _shared_memory
 
 __all__ = ["WorkerInfo", "get_worker_info"]
 
@@ -121,8 +122,11 @@ def _worker_loop(
     worker_init_fn: Any,
     index_queue: Any,
     result_queue: Any,
+    shm_prefix: Optional[str],
 ) -> None:
     global _worker_info
+    if shm_prefix is not None:
+        _shared_memory.install(f"{shm_prefix}{worker_id}_")
     state: Dict[str, Any] = dict(
         dataset=dataset, collate_fn=collate_fn, auto=auto, fast=fast, iterable=iterable, batch_size=batch_size, drop_last=drop_last
     )
@@ -145,7 +149,9 @@ def _worker_loop(
             return
         if msg is None:  # shut down
             return
-        kind, ep, task_id, task = msg
+        kind, ep, task_id, task, freed = msg
+        if freed:  # batch files the main process has read: ours to reuse
+            _shared_memory.release(freed)
         if kind == "epoch":  # a new epoch: a fresh iterator over an iterable dataset
             epoch = ep
             if iterable and init_failure is None:
@@ -155,16 +161,28 @@ def _worker_loop(
                     init_failure = _Failure(type(e), str(e), where, traceback.format_exc())
             continue
         if init_failure is not None:
-            result_queue.put((ep, task_id, init_failure))
+            result_queue.put(_pickled(ep, task_id, init_failure, where))
             continue
         try:
             out: Any = _fetch(state, task)
         except Exception as e:
             out = _Failure(type(e), str(e), where, traceback.format_exc())
+        result_queue.put(_pickled(epoch, task_id, out, where))
+
+
+def _pickled(epoch: int, task_id: int, out: Any, where: str) -> bytes:
+    """The result, pickled here rather than by the queue's feeder thread: a result that
+    does not pickle must become an error the main process sees, and the feeder thread
+    would only print it and drop the batch (the main process then waits forever)."""
+    try:
+        return bytes(ForkingPickler.dumps((epoch, task_id, out)))
+    except Exception as e:
+        failure = _Failure(type(e), str(e), where, traceback.format_exc())
         try:
-            result_queue.put((epoch, task_id, out))
-        except Exception as e:  # the result does not pickle
-            result_queue.put((epoch, task_id, _Failure(type(e), str(e), where, traceback.format_exc())))
+            return bytes(ForkingPickler.dumps((epoch, task_id, failure)))
+        except Exception:  # the exception type itself does not pickle (a local class)
+            failure.exc_type = RuntimeError
+            return bytes(ForkingPickler.dumps((epoch, task_id, failure)))
 
 
 class _MultiProcessIter:
@@ -184,6 +202,9 @@ class _MultiProcessIter:
         self.index_queues: List[Any] = []
         self.workers: List[Any] = []
         self.base_seed = self._draw_seed()
+        self.shm_prefix = _shared_memory.prefix_for(f"{id(self):x}") if _shared_memory.available() else None
+        if self.shm_prefix is not None:
+            _shared_memory.remove_orphans()
         for wid in range(self.n):
             iq = ctx.Queue()
             args = (
@@ -200,6 +221,7 @@ class _MultiProcessIter:
                 loader.worker_init_fn,
                 iq,
                 self.result_queue,
+                self.shm_prefix,
             )
             w = ctx.Process(target=_worker_loop, args=args, daemon=True)
             w.start()
@@ -207,6 +229,7 @@ class _MultiProcessIter:
             self.workers.append(w)
         self.epoch = -1
         self.shut = False
+        self._freed: Dict[int, List[str]] = {}  # worker -> its batch files we have read
 
     def _draw_seed(self) -> int:
         # As torch: a random int64 from the loader's generator (or the default one).
@@ -219,8 +242,8 @@ class _MultiProcessIter:
         the workers outlive it only when the loader keeps them (persistent_workers)."""
         self.epoch += 1
         epoch = self.epoch
-        for iq in self.index_queues:
-            iq.put(("epoch", epoch, -1, None))
+        for w, iq in enumerate(self.index_queues):
+            iq.put(("epoch", epoch, -1, None, self._freed.pop(w, None)))
         loader = self.loader
         if loader._iterable:
             tasks: Iterator[Any] = itertools.repeat(None)
@@ -247,7 +270,7 @@ class _MultiProcessIter:
                         rr += 1
                     w = rr % self.n
                     rr += 1
-                    self.index_queues[w].put(("task", epoch, next_task, task))
+                    self.index_queues[w].put(("task", epoch, next_task, task, self._freed.pop(w, None)))
                     outstanding[next_task] = w
                     next_task += 1
                 if next_yield in done:
@@ -304,7 +327,7 @@ class _MultiProcessIter:
         waited = 0.0
         while True:
             try:
-                return self.result_queue.get(timeout=_POLL)
+                data = self.result_queue.get(timeout=_POLL)
             except queue.Empty:
                 waited += _POLL
                 dead = [w for w in self.workers if not w.is_alive()]
@@ -316,6 +339,12 @@ class _MultiProcessIter:
                 if self.timeout > 0 and waited >= self.timeout:
                     self.shutdown(wait=False)
                     raise RuntimeError(f"DataLoader timed out after {self.timeout:g} seconds") from None
+            else:
+                out = ForkingPickler.loads(data)  # (epoch, task id, result); reads shared memory
+                if self.shm_prefix is not None:
+                    for w, names in _shared_memory.take_received(self.shm_prefix).items():
+                        self._freed.setdefault(w, []).extend(names)
+                return out
 
     def shutdown(self, wait: bool = True) -> None:
         """Stop the workers and release the queues (idempotent); `wait=False` (after a
@@ -337,6 +366,8 @@ class _MultiProcessIter:
         for q in [*self.index_queues, self.result_queue]:
             q.cancel_join_thread()
             q.close()
+        if self.shm_prefix is not None:  # batches the workers sent that were never received
+            _shared_memory.remove_leftovers(self.shm_prefix)
 
     def __del__(self) -> None:
         if os is not None and not getattr(self, "shut", True):
