@@ -31,6 +31,7 @@ from . import (
     nn,
     onnx,
     optim,
+    quantized,
     random,
     safetensors,
     serialization,
