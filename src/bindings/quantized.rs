@@ -60,6 +60,7 @@ impl PyQTensor {
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         crate::bindings::size::size_tuple(py, self.dims())
     }
+    /// The number of dimensions.
     #[getter]
     fn ndim(&self) -> usize {
         self.dims().len()
@@ -74,13 +75,16 @@ impl PyQTensor {
     fn nbytes(&self) -> usize {
         self.w.q.storage_size_in_bytes()
     }
+    /// Where the blocks live.
     #[getter]
     fn device(&self) -> PyDevice {
         PyDevice::of(&self.w.q.device())
     }
+    /// The element count of the float tensor it stands for.
     fn numel(&self) -> usize {
         self.dims().iter().product()
     }
+    /// The shape (as `Tensor.size()`).
     fn size<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.shape(py)
     }
@@ -105,9 +109,11 @@ impl PyQTensor {
         let moved = detach_op(py, "QTensor.to", || q::to_device(&w.q, &dev))?;
         Py::new(py, PyQTensor { w: Arc::new(QWeight::from_arc(moved)) })
     }
+    /// The same blocks on the CPU.
     fn cpu(slf: &Bound<'_, Self>, py: Python<'_>) -> PyResult<Py<PyQTensor>> {
         Self::to(slf, py, &pyo3::types::PyString::new(py, "cpu").into_any())
     }
+    /// `QTensor(shape=[N, K], dtype=q4k, nbytes=..., device='cpu')`.
     fn __repr__(&self) -> String {
         format!(
             "QTensor(shape={}, dtype={}, nbytes={}, device='{}')",
