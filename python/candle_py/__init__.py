@@ -202,7 +202,7 @@ __all__ = [
     "float32", "float", "float64", "double", "float16", "half", "bfloat16", "uint8",
     "uint32", "int16", "short", "int32", "int", "int64", "long", "bool",
     "ShapeError", "DTypeError", "DeviceError", "BackendError", "is_tensor", "numel",
-    "nn", "optim", "utils", "keras", "safetensors", "load_file", "save_file", "serialization", "save", "load",
+    "nn", "optim", "utils", "keras", "safetensors", "quantized", "load_file", "save_file", "serialization", "save", "load",
     "set_num_threads", "get_num_threads", "set_num_interop_threads", "get_num_interop_threads",
     "inf", "nan", "pi", "e", "newaxis", "finfo", "iinfo", "Size", "is_floating_point",
     "get_default_dtype", "set_default_dtype", "compile", "jit", "set_printoptions", "get_printoptions",

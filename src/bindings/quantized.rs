@@ -162,10 +162,9 @@ fn _quantize(py: Python<'_>, input: &Bound<'_, PyTensor>, dtype: &str) -> PyResu
             return Err(shape_err(
                 op,
                 format!(
-                    "the last dim of shape {} ({} {}) must be a multiple of {}'s block size {bs}",
-                    shape_str(t.dims()),
-                    k,
+                    "{} tensor of shape {}: the last dim {k} must be a multiple of {}'s block size {bs}",
                     dt.name(),
+                    shape_str(t.dims()),
                     q::type_name(ty)
                 ),
             ))

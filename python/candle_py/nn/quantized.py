@@ -56,7 +56,9 @@ class _QuantizedWeight(Module):
             if isinstance(value, Tensor) and value.dtype.is_floating_point:
                 value = _quantize_tensor(value.detach(), self.weight.dtype)
             if not isinstance(value, QTensor):
-                errors.append(f'While copying the parameter named "{key}", expected a QTensor or a float Tensor, got {type(value).__name__}.')
+                errors.append(
+                    f'While copying the parameter named "{key}", expected a QTensor or a float Tensor, got {type(value).__name__}.'
+                )
             elif tuple(value.shape) != tuple(self.weight.shape):
                 errors.append(
                     f"size mismatch for {key}: copying a param with shape {list(value.shape)} from checkpoint, "
@@ -164,9 +166,7 @@ def _features(m: Module) -> int:
     return m.in_features if isinstance(m, Linear) else m.embedding_dim  # type: ignore[no-any-return]
 
 
-def quantize(
-    model: Module, dtype: str = "q4k", class_predicate: Optional[Callable[[str, Module], Union[bool, str]]] = None
-) -> None:
+def quantize(model: Module, dtype: str = "q4k", class_predicate: Optional[Callable[[str, Module], Union[bool, str]]] = None) -> None:
     """Replace `model`'s `Linear` and `Embedding` layers by quantized ones, in place (MLX's API).
 
     `class_predicate(path, module)` decides per layer: False skips it, True quantizes it

@@ -276,3 +276,59 @@ fn tensor_entry(name: String, ne: Vec<u64>, ty: GgmlDType, offset: u64, align: u
     let dims = shown.iter().map(|&d| d as usize).collect();
     Ok(TensorEntry { name, ty, dims, start: start as usize, len: len as usize })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn corpus() -> (PathBuf, serde_json::Value) {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile_gguf");
+        let m = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+        (dir, m)
+    }
+
+    #[test]
+    fn corpus_is_rejected_and_valid_files_pass() {
+        let (dir, m) = corpus();
+        for (name, expect) in m["reject"].as_object().unwrap() {
+            let buf = std::fs::read(dir.join(format!("{name}.gguf"))).unwrap();
+            let err = validate(&buf).err().unwrap_or_else(|| panic!("{name} passed validation"));
+            assert!(err.contains(expect.as_str().unwrap()), "{name}: {err}");
+        }
+        for name in m["accept"].as_array().unwrap() {
+            let buf = std::fs::read(dir.join(format!("{}.gguf", name.as_str().unwrap()))).unwrap();
+            let h = validate(&buf).unwrap();
+            // What passes must parse in Candle's reader too, at the same data offset.
+            let c = candle_core::quantized::gguf_file::Content::read(&mut std::io::Cursor::new(&buf)).unwrap();
+            assert_eq!(c.tensor_data_offset, h.data_offset);
+        }
+    }
+
+    /// What Candle's own reader does with the corpus, unguarded (documentation, not a
+    /// check: `cargo test --release --lib candle_reader -- --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn candle_reader_on_corpus() {
+        let (dir, m) = corpus();
+        for name in m["reject"].as_object().unwrap().keys() {
+            let buf = std::fs::read(dir.join(format!("{name}.gguf"))).unwrap();
+            let r = std::panic::catch_unwind(|| {
+                let mut cur = std::io::Cursor::new(&buf);
+                let c = candle_core::quantized::gguf_file::Content::read(&mut cur)?;
+                let names: Vec<String> = c.tensor_infos.keys().cloned().collect();
+                let mut shapes = Vec::new();
+                for n in names {
+                    shapes.push(format!("{:?}", c.tensor(&mut cur, &n, &candle_core::Device::Cpu)?.shape()));
+                }
+                Ok::<_, candle_core::Error>(format!("{} tensors {shapes:?}", c.tensor_infos.len()))
+            });
+            let what = match r {
+                Ok(Ok(s)) => format!("ACCEPTED: {s}"),
+                Ok(Err(e)) => format!("error: {}", e.to_string().lines().next().unwrap_or("")),
+                Err(_) => "PANIC".to_string(),
+            };
+            println!("{name}: {what}");
+        }
+    }
+}

@@ -19,8 +19,8 @@ def linear(input: Tensor, weight: Union[Tensor, QTensor], bias: Optional[Tensor]
     # One fused GEMM (bias folded into the output's initial value, batch dims
     # folded into rows); shape/dtype errors name both operands. Inside autocast the
     # operands are first cast to its dtype (linear is on PyTorch's lower-precision list).
-    input, weight, bias = _autocast.lower(input, weight, bias)
-    return _core._linear(input, weight, bias)
+    x, w, b = _autocast.lower(input, weight, bias)
+    return _core._linear(x, w, b)
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
