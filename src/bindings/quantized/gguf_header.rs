@@ -254,7 +254,7 @@ fn tensor_entry(name: String, ne: Vec<u64>, ty: GgmlDType, offset: u64, align: u
         return Err(format!("{what}: the element count of shape {shown:?} overflows"));
     };
     let (bs, ts) = (ty.block_size() as u64, ty.type_size() as u64);
-    if ne[0] % bs != 0 {
+    if !ne[0].is_multiple_of(bs) {
         return Err(format!("{what}: shape {shown:?}: the last dim {} is not a multiple of {}'s block size {bs}", ne[0], type_name(ty)));
     }
     let len = elems / bs * ts;
@@ -263,7 +263,7 @@ fn tensor_entry(name: String, ne: Vec<u64>, ty: GgmlDType, offset: u64, align: u
         let dims = shown.iter().map(|&d| d as usize).collect();
         return Ok(TensorEntry { name, ty, dims, start: 0, len: 0 });
     }
-    if offset % align != 0 {
+    if !offset.is_multiple_of(align) {
         return Err(format!("{what}: data offset {offset} is not a multiple of the alignment {align}"));
     }
     let start = data.checked_add(offset).filter(|s| s.checked_add(len).is_some_and(|e| e <= file));

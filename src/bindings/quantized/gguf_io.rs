@@ -23,7 +23,7 @@ fn tensor_at(buf: &[u8], e: &TensorEntry, dev: &Device) -> candle_core::Result<Q
     // Candle reads the bytes as blocks and asserts their alignment (4 bytes at most:
     // f32 fields); a file with a small `general.alignment` may place data anywhere,
     // and an empty slice may have any address: copy those to 8-aligned memory.
-    let storage = if e.len > 0 && bytes.as_ptr() as usize % 8 == 0 {
+    let storage = if e.len > 0 && (bytes.as_ptr() as usize).is_multiple_of(8) {
         QStorage::from_data(Cow::Borrowed(bytes), dev, e.ty)?
     } else {
         let mut words = vec![0u64; e.len.div_ceil(8)];
