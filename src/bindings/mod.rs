@@ -20,6 +20,7 @@ pub(crate) mod misc_ops;
 pub(crate) mod nn;
 pub(crate) mod numpy_interop;
 pub(crate) mod optim;
+pub(crate) mod quantized;
 pub(crate) mod random;
 pub(crate) mod reduce;
 pub(crate) mod safetensors_io;
@@ -52,6 +53,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     grad_fn::register(m)?;
     random::register(m)?;
     safetensors_io::register(m)?;
+    quantized::register(m)?;
     torch_format::register(m)?;
     threads::register(m)?;
     nn::register(m)?;

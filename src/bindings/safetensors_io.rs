@@ -63,7 +63,7 @@ fn to_dict<'py>(py: Python<'py>, items: Vec<(String, Tensor, DT)>) -> PyResult<B
     Ok(d)
 }
 
-fn map_file(path: &str, op: &str) -> PyResult<memmap2::Mmap> {
+pub(crate) fn map_file(path: &str, op: &str) -> PyResult<memmap2::Mmap> {
     let f = std::fs::File::open(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => pyo3::exceptions::PyFileNotFoundError::new_err(format!("{op}: no such file: {path:?}")),
         _ => value_err(op, format!("cannot open {path:?}: {e}")),
@@ -190,10 +190,15 @@ fn save<'py>(py: Python<'py>, tensors: &Bound<'py, PyDict>, metadata: Option<Has
     Ok(PyBytes::new(py, &buf))
 }
 
-/// Write `data` to `path` atomically: a fresh temporary file in the same
+/// Write `data` to `path` atomically (`write_atomic_with`).
+pub fn write_atomic(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, |f| f.write_all(data))
+}
+
+/// Write `path` atomically through `write`: a fresh temporary file in the same
 /// folder, fsync, rename over `path`, fsync the folder. A writer killed at any
 /// point leaves `path` as it was (at worst a stray `.NAME.PID.N.tmp` behind).
-pub fn write_atomic(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
+pub fn write_atomic_with(path: &std::path::Path, write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> std::io::Result<()> {
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
@@ -202,7 +207,7 @@ pub fn write_atomic(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> 
     let tmp = dir.join(format!(".{name}.{}.{seq}.tmp", std::process::id()));
     let res = (|| {
         let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        f.write_all(data)?;
+        write(&mut f)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();

@@ -23,6 +23,7 @@ from . import (
     parallel,
     pixelshuffle,
     pooling,
+    quantized,
     rnn,
     snake,
     transformer,
@@ -46,6 +47,7 @@ from .padding import *  # noqa: F403
 from .parallel import DataParallel
 from .pixelshuffle import *  # noqa: F403
 from .pooling import *  # noqa: F403
+from .quantized import *  # noqa: F403
 from .rnn import *  # noqa: F403
 from .snake import *  # noqa: F403
 from .transformer import *  # noqa: F403
@@ -88,6 +90,7 @@ __all__ += linear.__all__
 __all__ += loss.__all__
 __all__ += normalization.__all__
 __all__ += pooling.__all__
+__all__ += quantized.__all__
 __all__ += rnn.__all__
 __all__ += snake.__all__
 __all__ += distance.__all__

@@ -456,7 +456,14 @@ class Module:
             return t.to(dev) if dev is not None else t
 
         self._apply_to_tensors(move)
+        if dev is not None:
+            for m in self.modules():
+                m._move_extra(dev)
         return self
+
+    def _move_extra(self, device: Any) -> None:
+        """Move state kept outside parameters and buffers (a quantized layer's QTensor
+        weight) to `device`; `to()` calls it on every module. Nothing by default."""
 
     def float(self: T) -> T:
         """Cast floating-point parameters and buffers to float32, in place; returns self."""
@@ -519,6 +526,8 @@ class Module:
                 continue
             found.add(key)
             value = sd[key]
+            if isinstance(value, _core.QTensor):  # a GGUF file's tensor (`quantized.load_gguf`)
+                value = value.dequantize()
             if not isinstance(value, Tensor):
                 try:
                     value = _core.tensor(value)

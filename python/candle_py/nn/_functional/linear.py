@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
 from ... import _autocast, _core
-from ..._core import ShapeError, Tensor
+from ..._core import QTensor, ShapeError, Tensor
 from ...autograd import no_grad as _no_grad
 
 
-def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
-    """`input @ weight.T + bias`."""
+def linear(input: Tensor, weight: Union[Tensor, QTensor], bias: Optional[Tensor] = None) -> Tensor:
+    """`input @ weight.T + bias`; `weight` may be a `QTensor` (Candle's quantized kernels)."""
+    if isinstance(weight, QTensor):
+        # Candle's kernels take float32/float16/bfloat16 as they come: autocast does not apply.
+        return _core._qlinear(input, weight, bias)
     # One fused GEMM (bias folded into the output's initial value, batch dims
     # folded into rows); shape/dtype errors name both operands. Inside autocast the
     # operands are first cast to its dtype (linear is on PyTorch's lower-precision list).
-    input, weight, bias = _autocast.lower(input, weight, bias)
-    return _core._linear(input, weight, bias)
+    x, w, b = _autocast.lower(input, weight, bias)
+    return _core._linear(x, w, b)
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
@@ -57,7 +60,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
 def embedding(
     input: Tensor,
-    weight: Tensor,
+    weight: Union[Tensor, QTensor],
     padding_idx: Optional[int] = None,
     max_norm: Optional[float] = None,
     norm_type: float = 2.0,
@@ -69,7 +72,13 @@ def embedding(
     no gradient; with `max_norm`, the looked-up rows whose `norm_type`-norm exceeds it
     are rescaled in `weight` (in place) to that norm first; `scale_grad_by_freq`
     divides each row's gradient by how often it occurs in `input`. `sparse` asks
-    PyTorch for a sparse gradient; ours is dense, with the same values."""
+    PyTorch for a sparse gradient; ours is dense, with the same values. A `QTensor`
+    weight gives float32 rows; it has no gradient, so `padding_idx`,
+    `scale_grad_by_freq` and `sparse` change nothing, and `max_norm` is refused."""
+    if isinstance(weight, QTensor):
+        if max_norm is not None:
+            raise ValueError("embedding: max_norm rescales rows of the weight in place, which a quantized weight cannot do")
+        return _core._qembedding(input, weight)
     if input.dtype.is_floating_point or input.dtype == _core.bool:
         raise TypeError(
             f"embedding: indices must be an integer tensor (int64 or int32), got {input.dtype} of shape "
