@@ -41,9 +41,10 @@ SCALAR_V3 = {"andn", "bextr", "blsi", "blsmsk", "blsr", "bzhi", "lzcnt", "mulx",
 WIDE_REG = re.compile(r"%(ymm|zmm)\d+|%k[0-7]\b")
 FUNC = re.compile(r"^[0-9a-f]+ <(.+)>:$")
 INSN = re.compile(r"^\s+[0-9a-f]+:\s+(?:\{\w+\}\s+)?([a-z][a-z0-9.]*)\s*(.*)$")
-# Patterns on the demangled name; each checked in the crate's source: the AVX variant is reached only through a CPU check.
+# Patterns on the demangled name. Each was checked in the crate's source: its AVX
+# variant is reached only through a CPU check.
 THIRD_PARTY = {
-    "gemm": 'gemm* crates: feature_detected!("avx512f"/"fma") picks the kernel (Candle\'s matmul)',
+    r"\bgemm(_common|_f16|_f32|_f64|_c32|_c64)?::": 'gemm* crates: feature_detected!("avx512f"/"fma") picks the kernel (Candle\'s matmul)',
     r"\bpulp::": "pulp: V3/V4::try_new() detect before the SIMD closure runs",
     r"\bmemchr::": "memchr: is_x86_feature_detected! before its AVX2 search",
     r"\bcandle_core::cpu::avx::": "candle-core: use_avx2() (cpuid, cached) before vec_dot/vec_sum/vec_add",
@@ -60,7 +61,7 @@ def target_feature_fns() -> set[str]:
     names = set()
     for path in (ROOT / "src").rglob("*.rs"):
         text = path.read_text()
-        for m in re.finditer(r"#\[target_feature\([^)]*\)\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?unsafe\s+fn\s+(\w+)", text):
+        for m in re.finditer(r"#\[target_feature\([^)]*\)\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?(?:unsafe\s+)?fn\s+(\w+)", text):
             names.add(m.group(1))
     return names
 
