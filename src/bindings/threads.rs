@@ -1,5 +1,7 @@
 //! `set_num_threads` / `get_num_threads` and their inter-op twins (the policy and
-//! the pool are `ops::pool`'s; the Python wrappers validate the arguments).
+//! the pool are `ops::pool`'s; the Python wrappers validate the arguments), and the
+//! SIMD level the CPU kernels run (`backends.cpu.get_cpu_capability`).
+use crate::ops::cpu::{simd_level, Simd};
 use crate::ops::pool;
 use pyo3::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -31,10 +33,22 @@ fn _get_num_interop_threads() -> usize {
     }
 }
 
+/// The kernels' level in PyTorch's words (`torch.backends.cpu.get_cpu_capability()`),
+/// after `CANDLE_PY_MAX_ISA`'s cap: tests use it to prove the cap took effect.
+#[pyfunction]
+fn _cpu_capability() -> &'static str {
+    match simd_level() {
+        Simd::Plain => "DEFAULT",
+        Simd::Avx2 => "AVX2",
+        Simd::Avx512 => "AVX512",
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_set_num_interop_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_get_num_interop_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(_cpu_capability, m)?)?;
     Ok(())
 }
