@@ -84,17 +84,12 @@ def embed(
     )
 
 
-def collect(ds: "ray.data.Dataset", stats: Optional[Dict[str, float]] = None) -> np.ndarray:  # type: ignore[name-defined]  # noqa: F821
+def collect(ds: "ray.data.Dataset") -> np.ndarray:  # type: ignore[name-defined]  # noqa: F821
     """All embeddings as one (N, dim) array in input order, less trailing empty lines
-    (sentence_embeddings.py does not count a file's final blank lines as sentences).
-    `stats`, if given, gets "first": seconds until the first batch arrived (actor
-    start-up and model loading) and "n_first": that batch's rows."""
+    (sentence_embeddings.py does not count a file's final blank lines as sentences)."""
     texts: List[str] = []
     parts: List[np.ndarray] = []
-    t0 = time.perf_counter()
     for b in ds.iter_batches(batch_format="numpy", batch_size=None):
-        if stats is not None and not parts:
-            stats["first"], stats["n_first"] = time.perf_counter() - t0, len(b["text"])
         texts.extend(str(t) for t in b["text"])
         parts.append(np.asarray(b["embedding"], dtype=np.float32))
     emb = np.concatenate(parts) if parts else np.zeros((0, 384), np.float32)
@@ -143,18 +138,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         actors = args.actors or max(1, cpus // args.threads)
         ds = embed(src, actors, args.threads, args.batch_size, args.rows_per_call)
         t0 = time.perf_counter()
-        stats: Dict[str, float] = {}
         if out.endswith(".npy"):
-            emb = collect(ds, stats)
+            emb = collect(ds)
             np.save(out, emb)
             n = emb.shape[0]
         else:
             ds.write_parquet(out)
             n = ray.data.read_parquet(out).count()
         dt = time.perf_counter() - t0
+        # The time includes starting the actors and loading the model in each
+        # (benches/bench_ray.py separates the two).
         msg = f"wrote {out}: {n} embeddings in {dt:.1f} s ({n / dt:.1f} sentences/s) with {actors} actor(s) x {args.threads} thread(s)"
-        if stats and n > stats["n_first"]:  # the rate once the actors were up
-            msg += f"; first batch after {stats['first']:.1f} s, then {(n - stats['n_first']) / (dt - stats['first']):.1f} sentences/s"
         print(msg, file=sys.stderr)
     finally:
         ray.shutdown()
