@@ -219,7 +219,7 @@ def compare(got: Any, exp: Any, ga: Dict[str, np.ndarray], ea: Dict[str, np.ndar
         for i, (g, e) in enumerate(zip(got, exp)):
             compare(g, e, ga, ea, tol, f"{where}[{i}]")
         return
-    if isinstance(exp, float) and isinstance(got, (int, float)) and not isinstance(got, bool):
+    if isinstance(exp, float) and type(got) is float:
         assert math.isclose(got, exp, rel_tol=tol, abs_tol=tol), f"{where}: {got!r} != {exp!r}"
         return
     if isinstance(exp, str) and isinstance(got, str) and exp.startswith("raises ") and got.startswith("raises "):
@@ -2170,4 +2170,56 @@ def dataloader(lib: Any) -> Dict[str, Any]:
         "lst": lst,
         "ds_len": len(ds),
         "item": ds[1],
+    }
+
+
+@case("Tensor.to", "Tensor.float", "Tensor.double", "nn.Module.to", tol=TOL_MM)
+def module_to(lib: Any) -> Dict[str, Any]:
+    # `model.to(...)` is counted as `Tensor.to` in torch_usage.md: modules convert in place.
+    m = _load(lib, lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.BatchNorm1d(4)), "mto")
+    r = m.to(lib.float64)
+    x = _r(lib, 5, 3).double()
+    y = m(x)
+    m2 = m.to("cpu").float()
+    return {
+        "same": r is m,
+        "dtypes": [str(v.dtype).rsplit(".", 1)[-1] for v in m.state_dict().values()],
+        "y": y,
+        "back": m2(x.float()),
+        "half": m2.double().half()[0].weight.dtype,
+        "nb": x.to("cpu", non_blocking=True).dtype,
+        "int_buffer": m[1].num_batches_tracked.dtype,
+    }
+
+
+@case("torch.jit")
+def jit_markers(lib: Any) -> Dict[str, Any]:
+    # candle_py's documented jit: script/trace raise (no TorchScript); the markers that
+    # scriptable code uses behave as torch's do when the code runs eagerly.
+    @lib.jit.ignore
+    def f(t: Any) -> Any:
+        return t * 2
+
+    @lib.jit.unused
+    def g(t: Any) -> Any:
+        return t + 1
+
+    return {"scripting": lib.jit.is_scripting(), "tracing": lib.jit.is_tracing(), "f": f(lib.ones(2)), "g": g(lib.ones(2))}
+
+
+@case("Tensor.repeat", "Tensor.expand", "Tensor.chunk", "Tensor.squeeze", "torch.stack", "Tensor.permute", "Tensor.sum")
+def shape_edges(lib: Any) -> Dict[str, Any]:
+    s = lib.tensor(2.0)
+    return {
+        "rep0": lib.arange(3).repeat(0, 2),
+        "rep_0d": s.repeat(3),
+        "exp_0d": s.expand(2, 3),
+        "chunk_neg": lib.arange(6).reshape(2, 3).chunk(2, dim=-1),
+        "sq_0d": s.squeeze(),
+        "sq_0d_dim": s.squeeze(0),
+        "stack_neg": lib.stack([lib.arange(2), lib.arange(2)], dim=-2),
+        "perm_0d": s.permute(()),
+        "sum_0d_dim": s.sum(0),
+        "sum_neg_oob": _err(lambda: lib.ones(2).sum(-2)),
+        "perm_dup": _err(lambda: lib.ones(2, 2).permute(0, 0)),
     }
