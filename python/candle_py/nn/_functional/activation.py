@@ -34,6 +34,10 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
     """Clamp `input` to `[min_val, max_val]` (default `[-1, 1]`)."""
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+    if not input.dtype.is_floating_point and input.dtype != _core.bool:
+        # PyTorch keeps an integer input's dtype (its bounds cast to the integer type,
+        # truncating), so relu6 of an int64 tensor stays int64; float bounds would promote.
+        min_val, max_val = int(min_val), int(max_val)
     return _result(input, lambda input: input.clamp(min_val, max_val), inplace)
 
 
@@ -80,6 +84,10 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """Gaussian error linear unit `input * Phi(input)`; `approximate="tanh"` uses the
     tanh approximation instead of the exact erf form."""
     if approximate == "none":
+        if not input.dtype.is_floating_point:
+            # As PyTorch (no GELU kernel for integer or bool tensors) and as the tanh form,
+            # whose `_activation` kernel refuses them with the same message.
+            raise _core.DTypeError(f"gelu: expected a floating point input, got {input.dtype.name}")
         return input._gelu()
     if approximate == "tanh":
         return _core._activation(input, "gelu_tanh")

@@ -121,7 +121,12 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     `num_classes` (`-1`: one more than the largest index)."""
     if tensor.dtype.is_floating_point:
         raise TypeError(f"one_hot is only applicable to index tensors, got {tensor.dtype} of shape {list(tensor.shape)}")
+    # PyTorch refuses negative indices and indices >= num_classes (instead of all-zero rows).
+    if tensor.numel() and int(tensor.min().item()) < 0:
+        raise ValueError("one_hot: class values must be non-negative")
     n = int(tensor.max().item()) + 1 if num_classes < 0 else num_classes
+    if tensor.numel() and int(tensor.max().item()) >= n:
+        raise ValueError(f"one_hot: class values must be smaller than num_classes ({n})")
     classes = _core.arange(n, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).long()
 

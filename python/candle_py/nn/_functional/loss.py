@@ -117,6 +117,10 @@ def binary_cross_entropy(
     """`-(target * log(input) + (1 - target) * log(1 - input))` for probabilities
     `input`, with the logs clamped at -100; optional `weight`, reduced by `reduction`."""
     input, target, weight = _autocast.fp32(input, target, weight)
+    if not bool(((input >= 0) & (input <= 1)).all()):
+        # PyTorch refuses probabilities outside [0, 1] (NaN included) rather than
+        # returning a loss computed from clamped logs.
+        raise ValueError("binary_cross_entropy: all elements of input should be between 0 and 1")
     return _core._point_loss("binary_cross_entropy", input, target, _legacy(size_average, reduce, reduction), weight)
 
 

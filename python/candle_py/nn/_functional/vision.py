@@ -7,6 +7,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 from ... import _autocast, _core
 from ..._core import ShapeError, Tensor
+from .conv_pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None) -> Tensor:
@@ -79,10 +80,13 @@ def _resize_dim(x: Tensor, dim: int, out: int, scale: Optional[float], mode: str
     size = x.shape[dim]
     if out == size and scale in (None, 1.0):
         return x
-    if mode == "nearest":
+    if mode in ("nearest", "nearest-exact"):
         s = (1.0 / scale) if scale else size / out
-        idx = [min(int(math.floor(i * s)), size - 1) for i in range(out)]
+        off = 0.5 if mode == "nearest-exact" else 0.0  # nearest-exact samples pixel centres
+        idx = [min(int(math.floor((i + off) * s)), size - 1) for i in range(out)]
         return x.index_select(dim, _core.tensor(idx, device=x.device))
+    if mode == "cubic":
+        return _cubic_dim(x, dim, out, scale, align_corners)
     # Linear: each output sample mixes its two neighbouring inputs.
     if align_corners:
         s = (size - 1) / (out - 1) if out > 1 else 0.0
@@ -101,6 +105,48 @@ def _resize_dim(x: Tensor, dim: int, out: int, scale: Optional[float], mode: str
     return a * (1 - w1) + b * w1
 
 
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) bicubic convolution coefficient
+
+
+def _cubic_weights(t: float) -> Tuple[float, float, float, float]:
+    """Keys' cubic convolution weights of the 4 taps around a sample `t` in [0, 1)."""
+    a = _CUBIC_A
+
+    def near(x: float) -> float:  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x: float) -> float:  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return far(t + 1), near(t), near(1 - t), far(2 - t)
+
+
+def _cubic_dim(x: Tensor, dim: int, out: int, scale: Optional[float], align_corners: bool) -> Tensor:
+    """Bicubic resampling along one dim (separable, as PyTorch's kernel): 4 taps with
+    indices clamped at the borders, source coordinates not clamped."""
+    size = x.shape[dim]
+    if align_corners:
+        s = (size - 1) / (out - 1) if out > 1 else 0.0
+        src = [i * s for i in range(out)]
+    else:
+        s = (1.0 / scale) if scale else size / out
+        src = [(i + 0.5) * s - 0.5 for i in range(out)]
+    shape = [1] * x.ndim
+    shape[dim] = out
+    acc: Optional[Tensor] = None
+    for k in range(4):
+        idx, ws = [], []
+        for v in src:
+            f = math.floor(v)
+            idx.append(min(max(f - 1 + k, 0), size - 1))
+            ws.append(_cubic_weights(v - f)[k])
+        w = _core.tensor(ws, dtype=x.dtype, device=x.device).reshape(shape)
+        term = x.index_select(dim, _core.tensor(idx, device=x.device)) * w
+        acc = term if acc is None else acc + term
+    assert acc is not None
+    return acc
+
+
 def interpolate(
     input: Tensor,
     size: _Size = None,
@@ -110,16 +156,17 @@ def interpolate(
     recompute_scale_factor: Optional[bool] = None,
     antialias: bool = False,
 ) -> Tensor:
-    """Resize (N, C, ...) by nearest or (bi/tri)linear interpolation, as PyTorch."""
+    """Resize (N, C, ...) by nearest, nearest-exact, (bi/tri)linear, bicubic or area
+    interpolation, as PyTorch."""
     n = input.ndim - 2
     if n < 1 or n > 3:
         raise ShapeError(f"interpolate: expected 3-D, 4-D or 5-D input (N, C, ...), got {list(input.shape)}")
-    linear = {"linear": 1, "bilinear": 2, "trilinear": 3}
-    if mode not in ("nearest", *linear):
-        raise ValueError(f"interpolate: mode must be nearest, linear, bilinear or trilinear, got {mode!r}")
+    linear = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
+    if mode not in ("nearest", "nearest-exact", "area", *linear):
+        raise ValueError(f"interpolate: mode must be nearest, nearest-exact, linear, bilinear, bicubic, trilinear or area, got {mode!r}")
     if mode in linear and linear[mode] != n:
         raise ShapeError(f"interpolate: mode {mode!r} expects {linear[mode] + 2}-D input, got {list(input.shape)}")
-    if mode == "nearest" and align_corners:
+    if mode not in linear and align_corners:
         raise ValueError("interpolate: align_corners only works with linear modes")
     if (size is None) == (scale_factor is None):
         raise ValueError("interpolate: give exactly one of size and scale_factor")
@@ -132,6 +179,9 @@ def interpolate(
     assert sizes is not None
     if any(s <= 0 for s in sizes):
         raise ValueError(f"interpolate: output size must be positive, got {list(sizes)}")
+    if mode == "area":  # PyTorch's "area" is adaptive average pooling to the output size
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[n - 1](input, tuple(int(v) for v in sizes))
+    kind = {"nearest": "nearest", "nearest-exact": "nearest-exact", "bicubic": "cubic"}.get(mode, "linear")
     out = input
     for i in range(n):
         out = _resize_dim(
@@ -139,7 +189,7 @@ def interpolate(
             2 + i,
             int(sizes[i]),
             None if scales is None else float(scales[i]),
-            "nearest" if mode == "nearest" else "linear",
+            kind,
             bool(align_corners),
         )
     return out
