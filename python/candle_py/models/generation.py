@@ -66,7 +66,7 @@ def top_k_filter(logits: Tensor, k: int) -> Tensor:
         raise ValueError(f"top_k_filter: k must be a positive int, got {k!r}")
     if k >= logits.shape[0]:
         return logits
-    kth = _core.topk(logits, k)[0][k - 1]
+    kth = logits.topk(k)[0][k - 1]
     return logits.masked_fill(logits < kth, _NEG_INF)
 
 
@@ -79,10 +79,10 @@ def top_p_filter(logits: Tensor, p: float) -> Tensor:
         raise ValueError(f"top_p_filter: p must be in (0, 1], got {p!r}")
     if p == 1:
         return logits
-    ordered, order = _core.sort(logits, descending=True)
+    ordered, order = logits.sort(descending=True)
     probs = F.softmax(ordered, dim=0)
     # Mass strictly before each token: a token stays while that is below p.
-    before = _core.cumsum(probs, 0) - probs
+    before = probs.cumsum(0) - probs
     drop = order[before >= p]
     out = logits.clone()
     out[drop] = _NEG_INF
