@@ -221,4 +221,3 @@ def generate(
     if bad:
         raise ValueError(f"generate: prompt token id {bad[0]} is outside the vocabulary of {vocab}")
     return TokenStream(model, prompt_ids, max_new_tokens, sampler or Sampler(greedy=True), () if ignore_eos else stop_ids)
-

@@ -154,7 +154,9 @@ class LlamaAttention(_nn.Module):
         self.q_proj, self.k_proj, self.v_proj, self.o_proj = q, k, v, o
         self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
 
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor], causal: bool, cache: Optional[KVCache], layer: int) -> Tensor:
+    def forward(
+        self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor], causal: bool, cache: Optional[KVCache], layer: int
+    ) -> Tensor:
         b, t, _ = x.shape
         q = self.q_proj(x).reshape(b, t, self.num_heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).reshape(b, t, self.num_kv_heads, self.head_dim).transpose(1, 2)
@@ -186,7 +188,9 @@ class LlamaBlock(_nn.Module):
         self.self_attn, self.mlp = attn, mlp
         self.input_layernorm, self.post_attention_layernorm = input_norm, post_norm
 
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor], causal: bool, cache: Optional[KVCache], layer: int) -> Tensor:
+    def forward(
+        self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor], causal: bool, cache: Optional[KVCache], layer: int
+    ) -> Tensor:
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, causal, cache, layer)
         return x + self.mlp(self.post_attention_layernorm(x))
 
@@ -211,7 +215,9 @@ class LlamaForCausalLM(_nn.Module):
 
         emb = get("token_embd.weight")
         if tuple(emb.shape) != (cfg.vocab_size, cfg.hidden_size):
-            raise ValueError(f"LlamaForCausalLM: token_embd.weight has shape {list(emb.shape)}, expected {[cfg.vocab_size, cfg.hidden_size]}")
+            raise ValueError(
+                f"LlamaForCausalLM: token_embd.weight has shape {list(emb.shape)}, expected {[cfg.vocab_size, cfg.hidden_size]}"
+            )
         if dequantize:
             self.embed_tokens: _nn.Module = _nn.Embedding.from_pretrained(emb.dequantize(), freeze=True)
         else:
@@ -304,4 +310,3 @@ class LlamaForCausalLM(_nn.Module):
             f"layers={c.num_layers}, hidden={c.hidden_size}, heads={c.num_heads}/{c.num_kv_heads}, "
             f"vocab={c.vocab_size}, tied={self.tied}, dequantized={self.dequantized}"
         )
-

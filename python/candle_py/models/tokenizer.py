@@ -86,7 +86,6 @@ class GGUFTokenizer:
         )
         tok.add_tokens([AddedToken(t, normalized=False, special=False) for t, k in zip(tokens, types) if k == _USER_DEFINED])
         self._tok = tok
-        self._decoders = decoders
         self.tokens = tokens
         self.vocab_size = len(tokens)
         self.bos_token_id: Optional[int] = metadata.get("tokenizer.ggml.bos_token_id")
@@ -145,7 +144,9 @@ class GGUFTokenizer:
         """Text pieces as the ids of `ids` arrive (e.g. from `generate`): a piece comes out
         once its characters are complete, so a character split over several byte tokens
         comes out whole. The pieces join to `decode` of all the ids."""
-        stream = self._decoders.DecodeStream(skip_special_tokens=skip_special_tokens)
+        from tokenizers.decoders import DecodeStream
+
+        stream = DecodeStream(skip_special_tokens=skip_special_tokens)
         for i in ids:
             piece = stream.step(self._tok, self._check_ids([i])[0])
             if piece:
