@@ -39,8 +39,10 @@ def apply_repetition_penalty(logits: Tensor, previous: Iterable[int], penalty: f
     _check_logits(op, logits)
     if not (isinstance(penalty, (int, float)) and penalty > 0 and math.isfinite(penalty)):
         raise ValueError(f"{op}: penalty must be a positive number, got {penalty!r}")
+    if penalty == 1.0:
+        return logits
     seen = sorted(set(int(i) for i in previous))
-    if penalty == 1.0 or not seen:
+    if not seen:
         return logits
     if seen[0] < 0 or seen[-1] >= logits.shape[0]:
         raise ValueError(f"{op}: token id {seen[0] if seen[0] < 0 else seen[-1]} is outside the {logits.shape[0]} logits")

@@ -127,17 +127,19 @@ class KVCache:
         return kb[:, :, :end], vb[:, :, :end]
 
 
-def _linear(w: QTensor, dequantize: bool) -> _nn.Module:
-    """A bias-free projection with the weight `w` (out, in): packed, or float32."""
-    if not dequantize:
-        return _nn.QuantizedLinear.from_qtensor(w)
-    out_f, in_f = w.shape
+def _float_linear(weight: Tensor) -> _nn.Linear:
+    """A bias-free float Linear whose weight is `weight` (out, in), not copied."""
     # A 1x1 layer whose weight is then replaced: skips the random initialization of a
     # full-size Linear that the checkpoint overwrites anyway.
     lin = _nn.Linear(1, 1, bias=False)
-    lin.weight = _nn.Parameter(w.dequantize(), requires_grad=False)
-    lin.in_features, lin.out_features = in_f, out_f
+    lin.weight = weight if isinstance(weight, _nn.Parameter) else _nn.Parameter(weight, requires_grad=False)
+    lin.out_features, lin.in_features = weight.shape
     return lin
+
+
+def _linear(w: QTensor, dequantize: bool) -> _nn.Module:
+    """A bias-free projection with the weight `w` (out, in): packed, or float32."""
+    return _float_linear(w.dequantize()) if dequantize else _nn.QuantizedLinear.from_qtensor(w)
 
 
 def _norm(w: QTensor, eps: float) -> _nn.RMSNorm:
@@ -234,9 +236,10 @@ class LlamaForCausalLM(_nn.Module):
         self.norm = _norm(get("output_norm.weight"), eps)
         # No output.weight: the head is the embedding table (tied), one shared copy.
         self.tied = "output.weight" not in tensors
-        self.lm_head = _linear(emb if self.tied else tensors["output.weight"], dequantize)
         if self.tied and dequantize:
-            self.lm_head.weight = self.embed_tokens.weight
+            self.lm_head: _nn.Module = _float_linear(self.embed_tokens.weight)
+        else:
+            self.lm_head = _linear(emb if self.tied else tensors["output.weight"], dequantize)
         self._rope_base = self._inv_freq(cfg, tensors.get("rope_freqs.weight"))
         self._rope_len = 0
         self._cos = self._sin = self._rope_base
