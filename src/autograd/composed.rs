@@ -488,3 +488,24 @@ pub(crate) fn sdpa_math(q: &Value, k: &Value, v: &Value, mask: Option<&Tensor>, 
     }
     to_dtype(&matmul(&probs, &v)?, dt)
 }
+
+/// `layers::rope::rope`'s formula: x (B, H, T, D), tables (T, D/2); pair `(a, b)`
+/// becomes `(a cos - b sin, a sin + b cos)`, adjacent elements when `interleaved`,
+/// else the two halves of the last dim.
+pub fn rope(x: &Value, cos: &Value, sin: &Value, interleaved: bool) -> Result<Value> {
+    let dims = x.data.dims().to_vec();
+    let (b, h, t, d) = (dims[0], dims[1], dims[2], dims[3]);
+    let (cos, sin) = (to_dtype(cos, x.data.dtype())?, to_dtype(sin, x.data.dtype())?);
+    let rotate = |a: &Value, bb: &Value, c: &Value, s: &Value| -> Result<(Value, Value)> {
+        Ok((sub(&mul(a, c)?, &mul(bb, s)?)?, add(&mul(a, s)?, &mul(bb, c)?)?))
+    };
+    if interleaved {
+        let pairs = reshape(x, &Shape::from((b, h, t, d / 2, 2)))?;
+        let (c, s) = (reshape(&cos, &Shape::from((t, d / 2, 1)))?, reshape(&sin, &Shape::from((t, d / 2, 1)))?);
+        let (ya, yb) = rotate(&narrow(&pairs, 4, 0, 1)?, &narrow(&pairs, 4, 1, 1)?, &c, &s)?;
+        reshape(&cat(&[ya, yb], 4)?, x.data.shape())
+    } else {
+        let (ya, yb) = rotate(&narrow(x, 3, 0, d / 2)?, &narrow(x, 3, d / 2, d / 2)?, &cos, &sin)?;
+        cat(&[ya, yb], 3)
+    }
+}

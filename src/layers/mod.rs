@@ -11,3 +11,4 @@ pub(crate) mod loss_elementwise;
 pub(crate) mod norm;
 pub(crate) mod pointwise;
 pub(crate) mod pooling;
+pub(crate) mod rope;

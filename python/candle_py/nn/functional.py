@@ -49,7 +49,12 @@ from ._functional.activation import (
     tanhshrink,
     threshold,
 )
-from ._functional.attention import _as_additive, multi_head_attention_forward, scaled_dot_product_attention  # noqa: F401
+from ._functional.attention import (  # noqa: F401
+    _as_additive,
+    multi_head_attention_forward,
+    rotary_embedding,
+    scaled_dot_product_attention,
+)
 from ._functional.common import _check_tensor  # noqa: F401
 from ._functional.conv_pool import (  # noqa: F401
     _adaptive_size,
@@ -142,6 +147,7 @@ __all__ = [
     "huber_loss", "soft_margin_loss", "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "multilabel_soft_margin_loss",
     "multi_margin_loss", "multilabel_margin_loss", "ctc_loss",
+    "rotary_embedding",
 ]  # fmt: skip
 # The elementwise ops generated from the core's table (tools/gen_surface.py).
 __all__ += _elementwise.__all__

@@ -106,6 +106,21 @@ class QuantizedLinear(_QuantizedWeight):
             self.register_buffer("bias", None if mod.bias is None else mod.bias.detach().clone())
         return self
 
+    @classmethod
+    def from_qtensor(cls, weight: QTensor, bias: Optional[Tensor] = None) -> "QuantizedLinear":
+        """The layer whose weight is the 2-d QTensor `weight` (out_features, in_features),
+        shared, not copied (a checkpoint's packed weight); `bias` (out_features,) is copied."""
+        if not isinstance(weight, QTensor) or len(weight.shape) != 2:
+            raise TypeError(f"[QuantizedLinear] from_qtensor expects a 2-d QTensor, got {type(weight).__name__}")
+        out_f, in_f = weight.shape
+        if bias is not None and tuple(bias.shape) != (out_f,):
+            raise ValueError(f"[QuantizedLinear] bias of shape {list(bias.shape)} does not fit out_features={out_f}")
+        self = cls.__new__(cls)
+        Module.__init__(self)
+        self.in_features, self.out_features, self.weight = in_f, out_f, weight
+        self.register_buffer("bias", None if bias is None else bias.detach().clone())
+        return self
+
     def forward(self, input: Tensor) -> Tensor:
         return _core._qlinear(input, self.weight, self.bias, "[QuantizedLinear]")
 
@@ -150,6 +165,18 @@ class QuantizedEmbedding(_QuantizedWeight):
         Module.__init__(self)
         self.num_embeddings, self.embedding_dim, self.padding_idx = mod.num_embeddings, mod.embedding_dim, mod.padding_idx
         self.weight = _quantize_tensor(mod.weight.detach(), dtype)
+        return self
+
+    @classmethod
+    def from_qtensor(cls, weight: QTensor) -> "QuantizedEmbedding":
+        """The table whose weight is the 2-d QTensor `weight` (num_embeddings,
+        embedding_dim), shared, not copied (a checkpoint's packed table)."""
+        if not isinstance(weight, QTensor) or len(weight.shape) != 2:
+            raise TypeError(f"[QuantizedEmbedding] from_qtensor expects a 2-d QTensor, got {type(weight).__name__}")
+        self = cls.__new__(cls)
+        Module.__init__(self)
+        self.num_embeddings, self.embedding_dim = weight.shape
+        self.padding_idx, self.weight = None, weight
         return self
 
     def forward(self, input: Tensor) -> Tensor:

@@ -11,6 +11,7 @@ mod linear;
 mod loss;
 mod norm;
 mod pooling;
+mod rope;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     activation::register(m)?;
@@ -19,6 +20,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     linear::register(m)?;
     norm::register(m)?;
     pooling::register(m)?;
+    rope::register(m)?;
     loss::register(m)?;
     Ok(())
 }

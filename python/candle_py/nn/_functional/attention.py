@@ -154,3 +154,22 @@ def multi_head_attention_forward(
     if unbatched:
         wts = wts.squeeze(0)
     return out, wts
+
+
+def rotary_embedding(input: Tensor, cos: Tensor, sin: Tensor, interleaved: bool = False) -> Tensor:
+    """Rotary position embedding (RoPE) of `input` (B, H, T, D), D even: pair `i` of
+    position `t` is rotated by the angle whose cosine and sine are `cos[t, i]` and
+    `sin[t, i]` (tables of shape (T, D/2)), `(a, b) -> (a cos - b sin, a sin + b cos)`.
+
+    The pairs are the two halves of each head (`(i, i + D/2)`, Hugging Face's
+    `rotate_half` layout) or, when `interleaved`, adjacent elements (`(2i, 2i + 1)`,
+    the layout of GGUF Llama checkpoints, whose Q/K rows llama.cpp permutes). One Rust
+    op (Candle's kernels); differentiable in all three inputs; the result has
+    `input`'s dtype. (Not in PyTorch; MLX's `fast.rope`.)
+    """
+    op = "rotary_embedding"
+    for name, t in (("input", input), ("cos", cos), ("sin", sin)):
+        _check_tensor(t, f"{op} ({name})")
+    if not isinstance(interleaved, bool):
+        raise TypeError(f"{op}: interleaved must be a bool, got {type(interleaved).__name__}")
+    return _core._rope(input, cos, sin, interleaved)
