@@ -252,7 +252,11 @@ fn _qmatmul(py: Python<'_>, input: &Bound<'_, PyTensor>, weight: &Bound<'_, PyQT
     };
     let wd = w.q.shape().dims().to_vec();
     if !dt.is_float() || wd.len() != 2 || x.rank() == 0 || x.dims()[x.rank() - 1] != wd[1] || !x.device().same_device(&w.q.device()) {
-        let msg = format!("expected a float input of shape (..., {}) on the weight's device, got shape {}", wd.get(1).unwrap_or(&0), shape_str(x.dims()));
+        let msg = format!(
+            "expected a float input of shape (..., {}) on the weight's device, got shape {}",
+            wd.get(1).unwrap_or(&0),
+            shape_str(x.dims())
+        );
         return Err(shape_err(op, msg));
     }
     let y = detach_op(py, op, || w.matmul_t_with(&x, kernel))?;

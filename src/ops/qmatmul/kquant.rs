@@ -191,7 +191,12 @@ unsafe fn q6k_sum_avx2(ql: &[u8], qh: &[u8], y: &[i8], sc: &[i8; 16]) -> i32 {
         // Groups of 32: low nibbles of a, of b, high nibbles of a, of b; each with two
         // high bits from hb (bits 0-1, 2-3, 4-5, 6-7). Masks keep the 16-bit shifts
         // from carrying bits across bytes.
-        let los = [_mm256_and_si256(a, m4), _mm256_and_si256(b, m4), _mm256_and_si256(_mm256_srli_epi16(a, 4), m4), _mm256_and_si256(_mm256_srli_epi16(b, 4), m4)];
+        let los = [
+            _mm256_and_si256(a, m4),
+            _mm256_and_si256(b, m4),
+            _mm256_and_si256(_mm256_srli_epi16(a, 4), m4),
+            _mm256_and_si256(_mm256_srli_epi16(b, 4), m4),
+        ];
         let his = [
             _mm256_and_si256(hb, m2),
             _mm256_and_si256(_mm256_srli_epi16(hb, 2), m2),

@@ -83,14 +83,21 @@ impl Packed {
         debug_assert_eq!(x.len(), m * self.k);
         let simd = simd && simd_ok();
         match &self.w {
-            Weights::Q4(p) => self.run(&act::quantize_32(x), m, |t, xq, i, o| p.tile(t, xq, i, simd, o)),
-            Weights::Q8(p) => self.run(&act::quantize_32(x), m, |t, xq, i, o| p.tile(t, xq, i, simd, o)),
-            Weights::K(p) => self.run(&act::quantize_256(x), m, |t, xq, i, o| p.tile(t, xq, i, simd, o)),
+            Weights::Q4(p) => self.run(&act::quantize_32(x), m, |t, xq, i, o| p.tile(t, xq, i, simd, o), |t, xq, i, o| p.tiles(t, xq, i, simd, o)),
+            Weights::Q8(p) => self.run(&act::quantize_32(x), m, |t, xq, i, o| p.tile(t, xq, i, simd, o), |t, xq, i, o| each(t, xq, i, o, |t, xq, i, o| p.tile(t, xq, i, simd, o))),
+            Weights::K(p) => self.run(&act::quantize_256(x), m, |t, xq, i, o| p.tile(t, xq, i, simd, o), |t, xq, i, o| each(t, xq, i, o, |t, xq, i, o| p.tile(t, xq, i, simd, o))),
         }
     }
 
     /// Every (row, tile) pair through `tile`, tiles split over threads.
-    fn run<X: Sync>(&self, xq: &X, m: usize, tile: impl Fn(usize, &X, usize, &mut [f32; TILE]) + Sync) -> Vec<f32> {
+    /// `tile4` does 4 activation rows at once (where a kernel can share work between them).
+    fn run<X: Sync>(
+        &self,
+        xq: &X,
+        m: usize,
+        tile: impl Fn(usize, &X, usize, &mut [f32; TILE]) + Sync,
+        tile4: impl Fn(usize, &X, usize, &mut [[f32; TILE]; 4]) + Sync,
+    ) -> Vec<f32> {
         let (n, tiles) = (self.n, self.n.div_ceil(TILE));
         // Tiles per task: enough work per task to pay for the hand-off, and several
         // tasks per thread so a thread slowed by a neighbour's process is balanced.
@@ -104,12 +111,23 @@ impl Packed {
             let out = SyncPtr(y.as_mut_ptr());
             let task = |first: usize| {
                 let mut buf = [0f32; TILE];
+                let mut buf4 = [[0f32; TILE]; 4];
                 // Rows in blocks, so a block of quantized activations stays in L2 while the
                 // task's tiles pass over it.
                 for i0 in (0..m).step_by(M_BLOCK) {
                     for t in first..(first + per_task).min(tiles) {
                         let cols = TILE.min(n - t * TILE);
-                        for i in i0..(i0 + M_BLOCK).min(m) {
+                        let end = (i0 + M_BLOCK).min(m);
+                        let mut i = i0;
+                        while i + 4 <= end {
+                            tile4(t, xq, i, &mut buf4);
+                            for (r, b) in buf4.iter().enumerate() {
+                                // SAFETY: as below, for rows i .. i + 4.
+                                unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), out.ptr().add((i + r) * n + t * TILE), cols) };
+                            }
+                            i += 4;
+                        }
+                        for i in i..end {
                             tile(t, xq, i, &mut buf);
                             // SAFETY: row i, columns t*8 .. t*8+cols < n: inside the m*n
                             // buffer, and no other task writes them (see above).
@@ -124,6 +142,13 @@ impl Packed {
                 task(0);
             }
         })
+    }
+}
+
+/// `tile` for 4 consecutive activation rows, one at a time.
+fn each<X>(t: usize, xq: &X, i: usize, out: &mut [[f32; TILE]; 4], tile: impl Fn(usize, &X, usize, &mut [f32; TILE])) {
+    for (r, o) in out.iter_mut().enumerate() {
+        tile(t, xq, i + r, o);
     }
 }
 

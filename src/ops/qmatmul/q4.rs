@@ -50,7 +50,8 @@ impl Q4Pack {
     /// The 8 outputs of tile `t` for activation row `i`.
     pub(crate) fn tile(&self, t: usize, x: &Q8x32, i: usize, simd: bool, out: &mut [f32; TILE]) {
         let (nb, g0) = (self.nb, t * self.nb);
-        let xr = Row { qs: &x.qs[i * nb * 32..][..nb * 32], d: &x.d[i * nb..][..nb], isum: &x.isum[i * nb..][..nb], s: &x.s[i * nb..][..nb] };
+        let xr =
+            Row { qs: &x.qs[i * nb * 32..][..nb * 32], d: &x.d[i * nb..][..nb], isum: &x.isum[i * nb..][..nb], s: &x.s[i * nb..][..nb] };
         #[cfg(target_arch = "x86_64")]
         if simd {
             // SAFETY: callers pass `simd` true only after `super::simd_ok()` (AVX2, FMA, F16C).
@@ -73,6 +74,77 @@ impl Q4Pack {
                 }
             }
             *o = acc;
+        }
+    }
+
+    /// Tile `t` for the `R` activation rows from `i`: `tile` for each, but the AVX2
+    /// path unpacks each block's nibbles once for all of them (prefill's GEMM).
+    pub(crate) fn tiles<const R: usize>(&self, t: usize, x: &Q8x32, i: usize, simd: bool, out: &mut [[f32; TILE]; R]) {
+        #[cfg(target_arch = "x86_64")]
+        if simd {
+            let nb = self.nb;
+            assert!(x.d.len() >= (i + R) * nb);
+            // SAFETY: callers pass `simd` true only after `super::simd_ok()` (AVX2, FMA, F16C).
+            return unsafe { self.tiles_avx2(t * nb, x, i, out) };
+        }
+        for (r, o) in out.iter_mut().enumerate() {
+            self.tile(t, x, i + r, simd, o);
+        }
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2, FMA and F16C; `x` must hold rows `i .. i + R`.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn tiles_avx2<const R: usize>(&self, g0: usize, x: &Q8x32, i: usize, out: &mut [[f32; TILE]; R]) {
+        use std::arch::x86_64::*;
+        let nb = self.nb;
+        assert!(self.qs.len() >= (g0 + nb) * 128 && self.d.len() >= (g0 + nb) * TILE && x.qs.len() >= (i + R) * nb * 32);
+        assert!(x.d.len() >= (i + R) * nb && x.isum.len() >= (i + R) * nb && x.s.len() >= (i + R) * nb);
+        assert!(!self.with_min || self.m.len() >= (g0 + nb) * TILE);
+        let mask = _mm256_set1_epi8(0x0F);
+        let ones = _mm256_set1_epi16(1);
+        let mut acc = [_mm256_setzero_ps(); R];
+        for b in 0..nb {
+            // SAFETY (all loads below): in bounds by the asserts above; unaligned loads.
+            let base = unsafe { self.qs.as_ptr().add((g0 + b) * 128) };
+            let mut lo = [_mm256_setzero_si256(); 4];
+            let mut hi = [_mm256_setzero_si256(); 4];
+            for p in 0..4 {
+                let q = unsafe { _mm256_loadu_si256(base.add(p * 32) as *const __m256i) };
+                lo[p] = _mm256_and_si256(q, mask);
+                hi[p] = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask);
+            }
+            let dw = unsafe { _mm256_cvtph_ps(_mm_loadu_si128(self.d.as_ptr().add((g0 + b) * TILE) as *const __m128i)) };
+            let mw = if self.with_min {
+                unsafe { _mm256_cvtph_ps(_mm_loadu_si128(self.m.as_ptr().add((g0 + b) * TILE) as *const __m128i)) }
+            } else {
+                _mm256_setzero_ps()
+            };
+            for (r, a) in acc.iter_mut().enumerate() {
+                let xb = (i + r) * nb + b;
+                let y = unsafe { _mm256_loadu_si256(x.qs.as_ptr().add(xb * 32) as *const __m256i) };
+                let ylo = _mm256_permute2x128_si256(y, y, 0x00);
+                let yhi = _mm256_permute2x128_si256(y, y, 0x11);
+                let mut v = [_mm256_setzero_si256(); 4];
+                for p in 0..4 {
+                    let s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[p], ylo), _mm256_maddubs_epi16(hi[p], yhi));
+                    v[p] = _mm256_madd_epi16(s16, ones);
+                }
+                // The same integer sums and float steps as `tile_avx2`, so equal results.
+                let mut s = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+                if !self.with_min {
+                    s = _mm256_sub_epi32(s, _mm256_set1_epi32(8 * x.isum[xb]));
+                }
+                *a = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(x.d[xb])), _mm256_cvtepi32_ps(s), *a);
+                if self.with_min {
+                    *a = _mm256_fmadd_ps(mw, _mm256_set1_ps(x.s[xb]), *a);
+                }
+            }
+        }
+        for (o, a) in out.iter_mut().zip(acc) {
+            // SAFETY: each `o` holds 8 floats.
+            unsafe { _mm256_storeu_ps(o.as_mut_ptr(), a) };
         }
     }
 
