@@ -23,6 +23,11 @@ pub(crate) struct Q8x256 {
     pub bsums: Vec<i32>,
 }
 
+/// One block's input and outputs as `quantize_32`'s zipped iterators hand them out.
+type Block32<'a> = (((&'a [f32], &'a mut [i8]), &'a mut f32), (&'a mut i32, &'a mut f32));
+/// The same for `quantize_256`.
+type Block256<'a> = ((&'a [f32], &'a mut [i8]), (&'a mut f32, &'a mut [i32]));
+
 /// Quantizing `x` is worth splitting over threads from this many elements.
 const PAR_ELEMS: usize = 1 << 16;
 
@@ -32,7 +37,7 @@ const PAR_ELEMS: usize = 1 << 16;
 pub(crate) fn quantize_32(x: &[f32]) -> Q8x32 {
     let nb = x.len() / 32;
     let mut out = Q8x32 { qs: vec![0; x.len()], d: vec![0.0; nb], isum: vec![0; nb], s: vec![0.0; nb] };
-    let one = |(((xs, qs), d), (isum, s)): (((&[f32], &mut [i8]), &mut f32), (&mut i32, &mut f32))| {
+    let one = |(((xs, qs), d), (isum, s)): Block32| {
         let amax = xs.iter().fold(0f32, |a, v| a.max(v.abs()));
         if !xs.iter().all(|v| v.is_finite()) {
             (*d, *s) = (f32::NAN, f32::NAN);
@@ -64,7 +69,7 @@ pub(crate) fn quantize_32(x: &[f32]) -> Q8x32 {
 pub(crate) fn quantize_256(x: &[f32]) -> Q8x256 {
     let nb = x.len() / 256;
     let mut out = Q8x256 { qs: vec![0; x.len()], d: vec![0.0; nb], bsums: vec![0; nb * 16] };
-    let one = |((xs, qs), (d, bsums)): ((&[f32], &mut [i8]), (&mut f32, &mut [i32]))| {
+    let one = |((xs, qs), (d, bsums)): Block256| {
         if !xs.iter().all(|v| v.is_finite()) {
             *d = f32::NAN;
             return;

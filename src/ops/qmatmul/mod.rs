@@ -64,7 +64,7 @@ impl Packed {
             _ => return None,
         };
         let nb = k / block;
-        if k % block != 0 || raw.len() != n * nb * bytes {
+        if !k.is_multiple_of(block) || raw.len() != n * nb * bytes {
             return None;
         }
         let w = match t {
@@ -83,9 +83,21 @@ impl Packed {
         debug_assert_eq!(x.len(), m * self.k);
         let simd = simd && simd_ok();
         match &self.w {
-            Weights::Q4(p) => self.run(&act::quantize_32(x), m, |t, xq, i, o| p.tile(t, xq, i, simd, o), |t, xq, i, o| p.tiles(t, xq, i, simd, o)),
-            Weights::Q8(p) => self.run(&act::quantize_32(x), m, |t, xq, i, o| p.tile(t, xq, i, simd, o), |t, xq, i, o| each(t, xq, i, o, |t, xq, i, o| p.tile(t, xq, i, simd, o))),
-            Weights::K(p) => self.run(&act::quantize_256(x), m, |t, xq, i, o| p.tile(t, xq, i, simd, o), |t, xq, i, o| each(t, xq, i, o, |t, xq, i, o| p.tile(t, xq, i, simd, o))),
+            Weights::Q4(p) => {
+                self.run(&act::quantize_32(x), m, |t, xq, i, o| p.tile(t, xq, i, simd, o), |t, xq, i, o| p.tiles(t, xq, i, simd, o))
+            }
+            Weights::Q8(p) => self.run(
+                &act::quantize_32(x),
+                m,
+                |t, xq, i, o| p.tile(t, xq, i, simd, o),
+                |t, xq, i, o| each(t, xq, i, o, |t, xq, i, o| p.tile(t, xq, i, simd, o)),
+            ),
+            Weights::K(p) => self.run(
+                &act::quantize_256(x),
+                m,
+                |t, xq, i, o| p.tile(t, xq, i, simd, o),
+                |t, xq, i, o| each(t, xq, i, o, |t, xq, i, o| p.tile(t, xq, i, simd, o)),
+            ),
         }
     }
 

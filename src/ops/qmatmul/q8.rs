@@ -44,10 +44,10 @@ impl Q8Pack {
         let _ = simd;
         for (lane, o) in out.iter_mut().enumerate() {
             let mut acc = 0f32;
-            for b in 0..nb {
+            for (b, &dy) in xd.iter().enumerate() {
                 let q = &self.qs[((g0 + b) * TILE + lane) * 32..][..32];
                 let sumi: i32 = q.iter().zip(&xq[b * 32..][..32]).map(|(&a, &y)| a as i32 * y as i32).sum();
-                let dxy = self.d[(g0 + b) * TILE + lane].to_f32() * xd[b];
+                let dxy = self.d[(g0 + b) * TILE + lane].to_f32() * dy;
                 acc = dxy.mul_add(sumi as f32, acc);
             }
             *o = acc;
@@ -64,7 +64,7 @@ impl Q8Pack {
         assert!(self.qs.len() >= (g0 + nb) * TILE * 32 && self.d.len() >= (g0 + nb) * TILE && xq.len() >= nb * 32 && xd.len() >= nb);
         let ones = _mm256_set1_epi16(1);
         let mut acc = _mm256_setzero_ps();
-        for b in 0..nb {
+        for (b, &dy) in xd[..nb].iter().enumerate() {
             // SAFETY (all loads below): in bounds by the assert above; unaligned loads.
             let y = unsafe { _mm256_loadu_si256(xq.as_ptr().add(b * 32) as *const __m256i) };
             let base = unsafe { self.qs.as_ptr().add((g0 + b) * TILE * 32) };
@@ -81,7 +81,7 @@ impl Q8Pack {
             let c = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
             let s = _mm256_add_epi32(_mm256_permute2x128_si256(a, c, 0x20), _mm256_permute2x128_si256(a, c, 0x31));
             let dw = unsafe { _mm256_cvtph_ps(_mm_loadu_si128(self.d.as_ptr().add((g0 + b) * TILE) as *const __m128i)) };
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xd[b])), _mm256_cvtepi32_ps(s), acc);
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(dy)), _mm256_cvtepi32_ps(s), acc);
         }
         // SAFETY: `out` holds 8 floats.
         unsafe { _mm256_storeu_ps(out.as_mut_ptr(), acc) };
