@@ -47,9 +47,11 @@ def dequantize(q: QTensor, device: Any = None) -> Tensor:
 
 def matmul(x: Tensor, w: QTensor) -> Tensor:
     """`x @ w.T` for `x` of shape (..., K) and a quantized weight `w` of shape (N, K),
-    as a linear layer stores it (Candle's QMatMul; MLX's `quantized_matmul` with
-    `transpose=True`). The result is (..., N) in x's dtype; differentiable in `x`.
-    Candle's kernels quantize each row of `x` to 8 bits (q8_0, q8_1 or q8k) first."""
+    as a linear layer stores it (MLX's `quantized_matmul` with `transpose=True`). The
+    result is (..., N) in x's dtype; differentiable in `x`. Each row of `x` is
+    quantized to 8 bits (q8_0, q8_1 or q8k) first, then multiplied in integers, as in
+    llama.cpp: q4_0, q4_1, q8_0, q4k and q6k on the CPU by our multi-threaded kernels,
+    other types by Candle's QMatMul. A row of `x` holding NaN or inf gives a NaN row."""
     return _core._qlinear(x, w, None, "quantized.matmul:")
 
 

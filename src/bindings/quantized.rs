@@ -235,6 +235,34 @@ fn _qlinear(
     Ok(PyTensor::wrap_vdt(out, dt))
 }
 
+/// `_qmatmul(input, weight, kernel) -> Tensor`: `input @ weight.T` without autograd,
+/// with the kernels named: `"auto"` (what `quantized.matmul` runs), `"portable"`
+/// (ours without SIMD) or `"candle"` (Candle's QMatMul). Private: the tests compare
+/// the kernels and `benches/bench_qmatmul.py` times them.
+#[pyfunction]
+fn _qmatmul(py: Python<'_>, input: &Bound<'_, PyTensor>, weight: &Bound<'_, PyQTensor>, kernel: &str) -> PyResult<PyTensor> {
+    let op = "_qmatmul";
+    let (x, dt) = input.get().t_dt();
+    let w = weight.get().w.clone();
+    let kernel = match kernel {
+        "auto" => q::Kernel::Auto,
+        "portable" => q::Kernel::Portable,
+        "candle" => q::Kernel::Candle,
+        _ => return Err(value_err(op, format!("unknown kernel \"{kernel}\"; expected auto, portable or candle"))),
+    };
+    let wd = w.q.shape().dims().to_vec();
+    if !dt.is_float() || wd.len() != 2 || x.rank() == 0 || x.dims()[x.rank() - 1] != wd[1] || !x.device().same_device(&w.q.device()) {
+        let msg = format!(
+            "expected a float input of shape (..., {}) on the weight's device, got shape {}",
+            wd.get(1).unwrap_or(&0),
+            shape_str(x.dims())
+        );
+        return Err(shape_err(op, msg));
+    }
+    let y = detach_op(py, op, || w.matmul_t_with(&x, kernel))?;
+    Ok(PyTensor::wrap_dt(y, dt))
+}
+
 /// `g @ W` reshaped to the input's shape: the input's gradient, from a float copy
 /// of the weight made for this call (keeping one would undo what the format saves).
 fn grad_input(w: &QWeight, g: &Value, xshape: &Shape) -> candle_core::Result<Value> {
@@ -284,6 +312,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_quantize, m)?)?;
     m.add_function(wrap_pyfunction!(_qlinear, m)?)?;
     m.add_function(wrap_pyfunction!(_qembedding, m)?)?;
+    m.add_function(wrap_pyfunction!(_qmatmul, m)?)?;
     gguf_io::register(m)?;
     Ok(())
 }

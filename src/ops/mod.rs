@@ -15,6 +15,7 @@ pub(crate) mod optim;
 pub(crate) mod optim_rules;
 pub(crate) mod parallel;
 pub(crate) mod pool;
+pub(crate) mod qmatmul;
 pub(crate) mod quantized;
 pub(crate) mod random;
 pub(crate) mod reduce;

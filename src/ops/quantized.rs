@@ -1,7 +1,8 @@
 //! Quantized weights over `candle_core::quantized`: GGML type names, quantizing a
-//! float tensor, `x @ W^T` with a quantized `W` (Candle's QMatMul kernels), row
-//! lookups, device moves. No PyO3: the bindings (`bindings::quantized`) check the
+//! float tensor, `x @ W^T` with a quantized `W` (our kernels in `ops::qmatmul` for
+//! the common types on the CPU, Candle's QMatMul otherwise), row lookups, device moves. No PyO3: the bindings (`bindings::quantized`) check the
 //! arguments and name the op in errors.
+use super::qmatmul::{self, Packed};
 use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{DType, Device, Result, Storage, Tensor};
 use std::borrow::Cow;
@@ -88,10 +89,25 @@ pub fn quantize(t: &Tensor, ty: GgmlDType) -> Result<QTensor> {
 }
 
 /// A weight kept quantized, shared by every Python handle and layer that uses it,
-/// with the float copy that plain-float types multiply by (made once, on first use).
+/// with the float copy that plain-float types multiply by and the repacked copy our
+/// kernels multiply by (each made once, on first use: a weight only ever looked up
+/// as an embedding is never repacked). `q` keeps the original bytes, which
+/// `dequantize`, saving and the embedding read.
 pub struct QWeight {
     pub q: Arc<QTensor>,
     dense: OnceLock<Tensor>,
+    packed: OnceLock<Option<Packed>>,
+}
+
+/// Which kernels `QWeight::matmul_t_with` runs (tests and benchmarks compare them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// Ours where the type and device allow (AVX2 when the CPU has it), else Candle's.
+    Auto,
+    /// Ours with the portable (non-SIMD) code, where the type and device allow.
+    Portable,
+    /// Candle's QMatMul.
+    Candle,
 }
 
 impl QWeight {
@@ -100,7 +116,7 @@ impl QWeight {
     }
 
     pub fn from_arc(q: Arc<QTensor>) -> QWeight {
-        QWeight { q, dense: OnceLock::new() }
+        QWeight { q, dense: OnceLock::new(), packed: OnceLock::new() }
     }
 
     /// The dequantized float32 weight of a float-typed tensor, cached: f32/f16/bf16
@@ -113,11 +129,29 @@ impl QWeight {
         Ok(self.dense.get_or_init(|| t))
     }
 
+    /// The repacked weight for our kernels, when its type and device have them.
+    fn packed(&self) -> Result<Option<&Packed>> {
+        if let Some(p) = self.packed.get() {
+            return Ok(p.as_ref());
+        }
+        let p = match (self.q.device(), self.q.shape().dims()) {
+            (Device::Cpu, &[n, k]) if qmatmul::supports(self.q.dtype()) => Packed::new(self.q.dtype(), &self.q.data()?, n, k),
+            _ => None,
+        };
+        Ok(self.packed.get_or_init(|| p).as_ref())
+    }
+
     /// `x @ W^T` for `x` of shape (..., K) with W (N, K): the result is (..., N) in x's
-    /// dtype. Quantized types run Candle's kernels, which take f32/f16/bf16 inputs
-    /// (f64 runs in f32) and quantize `x` per row to the type's dot-product format
-    /// (q8_0, q8_1 or q8k) first. The caller checks ranks and K.
+    /// dtype. Quantized types quantize `x` per row to the type's dot-product format
+    /// (q8_0, q8_1 or q8k) and multiply in integers: q4_0, q4_1, q8_0, q4k and q6k on
+    /// the CPU with our kernels (`ops::qmatmul`), the rest with Candle's, which take
+    /// f32/f16/bf16 inputs (f64 runs in f32). The caller checks ranks and K.
     pub fn matmul_t(&self, x: &Tensor) -> Result<Tensor> {
+        self.matmul_t_with(x, Kernel::Auto)
+    }
+
+    /// `matmul_t` with a choice of kernels.
+    pub fn matmul_t_with(&self, x: &Tensor, kernel: Kernel) -> Result<Tensor> {
         let (n, k) = self.q.shape().dims2()?;
         let lead = &x.dims()[..x.rank() - 1];
         let mut out_dims = lead.to_vec();
@@ -131,6 +165,10 @@ impl QWeight {
         let y = if is_float_type(self.q.dtype()) {
             let w = self.dense()?.to_dtype(x.dtype())?;
             x2.matmul(&w.t()?)?
+        } else if let Some(p) = if kernel == Kernel::Candle { None } else { self.packed()? } {
+            let xs = x2.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+            let y = p.matmul(&xs, m, kernel == Kernel::Auto);
+            Tensor::from_vec(y, (m, n), &Device::Cpu)?.to_dtype(x.dtype())?
         } else {
             let run = match x.dtype() {
                 DType::F32 | DType::F16 | DType::BF16 => x2.contiguous()?,
