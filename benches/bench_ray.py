@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import re
 import statistics
 import subprocess
 import sys
