@@ -49,7 +49,9 @@ THIRD_PARTY = {
     r"\bmemchr::": "memchr: is_x86_feature_detected! before its AVX2 search",
     r"\bcandle_core::cpu::avx::": "candle-core: use_avx2() (cpuid, cached) before vec_dot/vec_sum/vec_add",
     r"\bcandle_core::quantized::avx::": "candle-core k_quants: has_avx2_fma() (cpu::features, cpuid) before each avx::vec_dot_*",
-    r"\bcandle_core::quantized::repack_x86::": 'candle-core repack_x86: is_x86_feature_detected!("avx2"/"fma"/"avxvnni"/"avx512*") and a CPUID AMX check pick the tile kernel',
+    r"\bcandle_core::quantized::repack_x86::": (
+        'candle-core repack_x86: is_x86_feature_detected!("avx2"/"fma"/"avxvnni"/"avx512*") and a CPUID AMX check pick the tile kernel'
+    ),
     r"\bhalf::binary16::arch::x86::": 'half: is_x86_feature_detected!("f16c") in every conversion',
     r"\brand_chacha::guts::\w+::impl_avx2?\b": 'rand_chacha (ppv-lite86 dispatch): is_x86_feature_detected!("avx2"/"avx")',
     r"\bcompiler_builtins::math::libm_math::arch::x86::fma::": "compiler-builtins fmaf: cpuid check before FMA/FMA4",
