@@ -237,7 +237,9 @@ class LlamaForCausalLM(_nn.Module):
         # No output.weight: the head is the embedding table (tied), one shared copy.
         self.tied = "output.weight" not in tensors
         if self.tied and dequantize:
-            self.lm_head: _nn.Module = _float_linear(self.embed_tokens.weight)
+            table = self.embed_tokens.weight
+            assert isinstance(table, Tensor)  # dequantized: a float nn.Embedding
+            self.lm_head: _nn.Module = _float_linear(table)
         else:
             self.lm_head = _linear(emb if self.tied else tensors["output.weight"], dequantize)
         self._rope_base = self._inv_freq(cfg, tensors.get("rope_freqs.weight"))
