@@ -22,13 +22,12 @@ from pathlib import Path
 import pytest
 
 import candle_py as cp
+from _hostile import assert_corpus_matches_generator, load_manifest
 from candle_py import safetensors as st
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "fixtures" / "hostile"
-MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
-REJECT: dict[str, str] = MANIFEST["reject"]
-ACCEPT: list[str] = MANIFEST["accept"]
+REJECT, ACCEPT = load_manifest(CORPUS)
 
 
 def _path(name: str) -> Path:
@@ -36,19 +35,7 @@ def _path(name: str) -> Path:
 
 
 def test_corpus_matches_its_generator():
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        import make_hostile_safetensors as gen
-    finally:
-        sys.path.pop(0)
-    cases, valid = gen.cases(), gen.valid()
-    assert sorted(cases) == sorted(REJECT) and sorted(valid) == sorted(ACCEPT)
-    for name, (data, expect) in cases.items():
-        assert _path(name).read_bytes() == data, f"{name}: rerun tools/make_hostile_safetensors.py"
-        assert REJECT[name] == expect
-    for name, data in valid.items():
-        assert _path(name).read_bytes() == data
-    assert len(REJECT) >= 40
+    assert_corpus_matches_generator(CORPUS, "make_hostile_safetensors", ".safetensors")
 
 
 def _check(excinfo, expect: str) -> str:
