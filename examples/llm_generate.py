@@ -21,12 +21,10 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-
-import candle_py as cp  # noqa: E402
-from candle_py.models.generation import Sampler, generate  # noqa: E402
-from candle_py.models.llama import LlamaForCausalLM  # noqa: E402
-from candle_py.models.tokenizer import GGUFTokenizer  # noqa: E402
+import candle_py as cp
+from candle_py.models.generation import Sampler, generate
+from candle_py.models.llama import LlamaForCausalLM
+from candle_py.models.tokenizer import GGUFTokenizer
 
 DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
