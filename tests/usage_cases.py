@@ -616,6 +616,36 @@ def squeeze_unsqueeze(lib: Any) -> Dict[str, Any]:
     }
 
 
+@case("Tensor.t_", "Tensor.transpose_", "Tensor.swapdims_", "Tensor.swapaxes_", "Tensor.squeeze_", "Tensor.unsqueeze_", "torch.swapdims")
+def inplace_views(lib: Any) -> Dict[str, Any]:
+    x = lib.arange(6.0).reshape(2, 3)
+    row = x[0]
+    same = x.t_() is x
+    x[1, 0] = 100.0  # the storage is still shared with `row`
+    z = lib.zeros(2, 1, 3, 1)
+    shapes = [tuple(z.squeeze_(1).shape), tuple(z.unsqueeze_(0).shape), tuple(z.squeeze_().shape)]
+    shapes += [tuple(z.transpose_(0, 1).shape), tuple(z.swapdims_(0, 1).shape), tuple(z.swapaxes_(1, 0).shape)]
+    leaf = _r(lib, 2, 3, grad=True)
+    a = _r(lib, 2, 3, seed="a", grad=True)
+    b = a * 2
+    b.t_()
+    b.unsqueeze_(0)
+    _back(lib, b)
+    return {
+        "x": x,
+        "row": row,
+        "same": same,
+        "contig": x.is_contiguous(),
+        "shapes": shapes,
+        "sw": lib.swapdims(lib.arange(6).reshape(1, 2, 3), 0, 2),
+        "b_shape": tuple(b.shape),
+        "ga": a.grad,
+        "leaf_err": _err(lambda: leaf.t_()),
+        "t_err": _err(lambda: lib.zeros(2, 2, 2).t_()),
+        "sq_err": _err(lambda: lib.zeros(2, 1).squeeze_(5)),
+    }
+
+
 @case("Tensor.expand", "Tensor.expand_as", "Tensor.repeat", "Tensor.repeat_interleave", "torch.repeat_interleave")
 def expand_repeat(lib: Any) -> Dict[str, Any]:
     x = _r(lib, 3, 1, grad=True)

@@ -28,7 +28,7 @@ __all__ = [
     "sort", "argsort", "msort", "topk", "kthvalue", "median", "mode", "nonzero", "argwhere",
     "unique", "unique_consecutive", "bincount",
     # shapes and selection
-    "reshape", "transpose", "swapaxes", "permute", "squeeze", "unsqueeze", "flatten", "narrow",
+    "reshape", "transpose", "swapaxes", "swapdims", "permute", "squeeze", "unsqueeze", "flatten", "narrow",
     "chunk", "split", "unbind", "index_select", "gather", "scatter", "scatter_add", "masked_fill",
     "clamp", "clamp_min", "clamp_max", "clip", "flip", "tril", "triu", "t", "broadcast_to",
     # predicates
@@ -198,6 +198,7 @@ bincount = _method("bincount")
 reshape = _method("reshape")
 transpose = _method("transpose")
 swapaxes = _method("swapaxes")
+swapdims = _method("swapdims")
 permute = _method("permute")
 squeeze = _method("squeeze")
 unsqueeze = _method("unsqueeze")

@@ -186,6 +186,35 @@ impl PyTensor {
     fn swapaxes(&self, axis0: i64, axis1: i64) -> PyResult<PyTensor> {
         self.transpose(axis0, axis1)
     }
+    fn swapdims(&self, dim0: i64, dim1: i64) -> PyResult<PyTensor> {
+        self.transpose(dim0, dim1)
+    }
+    // The in-place view ops: the tensor itself becomes the view (same storage).
+    fn t_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        let out = slf.get().t_py()?;
+        become_view(slf, out, "t_")
+    }
+    fn transpose_(slf: &Bound<'_, Self>, dim0: i64, dim1: i64) -> PyResult<Py<PyTensor>> {
+        let out = slf.get().transpose(dim0, dim1)?;
+        become_view(slf, out, "transpose_")
+    }
+    fn swapaxes_(slf: &Bound<'_, Self>, axis0: i64, axis1: i64) -> PyResult<Py<PyTensor>> {
+        let out = slf.get().transpose(axis0, axis1)?;
+        become_view(slf, out, "swapaxes_")
+    }
+    fn swapdims_(slf: &Bound<'_, Self>, dim0: i64, dim1: i64) -> PyResult<Py<PyTensor>> {
+        let out = slf.get().transpose(dim0, dim1)?;
+        become_view(slf, out, "swapdims_")
+    }
+    #[pyo3(signature = (dim=None))]
+    fn squeeze_(slf: &Bound<'_, Self>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let out = slf.get().squeeze(dim)?;
+        become_view(slf, out, "squeeze_")
+    }
+    fn unsqueeze_(slf: &Bound<'_, Self>, dim: i64) -> PyResult<Py<PyTensor>> {
+        let out = slf.get().unsqueeze(dim)?;
+        become_view(slf, out, "unsqueeze_")
+    }
     #[pyo3(signature = (*dims))]
     fn permute(&self, dims: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
         let v = self.v();
@@ -450,4 +479,37 @@ impl PyTensor {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let _ = PyList::empty(m.py());
     Ok(())
+}
+
+/// Make `slf` the view `out` of its own value (`t_`, `transpose_`, `squeeze_`, ...):
+/// the storage stays shared with every other view of it, the version counter is kept
+/// and bumped (as PyTorch's in-place ops), and in the graph the tensor's history
+/// becomes the view's. As in PyTorch, a leaf that requires grad refuses.
+fn become_view(slf: &Bound<'_, PyTensor>, out: PyTensor, op: &str) -> PyResult<Py<PyTensor>> {
+    let me = slf.get();
+    let cur = me.v();
+    if cur.requires_grad() && crate::autograd::grad_enabled() {
+        if cur.is_leaf() {
+            return Err(crate::bindings::errors::runtime_err(
+                op,
+                "a leaf Variable that requires grad is being used in an in-place operation.",
+            ));
+        }
+        if me.is_graph_view() {
+            // Its link to the base records the old shape; the write-back and re-derive
+            // paths would read the base through it.
+            return Err(crate::bindings::errors::runtime_err(
+                op,
+                format!("changing the shape of a view of another tensor in place is not supported in the autograd graph; use the out-of-place {}()", op.trim_end_matches('_')),
+            ));
+        }
+    }
+    if cur.requires_grad() && crate::autograd::grad_enabled() {
+        me.replace_v(out.v());
+    } else {
+        // Outside the graph (or under no_grad): new data, the same autograd side (a
+        // leaf that requires grad stays one).
+        me.replace(out.t());
+    }
+    Ok(slf.clone().unbind())
 }

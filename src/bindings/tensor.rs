@@ -130,6 +130,11 @@ impl PyTensor {
         let _ = self.view_of.set(crate::bindings::views::ViewLink::new(base.inner.clone(), base.view_of.get().cloned(), region, seen));
     }
 
+    /// Whether this tensor is a view of another one in the autograd graph.
+    pub fn is_graph_view(&self) -> bool {
+        self.view_of.get().is_some()
+    }
+
     /// Link this result of a view op on `base` to it when it is a view in the graph.
     pub fn link_view_of(&self, base: &PyTensor) {
         let v = self.inner.read().unwrap_or_else(|p| p.into_inner()).clone();
