@@ -64,10 +64,27 @@ def cases(g: torch.Generator) -> list[tuple[str, tuple, tuple, tuple, Optional[t
     ]
 
 
+def decode_cases(g: torch.Generator) -> list[tuple[str, tuple, tuple, tuple, Optional[torch.Tensor], dict[str, Any], torch.dtype]]:
+    """A few query rows against many keys: the kernel's dot-product path (up to 4 rows
+    per task, as in a decode step) instead of its GEMM tiles. Own generator, so the
+    cases above keep their values."""
+    f32 = torch.float32
+    return [
+        ("decode_gqa", (1, 9, 1, 64), (1, 3, 300, 64), (1, 3, 300, 64), None, {"enable_gqa": True}, f32),
+        ("decode_rows3_mask", (2, 2, 3, 13), (2, 2, 270, 13), (2, 2, 270, 10), float_mask((2, 1, 3, 270), g), {}, f32),
+        ("decode_rows4_bool_causal_f64", (1, 2, 4, 9), (1, 2, 4, 9), (1, 2, 4, 9), None, {"is_causal": True}, torch.float64),
+        ("decode_rows2_bool", (2, 4, 2, 16), (2, 2, 40, 16), (2, 2, 40, 16), bool_mask((2, 1, 2, 40), 0.3, g), {"enable_gqa": True}, f32),
+        ("decode_rows5_gemm", (1, 2, 5, 16), (1, 2, 33, 16), (1, 2, 33, 16), None, {}, f32),
+    ]
+
+
 def main() -> None:
     os.makedirs(OUT, exist_ok=True)
     g = torch.Generator().manual_seed(1234)
-    for name, qs, ks, vs, mask, kwargs, dt in cases(g):
+    g2 = torch.Generator().manual_seed(99)
+    # The decode cases come last and draw their masks from their own generator, so
+    # the earlier cases' tensors are what they were.
+    for name, qs, ks, vs, mask, kwargs, dt in cases(g) + decode_cases(g2):
         q = torch.randn(qs, generator=g).to(dt).requires_grad_(True)
         k = torch.randn(ks, generator=g).to(dt).requires_grad_(True)
         v = torch.randn(vs, generator=g).to(dt).requires_grad_(True)

@@ -13,6 +13,53 @@ pub(crate) struct FwdWs<T> {
     pub(crate) m_blk: Vec<T>,
 }
 
+/// Query rows up to this many are multiplied with plain dot products and row updates
+/// instead of GEMM calls: for a decode step (one query row per head) the `gemm` crate
+/// packs every K and V tile first, which cost more than the products themselves
+/// (a 9-head, 512-key step took 250 us, most of it packing).
+pub(crate) const SMALL_H: usize = 4;
+
+/// `a . b` with 8 independent partial sums (one vector register once compiled for
+/// AVX2). Plain index loops: iterator adapters were left un-inlined in the
+/// `target_feature` callers of some builds, costing 4x.
+#[inline(always)]
+fn dot<T: Float>(a: &[T], b: &[T]) -> T {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut part = [T::ZERO; 8];
+    let mut i = 0;
+    while i + 8 <= n {
+        let (x, y) = (&a[i..i + 8], &b[i..i + 8]);
+        part[0] += x[0] * y[0];
+        part[1] += x[1] * y[1];
+        part[2] += x[2] * y[2];
+        part[3] += x[3] * y[3];
+        part[4] += x[4] * y[4];
+        part[5] += x[5] * y[5];
+        part[6] += x[6] * y[6];
+        part[7] += x[7] * y[7];
+        i += 8;
+    }
+    let mut s = ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
+    while i < n {
+        s += a[i] * b[i];
+        i += 1;
+    }
+    s
+}
+
+/// `acc += p * v`.
+#[inline(always)]
+fn axpy<T: Float>(acc: &mut [T], p: T, v: &[T]) {
+    let n = acc.len().min(v.len());
+    let (acc, v) = (&mut acc[..n], &v[..n]);
+    let mut i = 0;
+    while i < n {
+        acc[i] += p * v[i];
+        i += 1;
+    }
+}
+
 /// One forward task: query rows `i0..i1` of batch entry `n`, all key blocks.
 ///
 /// # Safety
@@ -22,8 +69,8 @@ pub(crate) struct FwdWs<T> {
 /// `out` must point to an output where row `i` of entry `n` is the `dv` elements at
 /// `o_off[n] + i * o_rs`, and when `c.lse`, `lse` to `n * l` elements; rows `i0..i1`
 /// of entry `n` (of both) must be writable and accessed by no other task meanwhile.
-/// `ws` must hold `BQ * bk` scores (bk = `BK.min(s)` rounded up to 16), `BQ * dv`
-/// accumulators (`BQ * pk.dvp` with `pk`) and `BQ` of each row statistic. `pk` must be
+/// `ws` must hold `h * bk` scores (h = i1 - i0, bk = `BK.min(s)` rounded up to 16),
+/// `h * dv` accumulators (`h * pk.dvp` with `pk`) and `h` of each row statistic. `pk` must be
 /// `None` unless `T` is f32 and the CPU supports AVX-512F, AVX2 and FMA, and then be
 /// `pack(g, x.k, x.v)`.
 #[inline(always)]
@@ -65,10 +112,10 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool>(
             // SAFETY: `pk` is Some only for f32 on an AVX-512 CPU (the caller's contract),
             // so the pointer casts to f32 are identities and `mm16` may run. `kt` is entry
             // n's K^T from key j0 (j0 is a multiple of 64, and j0 + wp <= sp); the Q rows
-            // i0..i1 are inside `x.q`; the h x wp tile fits `sc` (h <= BQ, wp <= bk); the
+            // i0..i1 are inside `x.q`; the h x wp tile fits `sc` (wp <= bk); the
             // mask tile (rows i0..i1, columns j0 + col for col <= wp - 16 < w, unit column
             // stride when fused) is inside `x.mask`, lanes past `lim` unread; `m_blk`
-            // holds BQ >= h row maxes.
+            // holds h row maxes.
             Some(p) => unsafe {
                 let wp = w.div_ceil(16) * 16;
                 let kt = p.kt.as_ptr().add(g.k_idx[n] * d * p.sp + j0 * d);
@@ -90,9 +137,25 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool>(
                 mm16(h, wp, d, qp as *const f32, g.q_rs, kt, p.pw, d * p.pw, sc.as_mut_ptr() as *mut f32, wp, false, c.scale as f32, ep);
                 wp
             },
+            // SAFETY: as for the GEMM below: key rows j0..j0 + w of entry n (d elements
+            // each, k_rs apart) are inside `x.k`, the Q rows i0..i1 (q_rs apart) inside
+            // `x.q`, and the h x w tile fits `sc`.
+            None if h <= SMALL_H => unsafe {
+                let kp = x.k.as_ptr().add(g.k_off[n] + j0 * g.k_rs);
+                for r in 0..h {
+                    let qr = std::slice::from_raw_parts(qp.add(r * g.q_rs), d);
+                    let row = &mut sc[r * w..(r + 1) * w];
+                    let mut jj = 0;
+                    while jj < w {
+                        row[jj] = scale * dot(qr, std::slice::from_raw_parts(kp.add(jj * g.k_rs), d));
+                        jj += 1;
+                    }
+                }
+                w
+            },
             // SAFETY: key rows j0..j0 + w of entry n are inside `x.k` (K^T read at row
             // stride 1, column stride k_rs), the Q rows i0..i1 inside `x.q`, and the h x w
-            // tile fits `sc` (h <= BQ, w <= bk), a scratch buffer disjoint from the inputs.
+            // tile fits `sc` (w <= bk), a scratch buffer disjoint from the inputs.
             None => unsafe {
                 let kp = x.k.as_ptr().add(g.k_off[n] + j0 * g.k_rs);
                 gemm(
@@ -145,7 +208,7 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool>(
         // acc += P V (h x dv).
         // SAFETY: P is the h x w tile of `sc` (rows sc_rs apart); V's rows j0..j0 + w of
         // entry n are inside `x.v` (dv = dvp floats each when `p.vp` is empty), or inside
-        // `p.vp` (rows of dvp floats per kv slice); `acc` holds BQ >= h rows of dvp (or
+        // `p.vp` (rows of dvp floats per kv slice); `acc` holds h rows of dvp (or
         // dv) floats and is disjoint from both. With `pk`, T is f32 on an AVX-512 CPU.
         unsafe {
             match pk {
@@ -170,6 +233,17 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool>(
                         1.0,
                         Epi::NONE,
                     );
+                }
+                None if h <= SMALL_H => {
+                    for r in 0..h {
+                        let ar = &mut acc[r * acc_rs..r * acc_rs + dv];
+                        let row = &sc[r * w..(r + 1) * w];
+                        let mut jj = 0;
+                        while jj < w {
+                            axpy(ar, row[jj], std::slice::from_raw_parts(vp.add(jj * g.v_rs), dv));
+                            jj += 1;
+                        }
+                    }
                 }
                 None => gemm(
                     (h, dv, w),
@@ -285,22 +359,24 @@ pub(crate) fn forward<T: Float>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec
     // a few per thread when there are many small tasks (short sequences).
     let tasks = g.n * nqb;
     let min_len = (tasks / (8 * rayon::current_num_threads())).max(1);
+    // A task has at most min(BQ, l) query rows (one for a decode step).
+    let rows = BQ.min(g.l.max(1));
     (0..tasks).into_par_iter().with_min_len(min_len).for_each_init(
         || FwdWs {
-            sc: vec![T::ZERO; BQ * bk],
-            acc: vec![T::ZERO; BQ * accw],
-            m: vec![T::ZERO; BQ],
-            l: vec![T::ZERO; BQ],
-            m_blk: vec![T::ZERO; BQ],
+            sc: vec![T::ZERO; rows * bk],
+            acc: vec![T::ZERO; rows * accw],
+            m: vec![T::ZERO; rows],
+            l: vec![T::ZERO; rows],
+            m_blk: vec![T::ZERO; rows],
         },
         |ws, t| {
             let (n, qb) = (t / nqb, t % nqb);
             let i0 = qb * BQ;
             let i1 = (i0 + BQ).min(g.l);
             // SAFETY: task t writes only rows i0..i1 (at most BQ) of entry n of `out` / `lse`,
-            // whose capacities are n * l * dv and n * l; `g` describes `x`; `ws` is sized
-            // for BQ x bk scores and BQ x accw accumulators; `pk` is Some only for f32 on
-            // AVX-512 (built from `x` above); each arm runs where `simd_level()` found its
+            // whose capacities are n * l * dv and n * l; `g` describes `x`; `ws` has
+            // min(BQ, l) >= i1 - i0 rows of bk scores and accw accumulators; `pk` is Some
+            // only for f32 on AVX-512 (built from `x` above); each arm runs where `simd_level()` found its
             // features.
             unsafe {
                 match simd {
