@@ -28,6 +28,19 @@ type Block32<'a> = (((&'a [f32], &'a mut [i8]), &'a mut f32), (&'a mut i32, &'a 
 /// The same for `quantize_256`.
 type Block256<'a> = ((&'a [f32], &'a mut [i8]), (&'a mut f32, &'a mut [i32]));
 
+/// `v.round()` (halves away from zero) without libm's `roundf` call, which kept the
+/// quantizing loops scalar: the truncation plus one step where the dropped fraction
+/// is at least a half. Exact: `v - v.trunc()` is computed without rounding.
+#[inline(always)]
+fn round_away(v: f32) -> f32 {
+    let t = v.trunc();
+    if (v - t).abs() >= 0.5 {
+        t + 1f32.copysign(v)
+    } else {
+        t
+    }
+}
+
 /// Quantizing `x` is worth splitting over threads from this many elements.
 const PAR_ELEMS: usize = 1 << 16;
 
@@ -47,7 +60,7 @@ pub(crate) fn quantize_32(x: &[f32]) -> Q8x32 {
         let id = if dd != 0.0 { 1.0 / dd } else { 0.0 };
         let mut sum = 0i32;
         for (q, &v) in qs.iter_mut().zip(xs) {
-            *q = (v * id).round() as i8;
+            *q = round_away(v * id) as i8;
             sum += *q as i32;
         }
         let d16 = half::f16::from_f32(dd);
@@ -87,7 +100,7 @@ pub(crate) fn quantize_256(x: &[f32]) -> Q8x256 {
         }
         let iscale = -127.0 / max;
         for (q, &v) in qs.iter_mut().zip(xs) {
-            *q = (iscale * v).round().clamp(-128.0, 127.0) as i8;
+            *q = round_away(iscale * v).clamp(-128.0, 127.0) as i8;
         }
         for (b, g) in bsums.iter_mut().zip(qs.chunks(16)) {
             *b = g.iter().map(|&q| q as i32).sum();
@@ -102,4 +115,19 @@ pub(crate) fn quantize_256(x: &[f32]) -> Q8x256 {
         x.chunks(256).zip(out.qs.chunks_mut(256)).zip(rest).for_each(one);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_away;
+
+    #[test]
+    fn round_away_equals_round() {
+        let mut vals = vec![0.0f32, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, 0.49999997, -0.49999997, 127.5, -128.5, 8388607.5, 1e30, -1e30];
+        // Every float bit pattern in a stride over the whole range, NaN and inf aside.
+        vals.extend((0..u32::MAX).step_by(65_537).map(f32::from_bits).filter(|v| v.is_finite()));
+        for v in vals {
+            assert_eq!(round_away(v).to_bits(), v.round().to_bits(), "{v}");
+        }
+    }
 }
