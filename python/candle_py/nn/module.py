@@ -173,6 +173,10 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        d = self.__dict__
+        if not (d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_hooks") or d.get("_backward_pre_hooks")):
+            # No hooks: straight to forward (a decode step makes hundreds of these calls).
+            return self.forward(*args, **kwargs)
         for hook in list(self.__dict__.get("_forward_pre_hooks", {}).values()):
             res = hook(self, args)
             if res is not None:
