@@ -75,7 +75,8 @@ def test_config_from_metadata(qmodel: LlamaForCausalLM) -> None:
     assert (c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim) == (30, 576, 9, 3, 64)
     assert (c.vocab_size, c.intermediate_size, c.rope_theta) == (49152, 1536, 1e5)
     assert qmodel.tied and qmodel.lm_head.weight is qmodel.embed_tokens.weight  # one shared Q8_0 table
-    assert qmodel.layers[0].self_attn.q_proj.weight.dtype == "q4_1"
+    qkv = qmodel.layers[0].self_attn.qkv_proj
+    assert qkv.fused and qkv.sizes == [576, 192, 192] and qkv.parts[0].weight.dtype == "q4_1"  # q, k, v joined
 
 
 @needs_model

@@ -169,6 +169,35 @@ def test_matmul_errors():
         cp._core._qlinear(cp.zeros(2, 64), Q.quantize(cp.zeros(64), "q8_0"), None, "[QuantizedLinear]")
 
 
+@pytest.mark.parametrize("dtype", ["q4_1", "q8_0", "q4k", "q6k", "q5_0", "f16"])
+def test_cat_joins_rows_without_requantizing(dtype):
+    k = 256
+    parts = [Q.quantize(cp.from_numpy(_rand(n, k, seed=n)), dtype) for n in (24, 8, 8)]
+    j = Q.cat(parts)
+    assert j.dtype == dtype and tuple(j.shape) == (40, k) and j.nbytes == sum(p.nbytes for p in parts)
+    whole = np.concatenate([np.asarray(p.dequantize()) for p in parts])
+    np.testing.assert_array_equal(np.asarray(j.dequantize()), whole)
+    # The joined matmul equals the separate ones (the same blocks, rows independent).
+    x = cp.from_numpy(_rand(3, k, seed=9))
+    sep = np.concatenate([np.asarray(Q.matmul(x, p)) for p in parts], axis=-1)
+    np.testing.assert_array_equal(np.asarray(Q.matmul(x, j)), sep)
+    # Higher ranks join along dim 0 too.
+    q3 = Q.quantize(cp.from_numpy(_rand(2, 3, k)), dtype)
+    assert tuple(Q.cat([q3, q3], dim=-3).shape) == (4, 3, k)
+
+
+def test_cat_errors():
+    a = Q.quantize(cp.from_numpy(_rand(4, 64)), "q8_0")
+    with pytest.raises(cp.DTypeError, match=r"quantized.cat.*one dtype.*q8_0 \[4, 64\], q4_0 \[4, 64\]"):
+        Q.cat([a, Q.quantize(cp.from_numpy(_rand(4, 64)), "q4_0")])
+    with pytest.raises(cp.ShapeError, match=r"agree except in dim 0.*q8_0 \[4, 64\], q8_0 \[4, 32\]"):
+        Q.cat([a, Q.quantize(cp.from_numpy(_rand(4, 32)), "q8_0")])
+    with pytest.raises(ValueError, match="only dim 0"):
+        Q.cat([a, a], dim=1)
+    with pytest.raises(ValueError, match="non-empty"):
+        Q.cat([])
+
+
 def test_linear_with_a_quantized_weight_and_its_gradients():
     w, x, b = _rand(8, 64, seed=1), _rand(3, 64, seed=2), _rand(8, seed=3)
     q = Q.quantize(cp.from_numpy(w), "q8_0")

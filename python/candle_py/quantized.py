@@ -16,12 +16,12 @@ spellings ("Q4_K") are accepted too.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 from . import _core
 from ._core import QTensor, Tensor
 
-__all__ = ["QTensor", "DTYPES", "quantize", "dequantize", "matmul", "block_size", "load_gguf", "save_gguf"]
+__all__ = ["QTensor", "DTYPES", "quantize", "dequantize", "matmul", "cat", "block_size", "load_gguf", "save_gguf"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -53,6 +53,19 @@ def matmul(x: Tensor, w: QTensor) -> Tensor:
     llama.cpp: q4_0, q4_1, q8_0, q4k and q6k on the CPU by our multi-threaded kernels,
     other types by Candle's QMatMul. A row of `x` holding NaN or inf gives a NaN row."""
     return _core._qlinear(x, w, None, "quantized.matmul:")
+
+
+def cat(tensors: Sequence[QTensor], dim: int = 0) -> QTensor:
+    """QTensors of one dtype and device joined along dim 0 (their shapes must agree
+    past it), without requantizing: GGML stores rows one after another, so the result
+    holds the same blocks. How fused projections are built (a Llama layer's q, k and v
+    weights as one (q + k + v, hidden) weight). Only dim 0 (or its negative spelling)
+    is supported: other dims cut through the blocks' row layout."""
+    tensors = list(tensors)
+    rank = len(tensors[0].shape) if tensors else 1
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim not in (0, -rank):
+        raise ValueError(f"quantized.cat: only dim 0 is supported (rows of blocks follow each other), got dim={dim!r}")
+    return _core._qcat(tensors)
 
 
 def load_gguf(path: PathLike, device: Any = None) -> Tuple[Dict[str, QTensor], Dict[str, Any]]:

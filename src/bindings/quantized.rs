@@ -235,6 +235,34 @@ fn _qlinear(
     Ok(PyTensor::wrap_vdt(out, dt))
 }
 
+/// `_qcat(tensors) -> QTensor`: QTensors of one dtype and device whose shapes agree
+/// past dim 0, joined along dim 0 (their bytes one after another: no requantizing).
+#[pyfunction]
+fn _qcat(py: Python<'_>, tensors: Vec<Bound<'_, PyQTensor>>) -> PyResult<PyQTensor> {
+    let op = "quantized.cat";
+    let parts: Vec<Arc<candle_core::quantized::QTensor>> = tensors.iter().map(|t| t.get().w.q.clone()).collect();
+    let Some(first) = parts.first() else {
+        return Err(value_err(op, "expected a non-empty list of QTensors"));
+    };
+    let describe =
+        || parts.iter().map(|p| format!("{} {}", q::type_name(p.dtype()), shape_str(p.shape().dims()))).collect::<Vec<_>>().join(", ");
+    if first.shape().rank() == 0
+        || parts.iter().any(|p| p.shape().rank() != first.shape().rank() || p.shape().dims()[1..] != first.shape().dims()[1..])
+    {
+        return Err(shape_err(op, format!("expected tensors of at least 1 dim whose shapes agree except in dim 0, got {}", describe())));
+    }
+    if parts.iter().any(|p| p.dtype() != first.dtype()) {
+        return Err(dtype_err(op, format!("expected tensors of one dtype, got {}", describe())));
+    }
+    let dev = first.device();
+    if let Some(p) = parts.iter().find(|p| !p.device().same_device(&dev)) {
+        let msg = format!("expected tensors on one device, got {} and {}", device_str(&dev), device_str(&p.device()));
+        return Err(labelled_device_err(op, msg));
+    }
+    let out = detach_op(py, op, || q::cat0(&parts))?;
+    Ok(PyQTensor::new(out))
+}
+
 /// `_qmatmul(input, weight, kernel) -> Tensor`: `input @ weight.T` without autograd,
 /// with the kernels named: `"auto"` (what `quantized.matmul` runs), `"portable"`
 /// (ours without SIMD) or `"candle"` (Candle's QMatMul). Private: the tests compare
@@ -308,6 +336,7 @@ fn _qembedding(py: Python<'_>, input: &Bound<'_, PyTensor>, weight: &Bound<'_, P
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyQTensor>()?;
     m.add_function(wrap_pyfunction!(_qtype, m)?)?;
+    m.add_function(wrap_pyfunction!(_qcat, m)?)?;
     m.add_function(wrap_pyfunction!(_qtypes, m)?)?;
     m.add_function(wrap_pyfunction!(_quantize, m)?)?;
     m.add_function(wrap_pyfunction!(_qlinear, m)?)?;

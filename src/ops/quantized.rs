@@ -185,6 +185,21 @@ impl QWeight {
     }
 }
 
+/// The tensors `parts` (one dtype, device and trailing shape; checked by the caller)
+/// joined along dim 0: GGML stores a tensor's rows one after another, each a whole
+/// number of blocks, so their bytes simply follow each other. Lossless.
+pub fn cat0(parts: &[Arc<QTensor>]) -> Result<QTensor> {
+    let first = &parts[0];
+    let mut dims = first.shape().dims().to_vec();
+    dims[0] = parts.iter().map(|p| p.shape().dims()[0]).sum();
+    let mut bytes = Vec::with_capacity(parts.iter().map(|p| p.storage_size_in_bytes()).sum());
+    for p in parts {
+        bytes.extend_from_slice(&p.data()?);
+    }
+    let storage = QStorage::from_data(Cow::Owned(bytes), &first.device(), first.dtype())?;
+    QTensor::new(storage, dims)
+}
+
 /// A copy of `q` on `dev` (the same bytes; `q` itself if already there).
 pub fn to_device(q: &Arc<QTensor>, dev: &Device) -> Result<Arc<QTensor>> {
     if q.device().same_device(dev) {
