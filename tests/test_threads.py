@@ -271,3 +271,38 @@ def test_threads_training_one_shared_model_no_deadlock_and_exact_accumulation():
     _run_threads(accumulate, range(n_threads), n_workers=n_threads)
     for n, p in model.named_parameters():
         np.testing.assert_allclose(p.grad.numpy(), n_threads * reps * one[n], rtol=1e-4, atol=1e-4, err_msg=n)
+
+
+_MEMBER_SCRIPT = r"""
+import threading, time
+import numpy as np
+import candle_py as cp
+cp.set_num_threads(2)
+a = cp.from_numpy(np.random.default_rng(0).standard_normal((512, 512)).astype(np.float32))
+ref = (a @ a).numpy()  # the main thread builds the pool and joins it as worker 0
+out = []
+def job():
+    out.append((a @ a).numpy())  # another thread hands its work to the pool
+t = threading.Thread(target=job)
+t.start()
+time.sleep(0.5)  # meanwhile the main thread is busy in Python, not in the pool
+t.join(30)
+assert not t.is_alive(), "a worker thread's op waited on the main thread"
+np.testing.assert_array_equal(out[0], ref)
+cp.set_num_threads(3)  # a new pool the main thread is not part of
+np.testing.assert_allclose((a @ a).numpy(), ref, rtol=1e-5, atol=1e-4)
+cp.set_num_threads(2)
+np.testing.assert_allclose((a @ a).sum(0).numpy(), ref.sum(0), rtol=1e-4, atol=1e-2)
+print("ok")
+"""
+
+
+def test_main_thread_in_the_pool_never_blocks_other_threads() -> None:
+    """The main thread is worker 0 of the pool (ops run where they are called). Work
+    that another thread hands the pool while the main thread sits in Python must still
+    run, and resizing the pool must keep working (ops/pool.rs)."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", _MEMBER_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

@@ -1,24 +1,39 @@
-//! The threads kernels run on: rayon's global pool by default, our own pool once
-//! `set_num_threads` was called or the process is the child of a `fork`.
+//! The threads kernels run on: a pool of ours, active from import, rebuilt when
+//! `set_num_threads` changes its size or the process is the child of a `fork`.
 //!
-//! Why a second pool: rayon's global pool can be neither resized nor rebuilt. After
-//! `fork()` the child has one thread, but the global pool (copied from the parent)
-//! still believes its workers exist, so the first parallel op waits for them forever
-//! (a `multiprocessing` fork pool hung). A `pthread_atfork` child handler therefore
-//! switches the child to a pool of ours, built lazily on first use, and
-//! `set_num_threads` does the same with the requested size. While no such switch
-//! happened, `install` is a plain call: the default path costs nothing.
+//! Why not rayon's global pool: it can be neither resized nor rebuilt. After `fork()`
+//! the child has one thread, but the global pool (copied from the parent) still
+//! believes its workers exist, so the first parallel op waits for them forever (a
+//! `multiprocessing` fork pool hung). A `pthread_atfork` child handler therefore
+//! moves the child to a new pool, built lazily on first use.
+//!
+//! The main thread joins the pool as its worker 0 (rayon's `use_current_thread`)
+//! when it builds the first one with two or more threads. Why: handing an op to pool
+//! threads and waiting for them costs two thread wake-ups, and on a virtual machine
+//! a wake-up measured 40-90 us: a 576-element RMSNorm took 102 us on a pool of one
+//! thread against 15 us run in place, and a decode step of a 135M-parameter LLM
+//! (some 400 small ops) spent most of its time waking threads. As worker 0 the main
+//! thread runs each op itself; a parallel split wakes the other workers for their
+//! part only, and a part nobody has picked up by the time the main thread is done
+//! with its own, it takes back (no waiting). Only the main thread (the one Python
+//! code normally calls from), and only with two or more threads: a one-thread pool
+//! whose only worker is the main thread would never run work that other threads
+//! hand it while the main thread is busy in Python. Rayon cannot undo a membership,
+//! so that pool is never dropped; later pools (another size, a forked child) are
+//! plain ones that the main thread hands work to.
 //!
 //! Work reaches the active pool through `install`: the bindings' GIL-releasing
 //! wrappers (every heavy entry point) and `parallel::in_pool` call it, so the
 //! parallel passes inside (ours, Candle's, the `gemm` crate's) split over its
-//! threads. Candle's other pool (the spin-barrier pool of its elementwise ops) is
-//! kept single-threaded by `runtime::configure` for the same fork-safety reason.
+//! threads; on a member thread it is a plain call. Candle's other pool (the
+//! spin-barrier pool of its elementwise ops) is kept single-threaded by
+//! `runtime::configure` for the same fork-safety reason.
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// True once work must go to our pool (after `set_num_threads` or in a forked child).
+/// True once work goes to our pool (from import on; the default path is kept for
+/// builds that never register the handlers, such as the Rust unit tests).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// The requested number of threads (0: the default, rayon's own count).
 static REQUESTED: AtomicUsize = AtomicUsize::new(0);
@@ -76,6 +91,10 @@ pub(crate) fn num_threads() -> usize {
 /// builds a pool of that size; work already running finishes on the old one.
 pub(crate) fn set_num_threads(n: usize) {
     default_threads(); // read the global pool's size before it stops being the reference
+    if ACTIVE.load(Ordering::Acquire) && num_threads() == n.max(1) {
+        REQUESTED.store(n.max(1), Ordering::Relaxed);
+        return; // the same size: keep the pool (and the main thread's membership)
+    }
     REQUESTED.store(n.max(1), Ordering::Relaxed);
     GENERATION.fetch_add(1, Ordering::AcqRel);
     ACTIVE.store(true, Ordering::Release);
@@ -95,10 +114,22 @@ fn active_pool() -> Option<Arc<ThreadPool>> {
         Some((g, p)) if *g == generation => Some(p.clone()),
         _ => {
             let threads = num_threads();
-            let built = ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("candle-py-{i}")).build();
-            match built {
+            let mut builder = ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("candle-py-{i}"));
+            // The main thread joins the pool as its worker 0 where it can (see the
+            // module docs): its ops then run where they are called.
+            let member = threads >= 2 && is_main_thread() && rayon::current_thread_index().is_none();
+            if member {
+                builder = builder.use_current_thread();
+            }
+            match builder.build() {
                 Ok(p) => {
                     let p = Arc::new(p);
+                    if member {
+                        // The main thread stays this pool's member for good (rayon cannot
+                        // undo it), so the pool must outlive every later switch: its
+                        // parallel work outside `install` still lands here.
+                        std::mem::forget(p.clone());
+                    }
                     if let Some((g, old)) = current.replace((generation, p.clone())) {
                         if g != generation && FORKED_FROM.load(Ordering::Relaxed) > g {
                             // A pool from before a fork: its threads do not exist in this
@@ -115,6 +146,17 @@ fn active_pool() -> Option<Arc<ThreadPool>> {
     };
     unlock();
     pool
+}
+
+/// Whether the calling thread is the process's main thread.
+fn is_main_thread() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid and getpid take no arguments and cannot fail.
+        unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t == libc::getpid() }
+    }
+    #[cfg(not(target_os = "linux"))]
+    false
 }
 
 /// The generation at the last fork (pools of older generations are the parent's).
@@ -146,9 +188,11 @@ extern "C" fn after_fork_child() {
     unlock();
 }
 
-/// Register the fork handlers (once, at import).
+/// Register the fork handlers and make our pool the active one (once, at import):
+/// rayon's global pool is never used, so the main thread can be a member of ours.
 pub(crate) fn register_fork_handlers() {
     default_threads();
+    ACTIVE.store(true, Ordering::Release);
     #[cfg(unix)]
     // SAFETY: the three handlers are `extern "C" fn()` with no arguments, as
     // pthread_atfork requires, and only touch atomics (async-signal-safe enough for
