@@ -23,4 +23,5 @@ pub(crate) mod simd_map;
 pub(crate) mod softmax;
 pub(crate) mod sort;
 pub(crate) mod storage;
+pub(crate) mod team;
 pub(crate) mod unary;

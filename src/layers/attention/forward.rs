@@ -19,6 +19,11 @@ pub(crate) struct FwdWs<T> {
 /// (a 9-head, 512-key step took 250 us, most of it packing).
 pub(crate) const SMALL_H: usize = 4;
 
+/// Multiply-adds (QK^T and PV together) below which the forward runs its tasks on
+/// the spinning team instead of the rayon pool. A 9-head decode step over 512 cached
+/// keys (~0.6 M) took 80-110 us split over the pool, most of it a worker's wake-up.
+const TEAM_MACS: usize = 1 << 20;
+
 /// `a . b` with 8 independent partial sums (one vector register once compiled for
 /// AVX2). Plain index loops: iterator adapters were left un-inlined in the
 /// `target_feature` callers of some builds, costing 4x.
@@ -416,37 +421,44 @@ pub(crate) fn forward<T: Float>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec
     // Scratch is made once per rayon split: a minimum split length keeps that to
     // a few per thread when there are many small tasks (short sequences).
     let tasks = g.n * nqb;
-    let min_len = (tasks / (8 * rayon::current_num_threads())).max(1);
     // A task has at most min(BQ, l) query rows (one for a decode step).
     let rows = BQ.min(g.l.max(1));
-    (0..tasks).into_par_iter().with_min_len(min_len).for_each_init(
-        || FwdWs {
-            sc: vec![T::ZERO; rows * bk],
-            acc: vec![T::ZERO; rows * accw],
-            m: vec![T::ZERO; rows],
-            l: vec![T::ZERO; rows],
-            m_blk: vec![T::ZERO; rows],
-        },
-        |ws, t| {
-            let (n, qb) = (t / nqb, t % nqb);
-            let i0 = qb * BQ;
-            let i1 = (i0 + BQ).min(g.l);
-            // SAFETY: task t writes only rows i0..i1 (at most BQ) of entry n of `out` / `lse`,
-            // whose capacities are n * l * dv and n * l; `g` describes `x`; `ws` has
-            // min(BQ, l) >= i1 - i0 rows of bk scores and accw accumulators; `pk` is Some
-            // only for f32 on AVX-512 (built from `x` above); each arm runs where `simd_level()` found its
-            // features.
-            unsafe {
-                match simd {
-                    #[cfg(target_arch = "x86_64")]
-                    Simd::Avx512 => fwd_task_avx512(g, c, x, pk, n, i0, i1, op, lp, ws),
-                    #[cfg(target_arch = "x86_64")]
-                    Simd::Avx2 => fwd_task_avx2(g, c, x, n, i0, i1, op, lp, ws),
-                    _ => fwd_task::<T, false>(g, c, x, None, n, i0, i1, op, lp, ws),
-                }
+    let new_ws = || FwdWs {
+        sc: vec![T::ZERO; rows * bk],
+        acc: vec![T::ZERO; rows * accw],
+        m: vec![T::ZERO; rows],
+        l: vec![T::ZERO; rows],
+        m_blk: vec![T::ZERO; rows],
+    };
+    let run = |ws: &mut FwdWs<T>, t: usize| {
+        let (n, qb) = (t / nqb, t % nqb);
+        let i0 = qb * BQ;
+        let i1 = (i0 + BQ).min(g.l);
+        // SAFETY: task t writes only rows i0..i1 (at most BQ) of entry n of `out` / `lse`,
+        // whose capacities are n * l * dv and n * l; `g` describes `x`; `ws` has
+        // min(BQ, l) >= i1 - i0 rows of bk scores and accw accumulators; `pk` is Some
+        // only for f32 on AVX-512 (built from `x` above); each arm runs where
+        // `simd_level()` found its features.
+        unsafe {
+            match simd {
+                #[cfg(target_arch = "x86_64")]
+                Simd::Avx512 => fwd_task_avx512(g, c, x, pk, n, i0, i1, op, lp, ws),
+                #[cfg(target_arch = "x86_64")]
+                Simd::Avx2 => fwd_task_avx2(g, c, x, n, i0, i1, op, lp, ws),
+                _ => fwd_task::<T, false>(g, c, x, None, n, i0, i1, op, lp, ws),
             }
-        },
-    );
+        }
+    };
+    let work = g.n * g.l * g.s * (g.d + g.dv);
+    if work < TEAM_MACS {
+        // Little work in all (a decode step: one query row per head): on the spinning
+        // team (`ops::team`), whose threads are awake between the calls of a decode
+        // loop, where a rayon worker would first have to be woken.
+        crate::ops::team::for_each(tasks, &|t| run(&mut new_ws(), t));
+    } else {
+        let min_len = (tasks / (8 * rayon::current_num_threads())).max(1);
+        (0..tasks).into_par_iter().with_min_len(min_len).for_each_init(new_ws, run);
+    }
     // SAFETY: the capacities are n * l * dv and n * l; the tasks (n, qb) cover every row
     // of every entry, each wrote its rows of `out` in full (and of `lse` when kept), and
     // `o_off` / `o_rs` lay those rows over the whole n * l * dv output.

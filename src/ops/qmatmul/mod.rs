@@ -6,8 +6,8 @@
 //! integer dot products times float scales. The weight is repacked once (per type
 //! file) so one pass over an activation block feeds 8 output rows (a tile).
 //!
-//! Threads: tiles of output columns are split over the active pool (`ops::pool`,
-//! through rayon), all M rows of a tile done by one task while its weights are in
+//! Threads: tiles of output columns are split over the spinning team (`ops::team`,
+//! sized like the active pool), all M rows of a tile done by one task while its weights are in
 //! cache. Decode (M = 1) thus streams each weight byte once, spread over the cores.
 //! The scalar path computes the same integer sums and the same float steps in the
 //! same order (fused multiply-adds), so its results equal the AVX2 path's bit for bit.
@@ -18,7 +18,6 @@ mod q8;
 
 use super::parallel::{filled_plain, SyncPtr};
 use candle_core::quantized::GgmlDType;
-use rayon::prelude::*;
 
 /// Weight rows per kernel pass.
 pub(crate) const TILE: usize = 8;
@@ -148,11 +147,9 @@ impl Packed {
                     }
                 }
             };
-            if per_task < tiles {
-                (0..tiles).into_par_iter().step_by(per_task).for_each(task);
-            } else {
-                task(0);
-            }
+            // On the spinning team (`ops::team`), not the rayon pool: decode calls come
+            // tens of microseconds apart, and a woken rayon worker arrives too late.
+            super::team::for_each(tiles.div_ceil(per_task), &|j| task(j * per_task));
         })
     }
 }
@@ -165,7 +162,8 @@ fn each<X>(t: usize, xq: &X, i: usize, out: &mut [[f32; TILE]; 4], tile: impl Fn
 }
 
 /// Multiply-adds from which a call is split over threads: a 576x576 q4_1 GEMV
-/// (~0.33 M) runs in ~30 us on one core, about what a fork-join costs.
+/// (~0.33 M) runs in ~30 us on one core, and a hand-off to a spinning team thread
+/// costs about a microsecond.
 const PAR_MACS: usize = 1 << 19;
 
 /// Activation rows per pass over a task's tiles (64 rows of K = 1536: 96 KiB).
