@@ -13,18 +13,14 @@ unnoticed (and a panic or abort would fail the child).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import candle_py as cp
-from _hostile import assert_corpus_matches_generator, load_manifest
+from _hostile import assert_corpus_matches_generator, load_manifest, memory_child
 from candle_py import quantized as Q
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,47 +60,6 @@ def test_valid_edge_cases_load():
     assert sorted(ACCEPT) == ["valid_alignment_2", "valid_empty_tensor", "valid_f32", "valid_metadata_only"]
 
 
-_MEMORY_CHILD = textwrap.dedent(
-    """
-    import json, resource, sys
-    from pathlib import Path
-    import candle_py as cp
-    from candle_py import quantized as Q
-
-    corpus, big = Path(sys.argv[1]), Path(sys.argv[2])
-    names = json.loads((corpus / "manifest.json").read_text())["reject"]
-    Q.load_gguf(corpus / "valid_f32.gguf")  # warm up code paths
-
-    def peak_kb():
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-    # Any allocation of more than ~3 GiB beyond what is mapped now fails
-    # (and a failed Rust allocation aborts: a crash, so the test fails).
-    vm = int([l for l in open("/proc/self/status") if l.startswith("VmSize")][0].split()[1]) * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (vm + (3 << 30), resource.RLIM_INFINITY))
-    base = peak_kb()
-    rejected = 0
-    for _ in range(3):
-        for n in names:
-            try:
-                Q.load_gguf(corpus / (n + ".gguf"))
-            except ValueError:
-                rejected += 1
-    hostile_growth = peak_kb() - base
-    # A 2 GiB sparse file whose last tensor runs 32 bytes past its end: refused
-    # from the header alone, so the map's pages are never touched.
-    base = peak_kb()
-    try:
-        Q.load_gguf(big)
-        big_ok = False
-    except ValueError as e:
-        big_ok = "run past the end" in str(e)
-    big_growth = peak_kb() - base
-    print(json.dumps({"rejected": rejected, "hostile_kb": hostile_growth, "big_kb": big_growth, "big_ok": big_ok}))
-    """
-)
-
-
 def test_hostile_corpus_needs_no_big_allocation(tmp_path):
     sys.path.insert(0, str(ROOT / "tools"))
     try:
@@ -117,17 +72,17 @@ def test_hostile_corpus_needs_no_big_allocation(tmp_path):
     with open(big, "wb") as f:
         f.write(head)
         f.truncate(len(head) + 4 * n - 32)  # sparse: no disk blocks behind the data; 32 bytes short
-    script = tmp_path / "child.py"
-    script.write_text(_MEMORY_CHILD)
-    r = subprocess.run(
-        [sys.executable, str(script), str(CORPUS), str(big)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ, RUST_BACKTRACE="0"),
+    out = memory_child(
+        tmp_path,
+        CORPUS,
+        big,
+        ".gguf",
+        imports="from candle_py import quantized as Q",
+        warm_up='Q.load_gguf(corpus / "valid_f32.gguf")',
+        loaders="lambda: Q.load_gguf(p)",
+        load_big="Q.load_gguf",
+        big_message="run past the end",  # the last tensor runs 32 bytes past the end
     )
-    assert r.returncode == 0, r.stderr[-2000:]
-    out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["rejected"] == 3 * len(REJECT), out
     assert out["hostile_kb"] < 32 * 1024, out  # peak RSS grows by less than 32 MiB
     assert out["big_ok"] and out["big_kb"] < 32 * 1024, out

@@ -13,16 +13,12 @@ passing unnoticed.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 import candle_py as cp
-from _hostile import assert_corpus_matches_generator, load_manifest
+from _hostile import assert_corpus_matches_generator, load_manifest, memory_child
 from candle_py import safetensors as st
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,51 +76,6 @@ def test_missing_file_is_file_not_found(tmp_path):
         st.load_file(tmp_path / "nope.safetensors")
 
 
-_MEMORY_CHILD = textwrap.dedent(
-    """
-    import json, os, resource, struct, sys
-    from pathlib import Path
-    import candle_py as cp
-    from candle_py import safetensors as st
-
-    corpus, big = Path(sys.argv[1]), Path(sys.argv[2])
-    names = json.loads((corpus / "manifest.json").read_text())["reject"]
-    st.load_file(corpus / "valid_good.safetensors")  # warm up code paths
-
-    def peak_kb():
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-    # Any allocation of more than ~3 GiB beyond what is mapped now fails
-    # (and a failed Rust allocation aborts: a crash, so the test fails).
-    vm = int([l for l in open("/proc/self/status") if l.startswith("VmSize")][0].split()[1]) * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (vm + (3 << 30), resource.RLIM_INFINITY))
-    base = peak_kb()
-    rejected = 0
-    for _ in range(3):
-        for n in names:
-            p = corpus / (n + ".safetensors")
-            data = p.read_bytes()
-            for f in (lambda: st.load_file(p), lambda: st.load(data), lambda: st.load_metadata(p)):
-                try:
-                    f()
-                except ValueError:
-                    rejected += 1
-    hostile_growth = peak_kb() - base
-    # A 2 GiB sparse file whose header is fine but whose data section is 8
-    # bytes longer than its tensor: refused from the header alone, so the
-    # memory map is never read (a non-mapped reader would pull in 2 GiB).
-    base = peak_kb()
-    try:
-        st.load_file(big)
-        big_ok = False
-    except ValueError as e:
-        big_ok = "cover" in str(e)
-    big_growth = peak_kb() - base
-    print(json.dumps({"rejected": rejected, "hostile_kb": hostile_growth, "big_kb": big_growth, "big_ok": big_ok}))
-    """
-)
-
-
 def test_hostile_corpus_needs_no_big_allocation(tmp_path):
     big = tmp_path / "sparse.safetensors"
     n = (2 << 30) // 4
@@ -132,17 +83,17 @@ def test_hostile_corpus_needs_no_big_allocation(tmp_path):
     with open(big, "wb") as f:
         f.write(len(header).to_bytes(8, "little") + header)
         f.truncate(8 + len(header) + 4 * n + 8)  # sparse: no disk blocks behind the data
-    script = tmp_path / "child.py"
-    script.write_text(_MEMORY_CHILD)
-    r = subprocess.run(
-        [sys.executable, str(script), str(CORPUS), str(big)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ, RUST_BACKTRACE="0"),
+    out = memory_child(
+        tmp_path,
+        CORPUS,
+        big,
+        ".safetensors",
+        imports="from candle_py import safetensors as st",
+        warm_up='st.load_file(corpus / "valid_good.safetensors")',
+        loaders="lambda: st.load_file(p), lambda: st.load(data), lambda: st.load_metadata(p)",
+        load_big="st.load_file",
+        big_message="cover",  # the data section is 8 bytes longer than its tensor
     )
-    assert r.returncode == 0, r.stderr[-2000:]
-    out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["rejected"] == 3 * 3 * len(REJECT), out
     assert out["hostile_kb"] < 32 * 1024, out  # peak RSS grows by less than 32 MiB
     assert out["big_ok"] and out["big_kb"] < 32 * 1024, out
