@@ -782,6 +782,8 @@ def scatter_index(lib: Any) -> Dict[str, Any]:
         "same": r is z,
         "scalar": lib.zeros(2, 3).scatter(1, lib.tensor([[1], [2]]), 7.0),
         "reduce_add": lib.ones(4).scatter(0, lib.tensor([0, 0, 1]), lib.tensor([1.0, 2.0, 3.0]), reduce="add"),
+        "reduce_mul": lib.full((4,), 2.0).scatter(0, lib.tensor([0, 0, 1]), lib.tensor([1.5, 2.0, 3.0]), reduce="multiply"),
+        "reduce_mul_val": lib.full((2, 3), 2.0).scatter_(1, lib.tensor([[0, 0], [2, 1]]), 3.0, reduce="multiply"),
         "sel": sel,
         "gx": x.grad,
         "sel_neg": x.detach().index_select(-1, lib.tensor([2])),

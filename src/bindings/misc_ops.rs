@@ -639,7 +639,7 @@ impl PyTensor {
     /// "mean", "amax", "amin"); `include_self=False` leaves self's value out where a
     /// source value arrives.
     #[pyo3(signature = (dim, index, src, reduce, *, include_self=true))]
-    fn scatter_reduce(
+    pub(crate) fn scatter_reduce(
         &self,
         py: Python<'_>,
         dim: i64,

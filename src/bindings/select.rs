@@ -192,7 +192,8 @@ impl PyTensor {
         Ok(wrap_like(self, out))
     }
 
-    /// Out-of-place scatter: `out[index[i][j]][j] = src[i][j]` (dim 0), or `reduce="add"`.
+    /// Out-of-place scatter: `out[index[i][j]][j] = src[i][j]` (dim 0), or with
+    /// `reduce="add"` / `"multiply"` summed / multiplied into self.
     #[pyo3(signature = (dim, index, src=None, value=None, *, reduce=None))]
     fn scatter(
         &self,
@@ -263,8 +264,14 @@ impl PyTensor {
             // Nothing to write (Candle rejects an empty index): a copy in the graph.
             return Ok(wrap_like(self, ops::force_contiguous(&v, "ScatterBackward0").op("scatter")?));
         }
+        if reduce == Some("multiply") {
+            // PyTorch's legacy `reduce="multiply"`: products into self, which is
+            // `scatter_reduce(..., "prod", include_self=True)` on the same source.
+            let src_t = Bound::new(py, PyTensor::wrap_vdt(s, self.dt()))?;
+            return self.scatter_reduce(py, dim, index, &src_t, "prod", true);
+        }
         if reduce.is_some_and(|r| r != "add") {
-            return Err(value_err("scatter", format!("reduce must be None or 'add', got {:?}", reduce.unwrap_or_default())));
+            return Err(value_err("scatter", format!("reduce must be None, 'add' or 'multiply', got {:?}", reduce.unwrap_or_default())));
         }
         let u = checked_index(&idx, t.dims()[d], "scatter")?;
         let iv: Vec<u32> = u.flatten_all().and_then(|x| x.to_vec1::<u32>()).op("scatter")?;
