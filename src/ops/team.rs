@@ -108,7 +108,13 @@ fn team(threads: usize) -> Option<Arc<Team>> {
         return None;
     }
     let pid = std::process::id();
-    let mut g = TEAM.lock().unwrap_or_else(|p| p.into_inner());
+    // try_lock: a forked child whose parent forked while another thread held this
+    // lock would otherwise wait for it forever; contention only costs a serial run.
+    let mut g = match TEAM.try_lock() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return None,
+    };
     if let Some(t) = g.as_ref() {
         if t.pid != pid {
             return None; // a forked child: the team's threads are the parent's
@@ -186,8 +192,12 @@ fn run_on(t: &Team, tasks: usize, f: &(dyn Fn(usize) + Sync)) -> bool {
 mod tests {
     use super::*;
 
+    /// The tests share the process's one team: one at a time (a busy team refuses).
+    static SERIAL: Mutex<()> = Mutex::new(());
+
     #[test]
     fn every_task_runs_once_across_jobs_and_sizes() {
+        let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         for threads in [2, 3, 2] {
             let team = team(threads).expect("threads");
             assert_eq!(team.size, threads);
@@ -204,6 +214,7 @@ mod tests {
 
     #[test]
     fn a_panicking_task_panics_the_caller_instead_of_hanging() {
+        let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         let team = team(2).expect("threads");
         let r = std::panic::catch_unwind(|| run_on(&team, 16, &|i| assert!(i != 9, "task 9")));
         assert!(r.is_err());
