@@ -294,7 +294,8 @@ fn write(dst: &PyTensor, src: Value, storage_offs: Vec<usize>, logical_offs: imp
     Ok(())
 }
 
-const LEAF_INPLACE: &str = "a leaf Variable that requires grad is being used in an in-place operation.";
+/// PyTorch's refusal of an in-place change to a leaf that requires grad.
+pub(crate) const LEAF_INPLACE: &str = "a leaf Variable that requires grad is being used in an in-place operation.";
 
 /// `value` as a tensor of `dst`'s dtype broadcast to `shape`.
 fn value_tensor(dst: &PyTensor, value: &Bound<'_, PyAny>, shape: &[usize], op: &str) -> PyResult<Value> {

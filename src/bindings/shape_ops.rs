@@ -490,10 +490,7 @@ fn become_view(slf: &Bound<'_, PyTensor>, out: PyTensor, op: &str) -> PyResult<P
     let cur = me.v();
     if cur.requires_grad() && crate::autograd::grad_enabled() {
         if cur.is_leaf() {
-            return Err(crate::bindings::errors::runtime_err(
-                op,
-                "a leaf Variable that requires grad is being used in an in-place operation.",
-            ));
+            return Err(crate::bindings::errors::runtime_err(op, crate::bindings::indexing::LEAF_INPLACE));
         }
         if me.is_graph_view() {
             // Its link to the base records the old shape; the write-back and re-derive
@@ -503,8 +500,6 @@ fn become_view(slf: &Bound<'_, PyTensor>, out: PyTensor, op: &str) -> PyResult<P
                 format!("changing the shape of a view of another tensor in place is not supported in the autograd graph; use the out-of-place {}()", op.trim_end_matches('_')),
             ));
         }
-    }
-    if cur.requires_grad() && crate::autograd::grad_enabled() {
         me.replace_v(out.v());
     } else {
         // Outside the graph (or under no_grad): new data, the same autograd side (a

@@ -91,11 +91,12 @@ pub(crate) fn num_threads() -> usize {
 /// builds a pool of that size; work already running finishes on the old one.
 pub(crate) fn set_num_threads(n: usize) {
     default_threads(); // read the global pool's size before it stops being the reference
-    if ACTIVE.load(Ordering::Acquire) && num_threads() == n.max(1) {
-        REQUESTED.store(n.max(1), Ordering::Relaxed);
+    let n = n.max(1);
+    let same = ACTIVE.load(Ordering::Acquire) && num_threads() == n;
+    REQUESTED.store(n, Ordering::Relaxed);
+    if same {
         return; // the same size: keep the pool (and the main thread's membership)
     }
-    REQUESTED.store(n.max(1), Ordering::Relaxed);
     GENERATION.fetch_add(1, Ordering::AcqRel);
     ACTIVE.store(true, Ordering::Release);
 }

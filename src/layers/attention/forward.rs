@@ -24,9 +24,9 @@ pub(crate) const SMALL_H: usize = 4;
 /// keys (~0.6 M) took 80-110 us split over the pool, most of it a worker's wake-up.
 const TEAM_MACS: usize = 1 << 20;
 
-/// `a . b` with 8 independent partial sums (one vector register once compiled for
-/// AVX2). Plain index loops: iterator adapters were left un-inlined in the
-/// `target_feature` callers of some builds, costing 4x.
+/// `a . b` with 8 independent partial sums, for f64 and for CPUs without AVX2 (f32
+/// on AVX2 goes through `dot_f32_avx2`). Plain index loops: iterator adapters were
+/// left un-inlined in the `target_feature` callers of some builds, costing 4x.
 #[inline(always)]
 fn dot<T: Float>(a: &[T], b: &[T]) -> T {
     let n = a.len().min(b.len());
@@ -418,8 +418,6 @@ pub(crate) fn forward<T: Float>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec
     let pk = packed.as_ref();
     let bk = BK.min(g.s.max(1)).div_ceil(16) * 16;
     let accw = g.dv.div_ceil(16) * 16;
-    // Scratch is made once per rayon split: a minimum split length keeps that to
-    // a few per thread when there are many small tasks (short sequences).
     let tasks = g.n * nqb;
     // A task has at most min(BQ, l) query rows (one for a decode step).
     let rows = BQ.min(g.l.max(1));
@@ -456,6 +454,8 @@ pub(crate) fn forward<T: Float>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec
         // loop, where a rayon worker would first have to be woken.
         crate::ops::team::for_each(tasks, &|t| run(&mut new_ws(), t));
     } else {
+        // Scratch is made once per rayon split: a minimum split length keeps that to
+        // a few per thread when there are many small tasks (short sequences).
         let min_len = (tasks / (8 * rayon::current_num_threads())).max(1);
         (0..tasks).into_par_iter().with_min_len(min_len).for_each_init(new_ws, run);
     }
