@@ -8,6 +8,9 @@ from __future__ import annotations
 import gc
 import multiprocessing as mp
 import os
+import signal
+import subprocess
+import sys
 import time
 from typing import Any, Iterator, List
 
@@ -202,6 +205,69 @@ def test_no_leaked_processes_after_exhaustion_break_and_errors() -> None:
     with pytest.raises(ValueError):
         batches(DataLoader(Failing(), batch_size=2, num_workers=2))
     assert _children_settle() == []
+
+
+_CTRL_C_SCRIPT = """
+import multiprocessing as mp, time
+import candle_py as cp
+from candle_py.utils.data import DataLoader, Dataset
+
+class SlowItems(Dataset):
+    def __len__(self): return 10000
+    def __getitem__(self, i):
+        time.sleep(0.05)
+        return cp.tensor([float(i)])
+
+if __name__ == "__main__":
+    it = iter(DataLoader(SlowItems(), batch_size=2, num_workers=2))
+    next(it)
+    print(" ".join(str(p.pid) for p in mp.active_children()), flush=True)
+    for _ in it:
+        pass
+"""
+
+
+def test_ctrl_c_stops_main_and_workers_quietly(tmp_path: Any) -> None:
+    # Ctrl-C signals the whole process group, workers included. Before, each worker
+    # busy in __getitem__ printed a KeyboardInterrupt traceback of its own; torch's
+    # workers leave quietly and the main process's KeyboardInterrupt is the only one.
+    script = tmp_path / "ctrl_c.py"
+    script.write_text(_CTRL_C_SCRIPT)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert proc.stdout is not None
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 2, pids
+        time.sleep(0.3)  # the workers are inside __getitem__
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode != 0
+    assert err.count("KeyboardInterrupt") == 1, err
+    assert "_worker_loop" not in err, err
+    deadline = time.monotonic() + 10
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if _alive(p)]
+        time.sleep(0.1)
+    assert alive == []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie whose parent has not reaped it is gone for our purposes
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_persistent_workers_serve_every_epoch() -> None:

@@ -142,32 +142,38 @@ def _worker_loop(
         init_failure: Optional[_Failure] = _Failure(type(e), str(e), where, traceback.format_exc())
     else:
         init_failure = None
-    while True:
-        try:
-            msg = index_queue.get()
-        except (EOFError, OSError, KeyboardInterrupt):
-            return
-        if msg is None:  # shut down
-            return
-        kind, ep, task_id, task, freed = msg
-        if freed:  # batch files the main process has read: ours to reuse
-            _shared_memory.release(freed)
-        if kind == "epoch":  # a new epoch: a fresh iterator over an iterable dataset
-            epoch = ep
-            if iterable and init_failure is None:
-                try:
-                    state["iter"] = iter(dataset)
-                except Exception as e:
-                    init_failure = _Failure(type(e), str(e), where, traceback.format_exc())
-            continue
-        if init_failure is not None:
-            result_queue.put(_pickled(ep, task_id, init_failure, where))
-            continue
-        try:
-            out: Any = _fetch(state, task)
-        except Exception as e:
-            out = _Failure(type(e), str(e), where, traceback.format_exc())
-        result_queue.put(_pickled(epoch, task_id, out, where))
+    # Ctrl-C reaches the whole process group: the main process raises KeyboardInterrupt
+    # and shuts the workers down, so a worker leaves quietly (torch's workers do the same)
+    # instead of printing a traceback of its own.
+    try:
+        while True:
+            try:
+                msg = index_queue.get()
+            except (EOFError, OSError):  # the main process is gone
+                return
+            if msg is None:  # shut down
+                return
+            kind, ep, task_id, task, freed = msg
+            if freed:  # batch files the main process has read: ours to reuse
+                _shared_memory.release(freed)
+            if kind == "epoch":  # a new epoch: a fresh iterator over an iterable dataset
+                epoch = ep
+                if iterable and init_failure is None:
+                    try:
+                        state["iter"] = iter(dataset)
+                    except Exception as e:
+                        init_failure = _Failure(type(e), str(e), where, traceback.format_exc())
+                continue
+            if init_failure is not None:
+                result_queue.put(_pickled(ep, task_id, init_failure, where))
+                continue
+            try:
+                out: Any = _fetch(state, task)
+            except Exception as e:
+                out = _Failure(type(e), str(e), where, traceback.format_exc())
+            result_queue.put(_pickled(epoch, task_id, out, where))
+    except KeyboardInterrupt:
+        return
 
 
 def _pickled(epoch: int, task_id: int, out: Any, where: str) -> bytes:
