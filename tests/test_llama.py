@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import candle_py as cp
+from candle_py.models import llama as llama_mod
 from candle_py.models.generation import Sampler, apply_repetition_penalty, apply_temperature, generate, top_k_filter, top_p_filter
 from candle_py.models.llama import LlamaForCausalLM
 
@@ -265,10 +266,11 @@ def test_filters_bad_arguments() -> None:
 # ------------------------------------------------------------------ a tiny Llama written here
 
 
-def _tiny(path: Path, tied: bool = True, arch: str = "llama") -> None:
-    """A 2-layer Llama (width 32, 4 heads / 2 KV heads, vocab 40) with random q8_0 weights."""
+def _tiny(path: Path, tied: bool = True, arch: str = "llama", qtype: str = "q8_0") -> None:
+    """A 2-layer Llama (width 32, 4 heads / 2 KV heads, vocab 40) with random weights
+    of type `qtype`."""
     g = cp.Generator().manual_seed(0)
-    q = lambda *s: cp.quantized.quantize(cp.randn(*s, generator=g) * 0.2, "q8_0")  # noqa: E731
+    q = lambda *s: cp.quantized.quantize(cp.randn(*s, generator=g) * 0.2, qtype)  # noqa: E731
     t: Dict[str, Any] = {"token_embd.weight": q(40, 32), "output_norm.weight": 1 + 0.1 * cp.randn(32, generator=g)}
     for i in range(2):
         p = f"blk.{i}."
@@ -302,9 +304,14 @@ def test_tiny_gguf_cache_and_paths(tmp_path: Path, tied: bool) -> None:
     ids = [3, 17, 5, 39, 0, 22, 8]
     with cp.no_grad():
         full = m(cp.tensor([ids]))[0].numpy()
-        cache = m.new_cache()
+        cache = m.new_cache(cp.float32)
         steps = [m(cp.tensor([[i]]), cache)[0, -1].numpy() for i in ids]
+        cache16 = m.new_cache()  # float16 by default for quantized weights
+        steps16 = [m(cp.tensor([[i]]), cache16)[0, -1].numpy() for i in ids]
+    assert cache16.keys[0] is not None and cache16.keys[0].dtype == cp.float16
     np.testing.assert_allclose(np.stack(steps), full, atol=1e-4, rtol=0)
+    # float16 keys/values (and 8-bit activations rounded from them): seen 0.05
+    assert np.abs(np.stack(steps16) - full).max() < 0.2
     d = LlamaForCausalLM.from_gguf(path, dequantize=True)
     with cp.no_grad():
         dfull = d(cp.tensor([ids]))[0].numpy()
@@ -314,6 +321,127 @@ def test_tiny_gguf_cache_and_paths(tmp_path: Path, tied: bool) -> None:
     assert np.abs(dfull - full).max() < 0.1  # q8_0 activations against float32 (seen: 0.06)
     out = list(generate(m, ids, 5, ignore_eos=True))
     assert len(out) == 5 and all(0 <= i < 40 for i in out)
+
+
+def _composed_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Turn the fused decode step off: every block runs composed."""
+    monkeypatch.setattr(llama_mod.LlamaBlock, "decode_step", lambda *a, **k: None)
+
+
+def _decode(m: LlamaForCausalLM, rows: list, cache: Any) -> np.ndarray:
+    """Logits of each decode step (one new token per row of `rows`, (B, steps) ids)."""
+    with cp.no_grad():
+        return np.stack([m(cp.tensor([[r[j]] for r in rows]), cache)[:, -1].numpy() for j in range(len(rows[0]))])
+
+
+@pytest.mark.parametrize("kv", ["float32", "float16"])
+def test_fused_decode_step_equals_composed_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kv: str) -> None:
+    """A decode step runs each block in one fused call (`_core._llama_decode_step`);
+    with float32 weights (no 8-bit activations, whose roundings a last-bit difference
+    can flip) it gives the composed blocks' numbers: 2 sequences, grouped heads, 150
+    steps (the attention splits its keys into chunks of 64 and more), a cache that
+    grows from 16 positions while decoding, in float32 and float16."""
+    path = tmp_path / "tiny32.gguf"
+    _tiny(path, qtype="f32")
+    m = LlamaForCausalLM.from_gguf(path)
+    rng = np.random.default_rng(0)
+    rows = rng.integers(0, 40, size=(2, 150)).tolist()
+    dt = getattr(cp, kv)
+    calls = []
+    real = cp._core._llama_decode_step
+    monkeypatch.setattr(cp._core, "_llama_decode_step", lambda *a: calls.append(1) or real(*a))
+    fused = _decode(m, rows, llama_mod.KVCache(2, min_capacity=16, dtype=dt))
+    assert len(calls) == 2 * 150
+    _composed_only(monkeypatch)
+    composed = _decode(m, rows, llama_mod.KVCache(2, min_capacity=16, dtype=dt))
+    if kv == "float32":
+        np.testing.assert_allclose(fused, composed, atol=2e-5, rtol=0)  # seen: 3.5e-6
+    else:
+        # A key rounded to float16 from values one float32 ulp apart can land on
+        # neighbouring halves (one part in 2048), and that step's logits move by ~1e-4
+        # (seen: one step of 150); the others agree as in float32 (seen: <= 7e-6).
+        per_step = np.abs(fused - composed).max(axis=(1, 2))
+        assert np.quantile(per_step, 0.9) < 2e-5 and per_step.max() < 1e-3, per_step
+
+
+def test_fused_decode_step_steps_aside(tmp_path: Path) -> None:
+    """The composed block runs where the fused step cannot stand in: a hook on one of
+    the block's modules (it is called, as torch calls it), weights that require grad
+    in grad mode (the result is in the graph), and dequantized (float) layers."""
+    path = tmp_path / "tiny32.gguf"
+    _tiny(path, qtype="f32")
+    m = LlamaForCausalLM.from_gguf(path)
+    seen = []
+    h = m.layers[1].self_attn.o_proj.register_forward_hook(lambda mod, a, out: seen.append(out.shape))
+    cache = m.new_cache()
+    with cp.no_grad():
+        m(cp.tensor([[1, 2, 3]]), cache)
+        m(cp.tensor([[4]]), cache)
+    assert [tuple(s) for s in seen] == [(1, 3, 32), (1, 1, 32)]
+    h.remove()
+    m.layers[0].input_layernorm.weight.requires_grad_(True)
+    out = m(cp.tensor([[5]]), cache)
+    assert out.grad_fn is not None and out.requires_grad
+    d = LlamaForCausalLM.from_gguf(path, dequantize=True)
+    assert d.new_cache().dtype == cp.float32
+    assert d.layers[0].decode_step(cp.zeros(1, 1, 32), d.new_cache(), 0, d._rope_base) is None
+
+
+def test_fused_decode_step_bad_input(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.gguf"
+    _tiny(path)
+    m = LlamaForCausalLM.from_gguf(path)
+    b = m.layers[0]
+    a, mlp = b.self_attn, b.mlp
+    ws = dict(
+        attn_norm=b.input_layernorm.weight,
+        ffn_norm=b.post_attention_layernorm.weight,
+        qkv=[p.weight for p in a.qkv_proj.parts],
+        o=a.o_proj.weight,
+        gate_up=[p.weight for p in mlp.gate_up_proj.parts],
+        down=mlp.down_proj.weight,
+    )
+    k, v = cp.zeros(1, 2, 8, 8), cp.zeros(1, 2, 8, 8)
+
+    def step(x: Any = None, kc: Any = k, vc: Any = v, pos: int = 0, heads: int = 4, kv_heads: int = 2, **over: Any) -> Any:
+        w = {**ws, **over}
+        x = cp.zeros(1, 1, 32) if x is None else x
+        args = (w["attn_norm"], w["ffn_norm"], w["qkv"], w["o"], w["gate_up"], w["down"], heads, kv_heads, 1e-5, m._rope_base)
+        return cp._core._llama_decode_step(x, kc, vc, pos, *args)
+
+    assert tuple(step().shape) == (1, 1, 32)
+    bad_x = r"llama decode block: expected x a float32 CPU tensor of shape \[B, 1, 32\], got float32 \[1, 2, 32\]"
+    with pytest.raises(ValueError, match=bad_x):
+        step(cp.zeros(1, 2, 32))
+    with pytest.raises(ValueError, match="llama decode block: expected x a float32"):
+        step(cp.zeros(1, 1, 32, dtype=cp.float64))
+    with pytest.raises(ValueError, match=r"expected k_cache a contiguous CPU tensor of shape \[1, 2, capacity, 8\], got \[1, 3, 8, 8\]"):
+        step(kc=cp.zeros(1, 3, 8, 8))
+    with pytest.raises(ValueError, match="expected v_cache a contiguous"):
+        step(vc=cp.zeros(1, 2, 8, 8).transpose(2, 3))
+    with pytest.raises(TypeError, match="expected float32 or float16 caches of one dtype"):
+        step(kc=cp.zeros(1, 2, 8, 8, dtype=cp.bfloat16), vc=cp.zeros(1, 2, 8, 8, dtype=cp.bfloat16))
+    with pytest.raises(TypeError, match="of one dtype"):
+        step(vc=cp.zeros(1, 2, 8, 8, dtype=cp.float16))
+    with pytest.raises(ValueError, match="position 8 is past the cache capacity 8"):
+        step(pos=8)
+    with pytest.raises(ValueError, match="must not share storage"):
+        step(vc=k)
+    with pytest.raises(ValueError, match="heads a multiple of kv_heads"):
+        step(heads=3)
+    with pytest.raises(ValueError, match=r"expected q, k, v weights with 64 outputs in all"):
+        step(qkv=ws["qkv"] * 2)
+    with pytest.raises(ValueError, match=r"expected gate weights|expected gate and up weights of equal outputs"):
+        step(gate_up=[ws["gate_up"][0], cp.quantized.quantize(cp.zeros(32, 32), "q8_0")])
+    with pytest.raises(ValueError, match=r"expected o weights of shape \[out, 32\]"):
+        step(o=cp.quantized.quantize(cp.zeros(32, 64), "q8_0"))
+    with pytest.raises(ValueError, match=r"expected ffn_norm a \[32\] float CPU tensor"):
+        step(ffn_norm=cp.ones(31))
+    x = cp.zeros(1, 1, 32, requires_grad=True)
+    with pytest.raises(RuntimeError, match="no backward"):
+        step(x)
+    with cp.no_grad():
+        assert tuple(step(x).shape) == (1, 1, 32)
 
 
 def test_tiny_gguf_errors(tmp_path: Path) -> None:

@@ -981,6 +981,22 @@ def _group_norm(
     x: Tensor, num_groups: builtins.int, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: builtins.float = 1e-5
 ) -> Tensor: ...
 def _rope(x: Tensor, cos: Tensor, sin: Tensor, interleaved: builtins.bool = False) -> Tensor: ...
+def _llama_decode_step(
+    x: Tensor,
+    k_cache: Tensor,
+    v_cache: Tensor,
+    pos: builtins.int,
+    attn_norm: Tensor,
+    ffn_norm: Tensor,
+    qkv: Sequence[QTensor],
+    o: QTensor,
+    gate_up: Sequence[QTensor],
+    down: QTensor,
+    heads: builtins.int,
+    kv_heads: builtins.int,
+    eps: builtins.float,
+    inv_freq: Tensor,
+) -> Tensor: ...
 def _rms_norm(x: Tensor, d: builtins.int, weight: Optional[Tensor] = None, eps: Optional[builtins.float] = None) -> Tensor: ...
 def _batch_norm(
     x: Tensor, weight: Tensor, bias: Tensor, mean: Tensor, var: Tensor, batch_stats: builtins.bool, eps: builtins.float

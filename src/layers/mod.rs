@@ -6,6 +6,7 @@ pub(crate) mod attention;
 pub(crate) mod conv;
 pub(crate) mod ctc;
 pub(crate) mod linear;
+pub(crate) mod llama_block;
 pub(crate) mod loss;
 pub(crate) mod loss_elementwise;
 pub(crate) mod norm;

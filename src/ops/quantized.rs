@@ -179,6 +179,27 @@ impl QWeight {
         y.reshape(out_dims)
     }
 
+    /// `x @ W^T` for `m` rows of K floats in a flat slice: the (m, N) result, flat.
+    /// Our kernels where they take the type, without the tensor round trip of
+    /// `matmul_t` (a decode step's projections are a few microseconds each); other
+    /// types through `matmul_t`. For a weight on the CPU.
+    pub fn matmul_rows(&self, x: &[f32], m: usize) -> Result<Vec<f32>> {
+        let (n, k) = self.q.shape().dims2()?;
+        if x.len() != m * k {
+            candle_core::bail!("matmul_rows: {} floats are not {m} rows of {k}", x.len());
+        }
+        if m == 0 || n == 0 || k == 0 {
+            return Ok(vec![0.0; m * n]);
+        }
+        if !is_float_type(self.q.dtype()) {
+            if let Some(p) = self.packed()? {
+                return Ok(p.matmul(x, m, true));
+            }
+        }
+        let t = Tensor::from_slice(x, (m, k), &Device::Cpu)?;
+        self.matmul_t(&t)?.flatten_all()?.to_vec1::<f32>()
+    }
+
     /// Rows `ids` (u32, already range-checked) of a 2-D weight, as float32 of shape (*ids, K).
     pub fn embedding(&self, ids: &Tensor) -> Result<Tensor> {
         self.q.embedding(ids)

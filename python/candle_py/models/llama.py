@@ -23,7 +23,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 from .. import _core
 from .. import nn as _nn
 from .._core import QTensor, Tensor
-from ..autograd import no_grad
+from ..autograd import is_grad_enabled, no_grad
 from ..nn import functional as F
 from ..quantized import cat as qcat
 from ..quantized import load_gguf
@@ -99,33 +99,50 @@ class KVCache:
     written into, and attention reads a view of its first `length` positions; the
     capacity doubles when full (one copy). Measured against concatenating per step
     (which copies the whole cache every step), at 1024 cached positions one layer's
-    decode step took 0.23-0.28 ms instead of 0.41-1.05 ms."""
+    decode step took 0.23-0.28 ms instead of 0.41-1.05 ms.
 
-    def __init__(self, num_layers: int, min_capacity: int = 256) -> None:
+    `dtype` is the buffers' dtype (default: the keys' own). A float16 cache, as
+    llama.cpp keeps by default, halves the memory a decode step reads; attention
+    computes in the query's dtype either way."""
+
+    def __init__(self, num_layers: int, min_capacity: int = 256, dtype: Any = None) -> None:
         self.keys: List[Optional[Tensor]] = [None] * num_layers
         self.values: List[Optional[Tensor]] = [None] * num_layers
         self.length = 0
         self.min_capacity = min_capacity
+        self.dtype = dtype
 
-    def _grow(self, buf: Optional[Tensor], like: Tensor, end: int) -> Tensor:
+    def _grow(self, buf: Optional[Tensor], rows: Tuple[int, int, int], dtype: Any, device: Any, end: int) -> Tensor:
         if buf is not None and end <= buf.shape[2]:
             return buf
-        b, h, _, d = like.shape
+        b, h, d = rows
         cap = max(end, self.min_capacity, 0 if buf is None else 2 * buf.shape[2])
-        new = _core.zeros(b, h, cap, d, dtype=like.dtype, device=like.device)
+        new = _core.zeros(b, h, cap, d, dtype=self.dtype or dtype, device=device)
         if buf is not None and self.length:
             new[:, :, : self.length] = buf[:, :, : self.length]
         return new
 
+    def reserve(self, layer: int, rows: Tuple[int, int, int], dtype: Any, device: Any, end: int) -> Tuple[Tensor, Tensor]:
+        """The key and value buffers of `layer`, grown to hold `end` positions of rows
+        `rows` = (B, H_kv, D) (made in the cache's dtype, else `dtype`, on `device`)."""
+        kb, vb = self.keys[layer], self.values[layer]
+        if kb is None or vb is None or end > kb.shape[2]:
+            kb = self.keys[layer] = self._grow(kb, rows, dtype, device, end)
+            vb = self.values[layer] = self._grow(vb, rows, dtype, device, end)
+        return kb, vb
+
     def append(self, layer: int, k: Tensor, v: Tensor) -> Tuple[Tensor, Tensor]:
         """Write the new positions' keys and values (B, H_kv, T, D) of `layer` after the
-        cached ones; return views of all of them."""
+        cached ones; return views of all of them (in k's dtype when the cache's differs)."""
         start, end = self.length, self.length + k.shape[2]
-        kb = self.keys[layer] = self._grow(self.keys[layer], k, end)
-        vb = self.values[layer] = self._grow(self.values[layer], v, end)
+        b, h, _, d = k.shape
+        kb, vb = self.reserve(layer, (b, h, d), k.dtype, k.device, end)
         kb[:, :, start:end] = k
         vb[:, :, start:end] = v
-        return kb[:, :, :end], vb[:, :, :end]
+        ks, vs = kb[:, :, :end], vb[:, :, :end]
+        if ks.dtype != k.dtype:
+            ks, vs = ks.to(k.dtype), vs.to(v.dtype)
+        return ks, vs
 
 
 def _float_linear(weight: Tensor) -> _nn.Linear:
@@ -224,6 +241,62 @@ class LlamaBlock(_nn.Module):
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, causal, cache, layer)
         return x + self.mlp(self.post_attention_layernorm(x))
 
+    def decode_step(self, x: Tensor, cache: KVCache, layer: int, inv_freq: Tensor) -> Optional[Tensor]:
+        """This block's output for one new position per sequence (x (B, 1, hidden),
+        at position `cache.length`) in one fused call (`_core._llama_decode_step`), or
+        None when the fused step cannot stand in for `forward`: float (dequantized)
+        or mixed projections, a bias, hooks on any module of the block, a weight that
+        requires grad while grad mode is on, or modules replaced by other kinds.
+
+        The block's structure is read afresh each call (a replaced module or weight
+        takes effect at once), through the modules' dicts: a decode step makes this
+        walk for every block, and `Module.__getattr__` would cost more than the step's
+        Python side otherwise does."""
+        sub = self.__dict__["_modules"]
+        attn, mlp, n1, n2 = sub.get("self_attn"), sub.get("mlp"), sub.get("input_layernorm"), sub.get("post_attention_layernorm")
+        if type(attn) is not LlamaAttention or type(mlp) is not LlamaMLP or type(n1) is not _nn.RMSNorm or type(n2) is not _nn.RMSNorm:
+            return None
+        am, mm = attn.__dict__["_modules"], mlp.__dict__["_modules"]
+        qkv, o, gate_up, down = am.get("qkv_proj"), am.get("o_proj"), mm.get("gate_up_proj"), mm.get("down_proj")
+        if type(qkv) is not Projections or type(gate_up) is not Projections:
+            return None
+        ql, gl = qkv.__dict__["_modules"].get("parts"), gate_up.__dict__["_modules"].get("parts")
+        if type(ql) is not _nn.ModuleList or type(gl) is not _nn.ModuleList:
+            return None
+        qparts, gparts = list(ql.__dict__["_modules"].values()), list(gl.__dict__["_modules"].values())
+        linears = (*qparts, *gparts, o, down)
+        for p in linears:
+            if type(p) is not _nn.QuantizedLinear or p.__dict__["_buffers"].get("bias") is not None:
+                return None
+        for m in (self, attn, mlp, n1, n2, qkv, gate_up, ql, gl, *linears):
+            d = m.__dict__
+            if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"]:
+                return None
+        w1, w2 = n1.__dict__["_parameters"].get("weight"), n2.__dict__["_parameters"].get("weight")
+        eps = n1.eps
+        if w1 is None or w2 is None or eps is None or eps != n2.eps:
+            return None
+        if (w1.requires_grad or w2.requires_grad or x.requires_grad) and is_grad_enabled():
+            return None
+        rows = (x.shape[0], attn.num_kv_heads, attn.head_dim)
+        kb, vb = cache.reserve(layer, rows, x.dtype, x.device, cache.length + 1)
+        return _core._llama_decode_step(
+            x,
+            kb,
+            vb,
+            cache.length,
+            w1,
+            w2,
+            [p.weight for p in qparts],
+            o.weight,  # type: ignore[union-attr]
+            [p.weight for p in gparts],
+            down.weight,  # type: ignore[union-attr]
+            attn.num_heads,
+            attn.num_kv_heads,
+            eps,
+            inv_freq,
+        )
+
 
 class LlamaForCausalLM(_nn.Module):
     """A Llama-family decoder with its language-model head.
@@ -308,9 +381,14 @@ class LlamaForCausalLM(_nn.Module):
         cfg = LlamaConfig.from_gguf_metadata(metadata, None if emb is None else emb.shape[0])
         return cls(cfg, tensors, dequantize)
 
-    def new_cache(self) -> KVCache:
-        """An empty key/value cache for this model."""
-        return KVCache(self.config.num_layers)
+    def new_cache(self, dtype: Any = None) -> KVCache:
+        """An empty key/value cache for this model. `dtype`: the cache's, by default
+        float16 for quantized weights (llama.cpp's default: half the memory traffic of
+        a decode step, within the quantized path's agreement) and float32 for
+        dequantized ones (which reproduce transformers' float32 numbers)."""
+        if dtype is None:
+            dtype = _core.float32 if self.dequantized else _core.float16
+        return KVCache(self.config.num_layers, dtype=dtype)
 
     def forward(self, input_ids: Tensor, cache: Optional[KVCache] = None, last_only: bool = False) -> Tensor:
         if input_ids.ndim != 2:
@@ -325,8 +403,12 @@ class LlamaForCausalLM(_nn.Module):
             # New positions after cached ones: causal mask aligned to the bottom right.
             mask = _core.ones(t, past + t, dtype=_core.bool).tril(past)
         x = self.embed_tokens(input_ids)
+        # One new position with a cache (a decode step): each block in one fused call
+        # where it can take it (quantized weights, CPU float32, no hooks), else composed.
+        fused = t == 1 and x.dtype == _core.float32 and x.device.type == "cpu"
         for i, layer in enumerate(self.layers):
-            x = layer(x, cos, sin, mask, causal, cache, i)
+            y = layer.decode_step(x, cache, i, self._rope_base) if fused and cache is not None and type(layer) is LlamaBlock else None
+            x = layer(x, cos, sin, mask, causal, cache, i) if y is None else y
         if cache is not None:
             cache.length += t
         if last_only:

@@ -8,6 +8,7 @@ mod activation;
 mod attention;
 mod conv;
 mod linear;
+mod llama_block;
 mod loss;
 mod norm;
 mod pooling;
@@ -18,6 +19,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     attention::register(m)?;
     conv::register(m)?;
     linear::register(m)?;
+    llama_block::register(m)?;
     norm::register(m)?;
     pooling::register(m)?;
     rope::register(m)?;

@@ -60,7 +60,7 @@ fn dot<T: Float>(a: &[T], b: &[T]) -> T {
 /// The CPU must support AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn dot_f32_avx2(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) unsafe fn dot_f32_avx2(a: &[f32], b: &[f32]) -> f32 {
     use std::arch::x86_64::*;
     let n = a.len().min(b.len());
     let (mut s0, mut s1) = (_mm256_setzero_ps(), _mm256_setzero_ps());

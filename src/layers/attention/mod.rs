@@ -17,6 +17,7 @@
 //! (batch, row, column) index), so the backward sees the very same mask.
 
 mod backward;
+pub(crate) mod decode;
 mod forward;
 mod math;
 mod microkernel;
