@@ -20,6 +20,7 @@ The float types (f32/f16/bf16) multiply the dequantized weight: 1e-5.
 from __future__ import annotations
 
 import copy
+import pickle
 import threading
 
 import numpy as np
@@ -246,6 +247,29 @@ def test_device_moves_and_copies():
     assert copy.copy(q) is q and copy.deepcopy(q) is q  # immutable: copies share
     with pytest.raises((RuntimeError, ValueError)):
         q.to("cuda:99")
+
+
+@pytest.mark.parametrize("dtype", Q.DTYPES)
+def test_pickle_round_trip_keeps_the_blocks(dtype):
+    # Before, pickling a QTensor (and so a quantized model sent to a worker process)
+    # raised TypeError: cannot pickle.
+    q = Q.quantize(cp.from_numpy(_rand(3, 512)), dtype)
+    back = pickle.loads(pickle.dumps(q))
+    assert isinstance(back, Q.QTensor) and back.dtype == q.dtype and tuple(back.shape) == (3, 512)
+    np.testing.assert_array_equal(back.dequantize().numpy(), q.dequantize().numpy())
+
+
+def test_pickle_of_quantized_layers_and_bad_bytes():
+    lin = cp.nn.QuantizedLinear(64, 8, dtype="q4_0")
+    x = cp.randn(2, 64)
+    back = pickle.loads(pickle.dumps(lin))
+    np.testing.assert_array_equal(back(x).numpy(), lin(x).numpy())
+    with pytest.raises(ValueError, match=r"QTensor: 17 bytes do not hold a q4_0 tensor of shape \[1, 32\]"):
+        cp._core._qtensor_from_bytes("q4_0", [1, 32], b"x" * 17, "cpu")
+    with pytest.raises(ValueError, match="QTensor: .* shape \\[1, 31\\]"):
+        cp._core._qtensor_from_bytes("q4_0", [1, 31], b"x" * 18, "cpu")
+    with pytest.raises(ValueError, match="unknown quantized dtype"):
+        cp._core._qtensor_from_bytes("q9", [1, 32], b"", "cpu")
 
 
 def test_threads_share_a_weight():

@@ -123,6 +123,22 @@ impl PyQTensor {
             device_str(&self.w.q.device())
         )
     }
+    /// Pickling (and so copies to other processes): the type, shape, raw blocks and
+    /// device; `_qtensor_from_bytes` rebuilds the same blocks.
+    #[allow(clippy::type_complexity)]
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (&'static str, Vec<usize>, Bound<'py, pyo3::types::PyBytes>, String))> {
+        let f = py.import("candle_py._core")?.getattr("_qtensor_from_bytes")?;
+        let w = self.w.clone();
+        let bytes = detach_op(py, "QTensor.__reduce__", move || {
+            let cpu = if w.q.device().is_cpu() { w.q.clone() } else { q::to_device(&w.q, &Device::Cpu)? };
+            Ok(cpu.data()?.into_owned())
+        })?;
+        let data = pyo3::types::PyBytes::new(py, &bytes);
+        Ok((f, (self.dtype(), self.dims().to_vec(), data, device_str(&self.w.q.device()))))
+    }
     // Immutable, so a copy may share the storage (as tuples do).
     fn __copy__(slf: &Bound<'_, Self>) -> Py<PyQTensor> {
         slf.clone().unbind()
@@ -130,6 +146,42 @@ impl PyQTensor {
     fn __deepcopy__(slf: &Bound<'_, Self>, _memo: &Bound<'_, PyAny>) -> Py<PyQTensor> {
         slf.clone().unbind()
     }
+}
+
+/// `_qtensor_from_bytes(dtype, shape, data, device)`: a QTensor of GGML type `dtype`
+/// from its raw blocks (what `QTensor.__reduce__` gives pickle); the byte count must
+/// be the shape's.
+#[pyfunction]
+fn _qtensor_from_bytes(py: Python<'_>, dtype: &str, shape: Vec<usize>, data: &[u8], device: &Bound<'_, PyAny>) -> PyResult<PyQTensor> {
+    const OP: &str = "QTensor";
+    let t = parse_type(OP, dtype)?;
+    let dev = device_arg(Some(device))?;
+    let n: usize = shape.iter().product();
+    let last = shape.last().copied().unwrap_or(0);
+    if shape.is_empty() || !last.is_multiple_of(t.block_size()) || n / t.block_size() * t.type_size() != data.len() {
+        return Err(shape_err(
+            OP,
+            format!(
+                "{} bytes do not hold a {} tensor of shape {} (blocks of {} elements, {} bytes)",
+                data.len(),
+                q::type_name(t),
+                shape_str(&shape),
+                t.block_size(),
+                t.type_size()
+            ),
+        ));
+    }
+    let bytes = data.to_vec();
+    let out = detach_op(py, OP, move || {
+        let storage = candle_core::quantized::QStorage::from_data(std::borrow::Cow::Owned(bytes), &Device::Cpu, t)?;
+        let qt = Arc::new(candle_core::quantized::QTensor::new(storage, shape)?);
+        if dev.is_cpu() {
+            Ok(qt)
+        } else {
+            q::to_device(&qt, &dev)
+        }
+    })?;
+    Ok(PyQTensor { w: Arc::new(QWeight::from_arc(out)) })
 }
 
 /// `_qtype(name) -> (name, block_size, type_size)`: a dtype name resolved (aliases
@@ -336,6 +388,7 @@ fn _qembedding(py: Python<'_>, input: &Bound<'_, PyTensor>, weight: &Bound<'_, P
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyQTensor>()?;
     m.add_function(wrap_pyfunction!(_qtype, m)?)?;
+    m.add_function(wrap_pyfunction!(_qtensor_from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(_qcat, m)?)?;
     m.add_function(wrap_pyfunction!(_qtypes, m)?)?;
     m.add_function(wrap_pyfunction!(_quantize, m)?)?;
