@@ -427,6 +427,7 @@ def test_fused_decode_step_bad_input(tmp_path: Path) -> None:
         return cp._core._llama_decode_step(x, kc, vc, pos, *args)
 
     assert tuple(step().shape) == (1, 1, 32)
+    assert tuple(step(cp.zeros(0, 1, 32), kc=cp.zeros(0, 2, 8, 8), vc=cp.zeros(0, 2, 8, 8)).shape) == (0, 1, 32)
     bad_x = r"llama decode block: expected x a float32 CPU tensor of shape \[B, 1, 32\], got float32 \[1, 2, 32\]"
     with pytest.raises(ValueError, match=bad_x):
         step(cp.zeros(1, 2, 32))

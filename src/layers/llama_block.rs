@@ -44,6 +44,9 @@ impl DecodeBlock {
     /// the binding checks all of this) at `pos`, and attends positions 0..=pos.
     pub(crate) fn step(&self, x: &[f32], b: usize, kc: &Tensor, vc: &Tensor, pos: usize) -> Result<Vec<f32>> {
         let (h, d) = (self.hidden, self.head_dim);
+        if b == 0 {
+            return Ok(Vec::new()); // no sequences: nothing to write or attend
+        }
         let (nq, nkv) = (self.heads * d, self.kv_heads * d);
         let normed = rms_norm(x, &self.attn_norm, self.eps);
         let qkv = project(&self.qkv, &normed, b)?;
