@@ -179,6 +179,26 @@ CASES: list[tuple[str, str, str, list[Any], dict[str, Any], list[tuple], dict[st
         {},
         True,
     ),
+    (
+        "embedding_bag_freq_sum",
+        "module",
+        "EmbeddingBag",
+        [10, 3],
+        {"mode": "sum", "scale_grad_by_freq": True},
+        [C([1, 2, 4, 5, 4, 3, 2, 9, 2], "int64")],
+        {"offsets": C([0, 2, 2, 5], "int64"), "per_sample_weights": R(9)},
+        True,
+    ),
+    (
+        "embedding_bag_freq_mean_padding",
+        "module",
+        "EmbeddingBag",
+        [10, 3],
+        {"scale_grad_by_freq": True, "padding_idx": 3},
+        [C([[1, 2, 4], [2, 2, 3], [3, 2, 9]], "int64")],
+        {},
+        True,
+    ),
     # recurrent
     ("rnn_tanh", "module", "RNN", [4, 5], {}, [R(6, 3, 4)], {}, True),
     (

@@ -149,11 +149,13 @@ def embedding_bag(
     1-D with `offsets` giving each bag's start (`include_last_offset`: the last
     offset is the end). `per_sample_weights` scale rows ("sum" only); rows at
     `padding_idx` are left out (and not counted in the mean); empty bags give zeros.
-    `sparse` asks PyTorch for a sparse gradient; ours is dense, with the same values."""
+    `scale_grad_by_freq` divides each looked-up row's gradient by how often its index
+    occurs in `input` ("sum" and "mean"). `sparse` asks PyTorch for a sparse gradient;
+    ours is dense, with the same values."""
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
-    if scale_grad_by_freq:
-        raise NotImplementedError("embedding_bag: scale_grad_by_freq=True is not supported by candle_py")
+    if scale_grad_by_freq and mode == "max":
+        raise ValueError("embedding_bag: max mode does not support scaling the gradient by the frequency")
     if input.dtype.is_floating_point or input.dtype == _core.bool:
         raise TypeError(f"embedding_bag: indices must be an integer tensor, got {input.dtype} of shape {list(input.shape)}")
     if weight.ndim != 2:
@@ -215,6 +217,14 @@ def embedding_bag(
         rows = weight.index_select(0, ids.reshape(-1)).reshape(nbags, width, dim)
     except IndexError as e:
         raise IndexError(f"embedding_bag: {str(e).split(': ', 1)[-1]} (weight {list(weight.shape)}, input {list(input.shape)})") from None
+    if scale_grad_by_freq:
+        # Each looked-up row's gradient divided by how often its index occurs in the
+        # whole input (torch counts every index, in bags or not); the value stays
+        # `rows`: rows * s + rows.detach() * (1 - s) has the value rows, gradient s.
+        _, inverse, counts = np.unique(np.asarray(flat), return_inverse=True, return_counts=True)
+        per_pos = _core.from_numpy((1.0 / counts[inverse]).astype(np.float64)).to(weight.dtype).to(dev)
+        s = per_pos.index_select(0, pos.reshape(-1)).reshape(nbags, width, 1)
+        rows = rows * s + rows.detach() * (1 - s)
     mask = valid.to(weight.dtype).unsqueeze(2)
     if mode == "max":
         big = rows.masked_fill(~valid.unsqueeze(2), float("-inf")).amax(1)
