@@ -283,16 +283,18 @@ def test_filters_bad_arguments() -> None:
 # ------------------------------------------------------------------ a tiny Llama written here
 
 
-def _tiny(path: Path, tied: bool = True, arch: str = "llama", qtype: str = "q8_0") -> None:
+def _tiny(path: Path, tied: bool = True, arch: str = "llama", qtype: str = "q8_0", other: str = "") -> None:
     """A 2-layer Llama (width 32, 4 heads / 2 KV heads, vocab 40) with random weights
-    of type `qtype`."""
+    of type `qtype` (`other`: the type of the value and up projections, so neither
+    q/k/v nor gate/up can be joined)."""
     g = cp.Generator().manual_seed(0)
-    q = lambda *s: cp.quantized.quantize(cp.randn(*s, generator=g) * 0.2, qtype)  # noqa: E731
+    q = lambda *s, t=qtype: cp.quantized.quantize(cp.randn(*s, generator=g) * 0.2, t)  # noqa: E731
+    o = other or qtype
     t: Dict[str, Any] = {"token_embd.weight": q(40, 32), "output_norm.weight": 1 + 0.1 * cp.randn(32, generator=g)}
     for i in range(2):
         p = f"blk.{i}."
-        t.update({p + "attn_q.weight": q(32, 32), p + "attn_k.weight": q(16, 32), p + "attn_v.weight": q(16, 32)})
-        t.update({p + "attn_output.weight": q(32, 32), p + "ffn_gate.weight": q(64, 32), p + "ffn_up.weight": q(64, 32)})
+        t.update({p + "attn_q.weight": q(32, 32), p + "attn_k.weight": q(16, 32), p + "attn_v.weight": q(16, 32, t=o)})
+        t.update({p + "attn_output.weight": q(32, 32), p + "ffn_gate.weight": q(64, 32), p + "ffn_up.weight": q(64, 32, t=o)})
         t.update({p + "ffn_down.weight": q(32, 64), p + "attn_norm.weight": cp.ones(32), p + "ffn_norm.weight": cp.ones(32)})
     if not tied:
         t["output.weight"] = q(40, 32)
@@ -352,15 +354,18 @@ def _decode(m: LlamaForCausalLM, rows: list, cache: Any) -> np.ndarray:
 
 
 @pytest.mark.parametrize("kv", ["float32", "float16"])
-def test_fused_decode_step_equals_composed_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kv: str) -> None:
+@pytest.mark.parametrize("other", ["", "f16"])
+def test_fused_decode_step_equals_composed_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kv: str, other: str) -> None:
     """A decode step runs each block in one fused call (`_core._llama_decode_step`);
-    with float32 weights (no 8-bit activations, whose roundings a last-bit difference
+    with float weights (no 8-bit activations, whose roundings a last-bit difference
     can flip) it gives the composed blocks' numbers: 2 sequences, grouped heads, 150
     steps (the attention splits its keys into chunks of 64 and more), a cache that
-    grows from 16 positions while decoding, in float32 and float16."""
+    grows from 16 positions while decoding, in float32 and float16; projections
+    joined, or separate (value and up weights of another type)."""
     path = tmp_path / "tiny32.gguf"
-    _tiny(path, qtype="f32")
+    _tiny(path, qtype="f32", other=other)
     m = LlamaForCausalLM.from_gguf(path)
+    assert len(m.layers[0].self_attn.qkv_proj.parts) == (3 if other else 1)
     rng = np.random.default_rng(0)
     rows = rng.integers(0, 40, size=(2, 150)).tolist()
     dt = getattr(cp, kv)
