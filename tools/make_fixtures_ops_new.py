@@ -222,6 +222,10 @@ CASES += [
     ("trapz_one", "T.trapezoid(y)", {"y": r(2, 1)}, ["y"]),
     ("trapz_empty", "T.trapezoid(y)", {"y": r(2, 0)}, []),
     ("trapz_alias", "T.trapz(y, dx=2.0)", {"y": r(4)}, ["y"]),
+    # cdist's matrix-product form of p=2: asked for, or by default past 25 rows on a side
+    ("cdist_mm_default", "T.cdist(a, b)", {"a": r(30, 8), "b": r(7, 8)}, ["a", "b"]),
+    ("cdist_mm_forced", "T.cdist(a, b, compute_mode='use_mm_for_euclid_dist')", {"a": r(2, 4, 3), "b": r(1, 5, 3)}, ["a", "b"]),
+    ("cdist_mm_refused", "T.cdist(a, b, compute_mode='donot_use_mm_for_euclid_dist')", {"a": r(30, 3), "b": r(26, 3)}, ["a", "b"]),
 ]
 
 

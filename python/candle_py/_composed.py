@@ -352,12 +352,25 @@ def meshgrid(*tensors: Any, indexing: Optional[str] = None) -> Tuple[Tensor, ...
     return tuple(grids)
 
 
+def _euclidean_dist(x1: Tensor, x2: Tensor) -> Tensor:
+    """PyTorch's `_euclidean_dist`: one matrix product of `[-2 x, |x|^2, 1]` and
+    `[y, 1, |y|^2]` gives `|x - y|^2`, clamped at 0 (rounding can make it negative)."""
+    from ._core import cat, ones_like
+
+    xn, yn = (x1 * x1).sum(-1, keepdim=True), (x2 * x2).sum(-1, keepdim=True)
+    xa = cat([x1 * -2, xn, ones_like(xn)], -1)
+    ya = cat([x2, ones_like(yn), yn], -1)
+    return (xa @ ya.transpose(-2, -1)).clamp_min(0).sqrt()
+
+
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """The p-norm distance between each row of `x1` (`[B..., P, M]`) and each row of `x2`
     (`[B..., R, M]`): `[B..., P, R]`. `p=0` counts the differing coordinates, `p=inf`
-    takes the largest. Computed directly (never through the matrix-product form, so
-    results are as exact as PyTorch's direct path for every `compute_mode`); the
-    gradient at a zero distance is zero, as PyTorch's."""
+    takes the largest. `p=2` goes through PyTorch's matrix-product form
+    (`|x|^2 - 2 x.y + |y|^2`, clamped at 0) with `compute_mode="use_mm_for_euclid_dist"`
+    and by default when either side has more than 25 rows, as PyTorch chooses: fast,
+    no (P, R, M) difference tensor, less exact for near points. Otherwise directly;
+    the direct path's gradient at a zero distance is zero, as PyTorch's."""
     if compute_mode not in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
         raise ValueError(f"cdist: {compute_mode} is not a valid value for compute_mode")
     for name, x in (("X1", x1), ("X2", x2)):
@@ -371,6 +384,11 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
         raise ShapeError(f"cdist: X1 and X2 must have the same number of columns. X1: {list(x1.shape)} X2: {list(x2.shape)}")
     if p < 0:
         raise ValueError(f"cdist: only supports non-negative p values, got {p}")
+    if p == 2 and (
+        compute_mode == "use_mm_for_euclid_dist"
+        or (compute_mode == "use_mm_for_euclid_dist_if_necessary" and (x1.shape[-2] > 25 or x2.shape[-2] > 25))
+    ):
+        return _euclidean_dist(x1, x2)
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)  # [B..., P, R, M]
     if diff.shape[-1] == 0:
         return diff.sum(-1)  # no coordinates: every distance is 0
