@@ -135,7 +135,7 @@ impl QWeight {
             return Ok(p.as_ref());
         }
         let p = match (self.q.device(), self.q.shape().dims()) {
-            (Device::Cpu, &[n, k]) if qmatmul::supports(self.q.dtype()) => Packed::new(self.q.dtype(), &self.q.data()?, n, k),
+            (Device::Cpu, &[n, k]) if qmatmul::supports(self.q.dtype()) => Packed::of(&self.q, n, k),
             _ => None,
         };
         Ok(self.packed.get_or_init(|| p).as_ref())

@@ -10,7 +10,10 @@
 //! Per super-block the kernels form exact integer sums, then the same float steps.
 use super::act::Q8x256;
 use super::TILE;
+use candle_core::quantized::QTensor;
 use half::f16;
+use std::borrow::Cow;
+use std::sync::Arc;
 
 const Q4K_BYTES: usize = 144;
 const Q6K_BYTES: usize = 210;
@@ -25,12 +28,41 @@ pub(crate) struct KPack {
     kind: Kind,
     n: usize,
     nb: usize,
-    raw: Vec<u8>,
+    src: Src,
+}
+
+/// Where the blocks are: the kernels read GGML's own layout, so a CPU `QTensor`'s
+/// bytes serve as they are (no second copy of the weight in memory).
+enum Src {
+    Owned(Vec<u8>),
+    /// A CPU tensor whose `data()` borrows its storage, `len` bytes long.
+    Shared(Arc<QTensor>),
 }
 
 impl KPack {
     pub(crate) fn new(raw: &[u8], n: usize, nb: usize, kind: Kind) -> KPack {
-        KPack { kind, n, nb, raw: raw.to_vec() }
+        KPack { kind, n, nb, src: Src::Owned(raw.to_vec()) }
+    }
+
+    /// Over `q`'s own bytes when it is a CPU tensor of `len` bytes (its `data()`
+    /// borrows them), else over a copy.
+    pub(crate) fn shared(q: &Arc<QTensor>, len: usize, n: usize, nb: usize, kind: Kind) -> Option<KPack> {
+        match q.data().ok()? {
+            Cow::Borrowed(b) if b.len() == len => Some(KPack { kind, n, nb, src: Src::Shared(q.clone()) }),
+            raw if raw.len() == len => Some(Self::new(&raw, n, nb, kind)),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn raw(&self) -> &[u8] {
+        match &self.src {
+            Src::Owned(v) => v,
+            // `shared` checked that `data()` borrows, and the tensor is immutable.
+            Src::Shared(q) => match q.data() {
+                Ok(Cow::Borrowed(b)) => b,
+                _ => unreachable!("KPack::shared keeps only tensors whose data() borrows"),
+            },
+        }
     }
 
     fn block_bytes(&self) -> usize {
@@ -42,7 +74,7 @@ impl KPack {
 
     /// The 8 outputs of tile `t` (rows past `n` give 0) for activation row `i`.
     pub(crate) fn tile(&self, t: usize, x: &Q8x256, i: usize, simd: bool, out: &mut [f32; TILE]) {
-        let (nb, bb) = (self.nb, self.block_bytes());
+        let (nb, bb, raw) = (self.nb, self.block_bytes(), self.raw());
         for (lane, o) in out.iter_mut().enumerate() {
             let r = t * TILE + lane;
             if r >= self.n {
@@ -51,7 +83,7 @@ impl KPack {
             }
             let mut acc = 0f32;
             for b in 0..nb {
-                let w = &self.raw[(r * nb + b) * bb..][..bb];
+                let w = &raw[(r * nb + b) * bb..][..bb];
                 let (xq, xd) = (&x.qs[(i * nb + b) * 256..][..256], x.d[i * nb + b]);
                 let bs = &x.bsums[(i * nb + b) * 16..][..16];
                 acc = match self.kind {

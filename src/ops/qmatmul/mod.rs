@@ -17,7 +17,8 @@ mod q4;
 mod q8;
 
 use super::parallel::{filled_plain, SyncPtr};
-use candle_core::quantized::GgmlDType;
+use candle_core::quantized::{GgmlDType, QTensor};
+use std::sync::Arc;
 
 /// Weight rows per kernel pass.
 pub(crate) const TILE: usize = 8;
@@ -74,6 +75,23 @@ impl Packed {
             _ => Weights::K(kquant::KPack::new(raw, n, nb, kquant::Kind::Q6K)),
         };
         Some(Packed { n, k, w })
+    }
+
+    /// `Packed::new` for the CPU tensor `q` (n, k); the k-quant kernels read its own
+    /// bytes instead of a copy (their layout is GGML's).
+    pub(crate) fn of(q: &Arc<QTensor>, n: usize, k: usize) -> Option<Packed> {
+        let t = q.dtype();
+        let kind = match t {
+            GgmlDType::Q4K => kquant::Kind::Q4K,
+            GgmlDType::Q6K => kquant::Kind::Q6K,
+            _ => return Packed::new(t, &q.data().ok()?, n, k),
+        };
+        let (nb, bytes) = (k / 256, if kind == kquant::Kind::Q4K { 144 } else { 210 });
+        if !k.is_multiple_of(256) {
+            return None;
+        }
+        let w = kquant::KPack::shared(q, n * nb * bytes, n, nb, kind)?;
+        Some(Packed { n, k, w: Weights::K(w) })
     }
 
     /// `x @ W^T` for `x` (m, k) row-major: (m, n) row-major. `simd` false forces the

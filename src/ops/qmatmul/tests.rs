@@ -74,3 +74,22 @@ fn rejects_wrong_sizes_and_types() {
     assert!(Packed::new(GgmlDType::Q4K, &[0; 144], 1, 32).is_none());
     assert!(Packed::new(GgmlDType::Q5_0, &[0; 22], 1, 32).is_none());
 }
+
+#[test]
+fn k_quants_read_the_tensor_s_own_bytes() {
+    // Their layout is GGML's, so `Packed::of` keeps no second copy of the weight.
+    for t in [GgmlDType::Q4K, GgmlDType::Q6K, GgmlDType::Q4_1] {
+        let (n, k) = (21, 512);
+        let w = Tensor::from_vec(values(n * k, 3), (n, k), &Device::Cpu).unwrap();
+        let q = std::sync::Arc::new(QTensor::quantize(&w, t).unwrap());
+        let shared = Packed::of(&q, n, k).unwrap();
+        let copied = Packed::new(t, &q.data().unwrap(), n, k).unwrap();
+        if let Weights::K(p) = &shared.w {
+            assert_eq!(p.raw().as_ptr(), q.data().unwrap().as_ptr());
+        } else {
+            assert_eq!(t, GgmlDType::Q4_1);
+        }
+        let x = values(3 * k, 5);
+        assert_eq!(shared.matmul(&x, 3, true), copied.matmul(&x, 3, true));
+    }
+}
