@@ -56,8 +56,9 @@ impl DecodeBlock {
             k.extend_from_slice(&row[nq..nq + nkv]);
             v.extend_from_slice(&row[nq + nkv..]);
         }
-        self.rotate(&mut q, pos);
-        self.rotate(&mut k, pos);
+        let angles: Vec<(f32, f32)> = self.inv_freq.iter().map(|&f| ((pos as f32 * f).cos(), (pos as f32 * f).sin())).collect();
+        self.rotate(&mut q, &angles);
+        self.rotate(&mut k, &angles);
         // (b, kv_heads, 1, d) rows into the caches at `pos`.
         let shape = (b, self.kv_heads, 1, d);
         kc.slice_set(&Tensor::from_vec(k, shape, &Device::Cpu)?.to_dtype(kc.dtype())?, 2, pos)?;
@@ -94,16 +95,15 @@ impl DecodeBlock {
         Ok(out)
     }
 
-    /// The rotary embedding of position `pos` on rows of heads of `head_dim`, adjacent
-    /// elements paired (Candle's `rope_i`, which the composed block runs).
-    fn rotate(&self, x: &mut [f32], pos: usize) {
-        let half = self.head_dim / 2;
-        let (cos, sin): (Vec<f32>, Vec<f32>) = self.inv_freq.iter().map(|&f| ((pos as f32 * f).cos(), (pos as f32 * f).sin())).unzip();
+    /// The rotary embedding with `angles` (cos, sin per pair) on rows of heads of
+    /// `head_dim`, adjacent elements paired (Candle's `rope_i`, which the composed
+    /// block runs).
+    fn rotate(&self, x: &mut [f32], angles: &[(f32, f32)]) {
         for head in x.chunks_exact_mut(self.head_dim) {
-            for i in 0..half {
-                let (a, b) = (head[2 * i], head[2 * i + 1]);
-                head[2 * i] = a * cos[i] - b * sin[i];
-                head[2 * i + 1] = a * sin[i] + b * cos[i];
+            for (pair, &(cos, sin)) in head.chunks_exact_mut(2).zip(angles) {
+                let (a, b) = (pair[0], pair[1]);
+                pair[0] = a * cos - b * sin;
+                pair[1] = a * sin + b * cos;
             }
         }
     }

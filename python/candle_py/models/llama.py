@@ -113,8 +113,6 @@ class KVCache:
         self.dtype = dtype
 
     def _grow(self, buf: Optional[Tensor], rows: Tuple[int, int, int], dtype: Any, device: Any, end: int) -> Tensor:
-        if buf is not None and end <= buf.shape[2]:
-            return buf
         b, h, d = rows
         cap = max(end, self.min_capacity, 0 if buf is None else 2 * buf.shape[2])
         new = _core.zeros(b, h, cap, d, dtype=self.dtype or dtype, device=device)

@@ -13,6 +13,7 @@
 //!
 //! No mask: a decode position attends every cached position, itself included.
 
+use super::forward::dot_any;
 use super::rows::{exp_row_fast, fast_exp};
 use crate::ops::parallel::SyncPtr;
 use half::f16;
@@ -215,19 +216,8 @@ unsafe fn chunk_avx2<E: KvElem>(q: &[f32], k: &[E], v: &[E], j0: usize, j1: usiz
                 *sp.add(r * w + j) = scale * super::forward::dot_f32_avx2(&q[r * d..(r + 1) * d], &buf[j * d..(j + 1) * d]);
             }
         }
-        let fast = fast_exp::<f32>();
         let stride = d + 2;
-        for r in 0..group {
-            let s = &mut sc[r * w..(r + 1) * w];
-            let m = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            dst[r * stride] = m;
-            dst[r * stride + 1] = if m == f32::NEG_INFINITY {
-                s.iter_mut().for_each(|p| *p = 0.0);
-                0.0
-            } else {
-                exp_row_fast::<f32, true>(s, m, fast)
-            };
-        }
+        softmax_rows::<true>(&mut sc, w, stride, dst);
         E::widen_avx2(&v[j0 * d..j1 * d], &mut buf);
         let bp = buf.as_ptr();
         for r in 0..group {
@@ -307,23 +297,11 @@ fn chunk<E: KvElem, const SIMD: bool>(
     for j in j0..j1 {
         widen(&k[j * d..(j + 1) * d], &mut row);
         for r in 0..group {
-            sc[r * w + j - j0] = scale * dot::<SIMD>(&q[r * d..(r + 1) * d], &row);
+            sc[r * w + j - j0] = scale * dot_any::<f32, SIMD>(&q[r * d..(r + 1) * d], &row);
         }
     }
-    let fast = fast_exp::<f32>();
     let stride = d + 2;
-    for r in 0..group {
-        let s = &mut sc[r * w..(r + 1) * w];
-        let m = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let o = &mut dst[r * stride..(r + 1) * stride];
-        o[0] = m;
-        o[1] = if m == f32::NEG_INFINITY {
-            s.iter_mut().for_each(|p| *p = 0.0);
-            0.0
-        } else {
-            exp_row_fast::<f32, SIMD>(s, m, fast)
-        };
-    }
+    softmax_rows::<SIMD>(&mut sc, w, stride, dst);
     for j in j0..j1 {
         widen(&v[j * d..(j + 1) * d], &mut row);
         for r in 0..group {
@@ -335,29 +313,22 @@ fn chunk<E: KvElem, const SIMD: bool>(
     }
 }
 
-/// `a . b`, through AVX2 FMAs when `SIMD`.
+/// For each row of `w` scores in `sc`: its max into `dst[r * stride]`, the scores
+/// replaced by `exp(score - max)` and their sum into `dst[r * stride + 1]` (zeros and
+/// 0 for a row of -inf only).
 #[inline(always)]
-fn dot<const SIMD: bool>(a: &[f32], b: &[f32]) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    if SIMD {
-        // SAFETY: SIMD is true only inside `chunk_avx2` (AVX2 and FMA detected).
-        return unsafe { super::forward::dot_f32_avx2(a, b) };
+fn softmax_rows<const FMA: bool>(sc: &mut [f32], w: usize, stride: usize, dst: &mut [f32]) {
+    let fast = fast_exp::<f32>();
+    for (r, s) in sc.chunks_exact_mut(w).enumerate() {
+        let m = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        dst[r * stride] = m;
+        dst[r * stride + 1] = if m == f32::NEG_INFINITY {
+            s.iter_mut().for_each(|p| *p = 0.0);
+            0.0
+        } else {
+            exp_row_fast::<f32, FMA>(s, m, fast)
+        };
     }
-    let mut part = [0f32; 8];
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + 8 <= n {
-        for l in 0..8 {
-            part[l] += a[i + l] * b[i + l];
-        }
-        i += 8;
-    }
-    let mut s = part.iter().sum::<f32>();
-    while i < n {
-        s += a[i] * b[i];
-        i += 1;
-    }
-    s
 }
 
 #[cfg(test)]

@@ -93,7 +93,7 @@ pub(crate) unsafe fn dot_f32_avx2(a: &[f32], b: &[f32]) -> f32 {
 /// `dot`, through `dot_f32_avx2` for f32 when the caller is compiled with FMA (the
 /// AVX2 / AVX-512 task variants, which only run on CPUs that have AVX2 and FMA).
 #[inline(always)]
-fn dot_any<T: Float, const FMA: bool>(a: &[T], b: &[T]) -> T {
+pub(crate) fn dot_any<T: Float, const FMA: bool>(a: &[T], b: &[T]) -> T {
     #[cfg(target_arch = "x86_64")]
     if FMA && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
         // SAFETY: T is f32 (checked), so the casts view the same memory at its own

@@ -44,9 +44,10 @@ impl KPack {
         KPack { kind, n, nb, src: Src::Owned(raw.to_vec()) }
     }
 
-    /// Over `q`'s own bytes when it is a CPU tensor of `len` bytes (its `data()`
-    /// borrows them), else over a copy.
-    pub(crate) fn shared(q: &Arc<QTensor>, len: usize, n: usize, nb: usize, kind: Kind) -> Option<KPack> {
+    /// Over `q`'s own bytes (n rows of nb super-blocks) when it is a CPU tensor (its
+    /// `data()` borrows them), else over a copy; None when the byte count is not that.
+    pub(crate) fn shared(q: &Arc<QTensor>, n: usize, nb: usize, kind: Kind) -> Option<KPack> {
+        let len = n * nb * Self::bytes_of(kind);
         match q.data().ok()? {
             Cow::Borrowed(b) if b.len() == len => Some(KPack { kind, n, nb, src: Src::Shared(q.clone()) }),
             raw if raw.len() == len => Some(Self::new(&raw, n, nb, kind)),
@@ -65,11 +66,15 @@ impl KPack {
         }
     }
 
-    fn block_bytes(&self) -> usize {
-        match self.kind {
+    fn bytes_of(kind: Kind) -> usize {
+        match kind {
             Kind::Q4K => Q4K_BYTES,
             Kind::Q6K => Q6K_BYTES,
         }
+    }
+
+    fn block_bytes(&self) -> usize {
+        Self::bytes_of(self.kind)
     }
 
     /// The 8 outputs of tile `t` (rows past `n` give 0) for activation row `i`.

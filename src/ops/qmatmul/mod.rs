@@ -86,11 +86,10 @@ impl Packed {
             GgmlDType::Q6K => kquant::Kind::Q6K,
             _ => return Packed::new(t, &q.data().ok()?, n, k),
         };
-        let (nb, bytes) = (k / 256, if kind == kquant::Kind::Q4K { 144 } else { 210 });
-        if !k.is_multiple_of(256) {
+        if !k.is_multiple_of(t.block_size()) {
             return None;
         }
-        let w = kquant::KPack::shared(q, n * nb * bytes, n, nb, kind)?;
+        let w = kquant::KPack::shared(q, n, k / t.block_size(), kind)?;
         Some(Packed { n, k, w: Weights::K(w) })
     }
 

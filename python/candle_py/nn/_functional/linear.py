@@ -92,17 +92,24 @@ def embedding(
     except IndexError as e:  # name the layer's op and shapes, not index_select
         raise IndexError(f"embedding: {str(e).split(': ', 1)[-1]} (weight {list(weight.shape)}, input {list(input.shape)})") from None
     if padding_idx is not None or scale_grad_by_freq:
-        # The value stays `out`; only the gradient is rescaled per looked-up row:
-        # out * s + out.detach() * (1 - s) has the value out and the gradient s.
-        scale = _core.ones(idx.shape[0], dtype=out.dtype, device=out.device)
-        if scale_grad_by_freq:
-            _, inverse, counts = np.unique(np.asarray(idx), return_inverse=True, return_counts=True)
-            scale = _core.from_numpy((1.0 / counts[inverse]).astype(np.float64)).to(out.dtype).to(out.device)
+        scale = _inverse_frequency(idx, out) if scale_grad_by_freq else _core.ones(idx.shape[0], dtype=out.dtype, device=out.device)
         if padding_idx is not None:
             scale = _core.where(idx == padding_idx % weight.shape[0], 0.0, scale).to(out.dtype)
-        s = scale.unsqueeze(1)
-        out = out * s + out.detach() * (1 - s)
+        out = _scale_grad(out, scale.unsqueeze(1))
     return out.reshape(*tuple(input.shape), weight.shape[1])
+
+
+def _inverse_frequency(idx: Tensor, like: Tensor) -> Tensor:
+    """Per position of the 1-D index tensor `idx`, 1 / (how often its index occurs in
+    `idx`), in `like`'s dtype and device: `scale_grad_by_freq`'s gradient factors."""
+    _, inverse, counts = np.unique(np.asarray(idx), return_inverse=True, return_counts=True)
+    return _core.from_numpy((1.0 / counts[inverse]).astype(np.float64)).to(like.dtype).to(like.device)
+
+
+def _scale_grad(t: Tensor, s: Tensor) -> Tensor:
+    """`t` with its gradient multiplied by `s` (broadcast): t * s + t.detach() * (1 - s)
+    has the value t and the gradient s."""
+    return t * s + t.detach() * (1 - s)
 
 
 def _renorm_rows(weight: Tensor, idx: Tensor, max_norm: float, norm_type: float) -> None:
@@ -219,12 +226,9 @@ def embedding_bag(
         raise IndexError(f"embedding_bag: {str(e).split(': ', 1)[-1]} (weight {list(weight.shape)}, input {list(input.shape)})") from None
     if scale_grad_by_freq:
         # Each looked-up row's gradient divided by how often its index occurs in the
-        # whole input (torch counts every index, in bags or not); the value stays
-        # `rows`: rows * s + rows.detach() * (1 - s) has the value rows, gradient s.
-        _, inverse, counts = np.unique(np.asarray(flat), return_inverse=True, return_counts=True)
-        per_pos = _core.from_numpy((1.0 / counts[inverse]).astype(np.float64)).to(weight.dtype).to(dev)
-        s = per_pos.index_select(0, pos.reshape(-1)).reshape(nbags, width, 1)
-        rows = rows * s + rows.detach() * (1 - s)
+        # whole input (torch counts every index, in bags or not).
+        per_pos = _inverse_frequency(flat, rows)
+        rows = _scale_grad(rows, per_pos.index_select(0, pos.reshape(-1)).reshape(nbags, width, 1))
     mask = valid.to(weight.dtype).unsqueeze(2)
     if mode == "max":
         big = rows.masked_fill(~valid.unsqueeze(2), float("-inf")).amax(1)
