@@ -19,6 +19,7 @@ pub(crate) mod qmatmul;
 pub(crate) mod quantized;
 pub(crate) mod random;
 pub(crate) mod reduce;
+pub(crate) mod sgemm;
 pub(crate) mod simd_map;
 pub(crate) mod softmax;
 pub(crate) mod sort;

@@ -20,6 +20,7 @@
 //! `crate::ops::parallel`'s.
 
 mod im2col;
+mod implicit;
 mod passes;
 
 use crate::ops::float::Float;
@@ -146,7 +147,15 @@ impl ConvOp {
     fn run<T: Keep>(&self, a: &[T], b: &[T], bias: Option<&[T]>) -> Vec<T> {
         let keep = self.keep_cols.then_some(&*self.cols);
         let kept = self.cols.get().and_then(T::view);
-        in_pool(self.parallel(), || match self.kind {
+        let par = self.parallel();
+        if self.kind == Kind::Fwd && implicit::applies(&self.g, self.w_rows) {
+            if let (Some(a), Some(b)) = (T::as_f32(a), T::as_f32(b)) {
+                let bias = bias.map(|v| T::as_f32(v).expect("bias has the operands' dtype"));
+                let out = in_pool(par, || implicit::conv_fwd_implicit(a, b, bias, &self.g, self.w_rows, par));
+                return T::from_f32_vec(out).expect("T is f32 here");
+            }
+        }
+        in_pool(par, || match self.kind {
             Kind::Fwd => conv_fwd(a, b, bias, &self.g, self.w_rows, keep),
             Kind::Adj => conv_adj(a, b, bias, &self.g, self.w_rows),
             Kind::WGrad => conv_wgrad(a, b, &self.g, self.w_rows, kept, self.bias_sink.as_deref()),

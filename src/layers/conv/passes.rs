@@ -48,8 +48,18 @@ pub(crate) enum Buf {
 pub(crate) trait Keep: Float {
     fn wrap(v: Vec<Self>) -> Buf;
     fn view(b: &Buf) -> Option<&[Self]>;
+    /// The slice as f32 when `Self` is f32 (the implicit-GEMM forward is f32 only).
+    fn as_f32(s: &[Self]) -> Option<&[f32]>;
+    /// An f32 result back as `Self`, when `Self` is f32.
+    fn from_f32_vec(v: Vec<f32>) -> Option<Vec<Self>>;
 }
 impl Keep for f32 {
+    fn as_f32(s: &[f32]) -> Option<&[f32]> {
+        Some(s)
+    }
+    fn from_f32_vec(v: Vec<f32>) -> Option<Vec<f32>> {
+        Some(v)
+    }
     fn wrap(v: Vec<f32>) -> Buf {
         Buf::F32(v)
     }
@@ -61,6 +71,12 @@ impl Keep for f32 {
     }
 }
 impl Keep for f64 {
+    fn as_f32(_: &[f64]) -> Option<&[f32]> {
+        None
+    }
+    fn from_f32_vec(_: Vec<f32>) -> Option<Vec<f64>> {
+        None
+    }
     fn wrap(v: Vec<f64>) -> Buf {
         Buf::F64(v)
     }

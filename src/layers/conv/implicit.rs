@@ -1,0 +1,193 @@
+//! The f32 forward convolution as an implicit GEMM: `ops::sgemm` packs its right
+//! operand's strips straight from the image, so the (C*K, L) column matrix is never
+//! written out. Why: for a CIFAR-sized ResNet layer (32 -> 32 channels at 32x32,
+//! batch 32) that matrix is 38 MB per forward, nine copies of the image streamed
+//! through L3 before the GEMM reads them again; the strips here (`KC x 32` floats)
+//! are gathered into L1 and used at once.
+use super::Geom;
+use crate::ops::parallel::filled_plain;
+use crate::ops::sgemm::{sgemm_with, takes, Mat, Right};
+use rayon::prelude::*;
+
+/// One sample's image columns for one group: element (channel * taps + tap, position)
+/// is the input under that tap at that output position, or 0 in the padding.
+struct Columns<'a> {
+    /// The group's channels of the sample, (cg, D, H, W).
+    img: &'a [f32],
+    g: &'a Geom,
+    /// Each tap's offset along (z, y, x) relative to `o * stride`.
+    offs: &'a [[isize; 3]],
+}
+
+impl Right for Columns<'_> {
+    unsafe fn pack(&self, nr: usize, (p0, kc): (usize, usize), (c0, cols): (usize, usize), out: &mut [f32]) {
+        let g = self.g;
+        let [d, h, w] = g.ins;
+        let [_, oh, ow] = g.outs;
+        let (kv, iv) = (self.offs.len(), d * h * w);
+        let [sz, sy, sx] = g.stride;
+        assert!(nr <= 32, "conv columns: strips of at most 32 columns");
+        for (t, strip) in out.chunks_exact_mut(nr * kc).take(cols.div_ceil(nr)).enumerate() {
+            let s0 = c0 + t * nr;
+            let live = (cols - t * nr).min(nr);
+            // The strip's positions as runs along an output row: (first column in the
+            // strip, oz, oy, ox0, length); each run holds at least one of the `live <= 32`
+            // positions.
+            let mut runs = [(0usize, 0usize, 0usize, 0usize, 0usize); 32];
+            let mut count = 0;
+            let mut j = 0;
+            while j < live {
+                let pos = s0 + j;
+                let (ox, rest) = (pos % ow, pos / ow);
+                let len = (ow - ox).min(live - j);
+                runs[count] = (j, rest / oh, rest % oh, ox, len);
+                count += 1;
+                j += len;
+            }
+            for p in 0..kc {
+                let kk = p0 + p;
+                let (ch, off) = (kk / kv, self.offs[kk % kv]);
+                let plane = &self.img[ch * iv..(ch + 1) * iv];
+                let dst = &mut strip[p * nr..(p + 1) * nr];
+                dst[live..].fill(0.0);
+                for &(j0, oz, oy, ox0, len) in &runs[..count] {
+                    let seg = &mut dst[j0..j0 + len];
+                    let (iz, iy) = ((oz * sz) as isize + off[0], (oy * sy) as isize + off[1]);
+                    if iz < 0 || iz >= d as isize || iy < 0 || iy >= h as isize {
+                        seg.fill(0.0);
+                        continue;
+                    }
+                    let row = &plane[(iz as usize * h + iy as usize) * w..][..w];
+                    let x0 = (ox0 * sx) as isize + off[2];
+                    if sx == 1 {
+                        // Columns whose input falls left of 0 or past w are padding.
+                        let lo = (-x0).clamp(0, len as isize) as usize;
+                        let hi = (w as isize - x0).clamp(lo as isize, len as isize) as usize;
+                        seg[..lo].fill(0.0);
+                        seg[lo..hi].copy_from_slice(&row[(x0 + lo as isize) as usize..(x0 + hi as isize) as usize]);
+                        seg[hi..].fill(0.0);
+                    } else {
+                        for (jj, v) in seg.iter_mut().enumerate() {
+                            let ix = x0 + (jj * sx) as isize;
+                            *v = if ix >= 0 && ix < w as isize { row[ix as usize] } else { 0.0 };
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether the implicit GEMM runs this forward: f32 on a CPU `ops::sgemm` serves,
+/// with enough output channels per group for its tiles, and output rows at least a
+/// tile wide. Narrower rows (8x8 and 16x16 maps) split each strip into several short
+/// runs, and there the materialised columns with a batch-wide GEMM measured faster
+/// (128 -> 128 channels at 8x8: 2.7 ms against 3.8).
+pub(crate) fn applies(g: &Geom, w_rows: usize) -> bool {
+    g.outs[2] >= MIN_ROW && takes(w_rows / g.groups, g.outs.iter().product())
+}
+
+/// Output row width from which the implicit GEMM runs.
+const MIN_ROW: usize = 32;
+
+/// a (N, G*mg, L) = W_g (mg x kc) @ columns(img)_g (+ bias), each sample's output block
+/// written in place (row stride L): samples in parallel when `par` and there are at
+/// least two, else the GEMM splits its columns over the threads.
+pub(crate) fn conv_fwd_implicit(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, w_rows: usize, par: bool) -> Vec<f32> {
+    let (mg, cg) = (w_rows / g.groups, g.c / g.groups);
+    let (kv, l, iv) = (g.kvol(), g.ovol(), g.ivol());
+    let (kc, rows) = (cg * kv, g.groups * mg);
+    let offs: Vec<[isize; 3]> = (0..kv).map(|t| g.offsets(t)).collect();
+    let threads = rayon::current_num_threads();
+    // Each group's weight transposed once (kc x mg, column-major rows of the left
+    // operand), so the GEMM of every sample packs it as contiguous runs.
+    let wt: Vec<f32> = (0..g.groups)
+        .flat_map(|gi| {
+            let wg = &w[gi * mg * kc..(gi + 1) * mg * kc];
+            (0..kc).flat_map(move |p| (0..mg).map(move |r| wg[r * kc + p]))
+        })
+        .collect();
+    let by_sample = par && g.n >= 2;
+    let gemm_threads = if par && !by_sample { threads } else { 1 };
+    let sample = |n: usize, out: &mut [f32]| {
+        for gi in 0..g.groups {
+            let dst = &mut out[gi * mg * l..(gi + 1) * mg * l];
+            if let Some(b) = bias {
+                for (r, row) in dst.chunks_exact_mut(l).enumerate() {
+                    row.fill(b[gi * mg + r]);
+                }
+            }
+            let cols = Columns { img: &img[(n * g.c + gi * cg) * iv..(n * g.c + (gi + 1) * cg) * iv], g, offs: &offs };
+            let wg = Mat::new(wt[gi * mg * kc..(gi + 1) * mg * kc].as_ptr(), 1, mg as isize);
+            // SAFETY: `dst` holds the mg x l block (row stride l), filled with the bias when
+            // it is read; `wg` is the group's mg x kc weight, column-major inside `wt`; `cols` packs
+            // any block of its kc x l extent from this sample's group channels. `applies`
+            // (checked by the caller) is `takes(mg, l)`.
+            unsafe { sgemm_with((mg, l, kc), dst.as_mut_ptr(), l as isize, bias.is_some(), wg, &cols, 1.0, gemm_threads) };
+        }
+    };
+    // Every element is written: by each group's GEMM (over the bias where there is one).
+    filled_plain(g.n * rows * l, |out| {
+        if by_sample {
+            out.par_chunks_mut(rows * l).enumerate().for_each(|(n, o)| sample(n, o));
+        } else {
+            out.chunks_mut(rows * l).enumerate().for_each(|(n, o)| sample(n, o));
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::passes::conv_fwd;
+    use super::*;
+
+    /// The implicit GEMM equals the materialised-columns path (itself checked against
+    /// PyTorch's fixtures) on 1-, 2- and 3-d geometries with strides, dilations,
+    /// padding, groups, bias, several depth blocks and edge tiles, with and without
+    /// threads; also on narrow rows, which `applies` leaves to the other path.
+    #[test]
+    fn matches_the_im2col_path() {
+        if !takes(16, 64) {
+            return;
+        }
+        let mut seed = 7u64;
+        let mut rnd = move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        };
+        // (n, c, groups, w_rows, ins, k, stride, pad, dil)
+        type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
+        let cases: [Case; 8] = [
+            (2, 3, 1, 8, [1, 9, 40], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+            (2, 4, 1, 12, [1, 11, 70], [1, 3, 5], [1, 2, 2], [0, 2, 3], [1, 2, 1]),
+            (1, 6, 2, 14, [1, 5, 33], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+            (2, 5, 1, 9, [1, 1, 100], [1, 1, 5], [1, 1, 1], [0, 0, 2], [1, 1, 1]),
+            (1, 40, 1, 30, [1, 4, 33], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+            (1, 2, 1, 6, [3, 4, 34], [3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1]),
+            (3, 3, 1, 16, [1, 6, 7], [1, 3, 3], [1, 2, 1], [0, 1, 0], [1, 1, 2]),
+            (2, 3, 1, 7, [1, 1, 110], [1, 1, 4], [1, 1, 3], [0, 0, 1], [1, 1, 1]),
+        ];
+        for (n, c, groups, w_rows, ins, k, stride, pad, dil) in cases {
+            let outs: [usize; 3] = std::array::from_fn(|a| (ins[a] + 2 * pad[a] - dil[a] * (k[a] - 1) - 1) / stride[a] + 1);
+            let g = Geom { n, c, groups, ins, outs, k, stride, pad, dil };
+            let img: Vec<f32> = (0..n * c * ins.iter().product::<usize>()).map(|_| rnd()).collect();
+            let w: Vec<f32> = (0..w_rows * c / groups * k.iter().product::<usize>()).map(|_| rnd()).collect();
+            let bias: Vec<f32> = (0..w_rows).map(|_| rnd()).collect();
+            for with_bias in [false, true] {
+                let b = with_bias.then_some(&bias[..]);
+                let want = conv_fwd(&img, &w, b, &g, w_rows, None);
+                for par in [false, true] {
+                    let got = rayon::ThreadPoolBuilder::new()
+                        .num_threads(2)
+                        .build()
+                        .unwrap()
+                        .install(|| conv_fwd_implicit(&img, &w, b, &g, w_rows, par));
+                    assert_eq!(got.len(), want.len());
+                    for (i, (x, y)) in got.iter().zip(&want).enumerate() {
+                        assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{g:?} bias={with_bias} par={par} at {i}: {x} vs {y}");
+                    }
+                }
+            }
+        }
+    }
+}
