@@ -1,7 +1,8 @@
 //! Our own f32 GEMM, on BLIS's design: the right operand is packed into `KC x NR`
 //! column strips and the left one into `MR x KC` row strips, and a register-blocked
 //! micro-kernel (12 x 32 with AVX-512, 6 x 16 with AVX2) multiplies one pair of strips
-//! into a tile of the destination, so every layout of the operands runs at the same speed.
+//! into a tile of the destination; the packing makes the kernel's speed independent of
+//! the operands' layouts, and lets a right operand be computed as it is packed.
 //!
 //! Why not only the `gemm` crate: on this kind of CPU its f32 path depends on the
 //! operands' layouts and on the product's shape. Measured with AVX-512 on 2 threads,
@@ -9,7 +10,7 @@
 //! 110 GFLOP/s against 241 for the same product with a column-major right operand,
 //! and torch's 235; short products (`m <= 64`) and transposed operands (the weight
 //! gradient of a linear layer) lose 15-50%. Packing costs `O(mk + kn)` moves against
-//! `O(mnk)` multiply-adds and makes those cases as fast as the best one.
+//! `O(mnk)` multiply-adds.
 //!
 //! Its user today is the implicit-GEMM convolution (`layers::conv::implicit`), whose
 //! right operand is packed straight from the image (`Right`). Plain products stay on

@@ -16,6 +16,10 @@
 //! forward whose weight needs a gradient keeps its columns (bounded) for the weight
 //! gradient, which also sums the bias gradient from the permuted upstream gradient.
 //!
+//! An f32 forward with output rows of 32+ positions runs as an implicit GEMM instead
+//! (`implicit`: the columns are packed straight from the image, never materialised);
+//! it keeps no columns, so its weight gradient gathers them itself.
+//!
 //! The threading policy (`par_ok`, `par_gemm`, `in_pool`, `for_chunks`) is
 //! `crate::ops::parallel`'s.
 
