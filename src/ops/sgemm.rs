@@ -59,53 +59,29 @@ trait Kernel {
     );
 }
 
-#[cfg(target_arch = "x86_64")]
-struct Avx512;
-#[cfg(target_arch = "x86_64")]
-struct Avx2;
+/// A `Kernel` whose tile is the `target_feature` function `$tile` (features `$feat`).
+macro_rules! kernel {
+    ($name:ident, $mr:expr, $nr:expr, $mc:expr, $tile:ident, $feat:literal) => {
+        #[cfg(target_arch = "x86_64")]
+        struct $name;
 
-#[cfg(target_arch = "x86_64")]
-impl Kernel for Avx512 {
-    const MR: usize = 12;
-    const NR: usize = 32;
-    const MC: usize = 240;
-    unsafe fn tile(
-        kc: usize,
-        a: *const f32,
-        b: (*const f32, isize),
-        c: *mut f32,
-        c_rs: isize,
-        mr: usize,
-        nr: usize,
-        beta: f32,
-        overwrite: bool,
-    ) {
-        // SAFETY: forwarded from the caller (the CPU has AVX-512F, AVX2 and FMA; the
-        // buffers are as the trait documents).
-        unsafe { tile_avx512(kc, a, b, c, c_rs, mr, nr, beta, overwrite) }
-    }
+        #[cfg(target_arch = "x86_64")]
+        impl Kernel for $name {
+            const MR: usize = $mr;
+            const NR: usize = $nr;
+            const MC: usize = $mc;
+            #[rustfmt::skip]
+            unsafe fn tile(kc: usize, a: *const f32, b: (*const f32, isize), c: *mut f32, c_rs: isize, mr: usize, nr: usize, beta: f32, overwrite: bool) {
+                // SAFETY: forwarded from the caller: the CPU has the features `$feat`
+                // (the dispatch in `sgemm_with` checked), the buffers are as documented.
+                unsafe { $tile(kc, a, b, c, c_rs, mr, nr, beta, overwrite) }
+            }
+        }
+    };
 }
 
-#[cfg(target_arch = "x86_64")]
-impl Kernel for Avx2 {
-    const MR: usize = 6;
-    const NR: usize = 16;
-    const MC: usize = 144;
-    unsafe fn tile(
-        kc: usize,
-        a: *const f32,
-        b: (*const f32, isize),
-        c: *mut f32,
-        c_rs: isize,
-        mr: usize,
-        nr: usize,
-        beta: f32,
-        overwrite: bool,
-    ) {
-        // SAFETY: forwarded from the caller (the CPU has AVX2 and FMA).
-        unsafe { tile_avx2(kc, a, b, c, c_rs, mr, nr, beta, overwrite) }
-    }
-}
+kernel!(Avx512, 12, 32, 240, tile_avx512, "avx512f,avx2,fma");
+kernel!(Avx2, 6, 16, 144, tile_avx2, "avx2,fma");
 
 /// The 12 x 32 tile: 24 accumulators, two loads of the right strip and 12 broadcasts
 /// of the left one per step of depth. The row loops have constant bounds, so the
