@@ -132,6 +132,9 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     ("conv1d_implicit", "Conv1d", [5, 9, 5], {"padding": 2}, (2, 5, 100), {}),
     ("conv1d_implicit_stride", "Conv1d", [3, 8, 4], {"stride": 3, "padding": 1}, (2, 3, 110), {}),
     ("conv3d_implicit", "Conv3d", [2, 6, 3], {"padding": 1}, (1, 2, 3, 4, 34), {}),
+    # Stride-1 transposed convolutions with rows of 32+: the flipped-kernel forward.
+    ("convt2d_implicit", "ConvTranspose2d", [6, 8, 3], {"padding": 1}, (2, 6, 5, 36), {}),
+    ("convt1d_implicit_dil", "ConvTranspose1d", [4, 6, 3], {"dilation": 2}, (1, 4, 40), {}),
 ]
 
 

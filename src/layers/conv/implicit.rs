@@ -136,6 +136,43 @@ pub(crate) fn conv_fwd_implicit(img: &[f32], w: &[f32], bias: Option<&[f32]>, g:
     })
 }
 
+/// The adjoint of a stride-1 convolution (its input gradient, or a stride-1 transposed
+/// convolution) as a convolution of `a`: the kernel flipped in space with its two
+/// channel axes swapped (per group), padded by `dil * (k - 1) - pad` on each axis; this
+/// is the geometry of that convolution, or None where it does not apply (strides, or
+/// a padding wider than the dilated kernel) or the implicit GEMM would not run.
+pub(crate) fn adjoint(g: &Geom, w_rows: usize) -> Option<Geom> {
+    if g.stride != [1, 1, 1] {
+        return None;
+    }
+    let mut pad = [0; 3];
+    for (ax, p) in pad.iter_mut().enumerate() {
+        *p = (g.dil[ax] * (g.k[ax] - 1)).checked_sub(g.pad[ax])?;
+    }
+    let adj = Geom { n: g.n, c: w_rows, groups: g.groups, ins: g.outs, outs: g.ins, k: g.k, stride: [1; 3], pad, dil: g.dil };
+    applies(&adj, g.c).then_some(adj)
+}
+
+/// img (N, C, *ins) = the adjoint of the convolution `g` applied to `a` (N, w_rows,
+/// *outs), as the forward convolution `adj` (from `adjoint`) with the flipped kernel.
+pub(crate) fn conv_adj_implicit(a: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, adj: &Geom, w_rows: usize, par: bool) -> Vec<f32> {
+    let (mg, cg, kv) = (w_rows / g.groups, g.c / g.groups, g.kvol());
+    // W (G*mg, cg, taps) -> W' (G*cg, mg, taps reversed).
+    let mut flipped = vec![0.0f32; w.len()];
+    for gi in 0..g.groups {
+        for o in 0..mg {
+            for c in 0..cg {
+                let src = &w[((gi * mg + o) * cg + c) * kv..][..kv];
+                let dst = &mut flipped[((gi * cg + c) * mg + o) * kv..][..kv];
+                for (d, s) in dst.iter_mut().zip(src.iter().rev()) {
+                    *d = *s;
+                }
+            }
+        }
+    }
+    conv_fwd_implicit(a, &flipped, bias, adj, g.c, par)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::passes::conv_fwd;
@@ -185,6 +222,52 @@ mod tests {
                     assert_eq!(got.len(), want.len());
                     for (i, (x, y)) in got.iter().zip(&want).enumerate() {
                         assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{g:?} bias={with_bias} par={par} at {i}: {x} vs {y}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The adjoint through the flipped-kernel convolution equals `conv_adj` (col2im),
+    /// with groups, dilation, 1-3 d, bias and padding from 0 to the full kernel width.
+    #[test]
+    fn adjoint_matches_col2im() {
+        use super::super::passes::conv_adj;
+        if !takes(16, 64) {
+            return;
+        }
+        let mut seed = 11u64;
+        let mut rnd = move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        };
+        // (n, c, groups, w_rows, ins, k, pad, dil)
+        type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
+        let cases: [Case; 5] = [
+            (2, 8, 1, 6, [1, 5, 36], [1, 3, 3], [0, 1, 1], [1, 1, 1]),
+            (1, 12, 2, 10, [1, 4, 40], [1, 3, 3], [0, 0, 2], [1, 1, 2]),
+            (2, 7, 1, 5, [1, 1, 64], [1, 1, 5], [0, 0, 4], [1, 1, 1]),
+            (1, 6, 1, 4, [3, 3, 33], [3, 3, 3], [1, 2, 1], [1, 1, 1]),
+            (2, 9, 1, 8, [1, 6, 38], [1, 3, 3], [0, 1, 1], [1, 2, 1]),
+        ];
+        for (n, c, groups, w_rows, ins, k, pad, dil) in cases {
+            let outs: [usize; 3] = std::array::from_fn(|a| ins[a] + 2 * pad[a] - dil[a] * (k[a] - 1));
+            let g = Geom { n, c, groups, ins, outs, k, stride: [1; 3], pad, dil };
+            let adj = adjoint(&g, w_rows).expect("stride 1, rows of 32+");
+            let a: Vec<f32> = (0..n * w_rows * outs.iter().product::<usize>()).map(|_| rnd()).collect();
+            let w: Vec<f32> = (0..w_rows * c / groups * k.iter().product::<usize>()).map(|_| rnd()).collect();
+            let bias: Vec<f32> = (0..c).map(|_| rnd()).collect();
+            for b in [None, Some(&bias[..])] {
+                let want = conv_adj(&a, &w, b, &g, w_rows);
+                for par in [false, true] {
+                    let got = rayon::ThreadPoolBuilder::new()
+                        .num_threads(2)
+                        .build()
+                        .unwrap()
+                        .install(|| conv_adj_implicit(&a, &w, b, &g, &adj, w_rows, par));
+                    assert_eq!(got.len(), want.len());
+                    for (i, (x, y)) in got.iter().zip(&want).enumerate() {
+                        assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{g:?} par={par} at {i}: {x} vs {y}");
                     }
                 }
             }

@@ -18,7 +18,11 @@
 //!
 //! An f32 forward with output rows of 32+ positions runs as an implicit GEMM instead
 //! (`implicit`: the columns are packed straight from the image, never materialised);
-//! it keeps no columns, so its weight gradient gathers them itself.
+//! it keeps no columns, so its weight gradient gathers them itself. The adjoint of a
+//! stride-1 convolution (the input gradient; a stride-1 transposed convolution) is a
+//! convolution too, with the kernel flipped, and takes the same path when its rows are.
+//! The weight gradient of a stride-1 convolution with such rows is a dot-product
+//! kernel reading the upstream gradient and the image in place (`wgrad`, AVX-512).
 //!
 //! The threading policy (`par_ok`, `par_gemm`, `in_pool`, `for_chunks`) is
 //! `crate::ops::parallel`'s.
@@ -26,6 +30,7 @@
 mod im2col;
 mod implicit;
 mod passes;
+mod wgrad;
 
 use crate::ops::float::Float;
 use crate::ops::parallel::{filled, for_chunks, in_pool, par_gemm, par_ok};
@@ -152,10 +157,25 @@ impl ConvOp {
         let keep = self.keep_cols.then_some(&*self.cols);
         let kept = self.cols.get().and_then(T::view);
         let par = self.parallel();
-        if self.kind == Kind::Fwd && implicit::applies(&self.g, self.w_rows) {
-            if let (Some(a), Some(b)) = (T::as_f32(a), T::as_f32(b)) {
-                let bias = bias.map(|v| T::as_f32(v).expect("bias has the operands' dtype"));
-                let out = in_pool(par, || implicit::conv_fwd_implicit(a, b, bias, &self.g, self.w_rows, par));
+        if let (Some(a), Some(b)) = (T::as_f32(a), T::as_f32(b)) {
+            let bias = bias.map(|v| T::as_f32(v).expect("bias has the operands' dtype"));
+            let out = match self.kind {
+                Kind::Fwd if implicit::applies(&self.g, self.w_rows) => {
+                    Some(in_pool(par, || implicit::conv_fwd_implicit(a, b, bias, &self.g, self.w_rows, par)))
+                }
+                Kind::Adj => implicit::adjoint(&self.g, self.w_rows)
+                    .map(|adj| in_pool(par, || implicit::conv_adj_implicit(a, b, bias, &self.g, &adj, self.w_rows, par))),
+                Kind::WGrad if wgrad::applies(&self.g) => {
+                    let sink = self.bias_sink.as_deref();
+                    let (dw, db) = in_pool(par, || wgrad::conv_wgrad_direct(a, b, &self.g, self.w_rows, par, sink.is_some()));
+                    if let (Some(sink), Some(db)) = (sink, db) {
+                        let _ = sink.set(Buf::F32(db));
+                    }
+                    Some(dw)
+                }
+                _ => None,
+            };
+            if let Some(out) = out {
                 return T::from_f32_vec(out).expect("T is f32 here");
             }
         }
