@@ -123,7 +123,7 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     ("adaptive_max2d", "AdaptiveMaxPool2d", [(3, 2)], {}, (2, 3, 7, 5), {}),
     ("adaptive_max2d_idx", "AdaptiveMaxPool2d", [4], {"return_indices": True}, (1, 2, 9, 6), {}),
     ("adaptive_max3d", "AdaptiveMaxPool3d", [2], {}, (1, 2, 5, 4, 3), {}),
-    # Output rows of 32+ positions with 6+ output channels per group: the f32 forward
+    # Output rows of 16+ positions with 6+ output channels per group: the f32 forward
     # takes the implicit GEMM (src/layers/conv/implicit.rs).
     ("conv2d_implicit_basic", "Conv2d", [3, 8, 3], {"padding": 1}, (2, 3, 9, 40), {}),
     ("conv2d_implicit_stride_dil", "Conv2d", [4, 12, (3, 5)], {"stride": 2, "padding": (2, 3), "dilation": (2, 1)}, (2, 4, 11, 70), {}),
@@ -132,7 +132,7 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     ("conv1d_implicit", "Conv1d", [5, 9, 5], {"padding": 2}, (2, 5, 100), {}),
     ("conv1d_implicit_stride", "Conv1d", [3, 8, 4], {"stride": 3, "padding": 1}, (2, 3, 110), {}),
     ("conv3d_implicit", "Conv3d", [2, 6, 3], {"padding": 1}, (1, 2, 3, 4, 34), {}),
-    # Stride-1 transposed convolutions with rows of 32+: the flipped-kernel forward.
+    # Stride-1 transposed convolutions with rows of 16+: the flipped-kernel forward.
     ("convt2d_implicit", "ConvTranspose2d", [6, 8, 3], {"padding": 1}, (2, 6, 5, 36), {}),
     ("convt1d_implicit_dil", "ConvTranspose1d", [4, 6, 3], {"dilation": 2}, (1, 4, 40), {}),
 ]

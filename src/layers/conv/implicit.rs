@@ -9,11 +9,15 @@ use crate::ops::parallel::filled_plain;
 use crate::ops::sgemm::{sgemm_with, takes, Mat, Right};
 use rayon::prelude::*;
 
-/// One sample's image columns for one group: element (channel * taps + tap, position)
-/// is the input under that tap at that output position, or 0 in the padding.
+/// The image columns of `nb` consecutive samples for one group: element (channel *
+/// taps + tap, sample * L + position) is the input under that tap at that output
+/// position of that sample, or 0 in the padding.
 struct Columns<'a> {
-    /// The group's channels of the sample, (cg, D, H, W).
+    /// The first sample's group channels, then the next sample's `stride` floats on:
+    /// (cg, D, H, W) planes each.
     img: &'a [f32],
+    /// Floats from one sample to the next (C * D * H * W).
+    stride: usize,
     g: &'a Geom,
     /// Each tap's offset along (z, y, x) relative to `o * stride`.
     offs: &'a [[isize; 3]],
@@ -23,34 +27,35 @@ impl Right for Columns<'_> {
     unsafe fn pack(&self, nr: usize, (p0, kc): (usize, usize), (c0, cols): (usize, usize), out: &mut [f32]) {
         let g = self.g;
         let [d, h, w] = g.ins;
-        let [_, oh, ow] = g.outs;
-        let (kv, iv) = (self.offs.len(), d * h * w);
+        let [od, oh, ow] = g.outs;
+        let (kv, iv, l) = (self.offs.len(), d * h * w, od * oh * ow);
         let [sz, sy, sx] = g.stride;
         assert!(nr <= 32, "conv columns: strips of at most 32 columns");
         for (t, strip) in out.chunks_exact_mut(nr * kc).take(cols.div_ceil(nr)).enumerate() {
             let s0 = c0 + t * nr;
             let live = (cols - t * nr).min(nr);
             // The strip's positions as runs along an output row: (first column in the
-            // strip, oz, oy, ox0, length); each run holds at least one of the `live <= 32`
-            // positions.
-            let mut runs = [(0usize, 0usize, 0usize, 0usize, 0usize); 32];
+            // strip, sample, oz, oy, ox0, length); each run holds at least one of the
+            // `live <= 32` positions.
+            let mut runs = [(0usize, 0usize, 0usize, 0usize, 0usize, 0usize); 32];
             let mut count = 0;
             let mut j = 0;
             while j < live {
-                let pos = s0 + j;
+                let q = s0 + j;
+                let (n, pos) = (q / l, q % l);
                 let (ox, rest) = (pos % ow, pos / ow);
                 let len = (ow - ox).min(live - j);
-                runs[count] = (j, rest / oh, rest % oh, ox, len);
+                runs[count] = (j, n, rest / oh, rest % oh, ox, len);
                 count += 1;
                 j += len;
             }
             for p in 0..kc {
                 let kk = p0 + p;
                 let (ch, off) = (kk / kv, self.offs[kk % kv]);
-                let plane = &self.img[ch * iv..(ch + 1) * iv];
                 let dst = &mut strip[p * nr..(p + 1) * nr];
                 dst[live..].fill(0.0);
-                for &(j0, oz, oy, ox0, len) in &runs[..count] {
+                for &(j0, n, oz, oy, ox0, len) in &runs[..count] {
+                    let plane = &self.img[n * self.stride + ch * iv..][..iv];
                     let seg = &mut dst[j0..j0 + len];
                     let (iz, iy) = ((oz * sz) as isize + off[0], (oy * sy) as isize + off[1]);
                     if iz < 0 || iz >= d as isize || iy < 0 || iy >= h as isize {
@@ -79,61 +84,87 @@ impl Right for Columns<'_> {
 }
 
 /// Whether the implicit GEMM runs this forward: f32 on a CPU `ops::sgemm` serves,
-/// with enough output channels per group for its tiles, and output rows at least a
-/// tile wide. Narrower rows (8x8 and 16x16 maps) split each strip into several short
-/// runs, and there the materialised columns with a batch-wide GEMM measured faster
-/// (128 -> 128 channels at 8x8: 2.7 ms against 3.8).
+/// with enough output channels per group for its tiles, and output rows of 16+
+/// positions. On 8-wide rows each 32-column strip packs four short runs, and the
+/// materialised columns with a batch-wide GEMM measured as fast (128 -> 128 channels
+/// at 8x8, batch 32: 3.2 ms against 3.1).
 pub(crate) fn applies(g: &Geom, w_rows: usize) -> bool {
-    g.outs[2] >= MIN_ROW && takes(w_rows / g.groups, g.outs.iter().product())
+    g.outs[2] >= MIN_ROW && takes(w_rows / g.groups, chunk_samples(g) * g.ovol())
 }
 
 /// Output row width from which the implicit GEMM runs.
-const MIN_ROW: usize = 32;
+const MIN_ROW: usize = 16;
 
-/// a (N, G*mg, L) = W_g (mg x kc) @ columns(img)_g (+ bias), each sample's output block
-/// written in place (row stride L): samples in parallel when `par` and there are at
-/// least two, else the GEMM splits its columns over the threads.
+/// a (N, G*mg, L) = W_g (mg x kc) @ columns(img)_g (+ bias), over chunks of `nb`
+/// samples (enough for `MIN_COLS` columns): a one-sample chunk writes its output block
+/// in place (row stride L); a wider one goes through a channel-major buffer and a
+/// permute. Chunks run in parallel when `par` and there are at least two, else the
+/// GEMM splits its columns over the threads.
 pub(crate) fn conv_fwd_implicit(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, w_rows: usize, par: bool) -> Vec<f32> {
     let (mg, cg) = (w_rows / g.groups, g.c / g.groups);
     let (kv, l, iv) = (g.kvol(), g.ovol(), g.ivol());
     let (kc, rows) = (cg * kv, g.groups * mg);
     let offs: Vec<[isize; 3]> = (0..kv).map(|t| g.offsets(t)).collect();
-    let threads = rayon::current_num_threads();
     // Each group's weight transposed once (kc x mg, column-major rows of the left
-    // operand), so the GEMM of every sample packs it as contiguous runs.
+    // operand), so the GEMM of every chunk packs it as contiguous runs.
     let wt: Vec<f32> = (0..g.groups)
         .flat_map(|gi| {
             let wg = &w[gi * mg * kc..(gi + 1) * mg * kc];
             (0..kc).flat_map(move |p| (0..mg).map(move |r| wg[r * kc + p]))
         })
         .collect();
-    let by_sample = par && g.n >= 2;
-    let gemm_threads = if par && !by_sample { threads } else { 1 };
-    let sample = |n: usize, out: &mut [f32]| {
+    let nb = chunk_samples(g);
+    let chunks = g.n.div_ceil(nb);
+    let threads = rayon::current_num_threads();
+    let by_chunk = par && chunks >= 2;
+    let gemm_threads = if par && !by_chunk { threads } else { 1 };
+    // The groups' GEMMs for samples n0.. (nbc of them) into `dst` (rows, nbc * L) with
+    // row stride `rs`; `dst` holds the bias first when `read` (one-sample chunks).
+    let gemms = |n0: usize, nbc: usize, dst: &mut [f32], read: bool| {
+        let cols_n = nbc * l;
         for gi in 0..g.groups {
-            let dst = &mut out[gi * mg * l..(gi + 1) * mg * l];
-            if let Some(b) = bias {
-                for (r, row) in dst.chunks_exact_mut(l).enumerate() {
-                    row.fill(b[gi * mg + r]);
-                }
-            }
-            let cols = Columns { img: &img[(n * g.c + gi * cg) * iv..(n * g.c + (gi + 1) * cg) * iv], g, offs: &offs };
+            let block = &mut dst[gi * mg * cols_n..(gi + 1) * mg * cols_n];
+            let cols = Columns { img: &img[(n0 * g.c + gi * cg) * iv..], stride: g.c * iv, g, offs: &offs };
             let wg = Mat::new(wt[gi * mg * kc..(gi + 1) * mg * kc].as_ptr(), 1, mg as isize);
-            // SAFETY: `dst` holds the mg x l block (row stride l), filled with the bias when
-            // it is read; `wg` is the group's mg x kc weight, column-major inside `wt`; `cols` packs
-            // any block of its kc x l extent from this sample's group channels. `applies`
-            // (checked by the caller) is `takes(mg, l)`.
-            unsafe { sgemm_with((mg, l, kc), dst.as_mut_ptr(), l as isize, bias.is_some(), wg, &cols, 1.0, gemm_threads) };
+            // SAFETY: `block` holds the mg x cols_n block (row stride cols_n), filled when
+            // it is read; `wg` is the group's mg x kc weight, column-major inside `wt`;
+            // `cols` packs any block of its kc x cols_n extent (samples n0..n0 + nbc of the
+            // group's channels). `applies` (checked by the caller) implies takes(mg, cols_n).
+            unsafe { sgemm_with((mg, cols_n, kc), block.as_mut_ptr(), cols_n as isize, read, wg, &cols, 1.0, gemm_threads) };
         }
     };
-    // Every element is written: by each group's GEMM (over the bias where there is one).
-    filled_plain(g.n * rows * l, |out| {
-        if by_sample {
-            out.par_chunks_mut(rows * l).enumerate().for_each(|(n, o)| sample(n, o));
+    let chunk = |ci: usize, out: &mut [f32]| {
+        let (n0, nbc) = (ci * nb, out.len() / (rows * l));
+        if nbc == 1 {
+            if let Some(b) = bias {
+                for (r, row) in out.chunks_exact_mut(l).enumerate() {
+                    row.fill(b[r]);
+                }
+            }
+            gemms(n0, 1, out, bias.is_some());
         } else {
-            out.chunks_mut(rows * l).enumerate().for_each(|(n, o)| sample(n, o));
+            // Every element is written by the groups' GEMMs, then all of `out` by the permute.
+            let a = filled_plain(rows * nbc * l, |a| gemms(n0, nbc, a, false));
+            super::im2col::from_channel_major(&a, nbc, rows, l, bias, super::as_uninit_mut(out));
+        }
+    };
+    // Every element is written by its chunk (see `chunk`).
+    filled_plain(g.n * rows * l, |out| {
+        if by_chunk {
+            out.par_chunks_mut(nb * rows * l).enumerate().for_each(|(ci, o)| chunk(ci, o));
+        } else {
+            out.chunks_mut(nb * rows * l).enumerate().for_each(|(ci, o)| chunk(ci, o));
         }
     })
+}
+
+/// Columns one GEMM of the implicit path aims for: samples are grouped until their
+/// positions reach it, so small maps (8x8, 16x16) still make wide products.
+const MIN_COLS: usize = 512;
+
+/// Samples per chunk of `conv_fwd_implicit`.
+fn chunk_samples(g: &Geom) -> usize {
+    MIN_COLS.div_ceil(g.ovol().max(1)).clamp(1, g.n.max(1))
 }
 
 /// The adjoint of a stride-1 convolution (its input gradient, or a stride-1 transposed
@@ -253,7 +284,7 @@ mod tests {
         for (n, c, groups, w_rows, ins, k, pad, dil) in cases {
             let outs: [usize; 3] = std::array::from_fn(|a| ins[a] + 2 * pad[a] - dil[a] * (k[a] - 1));
             let g = Geom { n, c, groups, ins, outs, k, stride: [1; 3], pad, dil };
-            let adj = adjoint(&g, w_rows).expect("stride 1, rows of 32+");
+            let adj = adjoint(&g, w_rows).expect("stride 1, rows of 16+");
             let a: Vec<f32> = (0..n * w_rows * outs.iter().product::<usize>()).map(|_| rnd()).collect();
             let w: Vec<f32> = (0..w_rows * c / groups * k.iter().product::<usize>()).map(|_| rnd()).collect();
             let bias: Vec<f32> = (0..c).map(|_| rnd()).collect();

@@ -16,12 +16,12 @@
 //! forward whose weight needs a gradient keeps its columns (bounded) for the weight
 //! gradient, which also sums the bias gradient from the permuted upstream gradient.
 //!
-//! An f32 forward with output rows of 32+ positions runs as an implicit GEMM instead
+//! An f32 forward with output rows of 16+ positions runs as an implicit GEMM instead
 //! (`implicit`: the columns are packed straight from the image, never materialised);
 //! it keeps no columns, so its weight gradient gathers them itself. The adjoint of a
 //! stride-1 convolution (the input gradient; a stride-1 transposed convolution) is a
 //! convolution too, with the kernel flipped, and takes the same path when its rows are.
-//! The weight gradient of a stride-1 convolution with such rows is a dot-product
+//! The weight gradient of a stride-1 convolution with rows of 32+ is a dot-product
 //! kernel reading the upstream gradient and the image in place (`wgrad`, AVX-512).
 //!
 //! The threading policy (`par_ok`, `par_gemm`, `in_pool`, `for_chunks`) is
@@ -53,8 +53,9 @@ pub(crate) fn as_uninit<T>(s: &[T]) -> &[MaybeUninit<T>] {
 
 /// The same for a destination that stays initialized (only valid values are written).
 pub(crate) fn as_uninit_mut<T>(s: &mut [T]) -> &mut [MaybeUninit<T>] {
-    // SAFETY: same layout, as above. The slice stays initialized because its only user
-    // (`passes::conv_wgrad`'s GEMMs) stores initialized values, never `uninit()`.
+    // SAFETY: same layout, as above. The slice stays initialized because its users
+    // (`passes::conv_wgrad`'s GEMMs, `im2col::from_channel_major` in the implicit
+    // forward) store initialized values, never `uninit()`.
     unsafe { &mut *(s as *mut [T] as *mut [MaybeUninit<T>]) }
 }
 
