@@ -4,6 +4,7 @@
 //! batch 32) that matrix is 38 MB per forward, nine copies of the image streamed
 //! through L3 before the GEMM reads them again; the strips here (`KC x 32` floats)
 //! are gathered into L1 and used at once.
+use super::im2col::{copy_run, fill_run};
 use super::Geom;
 use crate::ops::parallel::filled_plain;
 use crate::ops::sgemm::{sgemm_with, takes, Mat, Right};
@@ -53,13 +54,13 @@ impl Right for Columns<'_> {
                 let kk = p0 + p;
                 let (ch, off) = (kk / kv, self.offs[kk % kv]);
                 let dst = &mut strip[p * nr..(p + 1) * nr];
-                dst[live..].fill(0.0);
+                fill_run(&mut dst[live..], 0.0);
                 for &(j0, n, oz, oy, ox0, len) in &runs[..count] {
                     let plane = &self.img[n * self.stride + ch * iv..][..iv];
                     let seg = &mut dst[j0..j0 + len];
                     let (iz, iy) = ((oz * sz) as isize + off[0], (oy * sy) as isize + off[1]);
                     if iz < 0 || iz >= d as isize || iy < 0 || iy >= h as isize {
-                        seg.fill(0.0);
+                        fill_run(seg, 0.0);
                         continue;
                     }
                     let row = &plane[(iz as usize * h + iy as usize) * w..][..w];
@@ -68,9 +69,11 @@ impl Right for Columns<'_> {
                         // Columns whose input falls left of 0 or past w are padding.
                         let lo = (-x0).clamp(0, len as isize) as usize;
                         let hi = (w as isize - x0).clamp(lo as isize, len as isize) as usize;
-                        seg[..lo].fill(0.0);
-                        seg[lo..hi].copy_from_slice(&row[(x0 + lo as isize) as usize..(x0 + hi as isize) as usize]);
-                        seg[hi..].fill(0.0);
+                        // Short runs (at most 32): `copy_run`/`fill_run` move them as fixed-size
+                        // blocks instead of calling memcpy/memset.
+                        fill_run(&mut seg[..lo], 0.0);
+                        copy_run(&mut seg[lo..hi], &row[(x0 + lo as isize) as usize..(x0 + hi as isize) as usize]);
+                        fill_run(&mut seg[hi..], 0.0);
                     } else {
                         for (jj, v) in seg.iter_mut().enumerate() {
                             let ix = x0 + (jj * sx) as isize;
