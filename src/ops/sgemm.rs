@@ -25,8 +25,6 @@ use std::cell::RefCell;
 /// Depth of one packed block: a `KC x NR` strip of the right operand (32 KiB with
 /// AVX-512) stays in L1 while the micro-kernel sweeps the left block's strips.
 const KC: usize = 256;
-/// Rows of a job up to which a row-major right operand is read in place, not packed.
-const DIRECT_ROWS: usize = 64;
 /// Columns of one packed right block (`KC x NC`, 2 MiB: L2/L3).
 const NC: usize = 2048;
 
@@ -36,27 +34,14 @@ trait Kernel {
     const MR: usize;
     const NR: usize;
     const MC: usize;
-    /// `C[..mr, ..nr] = beta * A_strip @ B_strip (+ C unless overwrite)`; the right
-    /// strip's depth steps are `b_ps` floats apart (`NR` when packed, the matrix's row
-    /// stride when read in place).
+    /// `C[..mr, ..nr] = beta * A_strip @ B_strip (+ C unless overwrite)`.
     ///
     /// # Safety
-    /// The CPU has the kernel's features; `a` holds `kc * MR` floats, `b` `kc` steps of
-    /// `NR` floats `b_ps` apart;
+    /// The CPU has the kernel's features; `a` holds `kc * MR` floats, `b` `kc * NR`;
     /// `c` points to `mr <= MR` rows of `nr <= NR` writable (and, unless `overwrite`,
     /// initialized) floats, `c_rs` apart.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn tile(
-        kc: usize,
-        a: *const f32,
-        b: (*const f32, isize),
-        c: *mut f32,
-        c_rs: isize,
-        mr: usize,
-        nr: usize,
-        beta: f32,
-        overwrite: bool,
-    );
+    unsafe fn tile(kc: usize, a: *const f32, b: *const f32, c: *mut f32, c_rs: isize, mr: usize, nr: usize, beta: f32, overwrite: bool);
 }
 
 /// A `Kernel` whose tile is the `target_feature` function `$tile` (features `$feat`).
@@ -71,7 +56,7 @@ macro_rules! kernel {
             const NR: usize = $nr;
             const MC: usize = $mc;
             #[rustfmt::skip]
-            unsafe fn tile(kc: usize, a: *const f32, b: (*const f32, isize), c: *mut f32, c_rs: isize, mr: usize, nr: usize, beta: f32, overwrite: bool) {
+            unsafe fn tile(kc: usize, a: *const f32, b: *const f32, c: *mut f32, c_rs: isize, mr: usize, nr: usize, beta: f32, overwrite: bool) {
                 // SAFETY: forwarded from the caller: the CPU has the features `$feat`
                 // (the dispatch in `sgemm_with` checked), the buffers are as documented.
                 unsafe { $tile(kc, a, b, c, c_rs, mr, nr, beta, overwrite) }
@@ -92,21 +77,11 @@ kernel!(Avx2, 6, 16, 144, tile_avx2, "avx2,fma");
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile_avx512(
-    kc: usize,
-    a: *const f32,
-    (b, b_ps): (*const f32, isize),
-    c: *mut f32,
-    c_rs: isize,
-    mr: usize,
-    nr: usize,
-    beta: f32,
-    overwrite: bool,
-) {
+unsafe fn tile_avx512(kc: usize, a: *const f32, b: *const f32, c: *mut f32, c_rs: isize, mr: usize, nr: usize, beta: f32, overwrite: bool) {
     use std::arch::x86_64::*;
     const MR: usize = 12;
     let mut acc = [[_mm512_setzero_ps(); 2]; MR];
-    // SAFETY: the strips hold `kc` steps of MR and 32 floats (caller, `b_ps` apart); `c` has `mr` rows
+    // SAFETY: the strips hold `kc` steps of MR and 32 floats (caller); `c` has `mr` rows
     // of `nr` writable floats, and the masks keep loads and stores inside the first `nr`.
     unsafe {
         let (mut a, mut b) = (a, b);
@@ -119,7 +94,7 @@ unsafe fn tile_avx512(
                 row[1] = _mm512_fmadd_ps(ai, b1, row[1]);
             }
             a = a.add(MR);
-            b = b.offset(b_ps);
+            b = b.add(32);
         }
         let mask = |w: usize| -> __mmask16 { ((1u32 << w.min(16)) - 1) as __mmask16 };
         let (m0, m1) = (mask(nr), mask(nr.saturating_sub(16)));
@@ -146,17 +121,7 @@ unsafe fn tile_avx512(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile_avx2(
-    kc: usize,
-    a: *const f32,
-    (b, b_ps): (*const f32, isize),
-    c: *mut f32,
-    c_rs: isize,
-    mr: usize,
-    nr: usize,
-    beta: f32,
-    overwrite: bool,
-) {
+unsafe fn tile_avx2(kc: usize, a: *const f32, b: *const f32, c: *mut f32, c_rs: isize, mr: usize, nr: usize, beta: f32, overwrite: bool) {
     use std::arch::x86_64::*;
     const MR: usize = 6;
     // Lane masks for `maskload`/`maskstore`: 8 - w leading -1s read from offset w.
@@ -174,7 +139,7 @@ unsafe fn tile_avx2(
                 row[1] = _mm256_fmadd_ps(ai, b1, row[1]);
             }
             a = a.add(MR);
-            b = b.offset(b_ps);
+            b = b.add(16);
         }
         let mask = |w: usize| _mm256_loadu_si256(MASKS.as_ptr().add(8 - w.min(8)) as *const __m256i);
         let (m0, m1) = (mask(nr), mask(nr.saturating_sub(8)));
@@ -259,6 +224,7 @@ unsafe fn pack_left(mr: usize, a: Mat, (r0, rows): (usize, usize), (p0, kc): (us
 ///
 /// # Safety
 /// The block lies inside `b`; `out` holds `cols.div_ceil(NR) * NR * kc` floats.
+#[cfg(test)]
 unsafe fn pack_right(nr: usize, b: Mat, (p0, kc): (usize, usize), (c0, cols): (usize, usize), out: &mut [f32]) {
     for (t, strip) in out.chunks_exact_mut(nr * kc).take(cols.div_ceil(nr)).enumerate() {
         let live = (cols - t * nr).min(nr);
@@ -294,19 +260,14 @@ pub(crate) trait Right: Sync {
     /// # Safety
     /// The block lies inside the operand; `out` holds `cols.div_ceil(nr) * nr * kc` floats.
     unsafe fn pack(&self, nr: usize, depth: (usize, usize), cols: (usize, usize), out: &mut [f32]);
-    /// The matrix itself when it can be read in place.
-    fn in_memory(&self) -> Option<Mat> {
-        None
-    }
 }
 
+/// A matrix in memory as the right operand (the tests' reference operand).
+#[cfg(test)]
 impl Right for Mat {
     unsafe fn pack(&self, nr: usize, depth: (usize, usize), cols: (usize, usize), out: &mut [f32]) {
         // SAFETY: forwarded (the block is inside the matrix, `out` is large enough).
         unsafe { pack_right(nr, *self, depth, cols, out) }
-    }
-    fn in_memory(&self) -> Option<Mat> {
-        Some(*self)
     }
 }
 
@@ -342,29 +303,12 @@ unsafe fn job<K: Kernel, R: Right + ?Sized>(
             for p0 in (0..k).step_by(kstep) {
                 let kc = kstep.min(k - p0);
                 let overwrite = p0 == 0 && !read_dst;
-                // A row-major right operand is read in place when few rows share each of
-                // its strips: packing it would cost about as much as the multiply-adds
-                // (only the last, partial strip is packed, so no read passes a row's end).
-                let direct = b.in_memory().filter(|m| m.cs == 1 && r1 - r0 <= DIRECT_ROWS);
-                let full = if direct.is_some() { cols / K::NR } else { 0 };
-                let packed = cols - full * K::NR;
-                let need_b = packed.div_ceil(K::NR) * K::NR * kc;
+                let need_b = cols.div_ceil(K::NR) * K::NR * kc;
                 if pb.len() < need_b {
                     pb.resize(need_b, 0.0);
                 }
                 // SAFETY: the block is inside `b` (the job's columns and this depth range).
-                unsafe { b.pack(K::NR, (p0, kc), (cb + full * K::NR, packed), pb) };
-                let pb_ptr = pb.as_ptr();
-                // The strip `t` of this block: in place (full strips of a direct block) or packed.
-                let strip = |t: usize, _nr: usize| -> (*const f32, isize) {
-                    if let Some(b) = direct.filter(|_| t < full) {
-                        // SAFETY: row p0, column cb + t*NR of `b` is inside it.
-                        (unsafe { b.ptr.offset(p0 as isize * b.rs + (cb + t * K::NR) as isize) }, b.rs)
-                    } else {
-                        // SAFETY: strip t - full of the packed block exists (packed above).
-                        (unsafe { pb_ptr.add((t - full) * K::NR * kc) }, K::NR as isize)
-                    }
-                };
+                unsafe { b.pack(K::NR, (p0, kc), (cb, cols), pb) };
                 for rb in (r0..r1).step_by(K::MC) {
                     let rows = K::MC.min(r1 - rb);
                     let need_a = rows.div_ceil(K::MR) * K::MR * kc;
@@ -381,7 +325,17 @@ unsafe fn job<K: Kernel, R: Right + ?Sized>(
                             // and columns cb + t*NR.. are inside this job's block of `dst`.
                             unsafe {
                                 let c = dst.ptr().offset((rb + s * K::MR) as isize * dst_rs + (cb + t * K::NR) as isize);
-                                K::tile(kc, pa.as_ptr().add(s * K::MR * kc), strip(t, nr), c, dst_rs, mr, nr, beta, overwrite);
+                                K::tile(
+                                    kc,
+                                    pa.as_ptr().add(s * K::MR * kc),
+                                    pb.as_ptr().add(t * K::NR * kc),
+                                    c,
+                                    dst_rs,
+                                    mr,
+                                    nr,
+                                    beta,
+                                    overwrite,
+                                );
                             }
                         }
                     }
