@@ -26,3 +26,16 @@ pub(crate) mod sort;
 pub(crate) mod storage;
 pub(crate) mod team;
 pub(crate) mod unary;
+
+/// Deterministic values in [-0.5, 0.5) for the kernels' tests (a cheap LCG: no rand in
+/// tests); each `seed` gives its own sequence.
+#[cfg(test)]
+pub(crate) fn test_values(len: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..len)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        })
+        .collect()
+}

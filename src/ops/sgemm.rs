@@ -463,13 +463,13 @@ mod tests {
     /// kernel this CPU can run.
     fn check<K: Kernel>() {
         let mut seed = 12345u64;
-        let mut rnd = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        let mut rnd = |len: usize| {
+            seed += 1;
+            crate::ops::test_values(len, seed)
         };
         for &(m, n, k) in &[(6, 16, 1), (13, 33, 7), (37, 70, 300), (250, 65, 513), (12, 32, 256), (300, 2100, 20), (7, 17, 600)] {
-            let a: Vec<f32> = (0..m * k).map(|_| rnd()).collect();
-            let b: Vec<f32> = (0..k * n).map(|_| rnd()).collect();
+            let a: Vec<f32> = rnd(m * k);
+            let b: Vec<f32> = rnd(k * n);
             for &a_row in &[true, false] {
                 for &b_row in &[true, false] {
                     let astr = if a_row { (k, 1) } else { (1, m) };

@@ -222,9 +222,9 @@ mod tests {
             return;
         }
         let mut seed = 7u64;
-        let mut rnd = move || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        let mut rnd = |len: usize| {
+            seed += 1;
+            crate::ops::test_values(len, seed)
         };
         // (n, c, groups, w_rows, ins, k, stride, pad, dil)
         type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
@@ -241,9 +241,9 @@ mod tests {
         for (n, c, groups, w_rows, ins, k, stride, pad, dil) in cases {
             let outs: [usize; 3] = std::array::from_fn(|a| (ins[a] + 2 * pad[a] - dil[a] * (k[a] - 1) - 1) / stride[a] + 1);
             let g = Geom { n, c, groups, ins, outs, k, stride, pad, dil };
-            let img: Vec<f32> = (0..n * c * ins.iter().product::<usize>()).map(|_| rnd()).collect();
-            let w: Vec<f32> = (0..w_rows * c / groups * k.iter().product::<usize>()).map(|_| rnd()).collect();
-            let bias: Vec<f32> = (0..w_rows).map(|_| rnd()).collect();
+            let img: Vec<f32> = rnd(n * c * ins.iter().product::<usize>());
+            let w: Vec<f32> = rnd(w_rows * c / groups * k.iter().product::<usize>());
+            let bias: Vec<f32> = rnd(w_rows);
             for with_bias in [false, true] {
                 let b = with_bias.then_some(&bias[..]);
                 let want = conv_fwd(&img, &w, b, &g, w_rows, None);
@@ -253,10 +253,7 @@ mod tests {
                         .build()
                         .unwrap()
                         .install(|| conv_fwd_implicit(&img, &w, b, &g, w_rows, par));
-                    assert_eq!(got.len(), want.len());
-                    for (i, (x, y)) in got.iter().zip(&want).enumerate() {
-                        assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{g:?} bias={with_bias} par={par} at {i}: {x} vs {y}");
-                    }
+                    super::super::assert_close(&got, &want, &format!("{g:?} bias={with_bias} par={par}"));
                 }
             }
         }
@@ -271,9 +268,9 @@ mod tests {
             return;
         }
         let mut seed = 11u64;
-        let mut rnd = move || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        let mut rnd = |len: usize| {
+            seed += 1;
+            crate::ops::test_values(len, seed)
         };
         // (n, c, groups, w_rows, ins, k, pad, dil)
         type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
@@ -288,9 +285,9 @@ mod tests {
             let outs: [usize; 3] = std::array::from_fn(|a| ins[a] + 2 * pad[a] - dil[a] * (k[a] - 1));
             let g = Geom { n, c, groups, ins, outs, k, stride: [1; 3], pad, dil };
             let adj = adjoint(&g, w_rows).expect("stride 1, rows of 16+");
-            let a: Vec<f32> = (0..n * w_rows * outs.iter().product::<usize>()).map(|_| rnd()).collect();
-            let w: Vec<f32> = (0..w_rows * c / groups * k.iter().product::<usize>()).map(|_| rnd()).collect();
-            let bias: Vec<f32> = (0..c).map(|_| rnd()).collect();
+            let a: Vec<f32> = rnd(n * w_rows * outs.iter().product::<usize>());
+            let w: Vec<f32> = rnd(w_rows * c / groups * k.iter().product::<usize>());
+            let bias: Vec<f32> = rnd(c);
             for b in [None, Some(&bias[..])] {
                 let want = conv_adj(&a, &w, b, &g, w_rows);
                 for par in [false, true] {
@@ -299,10 +296,7 @@ mod tests {
                         .build()
                         .unwrap()
                         .install(|| conv_adj_implicit(&a, &w, b, &g, &adj, w_rows, par));
-                    assert_eq!(got.len(), want.len());
-                    for (i, (x, y)) in got.iter().zip(&want).enumerate() {
-                        assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{g:?} par={par} at {i}: {x} vs {y}");
-                    }
+                    super::super::assert_close(&got, &want, &format!("{g:?} par={par}"));
                 }
             }
         }

@@ -332,3 +332,13 @@ pub(crate) fn conv_transpose_nd(x: &Tensor, w: &Tensor, b: Option<&Tensor>, g: G
     let x5 = x.reshape((g.n, cin, d, h, wi))?.contiguous()?;
     apply(&x5, w, b, ConvOp::new(g, cin, Kind::Adj, false))
 }
+
+/// The fast paths' tests: `got` equals `want` (the im2col path) within 1e-4 relative,
+/// element by element; `what` names the case.
+#[cfg(test)]
+pub(crate) fn assert_close(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (x, y)) in got.iter().zip(want).enumerate() {
+        assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{what} at {i}: {x} vs {y}");
+    }
+}

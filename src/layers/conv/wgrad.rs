@@ -244,9 +244,9 @@ mod tests {
             return;
         }
         let mut seed = 5u64;
-        let mut rnd = move || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        let mut rnd = |len: usize| {
+            seed += 1;
+            crate::ops::test_values(len, seed)
         };
         // (n, c, groups, w_rows, ins, k, pad, dil)
         type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
@@ -261,8 +261,8 @@ mod tests {
             let outs: [usize; 3] = std::array::from_fn(|ax| ins[ax] + 2 * pad[ax] - dil[ax] * (k[ax] - 1));
             let g = Geom { n, c, groups, ins, outs, k, stride: [1; 3], pad, dil };
             assert!(applies(&g));
-            let a: Vec<f32> = (0..n * w_rows * outs.iter().product::<usize>()).map(|_| rnd()).collect();
-            let img: Vec<f32> = (0..n * c * ins.iter().product::<usize>()).map(|_| rnd()).collect();
+            let a: Vec<f32> = rnd(n * w_rows * outs.iter().product::<usize>());
+            let img: Vec<f32> = rnd(n * c * ins.iter().product::<usize>());
             let sink = std::sync::OnceLock::new();
             let want = conv_wgrad(&a, &img, &g, w_rows, None, Some(&sink));
             let want_b = match sink.get() {
@@ -275,12 +275,8 @@ mod tests {
                     .build()
                     .unwrap()
                     .install(|| conv_wgrad_direct(&a, &img, &g, w_rows, par, true));
-                for (i, (x, y)) in got.iter().zip(&want).enumerate() {
-                    assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{g:?} par={par} at {i}: {x} vs {y}");
-                }
-                for (x, y) in got_b.unwrap().iter().zip(&want_b) {
-                    assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()));
-                }
+                super::super::assert_close(&got, &want, &format!("{g:?} par={par}"));
+                super::super::assert_close(&got_b.unwrap(), &want_b, &format!("{g:?} par={par} bias"));
             }
         }
     }
