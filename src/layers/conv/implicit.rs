@@ -121,8 +121,8 @@ pub(crate) fn conv_fwd_implicit(img: &[f32], w: &[f32], bias: Option<&[f32]>, g:
     let threads = rayon::current_num_threads();
     let by_chunk = par && chunks >= 2;
     let gemm_threads = if par && !by_chunk { threads } else { 1 };
-    // The groups' GEMMs for samples n0.. (nbc of them) into `dst` (rows, nbc * L) with
-    // row stride `rs`; `dst` holds the bias first when `read` (one-sample chunks).
+    // The groups' GEMMs for samples n0.. (nbc of them) into `dst` (rows, nbc * L), row
+    // stride nbc * L; `dst` holds the bias first when `read` (one-sample chunks).
     let gemms = |n0: usize, nbc: usize, dst: &mut [f32], read: bool| {
         let cols_n = nbc * l;
         for gi in 0..g.groups {

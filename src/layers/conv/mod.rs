@@ -23,10 +23,13 @@
 //! convolution too, with the kernel flipped, and takes the same path when its rows are.
 //! The weight gradient of a stride-1 convolution with rows of 32+ is a dot-product
 //! kernel reading the upstream gradient and the image in place (`wgrad`, AVX-512).
+//! Depthwise convolutions (one input channel per group) run as direct loops over
+//! their planes in all three directions (`depthwise`), f32 and f64.
 //!
 //! The threading policy (`par_ok`, `par_gemm`, `in_pool`, `for_chunks`) is
 //! `crate::ops::parallel`'s.
 
+mod depthwise;
 mod im2col;
 mod implicit;
 mod passes;
@@ -158,6 +161,20 @@ impl ConvOp {
         let keep = self.keep_cols.then_some(&*self.cols);
         let kept = self.cols.get().and_then(T::view);
         let par = self.parallel();
+        if depthwise::applies(&self.g) {
+            return in_pool(par, || match self.kind {
+                Kind::Fwd => depthwise::forward(a, b, bias, &self.g, self.w_rows),
+                Kind::Adj => depthwise::adjoint(a, b, bias, &self.g, self.w_rows),
+                Kind::WGrad => {
+                    let sink = self.bias_sink.as_deref();
+                    let (dw, db) = depthwise::weight_grad(a, b, &self.g, self.w_rows, sink.is_some());
+                    if let (Some(sink), Some(db)) = (sink, db) {
+                        let _ = sink.set(T::wrap(db));
+                    }
+                    dw
+                }
+            });
+        }
         if let (Some(a), Some(b)) = (T::as_f32(a), T::as_f32(b)) {
             let bias = bias.map(|v| T::as_f32(v).expect("bias has the operands' dtype"));
             let out = match self.kind {

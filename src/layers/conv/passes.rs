@@ -48,7 +48,7 @@ pub(crate) enum Buf {
 pub(crate) trait Keep: Float {
     fn wrap(v: Vec<Self>) -> Buf;
     fn view(b: &Buf) -> Option<&[Self]>;
-    /// The slice as f32 when `Self` is f32 (the implicit-GEMM forward is f32 only).
+    /// The slice as f32 when `Self` is f32 (the implicit-GEMM and direct paths are f32 only).
     fn as_f32(s: &[Self]) -> Option<&[f32]>;
     /// An f32 result back as `Self`, when `Self` is f32.
     fn from_f32_vec(v: Vec<f32>) -> Option<Vec<Self>>;
