@@ -26,6 +26,7 @@ pub(crate) mod sort;
 pub(crate) mod storage;
 pub(crate) mod team;
 pub(crate) mod unary;
+pub(crate) mod vector;
 
 /// Deterministic values in [-0.5, 0.5) for the kernels' tests (a cheap LCG: no rand in
 /// tests); each `seed` gives its own sequence.

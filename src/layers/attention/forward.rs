@@ -2,6 +2,7 @@
 use super::microkernel::*;
 use super::rows::*;
 use super::*;
+use crate::ops::vector::{axpy, dot};
 
 /// Per-thread scratch of the forward.
 pub(crate) struct FwdWs<T> {
@@ -24,36 +25,7 @@ pub(crate) const SMALL_H: usize = 4;
 /// keys (~0.6 M) took 80-110 us split over the pool, most of it a worker's wake-up.
 const TEAM_MACS: usize = 1 << 20;
 
-/// `a . b` with 8 independent partial sums, for f64 and for CPUs without AVX2 (f32
-/// on AVX2 goes through `dot_f32_avx2`). Plain index loops: iterator adapters were
-/// left un-inlined in the `target_feature` callers of some builds, costing 4x.
-#[inline(always)]
-fn dot<T: Float>(a: &[T], b: &[T]) -> T {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut part = [T::ZERO; 8];
-    let mut i = 0;
-    while i + 8 <= n {
-        let (x, y) = (&a[i..i + 8], &b[i..i + 8]);
-        part[0] += x[0] * y[0];
-        part[1] += x[1] * y[1];
-        part[2] += x[2] * y[2];
-        part[3] += x[3] * y[3];
-        part[4] += x[4] * y[4];
-        part[5] += x[5] * y[5];
-        part[6] += x[6] * y[6];
-        part[7] += x[7] * y[7];
-        i += 8;
-    }
-    let mut s = ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
-    while i < n {
-        s += a[i] * b[i];
-        i += 1;
-    }
-    s
-}
-
-/// `dot` for f32 with AVX2 FMAs: the generic loop above compiles to 4-wide halves
+/// `ops::vector::dot` for f32 with AVX2 FMAs: the generic loop compiles to 4-wide halves
 /// plus shuffles, and the per-key dot product is most of a decode step's attention.
 ///
 /// # Safety
@@ -109,18 +81,6 @@ pub(crate) fn dot_any<T: Float, const FMA: bool>(a: &[T], b: &[T]) -> T {
         }
     }
     dot(a, b)
-}
-
-/// `acc += p * v`.
-#[inline(always)]
-fn axpy<T: Float>(acc: &mut [T], p: T, v: &[T]) {
-    let n = acc.len().min(v.len());
-    let (acc, v) = (&mut acc[..n], &v[..n]);
-    let mut i = 0;
-    while i < n {
-        acc[i] += p * v[i];
-        i += 1;
-    }
 }
 
 /// One forward task: query rows `i0..i1` of batch entry `n`, all key blocks.

@@ -10,6 +10,8 @@ use super::im2col::for_rows;
 use super::Geom;
 use crate::ops::float::Float;
 use crate::ops::parallel::{for_chunks, par_ok};
+use crate::ops::reduce::sum_slice;
+use crate::ops::vector::{axpy, dot};
 use rayon::prelude::*;
 
 /// Whether this geometry is depthwise: every group holds one input channel.
@@ -23,10 +25,7 @@ pub(crate) fn applies(g: &Geom) -> bool {
 fn axpy_row<T: Float>(dst: &mut [T], src: &[T], (x0, x1, xoff): (usize, usize, isize), sx: usize, wv: T) {
     let start = (x0 * sx) as isize + xoff;
     if sx == 1 {
-        let s = &src[start as usize..start as usize + (x1 - x0)];
-        for (d, &v) in dst[x0..x1].iter_mut().zip(s) {
-            *d += wv * v;
-        }
+        axpy(&mut dst[x0..x1], wv, &src[start as usize..start as usize + (x1 - x0)]);
     } else {
         for (j, d) in dst[x0..x1].iter_mut().enumerate() {
             *d += wv * src[(start + (j * sx) as isize) as usize];
@@ -40,7 +39,7 @@ pub(crate) fn forward<T: Float>(img: &[T], w: &[T], bias: Option<&[T]>, g: &Geom
     let (kv, iv, ov) = (g.kvol(), g.ivol(), g.ovol());
     let mult = w_rows / g.c;
     let mut out = vec![T::ZERO; g.n * w_rows * ov];
-    let offs: Vec<[isize; 3]> = (0..kv).map(|t| g.offsets(t)).collect();
+    let offs = g.tap_offsets();
     for_chunks(&mut out, ov.max(1), par_ok(g.n * w_rows * ov * kv), |p, plane| {
         let (n, o) = (p / w_rows, p % w_rows);
         let src = &img[(n * g.c + o / mult) * iv..][..iv];
@@ -63,7 +62,7 @@ pub(crate) fn adjoint<T: Float>(a: &[T], w: &[T], bias: Option<&[T]>, g: &Geom, 
     let (kv, iv, ov) = (g.kvol(), g.ivol(), g.ovol());
     let mult = w_rows / g.c;
     let mut out = vec![T::ZERO; g.n * g.c * iv];
-    let offs: Vec<[isize; 3]> = (0..kv).map(|t| g.offsets(t)).collect();
+    let offs = g.tap_offsets();
     let sx = g.stride[2];
     for_chunks(&mut out, iv.max(1), par_ok(g.n * w_rows * ov * kv), |p, plane| {
         let (n, ci) = (p / g.c, p % g.c);
@@ -79,9 +78,7 @@ pub(crate) fn adjoint<T: Float>(a: &[T], w: &[T], bias: Option<&[T]>, g: &Geom, 
                     let row = &mut plane[sr..sr + g.ins[2]];
                     let s = &src[dr + x0..dr + x1];
                     if sx == 1 {
-                        for (d, &v) in row[start as usize..start as usize + (x1 - x0)].iter_mut().zip(s) {
-                            *d += wv * v;
-                        }
+                        axpy(&mut row[start as usize..start as usize + (x1 - x0)], wv, s);
                     } else {
                         for (j, &v) in s.iter().enumerate() {
                             row[(start + (j * sx) as isize) as usize] += wv * v;
@@ -100,7 +97,7 @@ pub(crate) fn adjoint<T: Float>(a: &[T], w: &[T], bias: Option<&[T]>, g: &Geom, 
 pub(crate) fn weight_grad<T: Float>(a: &[T], img: &[T], g: &Geom, w_rows: usize, bias: bool) -> (Vec<T>, Option<Vec<T>>) {
     let (kv, iv, ov) = (g.kvol(), g.ivol(), g.ovol());
     let mult = w_rows / g.c;
-    let offs: Vec<[isize; 3]> = (0..kv).map(|t| g.offsets(t)).collect();
+    let offs = g.tap_offsets();
     let sx = g.stride[2];
     let per_channel = |o: usize| -> (Vec<T>, T) {
         let mut dw = vec![T::ZERO; kv];
@@ -124,7 +121,7 @@ pub(crate) fn weight_grad<T: Float>(a: &[T], img: &[T], g: &Geom, w_rows: usize,
                 dw[t] += acc;
             }
             if bias {
-                db += super::passes::sum8(ap);
+                db += sum_slice(ap);
             }
         }
         (dw, db)
@@ -136,26 +133,6 @@ pub(crate) fn weight_grad<T: Float>(a: &[T], img: &[T], g: &Geom, w_rows: usize,
     };
     let db = bias.then(|| parts.iter().map(|p| p.1).collect());
     (parts.into_iter().flat_map(|p| p.0).collect(), db)
-}
-
-/// Dot product with 8 independent accumulators, so the loop vectorizes (indexed loops:
-/// the iterator form stayed out of line in the non-LTO build and cost 3x).
-#[inline]
-fn dot<T: Float>(a: &[T], b: &[T]) -> T {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [T::ZERO; 8];
-    let whole = n / 8 * 8;
-    for i in (0..whole).step_by(8) {
-        for j in 0..8 {
-            acc[j] += a[i + j] * b[i + j];
-        }
-    }
-    let mut tail = T::ZERO;
-    for i in whole..n {
-        tail += a[i] * b[i];
-    }
-    acc.iter().fold(tail, |s, &v| s + v)
 }
 
 #[cfg(test)]
@@ -183,8 +160,7 @@ mod tests {
             crate::ops::test_values(len, seed)
         };
         for (n, c, mult, ins, k, stride, pad, dil) in cases {
-            let outs: [usize; 3] = std::array::from_fn(|ax| (ins[ax] + 2 * pad[ax] - dil[ax] * (k[ax] - 1) - 1) / stride[ax] + 1);
-            let g = Geom { n, c, groups: c, ins, outs, k, stride, pad, dil };
+            let g = Geom::for_test(n, c, c, ins, k, stride, pad, dil);
             assert!(applies(&g));
             let w_rows = c * mult;
             let img = rnd(n * c * g.ivol());

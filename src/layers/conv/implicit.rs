@@ -107,7 +107,7 @@ pub(crate) fn conv_fwd_implicit(img: &[f32], w: &[f32], bias: Option<&[f32]>, g:
     let (mg, cg) = (w_rows / g.groups, g.c / g.groups);
     let (kv, l, iv) = (g.kvol(), g.ovol(), g.ivol());
     let (kc, rows) = (cg * kv, g.groups * mg);
-    let offs: Vec<[isize; 3]> = (0..kv).map(|t| g.offsets(t)).collect();
+    let offs = g.tap_offsets();
     // Each group's weight transposed once (kc x mg, column-major rows of the left
     // operand), so the GEMM of every chunk packs it as contiguous runs.
     let wt: Vec<f32> = (0..g.groups)
@@ -239,10 +239,9 @@ mod tests {
             (2, 3, 1, 7, [1, 1, 110], [1, 1, 4], [1, 1, 3], [0, 0, 1], [1, 1, 1]),
         ];
         for (n, c, groups, w_rows, ins, k, stride, pad, dil) in cases {
-            let outs: [usize; 3] = std::array::from_fn(|a| (ins[a] + 2 * pad[a] - dil[a] * (k[a] - 1) - 1) / stride[a] + 1);
-            let g = Geom { n, c, groups, ins, outs, k, stride, pad, dil };
-            let img: Vec<f32> = rnd(n * c * ins.iter().product::<usize>());
-            let w: Vec<f32> = rnd(w_rows * c / groups * k.iter().product::<usize>());
+            let g = Geom::for_test(n, c, groups, ins, k, stride, pad, dil);
+            let img: Vec<f32> = rnd(n * c * g.ivol());
+            let w: Vec<f32> = rnd(w_rows * c / groups * g.kvol());
             let bias: Vec<f32> = rnd(w_rows);
             for with_bias in [false, true] {
                 let b = with_bias.then_some(&bias[..]);
@@ -282,11 +281,10 @@ mod tests {
             (2, 9, 1, 8, [1, 6, 38], [1, 3, 3], [0, 1, 1], [1, 2, 1]),
         ];
         for (n, c, groups, w_rows, ins, k, pad, dil) in cases {
-            let outs: [usize; 3] = std::array::from_fn(|a| ins[a] + 2 * pad[a] - dil[a] * (k[a] - 1));
-            let g = Geom { n, c, groups, ins, outs, k, stride: [1; 3], pad, dil };
+            let g = Geom::for_test(n, c, groups, ins, k, [1; 3], pad, dil);
             let adj = adjoint(&g, w_rows).expect("stride 1, rows of 16+");
-            let a: Vec<f32> = rnd(n * w_rows * outs.iter().product::<usize>());
-            let w: Vec<f32> = rnd(w_rows * c / groups * k.iter().product::<usize>());
+            let a: Vec<f32> = rnd(n * w_rows * g.ovol());
+            let w: Vec<f32> = rnd(w_rows * c / groups * g.kvol());
             let bias: Vec<f32> = rnd(c);
             for b in [None, Some(&bias[..])] {
                 let want = conv_adj(&a, &w, b, &g, w_rows);

@@ -92,6 +92,10 @@ impl Geom {
         let per = (self.c * self.kvol() * self.ovol()).max(1);
         (COLS_BUDGET / per).clamp(1, self.n.max(1))
     }
+    /// Every tap's offset (`offsets`), in tap order.
+    fn tap_offsets(&self) -> Vec<[isize; 3]> {
+        (0..self.kvol()).map(|t| self.offsets(t)).collect()
+    }
     /// Offset of kernel tap `kk` (flat) along each axis, relative to `o * stride`.
     fn offsets(&self, kk: usize) -> [isize; 3] {
         let t = [kk / (self.k[1] * self.k[2]), (kk / self.k[2]) % self.k[1], kk % self.k[2]];
@@ -348,6 +352,26 @@ pub(crate) fn conv_transpose_nd(x: &Tensor, w: &Tensor, b: Option<&Tensor>, g: G
     let [d, h, wi] = g.outs;
     let x5 = x.reshape((g.n, cin, d, h, wi))?.contiguous()?;
     apply(&x5, w, b, ConvOp::new(g, cin, Kind::Adj, false))
+}
+
+#[cfg(test)]
+impl Geom {
+    /// A geometry for the kernels' tests, its output grid computed from the input's
+    /// as PyTorch's (`(in + 2 pad - dil (k - 1) - 1) / stride + 1` per axis).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn for_test(
+        n: usize,
+        c: usize,
+        groups: usize,
+        ins: [usize; 3],
+        k: [usize; 3],
+        stride: [usize; 3],
+        pad: [usize; 3],
+        dil: [usize; 3],
+    ) -> Geom {
+        let outs = std::array::from_fn(|a| (ins[a] + 2 * pad[a] - dil[a] * (k[a] - 1) - 1) / stride[a] + 1);
+        Geom { n, c, groups, ins, outs, k, stride, pad, dil }
+    }
 }
 
 /// The fast paths' tests: `got` equals `want` (the im2col path) within 1e-4 relative,

@@ -210,7 +210,7 @@ pub(crate) fn conv_wgrad<T: Keep>(
         });
         if bias_sink.is_some() {
             for (b, row) in bias.iter_mut().zip(ap.chunks_exact(nl)) {
-                *b += sum8(row);
+                *b += crate::ops::reduce::sum_slice(row);
             }
         }
     }
@@ -226,17 +226,4 @@ pub(crate) fn conv_wgrad<T: Keep>(
         }
     }
     out
-}
-
-/// Sum with 8 independent accumulators, so the loop vectorizes.
-pub(crate) fn sum8<T: Float>(v: &[T]) -> T {
-    let mut acc = [T::ZERO; 8];
-    let chunks = v.chunks_exact(8);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for j in 0..8 {
-            acc[j] += c[j];
-        }
-    }
-    acc.iter().chain(rest).fold(T::ZERO, |s, &x| s + x)
 }
