@@ -140,6 +140,33 @@ def dd_conv1d(lib: Any, t: dict[str, Any]) -> dict[str, Any]:
     return _double(lib, lambda x, w: F.avg_pool1d(F.conv1d(x, w, stride=2, padding=2, dilation=2).sigmoid(), 2), [t["x"]], [t["w"]])
 
 
+def _recurrent(lib: Any, t: dict[str, Any], kind: str, **kw: Any) -> dict[str, Any]:
+    """A two-layer recurrent module (weights from `t`, in its parameter order) under
+    double backward: the input's gradient recorded, then differentiated again."""
+    m = getattr(lib.nn, kind)(3, 4, num_layers=2, dtype=lib.float64, **kw)
+    ps = list(m.parameters())
+    with lib.no_grad():
+        for i, p in enumerate(ps):
+            p.copy_(t[f"w{i}"])
+    return _double(lib, lambda x, *_: m(x)[0], [t["x"]], ps)
+
+
+_RNN_WEIGHTS = {f"w{i}": s for i, s in enumerate([(16, 3), (16, 4), (16,), (16,), (16, 4), (16, 4), (16,), (16,)])}
+# Bidirectional: layer 0 forward then reverse, then layer 1 (input 2 * hidden) likewise.
+_GRU_LAYER = [(12, 3), (12, 4), (12,), (12,)] * 2 + [(12, 8), (12, 4), (12,), (12,)] * 2
+_GRU_WEIGHTS = {f"w{i}": s for i, s in enumerate(_GRU_LAYER)}
+
+
+@case(x=(5, 2, 3), **_RNN_WEIGHTS)
+def dd_lstm(lib: Any, t: dict[str, Any]) -> dict[str, Any]:
+    return _recurrent(lib, t, "LSTM")
+
+
+@case(x=(5, 2, 3), **_GRU_WEIGHTS)
+def dd_gru_bidirectional(lib: Any, t: dict[str, Any]) -> dict[str, Any]:
+    return _recurrent(lib, t, "GRU", bidirectional=True)
+
+
 # -- the issue's two worked examples --------------------------------------------------
 
 

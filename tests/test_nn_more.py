@@ -77,7 +77,7 @@ def test_matches_torch(name: str) -> None:
         m.load_state_dict(state)
         m.train(meta["train"])
         assert repr(m) == _torch_repr(meta["repr"]), f"{name}: repr"
-        out = m(*xs, **call)
+        out = m(xs[0], (xs[1], xs[2]), **call) if meta.get("hx_pair") == "1" else m(*xs, **call)
     else:
         out = getattr(F, target)(*xs, *meta["args"], **meta["kwargs"], **call)
     outs = _flatten(out)
@@ -239,6 +239,60 @@ def test_rnn_errors() -> None:
     with pytest.raises(cp.ShapeError, match="hx"):
         nn.LSTMCell(3, 4)(cp.ones(2, 3), (cp.ones(3, 4), cp.ones(2, 4)))
     assert nn.RNN(3, 4, 2, "relu").state_dict()["weight_hh_l1"].shape == (4, 4)
+
+
+def test_rnn_time_loop_errors() -> None:
+    """The fused time loop (`_core._rnn_scan`) checks what it is handed."""
+    scan = cp._core._rnn_scan
+    xp, h, w, b = cp.ones(5, 2, 16), cp.ones(2, 4), cp.ones(16, 4), cp.ones(16)
+    with pytest.raises(cp.ShapeError, match=r"\[LSTM\] expected a sequence of at least one step"):
+        nn.LSTM(3, 4)(cp.ones(0, 2, 3))
+    with pytest.raises(cp.ShapeError, match=r"\[LSTM\] an LSTM needs the initial cell state c0"):
+        scan("LSTM", xp, h, None, w, b, False)
+    with pytest.raises(cp.ShapeError, match=r"\[GRU\] expected an input projection of shape \(steps, 2, 12\)"):
+        scan("GRU", xp, h, None, cp.ones(12, 4), None, False)
+    with pytest.raises(cp.ShapeError, match=r"\[RNN\] only an LSTM has a cell state"):
+        scan("RNN_TANH", cp.ones(5, 2, 4), h, h, cp.ones(4, 4), None, False)
+    with pytest.raises(cp.ShapeError, match=r"expected weight_hh of shape \[16, 4\], got \[16, 3\]"):
+        scan("LSTM", xp, h, h, cp.ones(16, 3), b, False)
+    with pytest.raises(cp.ShapeError, match=r"expected bias_hh of shape \[16\], got \[4\]"):
+        scan("LSTM", xp, h, h, w, cp.ones(4), False)
+    with pytest.raises(cp.ShapeError, match=r"expected c0 of shape \[2, 4\], got \[3, 4\]"):
+        scan("LSTM", xp, h, cp.ones(3, 4), w, b, False)
+    with pytest.raises(cp.DTypeError, match=r"\[LSTM\] expected floating-point tensors of one dtype, got .*h0 float64"):
+        scan("LSTM", xp, h.double(), h, w, b, False)
+    with pytest.raises(cp.DTypeError, match="of one dtype"):
+        scan("RNN_RELU", cp.ones(5, 2, 4, dtype=cp.int64), cp.ones(2, 4, dtype=cp.int64), None, cp.ones(4, 4, dtype=cp.int64), None, False)
+    with pytest.raises(ValueError, match='unknown mode "LSTMX"'):
+        scan("LSTMX", xp, h, h, w, b, False)
+
+
+def test_rnn_half_precision_and_edge_values_follow_the_float64_run() -> None:
+    """bfloat16 runs the composed recurrence (no fused kernel), float32 the kernel: both
+    follow the float64 run; inf and nan inputs give what the formulas give (torch's:
+    a saturated gate, a nan row), with no error."""
+    cp.manual_seed(0)
+    m64 = nn.LSTM(6, 40, dtype=cp.float64)
+    x = cp.randn(4, 3, 6, dtype=cp.float64)
+    ref, (hn, cn) = m64(x)
+    m32 = nn.LSTM(6, 40)
+    m32.load_state_dict({k: v.float() for k, v in m64.state_dict().items()})
+    out, _ = m32(x.float())
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-5)
+    mb = nn.LSTM(6, 40, dtype=cp.bfloat16)
+    mb.load_state_dict({k: v.to(cp.bfloat16) for k, v in m64.state_dict().items()})
+    outb, _ = mb(x.to(cp.bfloat16))
+    assert outb.dtype == cp.bfloat16
+    np.testing.assert_allclose(outb.detach().float().numpy(), ref.detach().numpy(), atol=5e-2)
+    # +inf saturates the gates of its row to 1 (torch: sigmoid(inf) = 1, tanh(inf) = 1);
+    # a nan spreads through its sample only.
+    xe = x.float().clone()
+    xe[0, 0, 0] = float("inf")
+    xe[1, 1, 2] = float("nan")
+    oute, _ = m32(xe)
+    e = oute.detach().numpy()
+    assert np.isnan(e[1:, 1]).all() and not np.isnan(e[:, 0]).any() and not np.isnan(e[:, 2]).any()
+    assert np.isfinite(e[0, 0]).all()
 
 
 def test_square_subsequent_mask() -> None:

@@ -481,6 +481,40 @@ CASES: list[tuple[str, str, str, list[Any], dict[str, Any], list[tuple], dict[st
     ("gaussian_nll_float_var", "function", "gaussian_nll_loss", [], {"var": 0.5}, [R(4, 3), R(4, 3)], {}, True),
     ("unfold_empty_batch", "function", "unfold", [2], {}, [R(0, 2, 3, 3)], {}, True),
     ("huber_empty", "function", "huber_loss", [], {"reduction": "sum"}, [R(0, 3), R(0, 3)], {}, True),
+    # recurrent layers wide enough that the fused time loop splits the hidden units over
+    # two threads (batch x gates x hidden^2 >= 2^16), with given initial states
+    (
+        "lstm_wide_2layer_bidir_hx",
+        "module",
+        "LSTM",
+        [24, 72],
+        {"num_layers": 2, "bidirectional": True},
+        [R(7, 16, 24), R(4, 16, 72), R(4, 16, 72)],
+        {},
+        True,
+    ),
+    (
+        "gru_wide_bidir_batch_first_h0",
+        "module",
+        "GRU",
+        [24, 72],
+        {"bidirectional": True, "batch_first": True},
+        [R(16, 7, 24), R(2, 16, 72)],
+        {},
+        True,
+    ),
+    ("rnn_relu_wide_2layer", "module", "RNN", [24, 96], {"num_layers": 2, "nonlinearity": "relu"}, [R(6, 16, 24)], {}, True),
+    (
+        "rnn_tanh_wide_reverse_nobias",
+        "module",
+        "RNN",
+        [24, 96],
+        {"bidirectional": True, "bias": False},
+        [R(6, 16, 24), R(2, 16, 96)],
+        {},
+        True,
+    ),
+    ("lstm_cell_wide_hx", "module", "LSTMCell", [24, 72], {}, [R(16, 24), R(16, 72), R(16, 72)], {}, True),
 ]
 
 
@@ -571,7 +605,12 @@ def make(only: Optional[set[str]] = None) -> None:
             else:
                 call[k] = plain[k] = spec
         fn = m if m is not None else getattr(F, target)
-        out = fn(*xs, **call) if m is not None else fn(*xs, *args, **kwargs, **call)
+        if m is not None and target in ("LSTM", "LSTMCell") and len(xs) == 3:
+            # An LSTM's initial state is the pair (h0, c0): inputs 1 and 2.
+            meta["hx_pair"] = "1"
+            out = fn(xs[0], (xs[1], xs[2]), **call)
+        else:
+            out = fn(*xs, **call) if m is not None else fn(*xs, *args, **kwargs, **call)
         outs = _flatten(out)
         loss = torch.zeros(())
         for j, o in enumerate(outs):

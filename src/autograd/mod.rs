@@ -17,6 +17,7 @@
 //! - `custom`: nodes for our fused kernels (a Candle `CustomOp`'s own `bwd`)
 //! - `pointwise`: formulas of the other elementwise ops (abs, rounding, powers, ...)
 //! - `indexing`: gathers, scatters, flips, repeats, scans and selecting reductions
+//! - `recurrent`: one node for all the steps of a recurrent layer's direction
 //! - `composed`: differentiable forms of the fused ops, for `create_graph` and for
 //!   the dtypes and devices their kernels do not cover
 pub mod composed;
@@ -27,6 +28,7 @@ pub mod mode;
 pub mod node;
 pub mod ops;
 pub mod pointwise;
+pub mod recurrent;
 pub mod value;
 
 #[cfg(test)]

@@ -12,4 +12,5 @@ pub(crate) mod loss_elementwise;
 pub(crate) mod norm;
 pub(crate) mod pointwise;
 pub(crate) mod pooling;
+pub(crate) mod recurrent;
 pub(crate) mod rope;

@@ -12,8 +12,10 @@
 //! gradient of a linear layer) lose 15-50%. Packing costs `O(mk + kn)` moves against
 //! `O(mnk)` multiply-adds.
 //!
-//! Its user today is the implicit-GEMM convolution (`layers::conv::implicit`), whose
-//! right operand is packed straight from the image (`Right`). Plain products stay on
+//! Its users are the implicit-GEMM convolution (`layers::conv::implicit`), whose
+//! right operand is packed straight from the image (`Right`), and the recurrent
+//! layers' time loop (`layers::recurrent`), whose weight is packed once for the small
+//! products of every step (`Packed`). Plain products stay on
 //! the `gemm` crate (`ops::gemm`): measured here on products of linear layers
 //! (1024 x 384 x 1152 and the like), the crate's kernels ran 15-40% faster than this
 //! one, whose row-major left operand costs a transposing pack; it won only where few
@@ -208,6 +210,18 @@ unsafe fn pack_left(mr: usize, a: Mat, (r0, rows): (usize, usize), (p0, kc): (us
             }
             continue;
         }
+        if a.cs == 1 {
+            // Row-major: each row's depth run is contiguous; scatter it down the strip.
+            for i in 0..live {
+                let r = r0 + s * mr + i;
+                // SAFETY: row r < r0 + rows, depth p0..p0 + kc are inside `a` (unit column stride).
+                let src = unsafe { std::slice::from_raw_parts(a.ptr.offset(r as isize * a.rs + p0 as isize), kc) };
+                for (d, &x) in strip[i..].iter_mut().step_by(mr).zip(src) {
+                    *d = x;
+                }
+            }
+            continue;
+        }
         for i in 0..live {
             let r = r0 + s * mr + i;
             for p in 0..kc {
@@ -224,7 +238,6 @@ unsafe fn pack_left(mr: usize, a: Mat, (r0, rows): (usize, usize), (p0, kc): (us
 ///
 /// # Safety
 /// The block lies inside `b`; `out` holds `cols.div_ceil(NR) * NR * kc` floats.
-#[cfg(test)]
 unsafe fn pack_right(nr: usize, b: Mat, (p0, kc): (usize, usize), (c0, cols): (usize, usize), out: &mut [f32]) {
     for (t, strip) in out.chunks_exact_mut(nr * kc).take(cols.div_ceil(nr)).enumerate() {
         let live = (cols - t * nr).min(nr);
@@ -262,8 +275,7 @@ pub(crate) trait Right: Sync {
     unsafe fn pack(&self, nr: usize, depth: (usize, usize), cols: (usize, usize), out: &mut [f32]);
 }
 
-/// A matrix in memory as the right operand (the tests' reference operand).
-#[cfg(test)]
+/// A matrix in memory as the right operand.
 impl Right for Mat {
     unsafe fn pack(&self, nr: usize, depth: (usize, usize), cols: (usize, usize), out: &mut [f32]) {
         // SAFETY: forwarded (the block is inside the matrix, `out` is large enough).
@@ -441,6 +453,130 @@ unsafe fn run<K: Kernel, R: Right + ?Sized>(
         for &(rows, cols) in &blocks {
             unsafe { job::<K, R>(k, dst, dst_rs, read_dst, a, b, beta, rows, cols) };
         }
+    }
+}
+
+/// The strip width (columns) of this CPU's kernel, None where `sgemm` does not run.
+pub(crate) fn strip_width() -> Option<usize> {
+    match simd_level() {
+        Simd::Avx512 => Some(Avx512::NR),
+        Simd::Avx2 => Some(Avx2::NR),
+        Simd::Plain => None,
+    }
+}
+
+/// A right operand packed once for many products with different left operands: a
+/// recurrent layer's weight, multiplied by a new state at every step. Packing the
+/// `k x n` operand costs as much as a product with a few rows, which is all one step
+/// has. Each product runs on the calling thread over a range of whole strips of
+/// columns, so several threads can share the packed operand.
+pub(crate) struct Packed {
+    k: usize,
+    n: usize,
+    kstep: usize,
+    nr: usize,
+    /// Depth block after depth block (`kstep` deep), each `n.div_ceil(nr)` strips of `kc x nr`.
+    data: Vec<f32>,
+}
+
+impl Packed {
+    /// Pack `b` (`k x n`) for this CPU's kernel; None where `sgemm` does not run
+    /// (`strip_width`) or the product is empty.
+    ///
+    /// # Safety
+    /// `b` can pack every block of its `k x n` extent.
+    pub(crate) unsafe fn new<R: Right + ?Sized>(b: &R, k: usize, n: usize) -> Option<Packed> {
+        let nr = strip_width()?;
+        if k == 0 || n == 0 {
+            return None;
+        }
+        let kstep = k.div_ceil(k.div_ceil(KC));
+        let width = n.div_ceil(nr) * nr;
+        let mut data = vec![0.0; width * k];
+        for p0 in (0..k).step_by(kstep) {
+            let kc = kstep.min(k - p0);
+            // SAFETY: the block (depth p0..p0 + kc, every column) is inside `b`; the slice
+            // holds `width * kc` floats.
+            unsafe { b.pack(nr, (p0, kc), (0, n), &mut data[width * p0..width * (p0 + kc)]) };
+        }
+        Some(Packed { k, n, kstep, nr, data })
+    }
+
+    /// The strip width: column ranges given to `mul` start at a multiple of it.
+    pub(crate) fn strip(&self) -> usize {
+        self.nr
+    }
+
+    /// `dst[.., c0..c1] = beta * a @ B[.., c0..c1] (+ dst when read_dst)` for the `m` rows
+    /// of `a` (`m x k`), on the calling thread. `dst` points at column 0 of row 0.
+    ///
+    /// # Safety
+    /// `c0` is a multiple of `strip()` and `c1 <= n`; `dst` holds `m` rows whose columns
+    /// `c0..c1` are writable (initialized when `read_dst`) `dst_rs` apart, disjoint from
+    /// `a`, which stays readable at its strides, and no other thread accesses them.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn mul(&self, m: usize, dst: *mut f32, dst_rs: isize, read_dst: bool, a: Mat, (c0, c1): (usize, usize), beta: f32) {
+        debug_assert!(c0.is_multiple_of(self.nr) && c1 <= self.n);
+        if m == 0 || c0 >= c1 {
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        match simd_level() {
+            // SAFETY: the level says the CPU has the kernel's features (the one `new`
+            // packed for); the rest is the caller's.
+            Simd::Avx512 => unsafe { self.mul_k::<Avx512>(m, dst, dst_rs, read_dst, a, (c0, c1), beta) },
+            // SAFETY: as above.
+            Simd::Avx2 => unsafe { self.mul_k::<Avx2>(m, dst, dst_rs, read_dst, a, (c0, c1), beta) },
+            Simd::Plain => unreachable!("a Packed operand exists only where sgemm runs"),
+        }
+    }
+
+    /// # Safety
+    /// As `mul`, on a CPU with `K`'s features, `K` the kernel `new` packed for.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn mul_k<K: Kernel>(&self, m: usize, dst: *mut f32, dst_rs: isize, read_dst: bool, a: Mat, (c0, c1): (usize, usize), beta: f32) {
+        assert_eq!(K::NR, self.nr, "packed for another kernel");
+        let width = self.n.div_ceil(self.nr) * self.nr;
+        PACK.with(|bufs| {
+            let pa = &mut bufs.borrow_mut().0;
+            for p0 in (0..self.k).step_by(self.kstep) {
+                let kc = self.kstep.min(self.k - p0);
+                let block = &self.data[width * p0..];
+                for rb in (0..m).step_by(K::MC) {
+                    let rows = K::MC.min(m - rb);
+                    let need = rows.div_ceil(K::MR) * K::MR * kc;
+                    if pa.len() < need {
+                        pa.resize(need, 0.0);
+                    }
+                    // SAFETY: rows rb..rb + rows, depth p0..p0 + kc are inside `a`.
+                    unsafe { pack_left(K::MR, a, (rb, rows), (p0, kc), pa) };
+                    for t in c0 / K::NR..c1.div_ceil(K::NR) {
+                        let nr = (c1 - t * K::NR).min(K::NR);
+                        for s in 0..rows.div_ceil(K::MR) {
+                            let mr = (rows - s * K::MR).min(K::MR);
+                            // SAFETY: strip t of this depth block holds kc x NR packed floats;
+                            // the tile's rows and columns (t*NR..t*NR + nr <= c1) are the
+                            // caller's writable block of `dst`.
+                            unsafe {
+                                let c = dst.offset((rb + s * K::MR) as isize * dst_rs + (t * K::NR) as isize);
+                                let overwrite = p0 == 0 && !read_dst;
+                                K::tile(
+                                    kc,
+                                    pa.as_ptr().add(s * K::MR * kc),
+                                    block.as_ptr().add(t * K::NR * kc),
+                                    c,
+                                    dst_rs,
+                                    mr,
+                                    nr,
+                                    beta,
+                                    overwrite,
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        });
     }
 }
 

@@ -112,11 +112,11 @@ fn fexp<T: Float>(x: T) -> T {
     Float::exp::<false>(x)
 }
 #[inline(always)]
-fn ftanh<T: Float>(x: T) -> T {
+pub(crate) fn ftanh<T: Float>(x: T) -> T {
     Float::tanh::<false>(x)
 }
 #[inline(always)]
-fn fsigmoid<T: Float>(x: T) -> T {
+pub(crate) fn fsigmoid<T: Float>(x: T) -> T {
     T::ONE / (T::ONE + Float::exp::<false>(-x))
 }
 

@@ -1,8 +1,9 @@
-"""Recurrent layers: `LSTM` and `GRU` with PyTorch's parameter names
-(`weight_ih_l{k}[_reverse]`, ...), gate order and initialisation.
+"""Recurrent layers: `RNN`, `LSTM`, `GRU` and their cells, with PyTorch's parameter
+names (`weight_ih_l{k}[_reverse]`, ...), gate order and initialisation.
 
-The time loop runs in Python over differentiable Tensor ops (one fused
-matmul for the input projection of all steps, one small matmul per step)."""
+Per direction and layer: one matmul projects the input of every step, then one core
+call (`_core._rnn_scan`) runs the time loop, forward and backward through time, in
+Rust. A cell is the same call over one step."""
 
 from __future__ import annotations
 
@@ -19,38 +20,20 @@ from .parameter import Parameter
 __all__ = ["RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
 
 
-def _rnn_step(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh: Optional[Tensor], nonlinearity: str) -> Tensor:
-    """Elman step: `act(x W_ih^T + b_ih + h W_hh^T + b_hh)` (x's part precomputed)."""
-    pre = x_proj + F.linear(h, w_hh, b_hh)
-    return pre.tanh() if nonlinearity == "tanh" else pre.relu()
-
-
-def _lstm_step(x_proj: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-    """LSTM step, gates in PyTorch's order (input, forget, cell, output)."""
-    gates = x_proj + F.linear(h, w_hh, b_hh)
-    i, f, g, o = gates.chunk(4, -1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    return o.sigmoid() * c.tanh(), c
-
-
-def _gru_step(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh: Optional[Tensor]) -> Tensor:
-    """GRU step, gates in PyTorch's order (reset, update, new); the reset gate
-    scales the hidden projection including its bias, as in PyTorch."""
-    hp = F.linear(h, w_hh, b_hh)
-    xr, xz, xn = x_proj.chunk(3, -1)
-    hr, hz, hn = hp.chunk(3, -1)
-    r = (xr + hr).sigmoid()
-    z = (xz + hz).sigmoid()
-    n = (xn + r * hn).tanh()
-    return (1 - z) * n + z * h
+def _scan(
+    mode: str, xp: Tensor, h: Tensor, c: Optional[Tensor], w_hh: Tensor, b_hh: Optional[Tensor], reverse: bool = False
+) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+    """Every step of one direction in one call (`_core._rnn_scan`: a fused kernel
+    forward and backward through time); `xp` (steps, batch, gates * hidden) is the
+    input projection of all steps. Returns every step's h, the last h and the last c."""
+    return _core._rnn_scan(mode, xp, h, c, w_hh, b_hh, reverse)
 
 
 class _RNNBase(Module):
-    """Shared parameter layout and time loop; subclasses define `_cell`."""
+    """Shared parameter layout and the layer loop; the time loop is `_core._rnn_scan`."""
 
     _gates = 1
     _mode = ""
-    _cell: Any
 
     def __init__(
         self,
@@ -105,16 +88,10 @@ class _RNNBase(Module):
         w_hh = getattr(self, "weight_hh" + suffix)
         b_ih = getattr(self, "bias_ih" + suffix) if self.bias else None
         b_hh = getattr(self, "bias_hh" + suffix) if self.bias else None
-        seq = xs.shape[0]
-        # (T, B, gates*H): all steps at once, then one view per step (one autograd node,
-        # so the backward stacks the steps' gradients once instead of padding each).
-        proj = F.linear(xs, w_ih, b_ih).unbind(0)
-        outs: List[Tensor] = [xs] * seq
-        steps = range(seq - 1, -1, -1) if reverse else range(seq)
-        for t in steps:
-            h, c = self._cell(proj[t], h, c, w_hh, b_hh)
-            outs[t] = h
-        return _core.stack(outs, 0), h, c
+        return _scan(self._scan_mode(), F.linear(xs, w_ih, b_ih), h, c, w_hh, b_hh, reverse)
+
+    def _scan_mode(self) -> str:
+        return self._mode
 
     def forward(self, input: Tensor, hx: Any = None) -> Tuple[Tensor, Any]:
         # PyTorch's autocast does not cast the RNN layers; ours are composed from
@@ -218,10 +195,8 @@ class RNN(_RNNBase):
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, 0, device, dtype)
         self.nonlinearity = nonlinearity
 
-    def _cell(
-        self, x_proj: Tensor, h: Tensor, c: Optional[Tensor], w_hh: Tensor, b_hh: Optional[Tensor]
-    ) -> Tuple[Tensor, Optional[Tensor]]:
-        return _rnn_step(x_proj, h, w_hh, b_hh, self.nonlinearity), None
+    def _scan_mode(self) -> str:
+        return "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
 
     def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:  # type: ignore[override]
         """Run the RNN over `input` (L, N, H_in), (N, L, H_in) with `batch_first`, or
@@ -235,12 +210,6 @@ class LSTM(_RNNBase):
     _gates = 4
     _mode = "LSTM"
 
-    def _cell(
-        self, x_proj: Tensor, h: Tensor, c: Optional[Tensor], w_hh: Tensor, b_hh: Optional[Tensor]
-    ) -> Tuple[Tensor, Optional[Tensor]]:
-        assert c is not None
-        return _lstm_step(x_proj, h, c, w_hh, b_hh)
-
     def forward(self, input: Tensor, hx: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:  # type: ignore[override]
         """Run the LSTM over `input` (L, N, H_in), (N, L, H_in) with `batch_first`, or
         unbatched (L, H_in); `hx = (h0, c0)` defaults to zeros. Returns the output
@@ -253,11 +222,6 @@ class GRU(_RNNBase):
 
     _gates = 3
     _mode = "GRU"
-
-    def _cell(
-        self, x_proj: Tensor, h: Tensor, c: Optional[Tensor], w_hh: Tensor, b_hh: Optional[Tensor]
-    ) -> Tuple[Tensor, Optional[Tensor]]:
-        return _gru_step(x_proj, h, w_hh, b_hh), None
 
     def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:  # type: ignore[override]
         """Run the GRU over `input` (L, N, H_in), (N, L, H_in) with `batch_first`, or
@@ -336,7 +300,8 @@ class RNNCell(_RNNCellBase):
     def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tensor:
         """The next hidden state for input (N, H_in) or (H_in,); `hx` defaults to zeros."""
         x, h, unbatched = self._prepare(input, hx)
-        out = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh, self.nonlinearity)
+        mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
+        _, out, _ = _scan(mode, F.linear(x, self.weight_ih, self.bias_ih).unsqueeze(0), h, None, self.weight_hh, self.bias_hh)
         return out.squeeze(0) if unbatched else out
 
 
@@ -350,8 +315,9 @@ class LSTMCell(_RNNCellBase):
         h0, c0 = (None, None) if hx is None else hx
         x, h, unbatched = self._prepare(input, h0, "hx[0]")
         _, c, _ = self._prepare(input, c0, "hx[1]")
-        h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh)
-        return (h.squeeze(0), c.squeeze(0)) if unbatched else (h, c)
+        _, h, cn = _scan("LSTM", F.linear(x, self.weight_ih, self.bias_ih).unsqueeze(0), h, c, self.weight_hh, self.bias_hh)
+        assert cn is not None
+        return (h.squeeze(0), cn.squeeze(0)) if unbatched else (h, cn)
 
 
 class GRUCell(_RNNCellBase):
@@ -362,5 +328,5 @@ class GRUCell(_RNNCellBase):
     def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tensor:
         """The next hidden state for input (N, H_in) or (H_in,); `hx` defaults to zeros."""
         x, h, unbatched = self._prepare(input, hx)
-        out = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
+        _, out, _ = _scan("GRU", F.linear(x, self.weight_ih, self.bias_ih).unsqueeze(0), h, None, self.weight_hh, self.bias_hh)
         return out.squeeze(0) if unbatched else out

@@ -12,6 +12,7 @@ mod llama_block;
 mod loss;
 mod norm;
 mod pooling;
+mod recurrent;
 mod rope;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -22,6 +23,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     llama_block::register(m)?;
     norm::register(m)?;
     pooling::register(m)?;
+    recurrent::register(m)?;
     rope::register(m)?;
     loss::register(m)?;
     Ok(())

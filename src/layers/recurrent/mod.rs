@@ -1,0 +1,229 @@
+//! Recurrent layers (LSTM, GRU, Elman RNN with tanh or ReLU): one direction of one
+//! layer over all its steps in one call, forward and backward through time
+//! (`kernel`), on contiguous CPU float32 / float64 tensors. The graph node that calls
+//! these is `autograd::recurrent`, which also holds the composed form (per-step tensor
+//! ops) for other dtypes and devices and for `create_graph`.
+use crate::ops::float::Float;
+use candle_core::{DType, Device, Result, Storage, Tensor};
+
+mod gates;
+mod kernel;
+
+pub use kernel::Recurrence;
+
+/// The recurrent cell.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Cell {
+    Lstm,
+    Gru,
+    RnnTanh,
+    RnnRelu,
+}
+
+impl Cell {
+    /// Gate blocks in `W_ih` / `W_hh`.
+    pub fn gates(self) -> usize {
+        match self {
+            Cell::Lstm => 4,
+            Cell::Gru => 3,
+            Cell::RnnTanh | Cell::RnnRelu => 1,
+        }
+    }
+
+    /// Floats per (step, sample) kept for the backward besides `h_t`, in units of
+    /// `hidden`: LSTM's activated gates and cell state (i, f, g, o, c), GRU's r, z, n
+    /// and the hidden part of its new gate (`h W_hn^T + b_hn`, which r scales). An
+    /// Elman cell's derivative comes from `h_t` itself.
+    pub fn kept(self) -> usize {
+        match self {
+            Cell::Lstm => 5,
+            Cell::Gru => 4,
+            Cell::RnnTanh | Cell::RnnRelu => 0,
+        }
+    }
+
+    /// PyTorch's name of the layer, for messages.
+    pub fn layer(self) -> &'static str {
+        match self {
+            Cell::Lstm => "LSTM",
+            Cell::Gru => "GRU",
+            Cell::RnnTanh | Cell::RnnRelu => "RNN",
+        }
+    }
+}
+
+/// The sizes of one direction's run.
+#[derive(Clone, Copy, Debug)]
+pub struct Dims {
+    pub steps: usize,
+    pub batch: usize,
+    pub hidden: usize,
+    /// Run from the last step to the first (the reverse direction).
+    pub reverse: bool,
+}
+
+impl Dims {
+    /// The time index of the `s`-th step run.
+    pub(crate) fn time(&self, s: usize) -> usize {
+        if self.reverse {
+            self.steps - 1 - s
+        } else {
+            s
+        }
+    }
+}
+
+/// A contiguous CPU tensor's data as a slice (the caller made it contiguous).
+fn slice<'a, T: Float>(s: &'a Storage, t: &Tensor) -> Result<&'a [T]> {
+    let Storage::Cpu(c) = s else { candle_core::bail!("{}: the fused kernel runs on the CPU", "rnn") };
+    let v = T::slice(c).ok_or_else(|| candle_core::Error::Msg("rnn: unexpected storage dtype".into()))?;
+    crate::ops::storage::data(v, t.layout(), "rnn")
+}
+
+/// What the fused forward returns: the outputs and what its backward reads.
+pub struct Ran {
+    /// `h_t` at every step, (steps, batch, hidden).
+    pub out: Tensor,
+    /// The gates (and LSTM's cell states) of every step, (steps, batch, kept * hidden).
+    pub kept: Tensor,
+    /// The last step's `h` and (LSTM) `c`, (batch, hidden): copies, not views of `out`.
+    pub h_n: Tensor,
+    pub c_n: Option<Tensor>,
+}
+
+/// A tensor's storage, read-locked while a kernel reads it.
+fn guard(t: &Tensor) -> impl std::ops::Deref<Target = Storage> + '_ {
+    t.storage_and_layout().0
+}
+
+/// The dimensions of a run from `xp` (steps, batch, gates * hidden) and `h0`.
+fn dims(xp: &Tensor, h0: &Tensor, reverse: bool) -> Dims {
+    Dims { steps: xp.dims()[0], batch: xp.dims()[1], hidden: h0.dims()[1], reverse }
+}
+
+/// The fused forward over contiguous CPU f32 / f64 tensors of one dtype (the caller checks).
+pub fn forward(
+    cell: Cell,
+    reverse: bool,
+    xp: &Tensor,
+    h0: &Tensor,
+    c0: Option<&Tensor>,
+    w_hh: &Tensor,
+    b_hh: Option<&Tensor>,
+) -> Result<Ran> {
+    match xp.dtype() {
+        DType::F32 => forward_t::<f32>(cell, reverse, xp, h0, c0, w_hh, b_hh),
+        DType::F64 => forward_t::<f64>(cell, reverse, xp, h0, c0, w_hh, b_hh),
+        dt => candle_core::bail!("[{}] the fused kernel takes float32 or float64, got {dt:?}", cell.layer()),
+    }
+}
+
+fn forward_t<T: Float>(
+    cell: Cell,
+    reverse: bool,
+    xp: &Tensor,
+    h0: &Tensor,
+    c0: Option<&Tensor>,
+    w_hh: &Tensor,
+    b_hh: Option<&Tensor>,
+) -> Result<Ran> {
+    let d = dims(xp, h0, reverse);
+    let (b, h) = (d.batch, d.hidden);
+    let (sx, sh, sw) = (xp.storage_and_layout().0, h0.storage_and_layout().0, w_hh.storage_and_layout().0);
+    let sc = c0.map(|c| c.storage_and_layout().0);
+    let sb = b_hh.map(|x| x.storage_and_layout().0);
+    let c0s = match (&sc, c0) {
+        (Some(s), Some(t)) => Some(slice::<T>(s, t)?),
+        _ => None,
+    };
+    let bs = match (&sb, b_hh) {
+        (Some(s), Some(t)) => Some(slice::<T>(s, t)?),
+        _ => None,
+    };
+    let r = Recurrence { cell, w_hh: slice(&sw, w_hh)?, b_hh: bs };
+    let f = kernel::forward(r, d, slice(&sx, xp)?, slice(&sh, h0)?, c0s);
+    let cpu = Device::Cpu;
+    let last = d.time(d.steps.saturating_sub(1));
+    let out = Tensor::from_vec(f.out, (d.steps, b, h), &cpu)?;
+    let h_n = out.get(last)?.copy()?;
+    let c_n = if cell == Cell::Lstm { Some(Tensor::from_vec(f.c_last, (b, h), &cpu)?) } else { None };
+    let kept = Tensor::from_vec(f.kept, (d.steps, b, cell.kept() * h), &cpu)?;
+    Ok(Ran { out, kept, h_n, c_n })
+}
+
+/// The gradients `backward` returns; `None` where not asked for.
+pub struct Grads {
+    pub xp: Tensor,
+    pub h0: Tensor,
+    pub c0: Option<Tensor>,
+    pub w_hh: Option<Tensor>,
+    pub b_hh: Option<Tensor>,
+}
+
+/// The gradients flowing into a run's three outputs (`None`: zero).
+pub struct Incoming<'a> {
+    pub out: Option<&'a Tensor>,
+    pub h_n: Option<&'a Tensor>,
+    pub c_n: Option<&'a Tensor>,
+}
+
+/// Backward through time of `forward` (`ran`: its `out` and `kept`), every tensor
+/// contiguous and of the forward's dtype; `weights` asks for the gradients of `W_hh`
+/// (and `b_hh` when there is one).
+#[allow(clippy::too_many_arguments)]
+pub fn backward(
+    cell: Cell,
+    reverse: bool,
+    (out, kept): (&Tensor, &Tensor),
+    h0: &Tensor,
+    c0: Option<&Tensor>,
+    w_hh: &Tensor,
+    b_hh: Option<&Tensor>,
+    up: Incoming<'_>,
+    weights: bool,
+) -> Result<Grads> {
+    match out.dtype() {
+        DType::F32 => backward_t::<f32>(cell, reverse, (out, kept), h0, c0, w_hh, b_hh, up, weights),
+        DType::F64 => backward_t::<f64>(cell, reverse, (out, kept), h0, c0, w_hh, b_hh, up, weights),
+        dt => candle_core::bail!("[{}] the fused kernel takes float32 or float64, got {dt:?}", cell.layer()),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn backward_t<T: Float>(
+    cell: Cell,
+    reverse: bool,
+    (out, kept): (&Tensor, &Tensor),
+    h0: &Tensor,
+    c0: Option<&Tensor>,
+    w_hh: &Tensor,
+    b_hh: Option<&Tensor>,
+    up: Incoming<'_>,
+    weights: bool,
+) -> Result<Grads> {
+    let d = Dims { steps: out.dims()[0], batch: out.dims()[1], hidden: h0.dims()[1], reverse };
+    let (b, h) = (d.batch, d.hidden);
+    let gh = cell.gates() * h;
+    let (so, sk, sh, sw) =
+        (out.storage_and_layout().0, kept.storage_and_layout().0, h0.storage_and_layout().0, w_hh.storage_and_layout().0);
+    let (sc, sb) = (c0.map(guard), b_hh.map(guard));
+    let (su, shn, scn) = (up.out.map(guard), up.h_n.map(guard), up.c_n.map(guard));
+    fn opt<'a, T: Float>(s: Option<&'a Storage>, t: Option<&Tensor>) -> Result<Option<&'a [T]>> {
+        match (s, t) {
+            (Some(s), Some(t)) => Ok(Some(slice::<T>(s, t)?)),
+            _ => Ok(None),
+        }
+    }
+    let r = Recurrence::<T> { cell, w_hh: slice(&sw, w_hh)?, b_hh: opt(sb.as_deref(), b_hh)? };
+    let incoming =
+        kernel::Upstream { out: opt(su.as_deref(), up.out)?, h_last: opt(shn.as_deref(), up.h_n)?, c_last: opt(scn.as_deref(), up.c_n)? };
+    let g = kernel::backward(r, d, (slice(&so, out)?, slice(&sk, kept)?), (slice(&sh, h0)?, opt(sc.as_deref(), c0)?), incoming, weights);
+    let cpu = Device::Cpu;
+    Ok(Grads {
+        xp: Tensor::from_vec(g.xp, (d.steps, b, gh), &cpu)?,
+        h0: Tensor::from_vec(g.h0, (b, h), &cpu)?,
+        c0: g.c0.map(|c| Tensor::from_vec(c, (b, h), &cpu)).transpose()?,
+        w_hh: g.w_hh.map(|w| Tensor::from_vec(w, (gh, h), &cpu)).transpose()?,
+        b_hh: g.b_hh.map(|x| Tensor::from_vec(x, gh, &cpu)).transpose()?,
+    })
+}
