@@ -21,6 +21,13 @@ from _harness import median_time, print_table, try_torch
 
 torch = try_torch()
 QUICK = "--quick" in sys.argv
+# `--only WORD`: only the rows whose name contains WORD.
+ONLY = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
+
+
+def _first(y: Any) -> Any:
+    """A recurrent layer's output sequence (it returns `(output, state)`)."""
+    return y[0] if isinstance(y, tuple) else y
 
 
 def _pair(name: str, shape: tuple, make_cp: Callable[[], Any], make_t: Optional[Callable[[], Any]], repeat: int):
@@ -34,14 +41,13 @@ def _pair(name: str, shape: tuple, make_cp: Callable[[], Any], make_t: Optional[
         with cp.no_grad():
             m(x)
 
-    y0 = m(x)
-    y0 = y0[0] if isinstance(y0, tuple) else y0
+    y0 = _first(m(x))
     g = cp.randn(*tuple(y0.shape))
 
     def c_bwd() -> None:
         m.zero_grad()
         xg.grad = None
-        y = m(xg)
+        y = _first(m(xg))
         (y * g).sum().backward()
 
     rows = [(f"{name} fwd", median_time(c_fwd, repeat=repeat)), (f"{name} fwd+bwd", median_time(c_bwd, repeat=repeat))]
@@ -62,11 +68,11 @@ def _pair(name: str, shape: tuple, make_cp: Callable[[], Any], make_t: Optional[
         def t_bwd() -> None:
             tm.zero_grad()
             txg.grad = None
-            (tm(txg) * tg).sum().backward()
+            (_first(tm(txg)) * tg).sum().backward()
 
         # Same numbers, or the timing is of the wrong thing.
         with torch.no_grad():
-            ty = tm(tx)
+            ty = _first(tm(tx))
         np.testing.assert_allclose(np.asarray(y0.detach()), ty.numpy(), atol=2e-3, rtol=2e-3)
         t_times = [median_time(t_fwd, repeat=repeat), median_time(t_bwd, repeat=repeat)]
     return [(n, c, t, "-") for (n, c), t in zip(rows, t_times)]
@@ -137,9 +143,20 @@ def main() -> None:
         (f"silu {b}x512x768", (b, 512, 768), lambda: nn.SiLU(), lambda: tn.SiLU()),
         (f"tanh {b}x512x768", (b, 512, 768), lambda: nn.Tanh(), lambda: tn.Tanh()),
         (f"softmax {b}x512x768, dim -1", (b, 512, 768), lambda: nn.Softmax(-1), lambda: tn.Softmax(-1)),
+        # Recurrent layers at a word-LM size (35 steps, batch 20, width 200).
+        ("lstm 2 layers 35x20x200", (35, 20, 200), lambda: nn.LSTM(200, 200, 2), lambda: tn.LSTM(200, 200, 2)),
+        (
+            "gru bidirectional 35x20x200",
+            (35, 20, 200),
+            lambda: nn.GRU(200, 200, bidirectional=True),
+            lambda: tn.GRU(200, 200, bidirectional=True),
+        ),
+        ("rnn tanh 35x20x200", (35, 20, 200), lambda: nn.RNN(200, 200), lambda: tn.RNN(200, 200)),
     ]
     rows = []
     for name, shape, mk_cp, mk_t in cases:
+        if ONLY is not None and ONLY not in name:
+            continue
         try:
             rows += _pair(name, shape, mk_cp, mk_t if torch else None, repeat=3 if QUICK else 5)
         except Exception as e:  # a missing layer elsewhere must not hide the others
