@@ -52,7 +52,9 @@ pub fn scan(cell: Cell, reverse: bool, ins: &Inputs) -> Result<Scanned> {
     let cont = |v: &Value| v.data.contiguous();
     let c0 = ins.c0.as_ref().map(cont).transpose()?;
     let b_hh = ins.b_hh.as_ref().map(cont).transpose()?;
-    let ran = kernel::forward(cell, reverse, &cont(&ins.xp)?, &cont(&ins.h0)?, c0.as_ref(), &cont(&ins.w_hh)?, b_hh.as_ref())?;
+    let (h0, w_hh) = (cont(&ins.h0)?, cont(&ins.w_hh)?);
+    let layer = kernel::Layer { cell, reverse, h0: &h0, c0: c0.as_ref(), w_hh: &w_hh, b_hh: b_hh.as_ref() };
+    let ran = kernel::forward(&layer, &cont(&ins.xp)?)?;
     if !records(&list) {
         return Ok(Scanned { out: Value::plain(ran.out), h_n: Value::plain(ran.h_n), c_n: ran.c_n.map(Value::plain) });
     }
@@ -136,17 +138,10 @@ impl Node for ScanNode {
         let b_hh = ins.b_hh.as_ref().map(cont).transpose()?;
         let w_idx = if has_c0 { 3 } else { 2 };
         let weights = needs[w_idx] || (has_b && needs[n - 1]);
-        let gr = kernel::backward(
-            self.cell,
-            self.reverse,
-            (&out.data, &kept),
-            &cont(&ins.h0)?,
-            c0.as_ref(),
-            &cont(&ins.w_hh)?,
-            b_hh.as_ref(),
-            Incoming { out: gout.as_ref(), h_n: ghn.as_ref(), c_n: gcn.as_ref() },
-            weights,
-        )?;
+        let (h0, w_hh) = (cont(&ins.h0)?, cont(&ins.w_hh)?);
+        let layer = kernel::Layer { cell: self.cell, reverse: self.reverse, h0: &h0, c0: c0.as_ref(), w_hh: &w_hh, b_hh: b_hh.as_ref() };
+        let up = Incoming { out: gout.as_ref(), h_n: ghn.as_ref(), c_n: gcn.as_ref() };
+        let gr = kernel::backward(&layer, (&out.data, &kept), up, weights)?;
         let mut res = vec![Some(gr.xp), Some(gr.h0)];
         if has_c0 {
             res.push(gr.c0);

@@ -288,6 +288,39 @@ thread_local! {
     static PACK: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
+/// Multiply a packed left block (`rows` rows, `MR x kc` strips in `pa`) by the packed
+/// right strips `t0..t1` at `pb` (strip t covers columns `t * NR..`, the last ending at
+/// column `c_end`) into `dst` (its row 0, column 0 of strip 0; rows `rs` apart).
+///
+/// # Safety
+/// The CPU has `K`'s features; `pa` holds the block's strips, `pb` strips `..t1`
+/// (`kc * NR` floats each); the destination tiles are writable (initialized unless
+/// `overwrite`) and accessed by no other thread.
+#[allow(clippy::too_many_arguments)]
+unsafe fn tiles<K: Kernel>(
+    kc: usize,
+    pa: &[f32],
+    pb: *const f32,
+    rows: usize,
+    (t0, t1): (usize, usize),
+    c_end: usize,
+    (dst, rs): (*mut f32, isize),
+    beta: f32,
+    overwrite: bool,
+) {
+    for t in t0..t1 {
+        let nr = (c_end - t * K::NR).min(K::NR);
+        for s in 0..rows.div_ceil(K::MR) {
+            let mr = (rows - s * K::MR).min(K::MR);
+            // SAFETY: the caller's contract covers each strip pair and destination tile.
+            unsafe {
+                let c = dst.offset((s * K::MR) as isize * rs + (t * K::NR) as isize);
+                K::tile(kc, pa.as_ptr().add(s * K::MR * kc), pb.add(t * K::NR * kc), c, rs, mr, nr, beta, overwrite);
+            }
+        }
+    }
+}
+
 /// One job: destination rows `r0..r1` and columns `c0..c1`, over the whole depth.
 /// Each packed right block serves every row of the job (BLIS's loop order: the right
 /// operand's packing is paid once per job, the left one's once per column block).
@@ -329,27 +362,11 @@ unsafe fn job<K: Kernel, R: Right + ?Sized>(
                     }
                     // SAFETY: the block is inside `a`.
                     unsafe { pack_left(K::MR, a, (rb, rows), (p0, kc), pa) };
-                    for t in 0..cols.div_ceil(K::NR) {
-                        let nr = (cols - t * K::NR).min(K::NR);
-                        for s in 0..rows.div_ceil(K::MR) {
-                            let mr = (rows - s * K::MR).min(K::MR);
-                            // SAFETY: the strips were packed above; the tile's rows rb + s*MR..
-                            // and columns cb + t*NR.. are inside this job's block of `dst`.
-                            unsafe {
-                                let c = dst.ptr().offset((rb + s * K::MR) as isize * dst_rs + (cb + t * K::NR) as isize);
-                                K::tile(
-                                    kc,
-                                    pa.as_ptr().add(s * K::MR * kc),
-                                    pb.as_ptr().add(t * K::NR * kc),
-                                    c,
-                                    dst_rs,
-                                    mr,
-                                    nr,
-                                    beta,
-                                    overwrite,
-                                );
-                            }
-                        }
+                    // SAFETY: the strips were packed above; the tiles cover rows rb..rb + rows
+                    // and columns cb..cb + cols, inside this job's block of `dst`.
+                    unsafe {
+                        let c = dst.ptr().offset(rb as isize * dst_rs + cb as isize);
+                        tiles::<K>(kc, pa, pb.as_ptr(), rows, (0, cols.div_ceil(K::NR)), cols, (c, dst_rs), beta, overwrite);
                     }
                 }
             }
@@ -550,29 +567,12 @@ impl Packed {
                     }
                     // SAFETY: rows rb..rb + rows, depth p0..p0 + kc are inside `a`.
                     unsafe { pack_left(K::MR, a, (rb, rows), (p0, kc), pa) };
-                    for t in c0 / K::NR..c1.div_ceil(K::NR) {
-                        let nr = (c1 - t * K::NR).min(K::NR);
-                        for s in 0..rows.div_ceil(K::MR) {
-                            let mr = (rows - s * K::MR).min(K::MR);
-                            // SAFETY: strip t of this depth block holds kc x NR packed floats;
-                            // the tile's rows and columns (t*NR..t*NR + nr <= c1) are the
-                            // caller's writable block of `dst`.
-                            unsafe {
-                                let c = dst.offset((rb + s * K::MR) as isize * dst_rs + (t * K::NR) as isize);
-                                let overwrite = p0 == 0 && !read_dst;
-                                K::tile(
-                                    kc,
-                                    pa.as_ptr().add(s * K::MR * kc),
-                                    block.as_ptr().add(t * K::NR * kc),
-                                    c,
-                                    dst_rs,
-                                    mr,
-                                    nr,
-                                    beta,
-                                    overwrite,
-                                );
-                            }
-                        }
+                    // SAFETY: strip t of this depth block holds kc x NR packed floats; the
+                    // tiles cover rows rb..rb + rows and columns c0..c1, the caller's block.
+                    unsafe {
+                        let c = dst.offset(rb as isize * dst_rs);
+                        let overwrite = p0 == 0 && !read_dst;
+                        tiles::<K>(kc, pa, block.as_ptr(), rows, (c0 / K::NR, c1.div_ceil(K::NR)), c1, (c, dst_rs), beta, overwrite);
                     }
                 }
             }

@@ -101,32 +101,29 @@ fn dims(xp: &Tensor, h0: &Tensor, reverse: bool) -> Dims {
     Dims { steps: xp.dims()[0], batch: xp.dims()[1], hidden: h0.dims()[1], reverse }
 }
 
-/// The fused forward over contiguous CPU f32 / f64 tensors of one dtype (the caller checks).
-pub fn forward(
-    cell: Cell,
-    reverse: bool,
-    xp: &Tensor,
-    h0: &Tensor,
-    c0: Option<&Tensor>,
-    w_hh: &Tensor,
-    b_hh: Option<&Tensor>,
-) -> Result<Ran> {
+/// One direction's recurrence as the fused kernels take it: contiguous CPU tensors of
+/// one dtype, float32 or float64 (the caller checks).
+pub struct Layer<'a> {
+    pub cell: Cell,
+    pub reverse: bool,
+    pub h0: &'a Tensor,
+    /// LSTM only.
+    pub c0: Option<&'a Tensor>,
+    pub w_hh: &'a Tensor,
+    pub b_hh: Option<&'a Tensor>,
+}
+
+/// The fused forward of `l` over the input projection `xp` (steps, batch, gates * hidden).
+pub fn forward(l: &Layer<'_>, xp: &Tensor) -> Result<Ran> {
     match xp.dtype() {
-        DType::F32 => forward_t::<f32>(cell, reverse, xp, h0, c0, w_hh, b_hh),
-        DType::F64 => forward_t::<f64>(cell, reverse, xp, h0, c0, w_hh, b_hh),
-        dt => candle_core::bail!("[{}] the fused kernel takes float32 or float64, got {dt:?}", cell.layer()),
+        DType::F32 => forward_t::<f32>(l, xp),
+        DType::F64 => forward_t::<f64>(l, xp),
+        dt => candle_core::bail!("[{}] the fused kernel takes float32 or float64, got {dt:?}", l.cell.layer()),
     }
 }
 
-fn forward_t<T: Float>(
-    cell: Cell,
-    reverse: bool,
-    xp: &Tensor,
-    h0: &Tensor,
-    c0: Option<&Tensor>,
-    w_hh: &Tensor,
-    b_hh: Option<&Tensor>,
-) -> Result<Ran> {
+fn forward_t<T: Float>(l: &Layer<'_>, xp: &Tensor) -> Result<Ran> {
+    let Layer { cell, reverse, h0, c0, w_hh, b_hh } = *l;
     let d = dims(xp, h0, reverse);
     let (b, h) = (d.batch, d.hidden);
     let (sx, sh, sw) = (xp.storage_and_layout().0, h0.storage_and_layout().0, w_hh.storage_and_layout().0);
@@ -170,37 +167,16 @@ pub struct Incoming<'a> {
 /// Backward through time of `forward` (`ran`: its `out` and `kept`), every tensor
 /// contiguous and of the forward's dtype; `weights` asks for the gradients of `W_hh`
 /// (and `b_hh` when there is one).
-#[allow(clippy::too_many_arguments)]
-pub fn backward(
-    cell: Cell,
-    reverse: bool,
-    (out, kept): (&Tensor, &Tensor),
-    h0: &Tensor,
-    c0: Option<&Tensor>,
-    w_hh: &Tensor,
-    b_hh: Option<&Tensor>,
-    up: Incoming<'_>,
-    weights: bool,
-) -> Result<Grads> {
-    match out.dtype() {
-        DType::F32 => backward_t::<f32>(cell, reverse, (out, kept), h0, c0, w_hh, b_hh, up, weights),
-        DType::F64 => backward_t::<f64>(cell, reverse, (out, kept), h0, c0, w_hh, b_hh, up, weights),
-        dt => candle_core::bail!("[{}] the fused kernel takes float32 or float64, got {dt:?}", cell.layer()),
+pub fn backward(l: &Layer<'_>, ran: (&Tensor, &Tensor), up: Incoming<'_>, weights: bool) -> Result<Grads> {
+    match ran.0.dtype() {
+        DType::F32 => backward_t::<f32>(l, ran, up, weights),
+        DType::F64 => backward_t::<f64>(l, ran, up, weights),
+        dt => candle_core::bail!("[{}] the fused kernel takes float32 or float64, got {dt:?}", l.cell.layer()),
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn backward_t<T: Float>(
-    cell: Cell,
-    reverse: bool,
-    (out, kept): (&Tensor, &Tensor),
-    h0: &Tensor,
-    c0: Option<&Tensor>,
-    w_hh: &Tensor,
-    b_hh: Option<&Tensor>,
-    up: Incoming<'_>,
-    weights: bool,
-) -> Result<Grads> {
+fn backward_t<T: Float>(l: &Layer<'_>, (out, kept): (&Tensor, &Tensor), up: Incoming<'_>, weights: bool) -> Result<Grads> {
+    let Layer { cell, reverse, h0, c0, w_hh, b_hh } = *l;
     let d = Dims { steps: out.dims()[0], batch: out.dims()[1], hidden: h0.dims()[1], reverse };
     let (b, h) = (d.batch, d.hidden);
     let gh = cell.gates() * h;
