@@ -553,3 +553,43 @@ def test_global_average_pool_is_the_plane_mean() -> None:
     # Rows 2..5 of a 7-row plane: one run too, with padding counted as PyTorch counts it.
     y2 = F.avg_pool2d(cp.from_numpy(x), (4, 6), stride=(3, 6))
     np.testing.assert_allclose(np.asarray(y2)[:, :, 1, 0], x[:, :, 3:7, :].mean(axis=(2, 3)), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["implicit", "depthwise", "transposed"],
+)
+def test_nan_inf_and_empty_follow_the_float64_path(kind: str) -> None:
+    """The float32 fast paths (implicit GEMM for output rows of 16+, the depthwise loops,
+    the stride-1 transposed convolution as a flipped forward) put NaN and inf where the
+    float64 path (im2col + GEMM) does, forward and backward; an empty batch gives an
+    empty result and zero weight gradients."""
+    rng = np.random.default_rng(3)
+    groups, cin, cout = (8, 8, 8) if kind == "depthwise" else (1, 4, 6)
+    x = rng.standard_normal((2, cin, 20, 20)).astype(np.float32)
+    x[0, 0, 5, 7] = np.nan
+    x[1, 1 % cin, 10, 3] = np.inf
+    x[1, 2 % cin, 0, 0] = -np.inf
+    w_shape = (cin, cout // groups, 3, 3) if kind == "transposed" else (cout, cin // groups, 3, 3)
+    w = (rng.standard_normal(w_shape) * 0.3).astype(np.float32)
+
+    def run(dtype: Any, xa: np.ndarray) -> tuple:
+        xt = cp.tensor(xa, dtype=dtype).requires_grad_()
+        wt = cp.tensor(w, dtype=dtype).requires_grad_()
+        if kind == "transposed":
+            y = F.conv_transpose2d(xt, wt, padding=1)
+        else:
+            y = F.conv2d(xt, wt, padding=1, groups=groups)
+        y.backward(cp.ones_like(y))
+        return y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()
+
+    for got, want in zip(run(cp.float32, x), run(cp.float64, x)):
+        assert got.shape == want.shape
+        assert (np.isnan(got) == np.isnan(want)).all()
+        assert (np.isposinf(got) == np.isposinf(want)).all() and (np.isneginf(got) == np.isneginf(want)).all()
+        fin = np.isfinite(want)
+        assert fin.any()
+        np.testing.assert_allclose(got[fin], want[fin], rtol=1e-4, atol=1e-4)
+    y, gx, gw = run(cp.float32, x[:0])
+    assert y.shape[0] == 0 and gx.shape == (0, cin, 20, 20)
+    assert (gw == 0).all()
