@@ -283,6 +283,8 @@ pub fn backward<T: Float>(
     let rows = d.steps * b;
     assert!(out.len() == rows * h && kept.len() == rows * kw && h0.len() == b * h);
     assert!(up.out.is_none_or(|x| x.len() == rows * h) && up.h_last.is_none_or(|x| x.len() == b * h));
+    assert!(up.c_last.is_none_or(|x| x.len() == b * h) && r.w_hh.len() == gh * h);
+    assert!(r.cell != Cell::Lstm || c0.is_some_and(|c| c.len() == b * h), "an LSTM's backward needs c0");
     // The gradients of the gates' pre-activations, on the hidden side (`dgh`, what
     // multiplies W_hh) and the input side (`dgx`): equal but for GRU's new gate,
     // whose hidden part is scaled by r.
