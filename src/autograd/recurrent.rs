@@ -22,21 +22,44 @@ pub struct Scanned {
 }
 
 /// The inputs of one direction: `xp = x W_ih^T + b_ih` for every step (steps, batch,
-/// gates * hidden), the initial state, and the recurrent weights.
+/// gates * hidden), the initial state, and the recurrent weights. The node's edges,
+/// gradients and input flags use the same shape (`V` a gradient or a flag), so their
+/// order lives in `list` / `from_list` only.
 #[derive(Clone)]
-pub struct Inputs {
-    pub xp: Value,
-    pub h0: Value,
+pub struct Inputs<V = Value> {
+    pub xp: V,
+    pub h0: V,
     /// LSTM only.
-    pub c0: Option<Value>,
-    pub w_hh: Value,
-    pub b_hh: Option<Value>,
+    pub c0: Option<V>,
+    pub w_hh: V,
+    pub b_hh: Option<V>,
 }
 
-impl Inputs {
-    /// The inputs present, in edge order (xp, h0, c0, w_hh, b_hh).
-    fn list(&self) -> Vec<&Value> {
+impl<V> Inputs<V> {
+    /// The entries present, in edge order (xp, h0, c0, w_hh, b_hh).
+    pub fn list(&self) -> Vec<&V> {
         [Some(&self.xp), Some(&self.h0), self.c0.as_ref(), Some(&self.w_hh), self.b_hh.as_ref()].into_iter().flatten().collect()
+    }
+
+    /// `list`'s order, owned.
+    fn into_list(self) -> Vec<V> {
+        [Some(self.xp), Some(self.h0), self.c0, Some(self.w_hh), self.b_hh].into_iter().flatten().collect()
+    }
+
+    /// Which optional entries are present: (c0, b_hh).
+    fn optional(&self) -> (bool, bool) {
+        (self.c0.is_some(), self.b_hh.is_some())
+    }
+
+    /// Rebuild from `list`'s order, `(has_c0, has_b)` saying which optional entries it holds.
+    fn from_list((has_c0, has_b): (bool, bool), v: Vec<V>) -> Inputs<V> {
+        let mut it = v.into_iter();
+        let mut next = || it.next().expect("one entry per edge");
+        let (xp, h0) = (next(), next());
+        let c0 = has_c0.then(&mut next);
+        let w_hh = next();
+        let b_hh = has_b.then(&mut next);
+        Inputs { xp, h0, c0, w_hh, b_hh }
     }
 }
 
@@ -60,21 +83,16 @@ pub fn scan(cell: Cell, reverse: bool, ins: &Inputs) -> Result<Scanned> {
     }
     let edges: Vec<Option<Edge>> = list.iter().map(|v| v.edge()).collect();
     let out = Value::plain(ran.out);
-    let saved = State { inputs: list.iter().map(|v| Saved::input(v)).collect(), out: Saved::output(&out, 0), kept: ran.kept };
+    let inputs = Inputs::from_list(ins.optional(), list.iter().map(|v| Saved::input(v)).collect());
+    let saved = State { inputs, out: Saved::output(&out, 0), kept: ran.kept };
     let outputs = if cell == Cell::Lstm { 3 } else { 2 };
-    let node: Arc<dyn Node> = Arc::new(ScanNode {
-        cell,
-        reverse,
-        shape: (ins.c0.is_some(), ins.b_hh.is_some()),
-        base: NodeBase::new(edges, outputs),
-        saved: Mutex::new(Some(saved)),
-    });
+    let node: Arc<dyn Node> = Arc::new(ScanNode { cell, reverse, base: NodeBase::new(edges, outputs), saved: Mutex::new(Some(saved)) });
     let with = |v: Value, nr: usize| Value { meta: Some(Meta::non_leaf(node.clone(), nr)), ..v };
     Ok(Scanned { out: with(out, 0), h_n: with(Value::plain(ran.h_n), 1), c_n: ran.c_n.map(|c| with(Value::plain(c), 2)) })
 }
 
 struct State {
-    inputs: Vec<Saved>,
+    inputs: Inputs<Saved>,
     out: Saved,
     kept: Tensor,
 }
@@ -82,8 +100,6 @@ struct State {
 struct ScanNode {
     cell: Cell,
     reverse: bool,
-    /// (has c0, has b_hh): the edges are xp, h0, [c0], w_hh, [b_hh].
-    shape: (bool, bool),
     base: NodeBase,
     saved: Mutex<Option<State>>,
 }
@@ -107,50 +123,39 @@ impl Node for ScanNode {
         &self.base
     }
     fn apply(&self, grads: Vec<Option<Value>>) -> Result<Vec<Option<Value>>> {
-        let n = self.base.next.len();
         if grads.iter().all(|g| g.is_none()) {
-            return Ok(vec![None; n]);
+            return Ok(vec![None; self.base.next.len()]);
         }
         let name = self.name_of();
-        let (vals, out, kept) = {
+        let (ins, out, kept) = {
             let s = lock(&self.saved);
             let Some(s) = s.as_ref() else { return Err(freed_err()) };
-            let vals = s.inputs.iter().map(|v| v.unpack(name)).collect::<Result<Vec<_>>>()?;
-            (vals, s.out.unpack(name)?, s.kept.clone())
+            let vals = s.inputs.list().iter().map(|v| v.unpack(name)).collect::<Result<Vec<_>>>()?;
+            (Inputs::from_list(s.inputs.optional(), vals), s.out.unpack(name)?, s.kept.clone())
         };
-        let (has_c0, has_b) = self.shape;
-        let template = Inputs {
-            xp: vals[0].clone(),
-            h0: vals[1].clone(),
-            c0: has_c0.then(|| vals[2].clone()),
-            w_hh: vals[if has_c0 { 3 } else { 2 }].clone(),
-            b_hh: has_b.then(|| vals[vals.len() - 1].clone()),
-        };
-        let needs: Vec<bool> = self.base.next.iter().map(|e| e.is_some()).collect();
-        if grad_enabled() && (grads.iter().flatten().any(|g| g.requires_grad()) || vals.iter().any(|v| v.requires_grad())) {
-            return self.double(&template, &grads, &needs);
+        let needs = Inputs::from_list(ins.optional(), self.base.next.iter().map(|e| e.is_some()).collect());
+        if grad_enabled() && (grads.iter().flatten().any(|g| g.requires_grad()) || ins.list().iter().any(|v| v.requires_grad())) {
+            return self.double(&ins, &grads, &needs.into_list());
         }
-        let ins = template;
         let g = |i: usize| grads.get(i).cloned().flatten().map(|g| g.data.contiguous()).transpose();
         let (gout, ghn, gcn) = (g(0)?, g(1)?, g(2)?);
         let cont = |v: &Value| v.data.contiguous();
         let c0 = ins.c0.as_ref().map(cont).transpose()?;
         let b_hh = ins.b_hh.as_ref().map(cont).transpose()?;
-        let w_idx = if has_c0 { 3 } else { 2 };
-        let weights = needs[w_idx] || (has_b && needs[n - 1]);
+        let weights = needs.w_hh || needs.b_hh == Some(true);
         let (h0, w_hh) = (cont(&ins.h0)?, cont(&ins.w_hh)?);
         let layer = kernel::Layer { cell: self.cell, reverse: self.reverse, h0: &h0, c0: c0.as_ref(), w_hh: &w_hh, b_hh: b_hh.as_ref() };
         let up = Incoming { out: gout.as_ref(), h_n: ghn.as_ref(), c_n: gcn.as_ref() };
         let gr = kernel::backward(&layer, (&out.data, &kept), up, weights)?;
-        let mut res = vec![Some(gr.xp), Some(gr.h0)];
-        if has_c0 {
-            res.push(gr.c0);
-        }
-        res.push(gr.w_hh);
-        if has_b {
-            res.push(gr.b_hh);
-        }
-        Ok(res.into_iter().zip(&needs).map(|(g, &need)| if need { g.map(Value::plain) } else { None }).collect())
+        let got = Inputs {
+            xp: Some(gr.xp),
+            h0: Some(gr.h0),
+            c0: ins.c0.as_ref().map(|_| gr.c0),
+            w_hh: gr.w_hh,
+            b_hh: ins.b_hh.as_ref().map(|_| gr.b_hh),
+        };
+        let need = needs.into_list();
+        Ok(got.into_list().into_iter().zip(need).map(|(g, need)| if need { g.map(Value::plain) } else { None }).collect())
     }
     fn release(&self) {
         *lock(&self.saved) = None;

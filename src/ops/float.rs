@@ -170,3 +170,11 @@ impl Float for f64 {
         None
     }
 }
+
+/// `v` viewed as f32 when `T` is f32 (the same slice, no copy), None otherwise: how a
+/// generic kernel hands its data to an f32-only path (our GEMM, AVX-512 attention).
+pub(crate) fn as_f32<T: Float>(v: &[T]) -> Option<&[f32]> {
+    // SAFETY: `T` is f32 (same type id), so the slice is a slice of f32.
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
+        .then(|| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len()) })
+}

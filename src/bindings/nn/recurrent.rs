@@ -37,9 +37,14 @@ fn _rnn_scan(
     let (xv, dt) = xp.get().v_dt();
     let ins =
         Inputs { xp: xv, h0: h0.get().v(), c0: c0.map(|c| c.get().v()), w_hh: weight_hh.get().v(), b_hh: bias_hh.map(|b| b.get().v()) };
-    let list = [Some(&ins.xp), Some(&ins.h0), ins.c0.as_ref(), Some(&ins.w_hh), ins.b_hh.as_ref()];
-    let names = ["input projection", "h0", "c0", "weight_hh", "bias_hh"];
-    let present: Vec<(&str, &crate::autograd::Value)> = names.iter().zip(list).filter_map(|(n, v)| Some((*n, v?))).collect();
+    let names = Inputs {
+        xp: "input projection",
+        h0: "h0",
+        c0: ins.c0.as_ref().map(|_| "c0"),
+        w_hh: "weight_hh",
+        b_hh: ins.b_hh.as_ref().map(|_| "bias_hh"),
+    };
+    let present: Vec<(&str, &crate::autograd::Value)> = names.list().into_iter().copied().zip(ins.list()).collect();
     if !ins.xp.data.dtype().is_float() || present.iter().any(|(_, v)| v.data.dtype() != ins.xp.data.dtype()) {
         let name = |d| crate::dtype::DT::of_candle(d).map_or_else(|| format!("{d:?}"), |t| t.name().to_string());
         let got: Vec<String> = present.iter().map(|(n, v)| format!("{n} {}", name(v.data.dtype()))).collect();

@@ -2,6 +2,7 @@
 use super::microkernel::*;
 use super::rows::*;
 use super::*;
+use crate::ops::float::as_f32;
 use crate::ops::vector::{axpy, dot};
 
 /// Per-thread scratch of the forward.
@@ -67,17 +68,15 @@ pub(crate) unsafe fn dot_f32_avx2(a: &[f32], b: &[f32]) -> f32 {
 #[inline(always)]
 pub(crate) fn dot_any<T: Float, const FMA: bool>(a: &[T], b: &[T]) -> T {
     #[cfg(target_arch = "x86_64")]
-    if FMA && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
-        // SAFETY: T is f32 (checked), so the casts view the same memory at its own
-        // type; FMA is true only in `fwd_task_avx2` / `fwd_task_avx512`, which run
-        // where `simd_level()` found AVX2 and FMA.
-        unsafe {
-            let (a32, b32) = (
-                std::slice::from_raw_parts(a.as_ptr() as *const f32, a.len()),
-                std::slice::from_raw_parts(b.as_ptr() as *const f32, b.len()),
-            );
-            let r = dot_f32_avx2(a32, b32);
-            return *(&r as *const f32 as *const T);
+    if FMA {
+        if let (Some(a32), Some(b32)) = (as_f32(a), as_f32(b)) {
+            // SAFETY: FMA is true only in `fwd_task_avx2` / `fwd_task_avx512`, which run
+            // where `simd_level()` found AVX2 and FMA; T is f32 (`as_f32` said so), so
+            // the result is read back at its own type.
+            return unsafe {
+                let r = dot_f32_avx2(a32, b32);
+                *(&r as *const f32 as *const T)
+            };
         }
     }
     dot(a, b)

@@ -4,9 +4,9 @@
 //! The input projection of every step (`x_t W_ih^T + b_ih`, the `xp` argument) is one
 //! GEMM done by the caller; what stays sequential is, per step, the small product
 //! `h_{t-1} W_hh^T` and the gate math. Composed from tensor ops, each step cost a dozen
-//! graph nodes forward and as many backward; here a step is one GEMM per gate and one
-//! pass over the gates, and the backward keeps its state in two `batch x hidden`
-//! buffers. The weight gradient of `W_hh` is one GEMM over all steps at the end.
+//! graph nodes forward and as many backward; here a step is one product per thread
+//! and one pass over the gates, and the backward keeps its state in two
+//! `batch x hidden` buffers. The weight gradient of `W_hh` is one GEMM over all steps at the end.
 //!
 //! Threads: the hidden units are split into one slice per thread, each thread computing
 //! its slice's gate columns and cell states at every step (its rows of `W_hh` stay in
@@ -20,12 +20,11 @@
 //! the direction.
 use super::gates::{self, BwdRow, FwdRow};
 use super::{Cell, Dims};
-use crate::ops::float::Float;
+use crate::ops::float::{as_f32, Float};
 use crate::ops::gemm::{gemm, Parallelism};
 use crate::ops::parallel::{par_gemm, SyncPtr};
 use crate::ops::sgemm::{Mat, Packed, Right};
 use crate::ops::team;
-use std::any::TypeId;
 use std::array::from_fn;
 
 /// The weights of the recurrence.
@@ -42,8 +41,6 @@ pub struct Forward<T> {
     pub out: Vec<T>,
     /// `Cell::kept` floats per (step, sample, hidden unit), (steps, batch, kept * hidden).
     pub kept: Vec<T>,
-    /// The last step's cell state (LSTM; empty otherwise).
-    pub c_last: Vec<T>,
 }
 
 /// One thread's share of a step: hidden units `j0..j1`, and where their gate columns
@@ -97,14 +94,6 @@ fn each(parts: &[Part], f: &(dyn Fn(Part) + Sync)) {
     }
 }
 
-/// `v` as f32 when `T` is f32: the products then run on `ops::sgemm` with the
-/// weight packed once for all steps (the `gemm` crate took 130-160 us for one step's
-/// 20 x 200 x 800 product on one AVX-512 core, torch 40-50).
-fn as_f32<T: Float>(v: &[T]) -> Option<&[f32]> {
-    // SAFETY: `T` is f32 (same type id), so the slice is a slice of f32.
-    (TypeId::of::<T>() == TypeId::of::<f32>()).then(|| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len()) })
-}
-
 /// `W_hh^T` (hidden x gates * hidden) with its columns laid out as `Part` says: the
 /// forward's right operand, packed once.
 struct GateColumns<'a> {
@@ -151,6 +140,9 @@ pub fn forward<T: Float>(r: Recurrence<'_, T>, d: Dims, xp: &[T], h0: &[T], c0: 
     let (parts, width) = parts(g, h, b);
     // The product h_{t-1} W_hh^T of the current step, (batch, width) laid out by `Part`.
     let mut pre = vec![T::ZERO; b * width];
+    // f32: the products run on `ops::sgemm` with the weight packed once for all steps
+    // (the `gemm` crate took 130-160 us for one step's 20 x 200 x 800 product on one
+    // AVX-512 core, torch 40-50).
     let packed = as_f32(r.w_hh).and_then(|w| {
         let cols = GateColumns { w, h, parts: &parts, gates: g };
         // SAFETY: `GateColumns` packs any block of its h x width extent.
@@ -184,7 +176,7 @@ pub fn forward<T: Float>(r: Recurrence<'_, T>, d: Dims, xp: &[T], h0: &[T], c0: 
                         let w = r.w_hh.as_ptr().add((q * h + pt.j0) * h);
                         let dst = pp.ptr().add(pt.col + q * pt.units());
                         gemm(
-                            (b, pt.j1 - pt.j0, h),
+                            (b, pt.units(), h),
                             dst,
                             width as isize,
                             false,
@@ -200,7 +192,7 @@ pub fn forward<T: Float>(r: Recurrence<'_, T>, d: Dims, xp: &[T], h0: &[T], c0: 
                     (Cell::Lstm, None) => c0.map_or(std::ptr::null(), |c| c.as_ptr()),
                     _ => std::ptr::null(),
                 };
-                let n = pt.j1 - pt.j0;
+                let n = pt.units();
                 for i in 0..b {
                     let (row, j0) = (t * b + i, pt.j0);
                     let (x, p) = (xp.as_ptr().add(row * gh + j0), pp.ptr().add(i * width + pt.col) as *const T);
@@ -222,12 +214,7 @@ pub fn forward<T: Float>(r: Recurrence<'_, T>, d: Dims, xp: &[T], h0: &[T], c0: 
             }
         });
     }
-    let mut c_last = Vec::new();
-    if r.cell == Cell::Lstm && d.steps > 0 {
-        let t = d.time(d.steps - 1);
-        c_last = (0..b).flat_map(|i| kept[(t * b + i) * kw + 4 * h..(t * b + i) * kw + 5 * h].iter().copied()).collect();
-    }
-    Forward { out, kept, c_last }
+    Forward { out, kept }
 }
 
 /// `n` floats at `p`.
@@ -316,7 +303,7 @@ pub fn backward<T: Float>(
                 pk.mul(b, ptr.2.ptr() as *mut f32, h as isize, gru, a, (pt.j0, pt.j1), 1.0);
             } else {
                 let (dst, w) = (ptr.2.ptr().add(pt.j0), r.w_hh.as_ptr().add(pt.j0));
-                gemm((b, pt.j1 - pt.j0, gh), dst, h as isize, gru, (lhs, gh as isize, 1), (w, h as isize, 1), T::ONE, Parallelism::None)
+                gemm((b, pt.units(), gh), dst, h as isize, gru, (lhs, gh as isize, 1), (w, h as isize, 1), T::ONE, Parallelism::None)
             }
         }
     };
@@ -331,7 +318,7 @@ pub fn backward<T: Float>(
             // SAFETY: this task reads and writes only units j0..j1 of `dh`, `dc` and
             // of step t's rows of `dgh` / `dgx`; the forward's buffers are read only.
             unsafe {
-                let n = pt.j1 - pt.j0;
+                let n = pt.units();
                 for i in 0..b {
                     let (row, j0) = (t * b + i, pt.j0);
                     let (hp, cp): (*const T, *const T) = match prev {

@@ -96,9 +96,18 @@ fn guard(t: &Tensor) -> impl std::ops::Deref<Target = Storage> + '_ {
     t.storage_and_layout().0
 }
 
-/// The dimensions of a run from `xp` (steps, batch, gates * hidden) and `h0`.
-fn dims(xp: &Tensor, h0: &Tensor, reverse: bool) -> Dims {
-    Dims { steps: xp.dims()[0], batch: xp.dims()[1], hidden: h0.dims()[1], reverse }
+/// `slice` of an optional tensor (c0, a bias, an upstream gradient).
+fn opt<'a, T: Float>(s: Option<&'a Storage>, t: Option<&Tensor>) -> Result<Option<&'a [T]>> {
+    match (s, t) {
+        (Some(s), Some(t)) => Ok(Some(slice::<T>(s, t)?)),
+        _ => Ok(None),
+    }
+}
+
+/// The dimensions of a run from a (steps, batch, ...) tensor (`xp`, or the forward's
+/// `out`) and `h0`.
+fn dims(seq: &Tensor, h0: &Tensor, reverse: bool) -> Dims {
+    Dims { steps: seq.dims()[0], batch: seq.dims()[1], hidden: h0.dims()[1], reverse }
 }
 
 /// One direction's recurrence as the fused kernels take it: contiguous CPU tensors of
@@ -126,25 +135,17 @@ fn forward_t<T: Float>(l: &Layer<'_>, xp: &Tensor) -> Result<Ran> {
     let Layer { cell, reverse, h0, c0, w_hh, b_hh } = *l;
     let d = dims(xp, h0, reverse);
     let (b, h) = (d.batch, d.hidden);
-    let (sx, sh, sw) = (xp.storage_and_layout().0, h0.storage_and_layout().0, w_hh.storage_and_layout().0);
-    let sc = c0.map(|c| c.storage_and_layout().0);
-    let sb = b_hh.map(|x| x.storage_and_layout().0);
-    let c0s = match (&sc, c0) {
-        (Some(s), Some(t)) => Some(slice::<T>(s, t)?),
-        _ => None,
-    };
-    let bs = match (&sb, b_hh) {
-        (Some(s), Some(t)) => Some(slice::<T>(s, t)?),
-        _ => None,
-    };
-    let r = Recurrence { cell, w_hh: slice(&sw, w_hh)?, b_hh: bs };
-    let f = kernel::forward(r, d, slice(&sx, xp)?, slice(&sh, h0)?, c0s);
+    let (sx, sh, sw) = (guard(xp), guard(h0), guard(w_hh));
+    let (sc, sb) = (c0.map(guard), b_hh.map(guard));
+    let r = Recurrence::<T> { cell, w_hh: slice(&sw, w_hh)?, b_hh: opt(sb.as_deref(), b_hh)? };
+    let f = kernel::forward(r, d, slice(&sx, xp)?, slice(&sh, h0)?, opt(sc.as_deref(), c0)?);
     let cpu = Device::Cpu;
     let last = d.time(d.steps.saturating_sub(1));
     let out = Tensor::from_vec(f.out, (d.steps, b, h), &cpu)?;
     let h_n = out.get(last)?.copy()?;
-    let c_n = if cell == Cell::Lstm { Some(Tensor::from_vec(f.c_last, (b, h), &cpu)?) } else { None };
     let kept = Tensor::from_vec(f.kept, (d.steps, b, cell.kept() * h), &cpu)?;
+    // LSTM's kept row is (i, f, g, o, c): the last step's c.
+    let c_n = if cell == Cell::Lstm { Some(kept.get(last)?.narrow(1, 4 * h, h)?.contiguous()?) } else { None };
     Ok(Ran { out, kept, h_n, c_n })
 }
 
@@ -177,19 +178,12 @@ pub fn backward(l: &Layer<'_>, ran: (&Tensor, &Tensor), up: Incoming<'_>, weight
 
 fn backward_t<T: Float>(l: &Layer<'_>, (out, kept): (&Tensor, &Tensor), up: Incoming<'_>, weights: bool) -> Result<Grads> {
     let Layer { cell, reverse, h0, c0, w_hh, b_hh } = *l;
-    let d = Dims { steps: out.dims()[0], batch: out.dims()[1], hidden: h0.dims()[1], reverse };
+    let d = dims(out, h0, reverse);
     let (b, h) = (d.batch, d.hidden);
     let gh = cell.gates() * h;
-    let (so, sk, sh, sw) =
-        (out.storage_and_layout().0, kept.storage_and_layout().0, h0.storage_and_layout().0, w_hh.storage_and_layout().0);
+    let (so, sk, sh, sw) = (guard(out), guard(kept), guard(h0), guard(w_hh));
     let (sc, sb) = (c0.map(guard), b_hh.map(guard));
     let (su, shn, scn) = (up.out.map(guard), up.h_n.map(guard), up.c_n.map(guard));
-    fn opt<'a, T: Float>(s: Option<&'a Storage>, t: Option<&Tensor>) -> Result<Option<&'a [T]>> {
-        match (s, t) {
-            (Some(s), Some(t)) => Ok(Some(slice::<T>(s, t)?)),
-            _ => Ok(None),
-        }
-    }
     let r = Recurrence::<T> { cell, w_hh: slice(&sw, w_hh)?, b_hh: opt(sb.as_deref(), b_hh)? };
     let incoming =
         kernel::Upstream { out: opt(su.as_deref(), up.out)?, h_last: opt(shn.as_deref(), up.h_n)?, c_last: opt(scn.as_deref(), up.c_n)? };
