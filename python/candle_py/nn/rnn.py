@@ -29,6 +29,11 @@ def _scan(
     return _core._rnn_scan(mode, xp, h, c, w_hh, b_hh, reverse)
 
 
+def _elman_mode(nonlinearity: str) -> str:
+    """`_rnn_scan`'s mode of an Elman cell with this nonlinearity."""
+    return "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
+
+
 class _RNNBase(Module):
     """Shared parameter layout and the layer loop; the time loop is `_core._rnn_scan`."""
 
@@ -196,7 +201,7 @@ class RNN(_RNNBase):
         self.nonlinearity = nonlinearity
 
     def _scan_mode(self) -> str:
-        return "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
+        return _elman_mode(self.nonlinearity)
 
     def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:  # type: ignore[override]
         """Run the RNN over `input` (L, N, H_in), (N, L, H_in) with `batch_first`, or
@@ -300,8 +305,8 @@ class RNNCell(_RNNCellBase):
     def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tensor:
         """The next hidden state for input (N, H_in) or (H_in,); `hx` defaults to zeros."""
         x, h, unbatched = self._prepare(input, hx)
-        mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
-        _, out, _ = _scan(mode, F.linear(x, self.weight_ih, self.bias_ih).unsqueeze(0), h, None, self.weight_hh, self.bias_hh)
+        xp = F.linear(x, self.weight_ih, self.bias_ih).unsqueeze(0)
+        _, out, _ = _scan(_elman_mode(self.nonlinearity), xp, h, None, self.weight_hh, self.bias_hh)
         return out.squeeze(0) if unbatched else out
 
 
