@@ -7,6 +7,7 @@ use crate::autograd::mode::grad_enabled;
 use crate::autograd::node::{unpack, Edge, Node, NodeBase, Saved};
 use crate::autograd::ops::records;
 use crate::autograd::value::{lock, Meta, Value};
+use crate::ops::layout::Dense;
 use candle_core::{CustomOp1, CustomOp2, CustomOp3, DType, Error, Result, Tensor};
 use std::any::Any;
 use std::sync::{Arc, Mutex};
@@ -132,7 +133,7 @@ impl Node for Fused {
             )));
         }
         let ts: Vec<Tensor> = vals.iter().map(|v| v.data.clone()).collect();
-        let gs = self.op.backward(&ts, &res.data, &g.data.contiguous()?)?;
+        let gs = self.op.backward(&ts, &res.data, &g.data.dense()?)?;
         Ok(gs.into_iter().zip(&self.base.next).map(|(g, e)| if e.is_some() { g.map(|g| Value::plain(g.detach())) } else { None }).collect())
     }
     fn release(&self) {

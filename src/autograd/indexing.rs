@@ -4,6 +4,7 @@
 use crate::autograd::mode::grad_enabled;
 use crate::autograd::ops::{broadcast_as, cat, contiguous, index_add, index_select, mul, narrow, record, reshape, sum_keepdim};
 use crate::autograd::value::Value;
+use crate::ops::layout::Dense;
 use candle_core::{DType, Result, Shape, Tensor};
 
 fn c(v: Value) -> Option<Value> {
@@ -35,7 +36,7 @@ pub fn take(x: &Value, offs: &Tensor, shape: &Shape) -> Result<Value> {
 /// `shape`, as one node named `name` (`UnfoldBackward0`, `DiagonalBackward0`,
 /// `MaskedSelectBackward0`: strided reads Candle cannot express as views).
 pub fn take_as(x: &Value, offs: Tensor, shape: &Shape, name: &'static str) -> Result<Value> {
-    let out = x.data.contiguous()?.flatten_all()?.index_select(&offs, 0)?.reshape(shape)?;
+    let out = x.data.dense()?.flatten_all()?.index_select(&offs, 0)?.reshape(shape)?;
     let from = x.data.shape().clone();
     Ok(record(name, &[x], out, &[], false, move |_, g, _| Ok(vec![c(put_add(&from, &offs, g)?)])))
 }
@@ -43,7 +44,7 @@ pub fn take_as(x: &Value, offs: Tensor, shape: &Shape, name: &'static str) -> Re
 /// `torch.gather(x, d, index)`: `x` already narrowed to the index's extent on the other
 /// dims; `offs` are the flat offsets into (contiguous) `x` of each index element.
 pub fn gather(x: &Value, idx: &Tensor, d: usize, offs: Tensor) -> Result<Value> {
-    let out = x.data.contiguous()?.gather(idx, d)?;
+    let out = x.data.dense()?.gather(idx, d)?;
     let shape = x.data.shape().clone();
     Ok(record("GatherBackward0", &[x], out, &[], false, move |_, g, _| Ok(vec![c(put_add(&shape, &offs, g)?)])))
 }
@@ -70,7 +71,7 @@ pub fn scatter(x: &Value, src: &Value, out: Tensor, offs: Tensor, written: Optio
 
 /// Reverse the order along `dims`.
 pub fn flip(x: &Value, dims: &[usize]) -> Result<Value> {
-    let out = if dims.is_empty() { x.data.copy()? } else { x.data.contiguous()?.flip(dims)? };
+    let out = if dims.is_empty() { x.data.dense_copy()? } else { x.data.dense()?.flip(dims)? };
     let dims = dims.to_vec();
     Ok(record("FlipBackward0", &[x], out, &[], false, move |_, g, _| Ok(vec![c(flip(g, &dims)?)])))
 }

@@ -1,6 +1,7 @@
 //! Graph nodes: the `Node` trait, edges, saved tensors checked against their version
 //! counter, the accumulator at each leaf, and the closure node most ops use.
 use crate::autograd::value::{lock, Meta, Value};
+use crate::ops::layout::Dense;
 use candle_core::{Error, Result};
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -204,7 +205,7 @@ pub fn accumulate_into(m: &Meta, g: Value) -> Result<()> {
             // one tensor to both sides) or with the caller's `gradient`, and `.grad` is
             // written in place later (`zero_()`, clipping): own the storage.
             if g.meta.is_none() {
-                Value::plain(g.data.copy()?)
+                Value::plain(g.data.dense_copy()?)
             } else {
                 g
             }

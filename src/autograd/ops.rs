@@ -4,6 +4,7 @@
 use crate::autograd::mode::grad_enabled;
 use crate::autograd::node::{Edge, FnNode, Saved};
 use crate::autograd::value::{new_version, Meta, Value, Version};
+use crate::ops::layout::Dense;
 use candle_core::{DType, Result, Shape, Tensor};
 use std::sync::Arc;
 
@@ -207,7 +208,7 @@ fn mm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let run =
         |l: &Tensor, r: &Tensor| if l.rank() == 2 && r.rank() == 2 { crate::layers::linear::matmul2d(l, r) } else { l.broadcast_matmul(r) };
     match run(a, b) {
-        Err(_) if !a.is_contiguous() || !b.is_contiguous() => run(&a.contiguous()?, &b.contiguous()?),
+        Err(_) if !a.is_contiguous() || !b.is_contiguous() => run(&a.dense()?, &b.dense()?),
         res => res,
     }
 }
@@ -327,7 +328,12 @@ pub fn cat(xs: &[Value], dim: usize) -> Result<Value> {
 /// Rows of `x` along `dim` picked by the integer tensor `idx` (not differentiated).
 pub fn index_select(x: &Value, idx: &Tensor, dim: usize) -> Result<Value> {
     // Candle's kernel reads contiguous sources only (gradients are often broadcasts).
-    let out = if x.data.is_contiguous() { x.data.index_select(idx, dim)? } else { x.data.contiguous()?.index_select(idx, dim)? };
+    let out = if x.data.is_contiguous() { x.data.index_select(idx, dim)? } else { x.data.dense()?.index_select(idx, dim)? };
+    index_selected(x, idx, dim, out)
+}
+
+/// `index_select`'s node over an `out` the caller computed (`x[:, ::2]` gathers by strides).
+pub fn index_selected(x: &Value, idx: &Tensor, dim: usize, out: Tensor) -> Result<Value> {
     let (idx, shape) = (idx.clone(), x.data.shape().clone());
     Ok(record("IndexSelectBackward0", &[x], out, &[], false, move |_, g, _| {
         let z = Value::plain(Tensor::zeros(&shape, g.data.dtype(), g.data.device())?);
@@ -337,7 +343,7 @@ pub fn index_select(x: &Value, idx: &Tensor, dim: usize) -> Result<Value> {
 
 /// `base` with the rows of `src` added at `idx` along `dim`.
 pub fn index_add(base: &Value, idx: &Tensor, src: &Value, dim: usize) -> Result<Value> {
-    let out = base.data.contiguous()?.index_add(idx, &src.data.contiguous()?, dim)?;
+    let out = base.data.dense()?.index_add(idx, &src.data.dense()?, dim)?;
     let idx = idx.clone();
     Ok(record("IndexAddBackward0", &[base, src], out, &[], false, move |_, g, n| {
         Ok(vec![n[0].then(|| g.clone()), if n[1] { c(index_select(g, &idx, dim)?) } else { None }])
@@ -378,7 +384,7 @@ pub fn to_device(x: &Value, dev: &candle_core::Device) -> Result<Value> {
 
 /// A contiguous copy with its own storage, in the graph (`clone()`, `contiguous()`).
 pub fn force_contiguous(x: &Value, name: &'static str) -> Result<Value> {
-    Ok(record(name, &[x], x.data.force_contiguous()?, &[], false, |_, g, _| Ok(vec![Some(g.clone())])))
+    Ok(record(name, &[x], x.data.dense_copy()?, &[], false, |_, g, _| Ok(vec![Some(g.clone())])))
 }
 
 /// Index `i` of dimension `dim`, that dimension removed (a view; one node, named as

@@ -9,6 +9,7 @@ use crate::autograd::node::{freed_err, Edge, Node, NodeBase, Saved};
 use crate::autograd::ops::{add, affine, cat, linear, mul, narrow, records, select, sigmoid, tanh, unsqueeze};
 use crate::autograd::value::{lock, Meta, Value};
 use crate::layers::recurrent::{self as kernel, Cell, Incoming};
+use crate::ops::layout::Dense;
 use candle_core::{DType, Result, Tensor};
 use std::any::Any;
 use std::sync::{Arc, Mutex};
@@ -72,7 +73,7 @@ pub fn scan(cell: Cell, reverse: bool, ins: &Inputs) -> Result<Scanned> {
     if !fused {
         return composed(cell, reverse, ins);
     }
-    let cont = |v: &Value| v.data.contiguous();
+    let cont = |v: &Value| v.data.dense();
     let c0 = ins.c0.as_ref().map(cont).transpose()?;
     let b_hh = ins.b_hh.as_ref().map(cont).transpose()?;
     let (h0, w_hh) = (cont(&ins.h0)?, cont(&ins.w_hh)?);
@@ -137,9 +138,9 @@ impl Node for ScanNode {
         if grad_enabled() && (grads.iter().flatten().any(|g| g.requires_grad()) || ins.list().iter().any(|v| v.requires_grad())) {
             return self.double(&ins, &grads, &needs.into_list());
         }
-        let g = |i: usize| grads.get(i).cloned().flatten().map(|g| g.data.contiguous()).transpose();
+        let g = |i: usize| grads.get(i).cloned().flatten().map(|g| g.data.dense()).transpose();
         let (gout, ghn, gcn) = (g(0)?, g(1)?, g(2)?);
-        let cont = |v: &Value| v.data.contiguous();
+        let cont = |v: &Value| v.data.dense();
         let c0 = ins.c0.as_ref().map(cont).transpose()?;
         let b_hh = ins.b_hh.as_ref().map(cont).transpose()?;
         let weights = needs.w_hh || needs.b_hh == Some(true);

@@ -354,7 +354,14 @@ fn binary_plain(at: Tensor, adt: DT, b: Operand, op: Bin, reflected: bool) -> Py
         _ => None,
     };
     if let Some(f) = simple {
-        let out = detach_if(l.elem_count(), || f(&l, &r)).op(name)?;
+        // Float arithmetic over broadcast operands: our merged-dims kernel (parallel,
+        // vectorized); Candle's strided path is one thread computing an index per element.
+        let direct = dt.is_float() && matches!(op, Bin::Add | Bin::Sub | Bin::Mul | Bin::Div);
+        let out = detach_if(l.elem_count(), || match direct.then(|| direct_binary(&l, &r, op)).flatten() {
+            Some(o) => Ok(o),
+            None => f(&l, &r),
+        })
+        .op(name)?;
         return Ok(PyTensor::wrap_dt(out, dt));
     }
     let out = match op {

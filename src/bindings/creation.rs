@@ -6,6 +6,7 @@ use crate::bindings::errors::{dtype_err, type_err, value_err, OpResult};
 use crate::bindings::numpy_interop::from_numpy_array;
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
+use crate::ops::layout::Dense;
 use candle_core::{DType, Device, Tensor};
 use numpy::PyUntypedArray;
 use pyo3::prelude::*;
@@ -182,7 +183,7 @@ fn as_tensor(data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: 
 
 fn filled(shape: &[usize], value: Scalar, dt: DT, dev: &Device) -> PyResult<Tensor> {
     let s = value.tensor(dt, &Device::Cpu)?;
-    s.to_device(dev).and_then(|s| s.broadcast_as(shape)).and_then(|s| s.contiguous()).op("full")
+    s.to_device(dev).and_then(|s| s.broadcast_as(shape)).and_then(|s| s.dense()).op("full")
 }
 
 fn make_full(

@@ -18,6 +18,7 @@ use crate::bindings::args::{cast, cast_v, extract_scalar};
 use crate::bindings::errors::{index_err, runtime_err, shape_err, type_err, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::ops::advanced_index::row_major;
+use crate::ops::layout::Dense;
 use candle_core::{CpuStorage, DType, InplaceOp2, Layout, Shape, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::{PyEllipsis, PyInt, PyList, PySlice, PySliceMethods, PyTuple};
@@ -141,6 +142,11 @@ fn read_basic(t: &Value, plan: &[Dim]) -> candle_core::Result<Value> {
                 } else {
                     let idx: Vec<u32> = (0..len).map(|i| (start + i * step) as u32).collect();
                     let idx = Tensor::from_vec(idx, len, x.data.device())?;
+                    if let Some(out) = crate::ops::layout::step_slice(&x.data, d, start, len, step) {
+                        x = ops::index_selected(&x, &idx, d, out)?;
+                        d += 1;
+                        continue;
+                    }
                     // Candle's index_select wants a contiguous (possibly offset) source.
                     if !x.data.is_contiguous() {
                         x = ops::force_contiguous(&x, "CloneBackward0")?;
@@ -288,7 +294,7 @@ fn write(dst: &PyTensor, src: Value, storage_offs: Vec<usize>, logical_offs: imp
         dst.replace_v(new);
         return dst.write_back(op);
     }
-    let src = src.data.force_contiguous().op(op)?;
+    let src = src.data.dense_copy().op(op)?;
     crate::bindings::errors::guard(op, || t.inplace_op2(&src, &WriteOffsets { offsets: storage_offs }).op(op))?;
     tv.bump_version();
     Ok(())
@@ -340,7 +346,7 @@ pub fn overwrite(dst: &PyTensor, src: Value, op: &str) -> PyResult<()> {
     // the graph is overwritten with one memcpy instead of per-element offsets.
     let same = src.data.dims() == t.dims() && src.data.dtype() == t.dtype();
     if !dst_tracked && !src_tracked && t.device().is_cpu() && t.is_contiguous() && same {
-        let src = src.data.force_contiguous().op(op)?;
+        let src = src.data.dense_copy().op(op)?;
         let start = t.layout().start_offset();
         let n = t.elem_count();
         crate::bindings::errors::detach_if(n, || t.inplace_op2(&src, &WriteRange { start, len: n })).op(op)?;

@@ -17,6 +17,7 @@ use crate::bindings::shape_ops::wrap_like;
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
 use crate::ops::index_write as iw;
+use crate::ops::layout::Dense;
 use candle_core::{DType, Shape, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -811,7 +812,7 @@ impl PyTensor {
                 let small = w.data.abs().and_then(|x| x.lt(0.5)).and_then(|m| m.broadcast_as(&full)).op(OP)?;
                 let lo = ops::broadcast_as(&lo, &full).op(OP)?;
                 let hi = ops::broadcast_as(&hi, &full).op(OP)?;
-                ops::where_cond(&small.contiguous().op(OP)?, &lo, &hi).op(OP)?
+                ops::where_cond(&small.dense().op(OP)?, &lo, &hi).op(OP)?
             }
         };
         Ok(PyTensor::wrap_vdt(out, dt))

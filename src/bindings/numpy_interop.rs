@@ -7,6 +7,7 @@
 use crate::bindings::errors::{dtype_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
+use crate::ops::layout::Dense;
 use candle_core::{CpuStorage, DType, Device, Storage, Tensor};
 use numpy::npyffi::{self, npy_intp, NpyTypes, PY_ARRAY_API};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
@@ -154,7 +155,7 @@ pub fn to_numpy<'py>(slf: &Bound<'py, PyTensor>, writeable: bool) -> PyResult<Bo
     }
     if t.layout().contiguous_offsets().is_none() {
         crate::bindings::args::check_alloc(t.elem_count(), dt.itemsize(), "numpy")?;
-        t = crate::bindings::errors::detach_op(py, "numpy", || t.contiguous())?;
+        t = crate::bindings::errors::detach_op(py, "numpy", || t.dense())?;
     }
     let (start, _) = t.layout().contiguous_offsets().expect("contiguous after contiguous()");
     let data = {

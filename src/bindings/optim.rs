@@ -7,6 +7,7 @@ use crate::bindings::errors::{detach_if, shape_str, value_err, OpResult};
 use crate::bindings::indexing::overwrite;
 use crate::bindings::tensor::PyTensor;
 use crate::ops::float::Float;
+use crate::ops::layout::Dense;
 use crate::ops::optim::{adam_kernel, plain, sgd_kernel, update, Adam, Sgd};
 use crate::ops::optim_rules::{rule_kernel, AdamLike, NAdamMu, Rule};
 use candle_core::{DType, Device, Result, Tensor};
@@ -36,7 +37,7 @@ impl Work {
         }
         let dt = if p.dtype() == DType::F64 { DType::F64 } else { DType::F32 };
         // `copy` gives each tensor a storage of its own, so none aliases another.
-        let ts = ts.iter().map(|t| t.to_device(&Device::Cpu)?.to_dtype(dt)?.contiguous()?.copy()).collect::<Result<Vec<_>>>()?;
+        let ts = ts.iter().map(|t| t.to_device(&Device::Cpu)?.to_dtype(dt)?.dense()?.copy()).collect::<Result<Vec<_>>>()?;
         Ok(Work { ts, copied: true })
     }
 }

@@ -10,6 +10,7 @@ use crate::bindings::device::device_arg;
 use crate::bindings::errors::{detach, guard, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
+use crate::ops::layout::Dense;
 use candle_core::{CpuStorage, Device, Storage, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -126,7 +127,7 @@ impl View for &Entry {
 }
 
 pub(crate) fn bytes_of(t: &Tensor, item: usize) -> PyResult<Vec<u8>> {
-    let t = t.to_device(&Device::Cpu).and_then(|t| t.contiguous()).op("save")?;
+    let t = t.to_device(&Device::Cpu).and_then(|t| t.dense()).op("save")?;
     let (start, end) = t.layout().contiguous_offsets().expect("contiguous");
     let (storage, _) = t.storage_and_layout();
     // An empty view may carry an offset past its (empty) storage: no bytes.

@@ -7,6 +7,7 @@ use crate::bindings::shape_ops::wrap_like;
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
 use crate::ops::gather::{gather_rows, scatter_offsets};
+use crate::ops::layout::Dense;
 use candle_core::{DType, Shape, Tensor};
 use pyo3::prelude::*;
 
@@ -104,8 +105,8 @@ pub(crate) fn overwrite_at(v: &Value, s: &Value, offs: Vec<u32>) -> candle_core:
     let t = &v.data;
     let dev = t.device();
     let dims = t.dims().to_vec();
-    let flat = t.contiguous()?.flatten_all()?;
-    let src_flat = s.data.contiguous()?.flatten_all()?;
+    let flat = t.dense()?.flatten_all()?;
+    let src_flat = s.data.dense()?.flatten_all()?;
     let n = flat.elem_count();
     let (kept_off, kept_pos, mask) = crate::ops::index_write::last_writers(&offs, n);
     let m = kept_off.len();
@@ -182,7 +183,7 @@ impl PyTensor {
                 src = ops::narrow(&src, i, 0, n).op("gather")?;
             }
         }
-        let u = checked_index(&idx, t.dims()[d], "gather")?.contiguous().op("gather")?;
+        let u = checked_index(&idx, t.dims()[d], "gather")?.dense().op("gather")?;
         let out = crate::bindings::errors::detach_op(py, "gather", || {
             let iv: Vec<u32> = u.flatten_all()?.to_vec1()?;
             let offs = crate::ops::gather::scatter_offsets(&iv, u.dims(), src.data.dims(), d);
@@ -286,8 +287,8 @@ impl PyTensor {
                 return overwrite_at(&v, &s, offs.clone());
             }
             let dev = t.device();
-            let flat = t.contiguous()?.flatten_all()?;
-            let src_flat = s.data.contiguous()?.flatten_all()?;
+            let flat = t.dense()?.flatten_all()?;
+            let src_flat = s.data.dense()?.flatten_all()?;
             let o = Tensor::from_vec(offs.clone(), iv.len(), dev)?;
             let out = flat.index_add(&o, &src_flat, 0)?.reshape(dims.as_slice())?;
             crate::autograd::indexing::scatter(&v, &s, out, o, None)

@@ -10,6 +10,7 @@ use crate::bindings::device::{extract_device, PyDevice};
 use crate::bindings::dtype::{extract_dtype, PyDType};
 use crate::bindings::errors::{runtime_err, type_err, value_err, OpResult};
 use crate::dtype::DT;
+use crate::ops::layout::Dense;
 use candle_core::{DType, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyTuple};
@@ -502,7 +503,7 @@ impl PyTensor {
                  If you were attempting to deepcopy a module, this may be because of a weight_norm usage.",
             ));
         }
-        let out = crate::bindings::errors::detach_op(py, "deepcopy", || v.data.force_contiguous())?;
+        let out = crate::bindings::errors::detach_op(py, "deepcopy", || v.data.dense_copy())?;
         let r = PyTensor::wrap(out, self.is_bool);
         if v.requires_grad() {
             r.set_requires_grad(true)?;

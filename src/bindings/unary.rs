@@ -9,6 +9,7 @@ use crate::bindings::errors::{dtype_err, shape_err, type_err, value_err, OpResul
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
 use crate::ops::binary::Bin;
+use crate::ops::layout::Dense;
 use crate::ops::unary::round_half_even;
 use candle_core::Tensor;
 use pyo3::prelude::*;
@@ -70,7 +71,7 @@ macro_rules! unary_round {
             fn $name(&self) -> PyResult<PyTensor> {
                 let (v, dt) = self.v_dt();
                 if !dt.is_float() {
-                    return Ok(PyTensor::wrap_dt(v.data.copy().op(stringify!($name))?, dt));
+                    return Ok(PyTensor::wrap_dt(v.data.dense_copy().op(stringify!($name))?, dt));
                 }
                 let f: fn(&Tensor) -> candle_core::Result<Tensor> = $f;
                 let out = f(&v.data).and_then(|o| crate::autograd::pointwise::constant_pieces(&v, o, $node)).op(stringify!($name))?;
@@ -239,7 +240,7 @@ pub fn nonzero_impl<'py>(py: Python<'py>, t: &Tensor, as_tuple: bool) -> PyResul
     }
     let cols = (0..src.rank())
         .map(|k| {
-            let col = c.narrow(1, k, 1).and_then(|x| x.squeeze(1)).and_then(|x| x.contiguous()).op(op)?;
+            let col = c.narrow(1, k, 1).and_then(|x| x.squeeze(1)).and_then(|x| x.dense()).op(op)?;
             Ok(Py::new(py, PyTensor::wrap_dt(col, DT::I64))?.into_any())
         })
         .collect::<PyResult<Vec<_>>>()?;

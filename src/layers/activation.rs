@@ -8,8 +8,10 @@
 use crate::ops::approx::{fast_erf, fast_exp};
 use crate::ops::cpu::{has_avx2_fma, has_avx512};
 use crate::ops::float::Float;
-use crate::ops::parallel::{filled_plain, for_chunks, map, par_ok, zip_map};
+use crate::ops::layout::Dense;
+use crate::ops::parallel::{filled_plain, for_chunks, par_ok};
 use crate::ops::reduce::GRAIN;
+use crate::ops::simd_map::{map, zip_map};
 use crate::ops::storage::float_dispatch;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};
 
@@ -35,7 +37,7 @@ impl CustomOp1 for Relu {
         Ok((out, l.shape().clone()))
     }
     fn bwd(&self, x: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
-        Ok(Some(x.apply_op2_no_bwd(&grad.contiguous()?, &ReluGrad)?))
+        Ok(Some(x.apply_op2_no_bwd(&grad.dense()?, &ReluGrad)?))
     }
 }
 
@@ -187,7 +189,7 @@ impl CustomOp1 for Gelu {
         }
     }
     fn bwd(&self, arg: &Tensor, _res: &Tensor, grad_res: &Tensor) -> Result<Option<Tensor>> {
-        Ok(Some(arg.detach().contiguous()?.apply_op2_no_bwd(&grad_res.contiguous()?, &GeluGrad)?))
+        Ok(Some(arg.detach().dense()?.apply_op2_no_bwd(&grad_res.dense()?, &GeluGrad)?))
     }
 }
 
@@ -204,7 +206,7 @@ impl CustomOp2 for GeluGrad {
         };
         match (s1, s2) {
             (CpuStorage::F32(x), CpuStorage::F32(g)) => {
-                let out = crate::ops::simd_map::zip_map_simd(&x[a..b], &g[c..d], |x, g| g * gelu_derivative::<false>(x));
+                let out = zip_map(&x[a..b], &g[c..d], |x, g| g * gelu_derivative::<false>(x));
                 Ok((CpuStorage::F32(out), l1.shape().clone()))
             }
             _ => candle_core::bail!("gelu_backward: fast path supports f32"),
@@ -227,7 +229,7 @@ pub(crate) fn gelu_kernel(t: &Tensor) -> Option<impl CustomOp1 + Send + Sync + '
 /// own `gelu_erf` (one kernel on every device, with its backward) elsewhere.
 pub fn gelu_erf(t: &Tensor) -> Result<Tensor> {
     if t.device().is_cpu() && t.dtype() == DType::F32 {
-        return t.contiguous()?.apply_op1(Gelu { derivative: false });
+        return t.dense()?.apply_op1(Gelu { derivative: false });
     }
     t.gelu_erf()
 }

@@ -10,6 +10,7 @@
 //! `(1 - ls) * nll + ls / C * smooth`; rows whose target is `ignore_index` count 0;
 //! "mean" divides by the sum of `w[t]` over the counted rows.
 use crate::ops::float::Float;
+use crate::ops::layout::Dense;
 use crate::ops::parallel::{for_chunks, par_ok};
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
 use std::sync::Arc;
@@ -204,7 +205,7 @@ impl CustomOp1 for CrossEntropy {
         Ok((out, shape))
     }
     fn bwd(&self, x: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
-        Ok(Some(x.apply_op2_no_bwd(&grad.contiguous()?, &CrossEntropyGrad(self.0.clone()))?))
+        Ok(Some(x.apply_op2_no_bwd(&grad.dense()?, &CrossEntropyGrad(self.0.clone()))?))
     }
 }
 

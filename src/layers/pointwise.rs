@@ -7,7 +7,8 @@
 //! backward; other dtypes and devices run the same formula from Candle's
 //! differentiable ops.
 use crate::ops::float::Float;
-use crate::ops::simd_map::{map_simd, zip_map_simd};
+use crate::ops::layout::Dense;
+use crate::ops::simd_map::{map, zip_map};
 use crate::ops::storage::{data, float_dispatch};
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};
 
@@ -251,13 +252,13 @@ macro_rules! per_variant {
 
 macro_rules! fwd_loop {
     ($v:expr; $a:expr) => {
-        map_simd($v, move |x| $a.f(x))
+        map($v, move |x| $a.f(x))
     };
 }
 
 macro_rules! bwd_loop {
     ($x:expr, $g:expr; $a:expr) => {
-        zip_map_simd($x, $g, move |x, g| $a.df(x, g))
+        zip_map($x, $g, move |x, g| $a.df(x, g))
     };
 }
 
@@ -271,7 +272,7 @@ impl CustomOp1 for Fwd {
         Ok((out, l.shape().clone()))
     }
     fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
-        Ok(Some(arg.detach().apply_op2_no_bwd(&grad.contiguous()?, &Bwd(self.0))?))
+        Ok(Some(arg.detach().apply_op2_no_bwd(&grad.dense()?, &Bwd(self.0))?))
     }
 }
 
@@ -305,7 +306,7 @@ pub(crate) fn activation_kernel(x: &Tensor, act: Act) -> Option<impl CustomOp1 +
 /// Candle-ops formula elsewhere (half types computed in float32, as PyTorch's opmath).
 pub(crate) fn activation(x: &Tensor, act: Act) -> Result<Tensor> {
     match (x.device().is_cpu(), x.dtype()) {
-        (true, DType::F32 | DType::F64) => x.contiguous()?.apply_op1(Fwd(act)),
+        (true, DType::F32 | DType::F64) => x.dense()?.apply_op1(Fwd(act)),
         (_, DType::F16 | DType::BF16) => act.composed(&x.to_dtype(DType::F32)?)?.to_dtype(x.dtype()),
         _ => act.composed(x),
     }

@@ -3,6 +3,7 @@
 //! of the head (Hugging Face's `rotate_half`) and adjacent elements (GGML's layout:
 //! llama.cpp's converter permutes the Q/K rows of Llama checkpoints to it). Candle's
 //! kernels do both on every device; this picks one and fixes the operands' layout.
+use crate::ops::layout::Dense;
 use candle_core::{Result, Tensor};
 
 /// `x` (B, H, T, D) with pair `i` of position `t` rotated by the angle whose cosine
@@ -11,9 +12,9 @@ use candle_core::{Result, Tensor};
 /// `(i, i + D/2)`.
 pub(crate) fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> Result<Tensor> {
     // The kernels read contiguous operands of one dtype.
-    let x = x.contiguous()?;
-    let cos = cos.to_dtype(x.dtype())?.contiguous()?;
-    let sin = sin.to_dtype(x.dtype())?.contiguous()?;
+    let x = x.dense()?;
+    let cos = cos.to_dtype(x.dtype())?.dense()?;
+    let sin = sin.to_dtype(x.dtype())?.dense()?;
     if interleaved {
         candle_nn::rotary_emb::rope_i(&x, &cos, &sin)
     } else {

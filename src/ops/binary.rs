@@ -2,7 +2,7 @@
 //! semantics (floor division, wrap-around, integer powers), and the fast paths for
 //! contiguous CPU float operands (one parallel pass instead of Candle's generic
 //! dispatch; a backward for the tracked side only when the other is a constant).
-use crate::ops::parallel::{map, zip_map};
+use crate::ops::simd_map::{map, zip_map};
 use candle_core::{DType, Tensor};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -200,13 +200,24 @@ pub(crate) fn direct_affine(x: &Tensor, mul: f64, add: f64) -> Option<Tensor> {
     let dev = candle_core::Device::Cpu;
     match &*st {
         candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)) => {
-            let (m, c) = (mul as f32, add as f32);
-            Tensor::from_vec(map(&v[a..a + n], |x| x * m + c), shape, &dev).ok()
+            Tensor::from_vec(affine_map(&v[a..a + n], mul as f32, add as f32), shape, &dev).ok()
         }
         candle_core::Storage::Cpu(candle_core::CpuStorage::F64(v)) => {
-            Tensor::from_vec(map(&v[a..a + n], |x| x * mul + add), shape, &dev).ok()
+            Tensor::from_vec(affine_map(&v[a..a + n], mul, add), shape, &dev).ok()
         }
         _ => None,
+    }
+}
+
+/// `x * m + c` elementwise; a shift alone is `x + c` and a scale alone `x * m`, so that
+/// `-0.0 * 2` stays -0.0 (adding a zero would make it +0.0) as in PyTorch.
+fn affine_map<T: crate::ops::float::Float>(v: &[T], m: T, c: T) -> Vec<T> {
+    if m == T::ONE {
+        map(v, move |x| x + c)
+    } else if c == T::ZERO {
+        map(v, move |x| x * m)
+    } else {
+        map(v, move |x| x * m + c)
     }
 }
 

@@ -5,6 +5,7 @@
 //! generic strided path computes an index per element and was the hottest frame of
 //! the backward passes that broadcast (a sum's gradient times a tensor).
 use crate::ops::binary::Bin;
+use crate::ops::cpu::{has_avx2_fma, has_avx512};
 use crate::ops::parallel::{filled, for_chunks, par_ok};
 use candle_core::{CpuStorage, Storage, Tensor};
 use std::mem::MaybeUninit;
@@ -84,31 +85,69 @@ impl Plan {
         let n = *self.dims.last().expect("at least one dim");
         let (il, ir) = (self.sl[r - 1], self.sr[r - 1]);
         let total: usize = self.dims.iter().product();
-        let rows_per = (TASK / n.max(1)).max(1);
+        // A task is whole rows when rows are short, else a piece of one row: a fully
+        // merged operand (an expanded scalar times a tensor) is one long row, and
+        // must still split over the threads.
+        let task = if n >= TASK { TASK } else { (TASK / n.max(1)) * n.max(1) };
+        let (wide, simd) = (has_avx512(), has_avx2_fma());
         filled(total, |out| {
-            for_chunks(out, rows_per * n, par_ok(total), |c, dst| {
-                let first = c * rows_per;
-                for (k, row) in dst.chunks_mut(n).enumerate() {
-                    let (mut pl, mut pr) = (self.ol, self.or);
-                    let mut o = first + k;
-                    for d in (0..r - 1).rev() {
-                        let i = o % self.dims[d];
-                        o /= self.dims[d];
-                        pl += i * self.sl[d];
-                        pr += i * self.sr[d];
+            for_chunks(out, task, par_ok(total), |c, dst| {
+                let mut done = 0;
+                while done < dst.len() {
+                    let e = c * task + done;
+                    let (row, col) = (e / n, e % n);
+                    let len = (n - col).min(dst.len() - done);
+                    let (pl, pr) = self.row_start(row);
+                    let piece = &mut dst[done..done + len];
+                    let at = Row { pl: pl + col * il, pr: pr + col * ir, il, ir };
+                    #[cfg(target_arch = "x86_64")]
+                    if wide {
+                        // SAFETY: `wide` is `has_avx512()`.
+                        unsafe { inner_avx512(piece, a, b, at, &f) };
+                        done += len;
+                        continue;
+                    } else if simd {
+                        // SAFETY: `simd` is `has_avx2_fma()`.
+                        unsafe { inner_avx2(piece, a, b, at, &f) };
+                        done += len;
+                        continue;
                     }
-                    inner(row, a, b, pl, pr, il, ir, f);
+                    let _ = (wide, simd);
+                    inner(piece, a, b, at, &f);
+                    done += len;
                 }
             })
         })
     }
+
+    /// Where row `row` (of the merged shape, last dim excluded) starts in each operand.
+    fn row_start(&self, row: usize) -> (usize, usize) {
+        let (mut pl, mut pr) = (self.ol, self.or);
+        let mut o = row;
+        for d in (0..self.dims.len() - 1).rev() {
+            let i = o % self.dims[d];
+            o /= self.dims[d];
+            pl += i * self.sl[d];
+            pr += i * self.sr[d];
+        }
+        (pl, pr)
+    }
 }
 
-/// One row: each side contiguous (stride 1), a repeated value (stride 0), or strided.
+/// A run of one row: its start in each operand and each operand's stride along it.
+#[derive(Clone, Copy)]
+struct Row {
+    pl: usize,
+    pr: usize,
+    il: usize,
+    ir: usize,
+}
+
+/// One run: each side contiguous (stride 1), a repeated value (stride 0), or strided.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn inner<T: Copy, F: Fn(T, T) -> T>(row: &mut [MaybeUninit<T>], a: &[T], b: &[T], pl: usize, pr: usize, il: usize, ir: usize, f: F) {
+fn inner<T: Copy, F: Fn(T, T) -> T>(row: &mut [MaybeUninit<T>], a: &[T], b: &[T], at: Row, f: &F) {
     let n = row.len();
+    let Row { pl, pr, il, ir } = at;
     match (il, ir) {
         (1, 1) => {
             for ((d, &x), &y) in row.iter_mut().zip(&a[pl..pl + n]).zip(&b[pr..pr + n]) {
@@ -133,6 +172,26 @@ fn inner<T: Copy, F: Fn(T, T) -> T>(row: &mut [MaybeUninit<T>], a: &[T], b: &[T]
             }
         }
     }
+}
+
+/// `inner` compiled for AVX2 (8 lanes).
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn inner_avx2<T: Copy, F: Fn(T, T) -> T>(row: &mut [MaybeUninit<T>], a: &[T], b: &[T], at: Row, f: &F) {
+    inner(row, a, b, at, f)
+}
+
+/// `inner` compiled for AVX-512 (16 lanes).
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX2 and FMA (`ops::cpu::has_avx512`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn inner_avx512<T: Copy, F: Fn(T, T) -> T>(row: &mut [MaybeUninit<T>], a: &[T], b: &[T], at: Row, f: &F) {
+    inner(row, a, b, at, f)
 }
 
 #[cfg(test)]

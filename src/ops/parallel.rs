@@ -92,31 +92,3 @@ impl<T> SyncPtr<T> {
         self.0
     }
 }
-
-/// Elements per chunk of an elementwise pass (64 KiB of f32).
-const ELEM_CHUNK: usize = 1 << 14;
-
-/// `f(a[i])` for every i, into a new vector (no zero fill), split over threads when
-/// `par_ok` says the pass is large enough.
-pub(crate) fn map<A: Copy + Sync, U: Copy + Send>(a: &[A], f: impl Fn(A) -> U + Sync + Send) -> Vec<U> {
-    filled(a.len(), |out| {
-        for_chunks(out, ELEM_CHUNK, par_ok(a.len()), |i, dst| {
-            for (d, &x) in dst.iter_mut().zip(&a[i * ELEM_CHUNK..]) {
-                d.write(f(x));
-            }
-        })
-    })
-}
-
-/// `f(a[i], b[i])` for every i (`a` and `b` of one length), as `map`.
-pub(crate) fn zip_map<A: Copy + Sync, B: Copy + Sync, U: Copy + Send>(a: &[A], b: &[B], f: impl Fn(A, B) -> U + Sync + Send) -> Vec<U> {
-    debug_assert_eq!(a.len(), b.len());
-    filled(a.len(), |out| {
-        for_chunks(out, ELEM_CHUNK, par_ok(a.len()), |i, dst| {
-            let lo = i * ELEM_CHUNK;
-            for ((d, &x), &y) in dst.iter_mut().zip(&a[lo..]).zip(&b[lo..]) {
-                d.write(f(x, y));
-            }
-        })
-    })
-}

@@ -3,6 +3,7 @@
 //! the common types on the CPU, Candle's QMatMul otherwise), row lookups, device moves. No PyO3: the bindings (`bindings::quantized`) check the
 //! arguments and name the op in errors.
 use super::qmatmul::{self, Packed};
+use crate::ops::layout::Dense;
 use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{DType, Device, Result, Storage, Tensor};
 use std::borrow::Cow;
@@ -171,8 +172,8 @@ impl QWeight {
             Tensor::from_vec(y, (m, n), &Device::Cpu)?.to_dtype(x.dtype())?
         } else {
             let run = match x.dtype() {
-                DType::F32 | DType::F16 | DType::BF16 => x2.contiguous()?,
-                _ => x2.to_dtype(DType::F32)?.contiguous()?,
+                DType::F32 | DType::F16 | DType::BF16 => x2.dense()?,
+                _ => x2.to_dtype(DType::F32)?.dense()?,
             };
             run.apply_op1_no_bwd(self.q.as_ref())?.to_dtype(x.dtype())?
         };

@@ -4,6 +4,7 @@
 //! dtypes take Candle's own sum, which runs there with its backward.
 use super::cpu::has_avx512;
 use super::float::Float;
+use crate::ops::layout::Dense;
 use candle_core::{CpuStorage, CustomOp1, DType, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
@@ -155,7 +156,7 @@ pub fn sum_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
     if !fast_path(t) || t.elem_count() == 0 {
         return t.sum_keepdim(dims.to_vec());
     }
-    let mut cur = t.contiguous()?;
+    let mut cur = t.dense()?;
     // Reduce runs of consecutive dims in one pass each, last run first.
     let mut i = dims.len();
     while i > 0 {
@@ -276,7 +277,7 @@ pub fn prod_others(t: &Tensor, dim: usize) -> Result<Tensor> {
 
 fn prod_on_cpu(t: &Tensor, op: ProdDim) -> Result<Tensor> {
     let dev = t.device().clone();
-    let x = if dev.is_cpu() { t.contiguous()? } else { t.to_device(&candle_core::Device::Cpu)?.contiguous()? };
+    let x = if dev.is_cpu() { t.dense()? } else { t.to_device(&candle_core::Device::Cpu)?.dense()? };
     let out = x.apply_op1_no_bwd(&op)?;
     if dev.is_cpu() {
         Ok(out)

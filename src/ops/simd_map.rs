@@ -55,7 +55,7 @@ unsafe fn run2_avx512<A: Copy, B: Copy, U, F: Fn(A, B) -> U>(a: &[A], b: &[B], d
 }
 
 /// `f(a[i])` for every i, vectorized and split over threads for large inputs.
-pub(crate) fn map_simd<A: Copy + Sync, U: Copy + Send, F: Fn(A) -> U + Sync + Send>(a: &[A], f: F) -> Vec<U> {
+pub(crate) fn map<A: Copy + Sync, U: Copy + Send, F: Fn(A) -> U + Sync + Send>(a: &[A], f: F) -> Vec<U> {
     let (wide, simd) = (has_avx512(), has_avx2_fma());
     filled(a.len(), |out| {
         for_chunks(out, CHUNK, par_ok(a.len()), |i, dst| {
@@ -74,12 +74,8 @@ pub(crate) fn map_simd<A: Copy + Sync, U: Copy + Send, F: Fn(A) -> U + Sync + Se
     })
 }
 
-/// `f(a[i], b[i])` for every i (`a` and `b` of one length), as `map_simd`.
-pub(crate) fn zip_map_simd<A: Copy + Sync, B: Copy + Sync, U: Copy + Send, F: Fn(A, B) -> U + Sync + Send>(
-    a: &[A],
-    b: &[B],
-    f: F,
-) -> Vec<U> {
+/// `f(a[i], b[i])` for every i (`a` and `b` of one length), as `map`.
+pub(crate) fn zip_map<A: Copy + Sync, B: Copy + Sync, U: Copy + Send, F: Fn(A, B) -> U + Sync + Send>(a: &[A], b: &[B], f: F) -> Vec<U> {
     debug_assert_eq!(a.len(), b.len());
     let (wide, simd) = (has_avx512(), has_avx2_fma());
     filled(a.len(), |out| {

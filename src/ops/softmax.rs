@@ -4,6 +4,7 @@
 use super::cpu::{has_avx2_fma, has_avx512};
 use super::float::Float;
 use super::reduce::{fast_path, max_slice, split, sum_slice, GRAIN};
+use crate::ops::layout::Dense;
 use candle_core::{CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
@@ -206,7 +207,7 @@ fn row_grad<T: Float>(y: &[T], g: &[T], o: &mut [T], log: bool) {
 /// Differentiable softmax (or log_softmax) over `dim`.
 pub fn softmax(t: &Tensor, dim: usize, log: bool) -> Result<Tensor> {
     if fast_path(t) {
-        return t.contiguous()?.apply_op1(Softmax { dim, log });
+        return t.dense()?.apply_op1(Softmax { dim, log });
     }
     let max = t.max_keepdim(dim)?.detach();
     let diff = t.broadcast_sub(&max)?;

@@ -6,6 +6,7 @@
 //! handled on its own, and rows are split over rayon's pool when the work is large
 //! (`ops::parallel::par_ok`). Tensors on other devices are computed on the CPU and the
 //! results moved back. Pure compute: no PyO3, no autograd (the bindings record nodes).
+use crate::ops::layout::Dense;
 use crate::ops::parallel::par_ok;
 use candle_core::{DType, Device, Result, Tensor, WithDType};
 use half::{bf16, f16};
@@ -128,14 +129,14 @@ macro_rules! with_key {
 fn rows_last(t: &Tensor, d: usize) -> Result<Tensor> {
     let last = t.rank() - 1;
     let x = if d == last { t.clone() } else { t.transpose(d, last)? };
-    x.to_device(&Device::Cpu)?.contiguous()
+    x.to_device(&Device::Cpu)?.dense()
 }
 
 /// Undo `rows_last` on a result whose rows (last dim) replace dim `d` of the input,
 /// back on `dev`.
 fn from_rows(x: Tensor, d: usize, dev: &Device) -> Result<Tensor> {
     let last = x.rank() - 1;
-    let x = if d == last { x } else { x.transpose(d, last)?.contiguous()? };
+    let x = if d == last { x } else { x.transpose(d, last)?.dense()? };
     x.to_device(dev)
 }
 
@@ -538,7 +539,7 @@ pub fn logcumsumexp_backward(x: &Tensor, out: &Tensor, g: &Tensor, d: usize) -> 
 pub fn nonzero(t: &Tensor) -> Result<Tensor> {
     let dims = t.dims().to_vec();
     let rank = dims.len();
-    let x = t.to_device(&Device::Cpu)?.contiguous()?;
+    let x = t.to_device(&Device::Cpu)?.dense()?;
     let offs: Vec<usize> = with_key!(x, "nonzero", |v: T| {
         let chunk = 1 << 16;
         if par_ok(v.len()) {
@@ -569,7 +570,7 @@ pub fn nonzero(t: &Tensor) -> Result<Tensor> {
 /// `unique` of all elements (sorted; NaNs stay distinct, last) or of consecutive runs
 /// (`consecutive`: in order): `(values, inverse, counts)`, inverse shaped as `t`.
 pub fn unique(t: &Tensor, consecutive: bool) -> Result<(Tensor, Tensor, Tensor)> {
-    let x = t.to_device(&Device::Cpu)?.contiguous()?;
+    let x = t.to_device(&Device::Cpu)?.dense()?;
     let shape = t.dims().to_vec();
     let dev = t.device();
     with_key!(x, "unique", |v: T| {
@@ -608,7 +609,7 @@ pub fn unique(t: &Tensor, consecutive: bool) -> Result<(Tensor, Tensor, Tensor)>
 pub fn unique_dim(t: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Tensor, Tensor)> {
     let n = t.dims()[d];
     // Slices along d as rows: move d first.
-    let x = if d == 0 { t.clone() } else { t.transpose(0, d)? }.to_device(&Device::Cpu)?.contiguous()?;
+    let x = if d == 0 { t.clone() } else { t.transpose(0, d)? }.to_device(&Device::Cpu)?.dense()?;
     let row = x.elem_count().checked_div(n).unwrap_or(0);
     let dev = t.device();
     with_key!(x, "unique", |v: T| {
@@ -638,7 +639,7 @@ pub fn unique_dim(t: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Te
         let mut sh = x.dims().to_vec();
         sh[0] = m;
         let vals = Tensor::from_vec(data, sh, &Device::Cpu)?;
-        let vals = if d == 0 { vals } else { vals.transpose(0, d)?.contiguous()? };
+        let vals = if d == 0 { vals } else { vals.transpose(0, d)?.dense()? };
         Ok((
             vals.to_device(dev)?,
             Tensor::from_vec(inverse, n, &Device::Cpu)?.to_device(dev)?,

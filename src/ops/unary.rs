@@ -1,8 +1,9 @@
 //! Elementwise unary functions Candle lacks: compositions of its differentiable
 //! ops, and custom ops with their backward where a fused pass pays.
 use super::float::Float;
-use super::parallel::{map, zip_map};
+use super::simd_map::{map, zip_map};
 use super::storage::{data, float_dispatch};
+use crate::ops::layout::Dense;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};
 
 /// Round half to even (banker's rounding), as PyTorch's `round`.
@@ -63,7 +64,7 @@ impl CustomOp1 for LogSigmoid {
         Ok((out, l.shape().clone()))
     }
     fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
-        Ok(Some(arg.detach().apply_op2_no_bwd(&grad.contiguous()?, &LogSigmoidGrad)?))
+        Ok(Some(arg.detach().apply_op2_no_bwd(&grad.dense()?, &LogSigmoidGrad)?))
     }
 }
 
@@ -90,7 +91,7 @@ impl CustomOp2 for LogSigmoidGrad {
 /// their own backward; log1p is `log(1 + z)` there, exact to f32 rounding).
 pub(crate) fn logsigmoid(x: &Tensor) -> Result<Tensor> {
     if x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64) {
-        return x.contiguous()?.apply_op1(LogSigmoid);
+        return x.dense()?.apply_op1(LogSigmoid);
     }
     let lo = x.minimum(&x.zeros_like()?)?;
     lo.sub(&(x.abs()?.neg()?.exp()? + 1.0)?.log()?)
@@ -129,11 +130,10 @@ impl CustomOp1 for FastOp {
         }
     }
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        use super::simd_map::map_simd;
         let out = float_dispatch!(s, l, self.name(), |v| match self.0 {
-            Fast::Exp => map_simd(v, fexp),
-            Fast::Tanh => map_simd(v, ftanh),
-            Fast::Sigmoid => map_simd(v, fsigmoid),
+            Fast::Exp => map(v, fexp),
+            Fast::Tanh => map(v, ftanh),
+            Fast::Sigmoid => map(v, fsigmoid),
         });
         Ok((out, l.shape().clone()))
     }
@@ -142,7 +142,7 @@ impl CustomOp1 for FastOp {
 /// `f(x)` elementwise: the vectorized pass for float32/float64 on the CPU, Candle's op elsewhere.
 pub(crate) fn fast(x: &Tensor, f: Fast) -> Result<Tensor> {
     if x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64) {
-        return x.contiguous()?.apply_op1_no_bwd(&FastOp(f));
+        return x.dense()?.apply_op1_no_bwd(&FastOp(f));
     }
     match f {
         Fast::Exp => x.exp(),
@@ -155,7 +155,6 @@ pub(crate) fn fast(x: &Tensor, f: Fast) -> Result<Tensor> {
 /// (contiguous CPU f32/f64 of one shape): tanh `g * (1 - y^2)`, sigmoid
 /// `g * y * (1 - y)`, exp `g * y`. `None` where it does not apply.
 pub(crate) fn fused_grad(y: &Tensor, g: &Tensor, f: Fast) -> Option<Tensor> {
-    use super::simd_map::zip_map_simd;
     if !y.device().is_cpu() || y.dims() != g.dims() || y.dtype() != g.dtype() {
         return None;
     }
@@ -164,9 +163,9 @@ pub(crate) fn fused_grad(y: &Tensor, g: &Tensor, f: Fast) -> Option<Tensor> {
     let (gs, _) = g.storage_and_layout();
     fn run<T: Float>(y: &[T], g: &[T], f: Fast) -> Vec<T> {
         match f {
-            Fast::Tanh => zip_map_simd(y, g, |y, g| g * (T::ONE - y * y)),
-            Fast::Sigmoid => zip_map_simd(y, g, |y, g| g * y * (T::ONE - y)),
-            Fast::Exp => zip_map_simd(y, g, |y, g| g * y),
+            Fast::Tanh => zip_map(y, g, |y, g| g * (T::ONE - y * y)),
+            Fast::Sigmoid => zip_map(y, g, |y, g| g * y * (T::ONE - y)),
+            Fast::Exp => zip_map(y, g, |y, g| g * y),
         }
     }
     let dev = candle_core::Device::Cpu;

@@ -4,6 +4,7 @@ use crate::bindings::errors::{dtype_err, shape_err, shape_str, value_err, OpResu
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
 use crate::layers::attention::*;
+use crate::ops::layout::Dense;
 use candle_core::{DType, Device, Result, Tensor};
 use pyo3::prelude::*;
 use std::sync::Mutex;
@@ -175,7 +176,7 @@ fn _sdpa(
                     Tensor::from_vec(vals, md.as_slice(), &Device::Cpu).op(OP)?
                 }
             } else {
-                mt.to_dtype(cdt).and_then(|t| t.contiguous()).op(OP)?
+                mt.to_dtype(cdt).and_then(|t| t.dense()).op(OP)?
             };
             Some(add.detach())
         }

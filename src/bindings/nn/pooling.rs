@@ -5,6 +5,7 @@ use crate::bindings::errors::{labelled_dtype_err, labelled_shape_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
 use crate::layers::pooling::*;
+use crate::ops::layout::Dense;
 use candle_core::Shape;
 use candle_core::{Device, Result, Tensor};
 use pyo3::prelude::*;
@@ -66,7 +67,7 @@ struct Pooled {
 impl Pooled {
     /// The input as contiguous CPU planes (planes, D, H, W).
     fn planes(t: &Tensor, g: &PoolGeom) -> Result<Tensor> {
-        t.to_device(&Device::Cpu)?.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2]))?.contiguous()
+        t.to_device(&Device::Cpu)?.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2]))?.dense()
     }
 
     /// The pooling kernel `op` as one fused node (its backward is the kernel's own).

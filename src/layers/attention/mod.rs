@@ -26,6 +26,7 @@ mod rows;
 use crate::ops::cpu::{simd_level, Simd};
 use crate::ops::float::Float;
 use crate::ops::gemm::{gemm, Parallelism};
+use crate::ops::layout::Dense;
 use crate::ops::parallel::SyncPtr;
 use backward::backward;
 use candle_core::{CpuStorage, CustomOp3, DType, Device, Layout, Result, Shape, Storage, Tensor};
@@ -190,13 +191,13 @@ impl Sdpa {
     }
 
     fn bwd_t<T: Float>(&self, q: &Tensor, k: &Tensor, v: &Tensor, o: &Tensor, d_o: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
-        let (q, k, v) = (q.contiguous()?, k.contiguous()?, v.contiguous()?);
+        let (q, k, v) = (q.dense()?, k.dense()?, v.dense()?);
         let (o, d_o) = if self.interleave {
             // (..., L, H, dv) back to the (..., H, L, dv) the backward reads.
             let r = o.rank();
-            (o.transpose(r - 3, r - 2)?.contiguous()?, d_o.transpose(r - 3, r - 2)?.contiguous()?)
+            (o.transpose(r - 3, r - 2)?.dense()?, d_o.transpose(r - 3, r - 2)?.dense()?)
         } else {
-            (o.clone(), d_o.contiguous()?)
+            (o.clone(), d_o.dense()?)
         };
         let geo = self.geo_c.as_ref().unwrap_or(&self.geo);
         let (gq, lq) = q.storage_and_layout();

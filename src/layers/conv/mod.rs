@@ -36,6 +36,7 @@ mod passes;
 mod wgrad;
 
 use crate::ops::float::Float;
+use crate::ops::layout::Dense;
 use crate::ops::parallel::{filled, for_chunks, in_pool, par_gemm, par_ok};
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor};
 use passes::*;
@@ -252,12 +253,12 @@ impl ConvOp {
             Kind::WGrad => candle_core::bail!("conv: second-order gradients are not supported"),
         };
         let (need_x, need_w) = self.needs.map_or((x.track_op(), w.track_op()), |n| (n[0], n[1]));
-        let gx = if need_x { Some(grad.apply_op2_no_bwd(&w.contiguous()?, &self.with(dx))?) } else { None };
+        let gx = if need_x { Some(grad.apply_op2_no_bwd(&w.dense()?, &self.with(dx))?) } else { None };
         let gw = if need_w {
             let mut op = self.with(Kind::WGrad);
             // The weight gradient's `a` is the upstream gradient only for a plain convolution.
             op.bias_sink = bias_sink.filter(|_| self.kind == Kind::Fwd);
-            let dw = other.0.contiguous()?.apply_op2_no_bwd(&other.1.contiguous()?, &op)?;
+            let dw = other.0.dense()?.apply_op2_no_bwd(&other.1.dense()?, &op)?;
             Some(dw.reshape(w.shape())?)
         } else {
             None
@@ -274,7 +275,7 @@ impl CustomOp2 for ConvOp {
         self.fwd((s1, l1), (s2, l2), None)
     }
     fn bwd(&self, x: &Tensor, w: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        self.grads(x, w, &grad.contiguous()?, None)
+        self.grads(x, w, &grad.dense()?, None)
     }
 }
 
@@ -301,7 +302,7 @@ impl CustomOp3 for ConvOp {
         _res: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let grad = grad.contiguous()?;
+        let grad = grad.dense()?;
         let need_b = self.needs.map_or(b.track_op(), |n| n[2]);
         let sink = need_b.then(|| Arc::new(OnceLock::new()));
         let (gx, gw) = self.grads(x, w, &grad, sink.clone())?;
@@ -331,9 +332,9 @@ pub(crate) fn conv_kernel(g: Geom, rows: usize, transposed: bool, needs: [bool; 
 
 /// Apply `op` to the 5-d image-side input and the weight, with the bias if any.
 pub(crate) fn apply(x5: &Tensor, w: &Tensor, b: Option<&Tensor>, op: ConvOp) -> Result<Tensor> {
-    let w = w.contiguous()?;
+    let w = w.dense()?;
     match b {
-        Some(b) => x5.apply_op3(&w, &b.contiguous()?, op),
+        Some(b) => x5.apply_op3(&w, &b.dense()?, op),
         None => x5.apply_op2(&w, op),
     }
 }
@@ -342,7 +343,7 @@ pub(crate) fn apply(x5: &Tensor, w: &Tensor, b: Option<&Tensor>, op: ConvOp) -> 
 /// the weight will be differentiated, so the forward keeps its columns for that.
 pub(crate) fn conv_nd(x: &Tensor, w: &Tensor, b: Option<&Tensor>, g: Geom, cout: usize, keep_cols: bool) -> Result<Tensor> {
     let [d, h, wi] = g.ins;
-    let x5 = x.reshape((g.n, g.c, d, h, wi))?.contiguous()?;
+    let x5 = x.reshape((g.n, g.c, d, h, wi))?.dense()?;
     apply(&x5, w, b, ConvOp::new(g, cout, Kind::Fwd, keep_cols))
 }
 
@@ -350,7 +351,7 @@ pub(crate) fn conv_nd(x: &Tensor, w: &Tensor, b: Option<&Tensor>, g: Geom, cout:
 /// the convolution whose geometry `g` maps the output grid back onto x's grid.
 pub(crate) fn conv_transpose_nd(x: &Tensor, w: &Tensor, b: Option<&Tensor>, g: Geom, cin: usize) -> Result<Tensor> {
     let [d, h, wi] = g.outs;
-    let x5 = x.reshape((g.n, cin, d, h, wi))?.contiguous()?;
+    let x5 = x.reshape((g.n, cin, d, h, wi))?.dense()?;
     apply(&x5, w, b, ConvOp::new(g, cin, Kind::Adj, false))
 }
 

@@ -11,6 +11,7 @@
 //! the same math from Candle ops (`*_ops` below), which run on every device
 //! and carry Candle's backward.
 use crate::ops::float::Float;
+use crate::ops::layout::Dense;
 use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Storage, Tensor};
 use rayon::prelude::*;
 use std::sync::Mutex;
@@ -83,7 +84,7 @@ pub(crate) fn slice<'a, T>(v: &'a [T], l: &Layout) -> Result<&'a [T]> {
 /// float dtype, and wrap its three result vectors as tensors shaped like x, w, w.
 macro_rules! with_slices {
     ($x:expr, $w:expr, $g:expr, |$xs:ident, $ws:ident, $gs:ident| $body:expr) => {{
-        let (x, w, g) = ($x.contiguous()?, $w.contiguous()?, $g.contiguous()?);
+        let (x, w, g) = ($x.dense()?, $w.dense()?, $g.dense()?);
         let (sx, lx) = x.storage_and_layout();
         let (sw, lw) = w.storage_and_layout();
         let (sg, lg) = g.storage_and_layout();
@@ -232,7 +233,7 @@ pub(crate) fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor, d: usize, eps: f64)
         return layer_norm_ops(x, w, b, d, eps);
     }
     let op = LayerNorm { d, eps, stats: Mutex::new(Vec::new()) };
-    x.contiguous()?.apply_op3(&w.flatten_all()?.contiguous()?, &b.flatten_all()?.contiguous()?, op)
+    x.dense()?.apply_op3(&w.flatten_all()?.dense()?, &b.flatten_all()?.dense()?, op)
 }
 
 /// The fused batch-norm kernel where it applies (CPU f32/f64; inputs made contiguous
@@ -261,7 +262,7 @@ pub(crate) fn batch_norm_kernel(
 /// Candle's ops otherwise.
 pub(crate) fn batch_norm(x: &Tensor, w: &Tensor, b: &Tensor, mean: &Tensor, var: &Tensor, batch_stats: bool, eps: f64) -> Result<Tensor> {
     match batch_norm_kernel(x, w, b, mean, var, batch_stats, eps)? {
-        Some(op) => x.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, op),
+        Some(op) => x.dense()?.apply_op3(&w.dense()?, &b.dense()?, op),
         None => batch_norm_ops(x, w, b, mean, var, batch_stats, eps),
     }
 }
@@ -285,7 +286,7 @@ pub(crate) fn group_norm(x: &Tensor, groups: usize, w: Option<&Tensor>, b: Optio
     let (ones, zeros) = (Tensor::ones(c, x.dtype(), x.device())?, Tensor::zeros(c, x.dtype(), x.device())?);
     let (wk, bk) = (wf.as_ref().unwrap_or(&ones), bf.as_ref().unwrap_or(&zeros));
     if let Some(k) = group_norm_kernel(x, wk, bk, groups, eps) {
-        return x.contiguous()?.apply_op3_no_bwd(&wk.contiguous()?, &bk.contiguous()?, &k);
+        return x.dense()?.apply_op3_no_bwd(&wk.dense()?, &bk.dense()?, &k);
     }
     let mut y = if x.elem_count() == 0 {
         x.clone()

@@ -12,6 +12,7 @@
 //! data), 2x2 windows as a small tree, and a forward that will be differentiated
 //! keeps its argmaxes so the backward is a scatter.
 use crate::ops::float::Float;
+use crate::ops::layout::Dense;
 use crate::ops::parallel::{for_chunks, in_pool, par_ok};
 use crate::ops::storage::float_dispatch;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
@@ -255,11 +256,11 @@ impl CustomOp1 for MaxPool {
         Ok((out, out_shape(g, false)))
     }
     fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
-        let g = grad.contiguous()?;
+        let g = grad.dense()?;
         if let Some(kept) = self.1.as_ref().filter(|k| k.get().is_some()) {
             return Ok(Some(g.apply_op1_no_bwd(&MaxPoolScatter(self.0.clone(), kept.clone()))?));
         }
-        Ok(Some(arg.contiguous()?.apply_op2_no_bwd(&g, &MaxPoolBwd(self.0.clone()))?))
+        Ok(Some(arg.dense()?.apply_op2_no_bwd(&g, &MaxPoolBwd(self.0.clone()))?))
     }
 }
 
@@ -317,7 +318,7 @@ impl CustomOp1 for AvgPool {
         Ok((out, out_shape(&self.0, false)))
     }
     fn bwd(&self, _arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
-        Ok(Some(grad.contiguous()?.apply_op1(AvgPoolAdj(self.0.clone()))?))
+        Ok(Some(grad.dense()?.apply_op1(AvgPoolAdj(self.0.clone()))?))
     }
 }
 
@@ -330,6 +331,6 @@ impl CustomOp1 for AvgPoolAdj {
         Ok((out, out_shape(&self.0, true)))
     }
     fn bwd(&self, _arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
-        Ok(Some(grad.contiguous()?.apply_op1(AvgPool(self.0.clone()))?))
+        Ok(Some(grad.dense()?.apply_op1(AvgPool(self.0.clone()))?))
     }
 }

@@ -4,6 +4,7 @@
 //! these is `autograd::recurrent`, which also holds the composed form (per-step tensor
 //! ops) for other dtypes and devices and for `create_graph`.
 use crate::ops::float::Float;
+use crate::ops::layout::Dense;
 use candle_core::{DType, Device, Result, Storage, Tensor};
 
 mod gates;
@@ -145,7 +146,7 @@ fn forward_t<T: Float>(l: &Layer<'_>, xp: &Tensor) -> Result<Ran> {
     let h_n = out.get(last)?.copy()?;
     let kept = Tensor::from_vec(f.kept, (d.steps, b, cell.kept() * h), &cpu)?;
     // LSTM's kept row is (i, f, g, o, c): the last step's c.
-    let c_n = if cell == Cell::Lstm { Some(kept.get(last)?.narrow(1, 4 * h, h)?.contiguous()?) } else { None };
+    let c_n = if cell == Cell::Lstm { Some(kept.get(last)?.narrow(1, 4 * h, h)?.dense()?) } else { None };
     Ok(Ran { out, kept, h_n, c_n })
 }
 
