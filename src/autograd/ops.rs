@@ -131,7 +131,9 @@ pub fn div(a: &Value, b: &Value) -> Result<Value> {
 }
 
 pub fn neg(x: &Value) -> Result<Value> {
-    Ok(record("NegBackward0", &[x], x.data.neg()?, &[], false, |_, g, _| Ok(vec![c(neg(g)?)])))
+    Ok(record("NegBackward0", &[x], crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Neg)?, &[], false, |_, g, _| {
+        Ok(vec![c(neg(g)?)])
+    }))
 }
 
 /// `x * mul + add`.
@@ -153,22 +155,26 @@ pub fn exp(x: &Value) -> Result<Value> {
 }
 
 pub fn log(x: &Value) -> Result<Value> {
-    Ok(record("LogBackward0", &[x], x.data.log()?, &[x], false, |s, g, _| Ok(vec![c(div(g, &s[0])?)])))
+    Ok(record("LogBackward0", &[x], crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Log)?, &[x], false, |s, g, _| {
+        Ok(vec![c(div(g, &s[0])?)])
+    }))
 }
 
 pub fn sqrt(x: &Value) -> Result<Value> {
-    Ok(record("SqrtBackward0", &[x], x.data.sqrt()?, &[x], true, |s, g, _| {
+    Ok(record("SqrtBackward0", &[x], crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Sqrt)?, &[x], true, |s, g, _| {
         let y = if grad_enabled() { sqrt(&s[0])? } else { s[1].clone() };
         Ok(vec![c(div(g, &affine(&y, 2.0, 0.0)?)?)])
     }))
 }
 
 pub fn sqr(x: &Value) -> Result<Value> {
-    Ok(record("PowBackward0", &[x], x.data.sqr()?, &[x], false, |s, g, _| Ok(vec![c(mul(g, &affine(&s[0], 2.0, 0.0)?)?)])))
+    Ok(record("PowBackward0", &[x], crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Sqr)?, &[x], false, |s, g, _| {
+        Ok(vec![c(mul(g, &affine(&s[0], 2.0, 0.0)?)?)])
+    }))
 }
 
 pub fn recip(x: &Value) -> Result<Value> {
-    Ok(record("ReciprocalBackward0", &[x], x.data.recip()?, &[x], true, |s, g, _| {
+    Ok(record("ReciprocalBackward0", &[x], crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Recip)?, &[x], true, |s, g, _| {
         let y = if grad_enabled() { recip(&s[0])? } else { s[1].clone() };
         Ok(vec![c(neg(&mul(g, &sqr(&y)?)?)?)])
     }))
@@ -188,16 +194,20 @@ pub fn tanh(x: &Value) -> Result<Value> {
 }
 
 pub fn sin(x: &Value) -> Result<Value> {
-    Ok(record("SinBackward0", &[x], x.data.sin()?, &[x], false, |s, g, _| Ok(vec![c(mul(g, &cos(&s[0])?)?)])))
+    Ok(record("SinBackward0", &[x], crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Sin)?, &[x], false, |s, g, _| {
+        Ok(vec![c(mul(g, &cos(&s[0])?)?)])
+    }))
 }
 
 pub fn cos(x: &Value) -> Result<Value> {
-    Ok(record("CosBackward0", &[x], x.data.cos()?, &[x], false, |s, g, _| Ok(vec![c(neg(&mul(g, &sin(&s[0])?)?)?)])))
+    Ok(record("CosBackward0", &[x], crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Cos)?, &[x], false, |s, g, _| {
+        Ok(vec![c(neg(&mul(g, &sin(&s[0])?)?)?)])
+    }))
 }
 
 /// `x ** e` for a float exponent.
 pub fn powf(x: &Value, e: f64) -> Result<Value> {
-    Ok(record("PowBackward0", &[x], x.data.powf(e)?, &[x], false, move |s, g, _| {
+    Ok(record("PowBackward0", &[x], crate::ops::unary::powf(&x.data, e)?, &[x], false, move |s, g, _| {
         Ok(vec![c(mul(g, &affine(&powf(&s[0], e - 1.0)?, e, 0.0)?)?)])
     }))
 }

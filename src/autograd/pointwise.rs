@@ -12,7 +12,9 @@ fn c(v: Value) -> Option<Value> {
 
 /// `|x|`: the gradient is `g * sign(x)` (0 at 0, as PyTorch).
 pub fn abs(x: &Value) -> Result<Value> {
-    Ok(record("AbsBackward0", &[x], x.data.abs()?, &[x], false, |s, g, _| Ok(vec![c(mul(g, &Value::plain(s[0].data.sign()?))?)])))
+    Ok(record("AbsBackward0", &[x], crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Abs)?, &[x], false, |s, g, _| {
+        Ok(vec![c(mul(g, &Value::plain(s[0].data.sign()?))?)])
+    }))
 }
 
 /// A piecewise-constant op (`floor`, `ceil`, `round`, `trunc`, `sign`) whose output is

@@ -263,11 +263,11 @@ fn binary_plain(at: Tensor, adt: DT, b: Operand, op: Bin, reflected: bool) -> Py
                     None => {
                         let e = s.f64();
                         if e == 0.5 {
-                            x.sqrt()
+                            crate::ops::unary::fast(&x, crate::ops::unary::Fast::Sqrt)
                         } else if e.fract() == 0.0 && e.abs() < 64.0 {
                             pow_int(&x, e as i64)
                         } else {
-                            x.powf(e)
+                            crate::ops::unary::powf(&x, e)
                         }
                         .op(name)?
                     }

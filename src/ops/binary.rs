@@ -2,6 +2,7 @@
 //! semantics (floor division, wrap-around, integer powers), and the fast paths for
 //! contiguous CPU float operands (one parallel pass instead of Candle's generic
 //! dispatch; a backward for the tracked side only when the other is a constant).
+use crate::ops::layout::Dense;
 use crate::ops::simd_map::{map, zip_map};
 use candle_core::{DType, Tensor};
 
@@ -99,8 +100,27 @@ pub(crate) fn pow_int(x: &Tensor, n: i64) -> candle_core::Result<Tensor> {
     if n == 0 {
         return x.ones_like();
     }
-    if n < 0 {
+    let float_cpu = x.device().is_cpu() && matches!(x.dtype(), candle_core::DType::F32 | candle_core::DType::F64);
+    if n < 0 && !float_cpu {
         return pow_int(x, -n)?.recip();
+    }
+    if float_cpu && n == 2 {
+        return crate::ops::unary::fast(x, crate::ops::unary::Fast::Sqr);
+    }
+    if float_cpu {
+        // One parallel pass doing the same squarings and products per element.
+        let x = x.dense()?;
+        let (st, l) = x.storage_and_layout();
+        let dev = candle_core::Device::Cpu;
+        return match &*st {
+            candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)) => {
+                Tensor::from_vec(pow_map(crate::ops::storage::data(v, l, "pow")?, n), x.shape(), &dev)
+            }
+            candle_core::Storage::Cpu(candle_core::CpuStorage::F64(v)) => {
+                Tensor::from_vec(pow_map(crate::ops::storage::data(v, l, "pow")?, n), x.shape(), &dev)
+            }
+            _ => candle_core::bail!("pow: expected a float32 or float64 CPU tensor"),
+        };
     }
     let mut result: Option<Tensor> = None;
     let mut base = x.clone();
@@ -118,6 +138,36 @@ pub(crate) fn pow_int(x: &Tensor, n: i64) -> candle_core::Result<Tensor> {
         }
     }
     Ok(result.unwrap())
+}
+
+/// `b ** n` (1 <= n < 64) by squaring, the products in `pow_int`'s order. The loop
+/// has a fixed trip count over the exponent's bits, so it unrolls and the map around
+/// it vectorizes (the extra squarings past the top bit are never used).
+#[inline(always)]
+fn powi_small<T: crate::ops::float::Float>(b: T, n: i64) -> T {
+    let (mut r, mut base) = (T::ONE, b);
+    for k in 0..6 {
+        if (n >> k) & 1 == 1 {
+            r *= base;
+        }
+        base = base * base;
+    }
+    r
+}
+
+/// `v ** n` elementwise for any n != 0 (a negative power is the reciprocal of the
+/// positive one; from 2^6 on, libm's `powf`, as PyTorch for large integer powers).
+/// The branches are taken once, outside the map, so that each closure's loop
+/// vectorizes.
+fn pow_map<T: crate::ops::float::Float>(v: &[T], n: i64) -> Vec<T> {
+    match (n < 0, n.unsigned_abs() < 64) {
+        (false, true) => map(v, move |b| powi_small(b, n)),
+        (true, true) => map(v, move |b| T::ONE / powi_small(b, -n)),
+        (_, false) => {
+            let e = T::of(n as f64);
+            map(v, move |b| b.powf(e))
+        }
+    }
 }
 
 /// Elementwise `x ** y` (same shapes, float dtype) with PyTorch's values: negative

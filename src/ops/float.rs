@@ -38,6 +38,11 @@ pub(crate) trait Float:
     /// `tanh(x)`: branch-free for f32 (`approx::fast_tanh`), libm's for f64.
     fn tanh<const FMA: bool>(self) -> Self;
     fn sqrt(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    /// `|x|`, clearing the sign bit (`abs(-0.0)` is 0.0).
+    fn abs(self) -> Self;
+    fn powf(self, e: Self) -> Self;
     fn is_nan(self) -> bool;
     /// The larger of two values (the first when they compare unordered).
     #[inline(always)]
@@ -87,6 +92,22 @@ impl Float for f32 {
     #[inline(always)]
     fn sqrt(self) -> f32 {
         f32::sqrt(self)
+    }
+    #[inline(always)]
+    fn sin(self) -> f32 {
+        f32::sin(self)
+    }
+    #[inline(always)]
+    fn cos(self) -> f32 {
+        f32::cos(self)
+    }
+    #[inline(always)]
+    fn abs(self) -> f32 {
+        f32::abs(self)
+    }
+    #[inline(always)]
+    fn powf(self, e: f32) -> f32 {
+        f32::powf(self, e)
     }
     #[inline(always)]
     fn is_nan(self) -> bool {
@@ -141,6 +162,22 @@ impl Float for f64 {
     #[inline(always)]
     fn sqrt(self) -> f64 {
         f64::sqrt(self)
+    }
+    #[inline(always)]
+    fn sin(self) -> f64 {
+        f64::sin(self)
+    }
+    #[inline(always)]
+    fn cos(self) -> f64 {
+        f64::cos(self)
+    }
+    #[inline(always)]
+    fn abs(self) -> f64 {
+        f64::abs(self)
+    }
+    #[inline(always)]
+    fn powf(self, e: f64) -> f64 {
+        f64::powf(self, e)
     }
     #[inline(always)]
     fn is_nan(self) -> bool {

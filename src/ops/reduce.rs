@@ -107,16 +107,50 @@ fn reduce_block<T: Float>(src: &[T], outer: usize, r: usize, inner: usize) -> Ve
             });
         }
     } else {
-        let col_chunk = (GRAIN / r.max(1)).clamp(64, inner.max(64));
-        out.par_chunks_mut(inner).enumerate().for_each(|(o, dst)| {
-            let block = &src[o * r * inner..(o + 1) * r * inner];
-            dst.par_chunks_mut(col_chunk).enumerate().for_each(|(cj, d)| {
-                let j0 = cj * col_chunk;
-                for i in 0..r {
-                    add_into(d, &block[i * inner + j0..i * inner + j0 + d.len()]);
-                }
+        // Whole rows of `inner` added into an accumulator row: contiguous reads. With
+        // few output rows (a sum over the leading dims), long rows split by columns;
+        // short ones split each block's rows into bands summed apart, whose partial
+        // rows are then added up.
+        let threads = super::pool::num_threads();
+        let par = super::parallel::par_ok(src.len());
+        let tasks = 2 * threads;
+        if par && outer < tasks && inner >= tasks * 1024 {
+            // Long rows: split the columns instead (runs of >= 1024 still stream).
+            let cols = inner.div_ceil(tasks.div_ceil(outer));
+            out.par_chunks_mut(inner).enumerate().for_each(|(o, dst)| {
+                let block = &src[o * r * inner..(o + 1) * r * inner];
+                dst.par_chunks_mut(cols).enumerate().for_each(|(cj, d)| {
+                    let j0 = cj * cols;
+                    for i in 0..r {
+                        add_into(d, &block[i * inner + j0..i * inner + j0 + d.len()]);
+                    }
+                });
             });
-        });
+            return out;
+        }
+        let bands = if !par || outer >= tasks { 1 } else { tasks.div_ceil(outer).min(r) };
+        let band_rows = r.div_ceil(bands);
+        let sum_band = |o: usize, k: usize, dst: &mut [T]| {
+            let block = &src[o * r * inner..(o + 1) * r * inner];
+            for i in k * band_rows..((k + 1) * band_rows).min(r) {
+                add_into(dst, &block[i * inner..(i + 1) * inner]);
+            }
+        };
+        if bands == 1 {
+            if par {
+                out.par_chunks_mut(inner).enumerate().for_each(|(o, dst)| sum_band(o, 0, dst));
+            } else {
+                out.chunks_mut(inner).enumerate().for_each(|(o, dst)| sum_band(o, 0, dst));
+            }
+        } else {
+            let mut parts = vec![T::ZERO; outer * bands * inner];
+            parts.par_chunks_mut(inner).enumerate().for_each(|(t, dst)| sum_band(t / bands, t % bands, dst));
+            for (dst, p) in out.chunks_mut(inner).zip(parts.chunks(bands * inner)) {
+                for band in p.chunks(inner) {
+                    add_into(dst, band);
+                }
+            }
+        }
     }
     out
 }

@@ -6,6 +6,7 @@
 //! handled on its own, and rows are split over rayon's pool when the work is large
 //! (`ops::parallel::par_ok`). Tensors on other devices are computed on the CPU and the
 //! results moved back. Pure compute: no PyO3, no autograd (the bindings record nodes).
+use crate::ops::float::Float;
 use crate::ops::layout::Dense;
 use crate::ops::parallel::par_ok;
 use candle_core::{DType, Device, Result, Tensor, WithDType};
@@ -341,6 +342,11 @@ pub fn extreme(t: &Tensor, d: usize, is_max: bool) -> Result<(Tensor, Tensor)> {
     }
     let x = rows_last(t, d)?;
     let shape = rows_shape(t, d, 1);
+    match x.dtype() {
+        DType::F32 => return extreme_float::<f32>(&x, n, is_max, shape, d, t.device()),
+        DType::F64 => return extreme_float::<f64>(&x, n, is_max, shape, d, t.device()),
+        _ => {}
+    }
     with_key!(x, "max", |v: T| {
         let rows = v.len() / n;
         let mut idx = vec![0i64; rows];
@@ -362,6 +368,91 @@ pub fn extreme(t: &Tensor, d: usize, is_max: bool) -> Result<(Tensor, Tensor)> {
         let vals = gather_rows(&v, n, &idx, 1);
         pair(vals, idx, shape, d, t.device())
     })
+}
+
+/// `extreme` for float rows (`x` dense, rows of `n` last): read in place (no copy to
+/// a vector first), each row in two vectorized passes over L1-resident data, the
+/// extreme value (and whether a NaN is present), then the first index holding it
+/// (or the first NaN). The value is read back at that index, so ties between -0.0
+/// and 0.0 go to the first, as in the one-pass scan.
+fn extreme_float<T: Float + Key>(
+    x: &Tensor,
+    n: usize,
+    is_max: bool,
+    shape: Vec<usize>,
+    d: usize,
+    dev: &Device,
+) -> Result<(Tensor, Tensor)> {
+    let (st, l) = x.storage_and_layout();
+    let candle_core::Storage::Cpu(cs) = &*st else { candle_core::bail!("max: expected a CPU tensor") };
+    let Some(all) = T::slice(cs) else { candle_core::bail!("max: unexpected dtype") };
+    let Some((a, b)) = l.contiguous_offsets() else { candle_core::bail!("max: expected a dense input") };
+    let v = &all[a..b];
+    let rows = v.len() / n;
+    let mut idx = vec![0i64; rows];
+    let wide = crate::ops::cpu::has_avx512();
+    per_row(v, n, &mut idx, 1, |row, o| {
+        o[0] = match (is_max, wide) {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `wide` is `has_avx512()`.
+            (true, true) => unsafe { first_extreme_avx512::<T, true>(row) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            (false, true) => unsafe { first_extreme_avx512::<T, false>(row) },
+            (true, _) => first_extreme::<T, true>(row),
+            (false, _) => first_extreme::<T, false>(row),
+        } as i64;
+    });
+    let vals = gather_rows(v, n, &idx, 1);
+    drop(st);
+    pair(vals, idx, shape, d, dev)
+}
+
+/// The index of the first maximum (`MAX`) or minimum of a non-empty row, or of its
+/// first NaN.
+#[inline(always)]
+fn first_extreme<T: Float, const MAX: bool>(row: &[T]) -> usize {
+    let better = |e: T, m: T| if MAX { e > m } else { e < m };
+    let mut acc = [row[0]; 16];
+    let mut nan = [false; 16];
+    let chunks = row.chunks_exact(16);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for k in 0..16 {
+            acc[k] = if better(c[k], acc[k]) { c[k] } else { acc[k] };
+            nan[k] |= c[k].is_nan();
+        }
+    }
+    let mut m = row[0];
+    let mut any_nan = nan.iter().any(|&b| b);
+    for &e in acc.iter().chain(rest) {
+        m = if better(e, m) { e } else { m };
+        any_nan |= e.is_nan();
+    }
+    let hit = |e: T| if any_nan { e.is_nan() } else { e == m };
+    let chunks = row.chunks_exact(16);
+    let rest = chunks.remainder();
+    for (ci, c) in chunks.enumerate() {
+        let mut found = false;
+        for &e in c {
+            found |= hit(e);
+        }
+        if found {
+            return ci * 16 + c.iter().position(|&e| hit(e)).expect("found in this chunk");
+        }
+    }
+    let base = row.len() - rest.len();
+    base + rest.iter().position(|&e| hit(e)).expect("the extreme is in the row")
+}
+
+/// `first_extreme` compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX2 and FMA (`ops::cpu::has_avx512`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn first_extreme_avx512<T: Float, const MAX: bool>(row: &[T]) -> usize {
+    first_extreme::<T, MAX>(row)
 }
 
 /// `extreme` where the tensor lives (CUDA, Metal), from Candle's reductions: their

@@ -97,13 +97,24 @@ pub(crate) fn logsigmoid(x: &Tensor) -> Result<Tensor> {
     lo.sub(&(x.abs()?.neg()?.exp()? + 1.0)?.log()?)
 }
 
-/// Elementwise functions with a vectorized CPU pass (f32 through `approx`'s
-/// branch-free forms, f64 through libm) that Candle runs one scalar call at a time.
+/// Elementwise functions with a parallel CPU pass, vectorized where the math is
+/// (f32 exp/tanh/sigmoid through `approx`'s branch-free forms; neg, abs, square,
+/// sqrt, reciprocal as plain arithmetic), one libm call per element for log, sin and
+/// cos (the same calls as Candle's, so the same results), which Candle runs on one
+/// thread one scalar call at a time.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Fast {
     Exp,
     Tanh,
     Sigmoid,
+    Neg,
+    Abs,
+    Sqr,
+    Sqrt,
+    Recip,
+    Log,
+    Sin,
+    Cos,
 }
 
 struct FastOp(Fast);
@@ -121,25 +132,75 @@ pub(crate) fn fsigmoid<T: Float>(x: T) -> T {
     T::ONE / (T::ONE + Float::exp::<false>(-x))
 }
 
-impl CustomOp1 for FastOp {
-    fn name(&self) -> &'static str {
-        match self.0 {
+impl Fast {
+    fn name(self) -> &'static str {
+        match self {
             Fast::Exp => "exp",
             Fast::Tanh => "tanh",
             Fast::Sigmoid => "sigmoid",
+            Fast::Neg => "neg",
+            Fast::Abs => "abs",
+            Fast::Sqr => "square",
+            Fast::Sqrt => "sqrt",
+            Fast::Recip => "reciprocal",
+            Fast::Log => "log",
+            Fast::Sin => "sin",
+            Fast::Cos => "cos",
         }
     }
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let out = float_dispatch!(s, l, self.name(), |v| match self.0 {
+
+    fn run<T: Float>(self, v: &[T]) -> Vec<T> {
+        match self {
             Fast::Exp => map(v, fexp),
             Fast::Tanh => map(v, ftanh),
             Fast::Sigmoid => map(v, fsigmoid),
-        });
+            Fast::Neg => map(v, |x: T| -x),
+            Fast::Abs => map(v, |x: T| Float::abs(x)),
+            Fast::Sqr => map(v, |x: T| x * x),
+            Fast::Sqrt => map(v, |x: T| x.sqrt()),
+            Fast::Recip => map(v, |x: T| T::ONE / x),
+            Fast::Log => map(v, |x: T| x.ln()),
+            Fast::Sin => map(v, |x: T| x.sin()),
+            Fast::Cos => map(v, |x: T| x.cos()),
+        }
+    }
+}
+
+impl CustomOp1 for FastOp {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let out = float_dispatch!(s, l, self.name(), |v| self.0.run(v));
         Ok((out, l.shape().clone()))
     }
 }
 
-/// `f(x)` elementwise: the vectorized pass for float32/float64 on the CPU, Candle's op elsewhere.
+/// `x ** e` elementwise for a float exponent: `x * x` for 2 (exact, as PyTorch's
+/// square), else libm's `powf` per element (Candle's call), in parallel.
+pub(crate) fn powf(x: &Tensor, e: f64) -> Result<Tensor> {
+    if e == 2.0 {
+        return fast(x, Fast::Sqr);
+    }
+    if x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64) {
+        let x = x.dense()?;
+        let (st, l) = x.storage_and_layout();
+        let dev = candle_core::Device::Cpu;
+        return match &*st {
+            candle_core::Storage::Cpu(CpuStorage::F32(v)) => {
+                let e = e as f32;
+                Tensor::from_vec(map(data(v, l, "pow")?, move |b: f32| b.powf(e)), x.shape(), &dev)
+            }
+            candle_core::Storage::Cpu(CpuStorage::F64(v)) => {
+                Tensor::from_vec(map(data(v, l, "pow")?, move |b: f64| b.powf(e)), x.shape(), &dev)
+            }
+            _ => candle_core::bail!("pow: expected a float32 or float64 CPU tensor"),
+        };
+    }
+    x.powf(e)
+}
+
+/// `f(x)` elementwise: the parallel pass for float32/float64 on the CPU, Candle's op elsewhere.
 pub(crate) fn fast(x: &Tensor, f: Fast) -> Result<Tensor> {
     if x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64) {
         return x.dense()?.apply_op1_no_bwd(&FastOp(f));
@@ -148,6 +209,14 @@ pub(crate) fn fast(x: &Tensor, f: Fast) -> Result<Tensor> {
         Fast::Exp => x.exp(),
         Fast::Tanh => x.tanh(),
         Fast::Sigmoid => candle_nn::ops::sigmoid(x),
+        Fast::Neg => x.neg(),
+        Fast::Abs => x.abs(),
+        Fast::Sqr => x.sqr(),
+        Fast::Sqrt => x.sqrt(),
+        Fast::Recip => x.recip(),
+        Fast::Log => x.log(),
+        Fast::Sin => x.sin(),
+        Fast::Cos => x.cos(),
     }
 }
 
@@ -155,7 +224,7 @@ pub(crate) fn fast(x: &Tensor, f: Fast) -> Result<Tensor> {
 /// (contiguous CPU f32/f64 of one shape): tanh `g * (1 - y^2)`, sigmoid
 /// `g * y * (1 - y)`, exp `g * y`. `None` where it does not apply.
 pub(crate) fn fused_grad(y: &Tensor, g: &Tensor, f: Fast) -> Option<Tensor> {
-    if !y.device().is_cpu() || y.dims() != g.dims() || y.dtype() != g.dtype() {
+    if !matches!(f, Fast::Tanh | Fast::Sigmoid | Fast::Exp) || !y.device().is_cpu() || y.dims() != g.dims() || y.dtype() != g.dtype() {
         return None;
     }
     let (Some((ya, yb)), Some((ga, gb))) = (y.layout().contiguous_offsets(), g.layout().contiguous_offsets()) else { return None };
@@ -166,6 +235,7 @@ pub(crate) fn fused_grad(y: &Tensor, g: &Tensor, f: Fast) -> Option<Tensor> {
             Fast::Tanh => zip_map(y, g, |y, g| g * (T::ONE - y * y)),
             Fast::Sigmoid => zip_map(y, g, |y, g| g * y * (T::ONE - y)),
             Fast::Exp => zip_map(y, g, |y, g| g * y),
+            _ => unreachable!("fused_grad: only tanh, sigmoid and exp (checked on entry)"),
         }
     }
     let dev = candle_core::Device::Cpu;

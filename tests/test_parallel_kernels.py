@@ -1,0 +1,163 @@
+"""The parallel CPU passes behind everyday ops (dense copies of strided views, unary
+maps, broadcast arithmetic, powers, sums, max/min along a dim), checked against
+NumPy computing the same thing independently. Sizes straddle the thread split
+(2^18 elements) and the kernels' inner widths (16 lanes, 16x16 transpose tiles)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import candle_py as cp
+
+RNG = np.random.default_rng(7)
+BIG = (3, 300, 301)  # > 2^18 elements, odd sizes: tiles and lanes have remainders
+
+
+def _a(shape: tuple, dtype: type = np.float32) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("shape", [(4, 5, 6), BIG])
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda t: t.transpose(1, 2),
+        lambda t: t.transpose(0, 2),
+        lambda t: t.permute(2, 0, 1),
+        lambda t: t[:, 1:-1, 2:],
+        lambda t: t[:, ::2],
+        lambda t: t[..., ::3].transpose(0, 1),
+        lambda t: t[:, :1].expand(-1, 7, -1),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8])
+def test_contiguous_of_views_equals_numpy(shape: tuple, view, dtype: type) -> None:
+    a = (RNG.standard_normal(shape) * 50).astype(dtype)
+    v = view(cp.from_numpy(a))
+    want = np.ascontiguousarray(view(_NumpyT(a)).a)
+    got = v.contiguous()
+    assert got.is_contiguous()
+    np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(v.clone().numpy(), want)
+
+
+class _NumpyT:
+    """The same view methods over a NumPy array (the reference)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+    def transpose(self, i: int, j: int) -> _NumpyT:
+        return _NumpyT(np.swapaxes(self.a, i, j))
+
+    def permute(self, *p: int) -> _NumpyT:
+        return _NumpyT(np.transpose(self.a, p))
+
+    def expand(self, *s: int) -> _NumpyT:
+        return _NumpyT(np.broadcast_to(self.a, tuple(d if n == -1 else n for d, n in zip(self.a.shape, s))))
+
+    def __getitem__(self, k: object) -> _NumpyT:
+        return _NumpyT(self.a[k])
+
+
+def test_transpose_contiguous_keeps_the_graph() -> None:
+    x = cp.from_numpy(_a((2, 40, 33))).requires_grad_(True)
+    g = _a((2, 33, 40))
+    x.transpose(1, 2).contiguous().mul(cp.from_numpy(g)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), g.transpose(0, 2, 1))
+
+
+@pytest.mark.parametrize("shape", [(5, 7), BIG])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_unary_maps_equal_numpy(shape: tuple, dtype: type) -> None:
+    a = _a(shape, dtype)
+    a.flat[:6] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30]
+    x = cp.from_numpy(a)
+    pos = np.abs(a)
+    # libm and NumPy may round log/sin/cos one ulp apart.
+    tol = dict(rtol=5e-7 if dtype == np.float32 else 1e-15, atol=0)
+    with np.errstate(all="ignore"):
+        for got, want in [
+            (-x, -a),
+            (x.abs(), np.abs(a)),
+            (x.square(), a * a),
+            (cp.from_numpy(pos).sqrt(), np.sqrt(pos)),
+            (x.reciprocal(), 1 / a),
+            (cp.from_numpy(pos).log(), np.log(pos)),
+            (x.sin(), np.sin(a)),
+            (x.cos(), np.cos(a)),
+            (x * 2.5, a * dtype(2.5)),
+            (x + 1.5, a + dtype(1.5)),
+            (x / 3.0, a / dtype(3.0)),
+        ]:
+            np.testing.assert_allclose(got.numpy(), want, **tol)
+            np.testing.assert_array_equal(np.signbit(got.numpy()), np.signbit(want))
+
+
+def test_scaling_keeps_negative_zero() -> None:
+    x = cp.tensor([-0.0, 0.0, -1.0])
+    assert np.signbit((x * 2.0).numpy()).tolist() == [True, False, True]
+    assert np.signbit((x - 0.0).numpy()).tolist() == [True, False, True]
+    assert np.signbit((x + 0.0).numpy()).tolist() == [False, False, True]
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 7, -1, -2, -3, 63, 64, 70, -70])
+def test_integer_powers_equal_numpy(n: int) -> None:
+    a = _a(BIG) * 1.5
+    a.flat[:5] = [0.0, -0.0, np.inf, -np.inf, np.nan]
+    with np.errstate(all="ignore"):
+        want = np.power(a.astype(np.float64), n)
+    got = (cp.from_numpy(a) ** n).numpy().astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = np.isfinite(want) & (np.abs(want) < 1e37) & (np.abs(want) > 1e-37)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=2e-6 * max(1, abs(n) // 8))
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [((3, 300, 301), (301,)), ((3, 300, 301), (300, 1)), ((3, 300, 301), ()), ((1, 300, 301), (3, 1, 1)), ((300, 301), (301, 1, 1))],
+)
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "truediv"])
+def test_broadcast_arithmetic_equals_numpy(shapes: tuple, op: str) -> None:
+    import operator
+
+    a, b = _a(shapes[0]), _a(shapes[1]) + 3.0
+    f = getattr(operator, op)
+    np.testing.assert_array_equal(f(cp.from_numpy(a), cp.from_numpy(np.asarray(b))).numpy(), f(a, b))
+    # The expanded operand as a stride-0 view (one long merged row).
+    e = cp.from_numpy(np.asarray(b)).expand(*np.broadcast_shapes(a.shape, b.shape))
+    np.testing.assert_array_equal(f(e, cp.from_numpy(a)).numpy(), f(np.broadcast_to(b, e.shape), a))
+
+
+@pytest.mark.parametrize("shape", [(7, 9, 5), (4, 512, 768), (2, 3, 200000), (8, 70000)])
+@pytest.mark.parametrize("dims", [0, 1, -1, (0, 1)])
+def test_sums_equal_numpy(shape: tuple, dims) -> None:
+    if isinstance(dims, tuple) and len(shape) < 3:
+        dims = (0,)
+    a = _a(shape)
+    got = cp.from_numpy(a).sum(dims).numpy()
+    want = a.astype(np.float64).sum(axis=dims)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("n", [1, 5, 16, 17, 33, 768])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_min_along_a_dim_equal_numpy(n: int, dtype: type) -> None:
+    a = np.round(_a((600, n), dtype) * 2)  # rounded: many ties
+    a[1, :] = 0.0
+    a[1, n // 2 :] = -0.0
+    a[2, n - 1] = np.nan
+    a[3, :] = np.inf
+    a[4, 0] = np.nan
+    if n > 3:
+        a[5, 2] = np.nan
+        a[5, 3] = np.nan
+    x = cp.from_numpy(a)
+    for name, ref, arg in [("max", np.max, np.argmax), ("min", np.min, np.argmin)]:
+        for d in (0, 1):
+            vals, idx = getattr(x, name)(d)
+            np.testing.assert_array_equal(idx.numpy(), arg(a, axis=d))  # first extreme, or first NaN
+            np.testing.assert_array_equal(vals.numpy(), ref(a, axis=d))
+            first = np.take_along_axis(a, np.expand_dims(arg(a, axis=d), d), d).squeeze(d)
+            np.testing.assert_array_equal(np.signbit(vals.numpy()), np.signbit(first))
