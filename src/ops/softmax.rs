@@ -5,6 +5,7 @@ use super::cpu::{has_avx2_fma, has_avx512};
 use super::float::Float;
 use super::reduce::{fast_path, max_slice, split, sum_slice, GRAIN};
 use crate::ops::layout::Dense;
+use crate::ops::parallel::filled_plain;
 use candle_core::{CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
@@ -21,8 +22,11 @@ fn softmax_row<T: Float, const FMA: bool>(src: &[T], dst: &mut [T], log: bool) {
             *d = v - m - ls;
         }
     } else {
+        // One division per row, a product per element (a vector division costs
+        // several products' time); the result moves by at most one rounding.
+        let inv = T::ONE / s;
         for d in dst.iter_mut() {
-            *d /= s;
+            *d *= inv;
         }
     }
 }
@@ -123,16 +127,18 @@ impl CustomOp1 for Softmax {
         let (_, r, inner) = split(dims, self.dim, self.dim);
         let Some((a, b)) = l.contiguous_offsets() else { candle_core::bail!("softmax: expected a contiguous input") };
         fn run<T: Float>(v: &[T], r: usize, inner: usize, log: bool) -> Vec<T> {
-            let mut out = vec![T::ZERO; v.len()];
             if r == 0 || v.is_empty() {
-                return out;
+                return vec![T::ZERO; v.len()];
             }
-            if inner == 1 {
-                softmax_rows(v, &mut out, r, log);
-            } else {
-                softmax_strided(v, &mut out, r, inner, log);
-            }
-            out
+            // Both kernels write every element (each row or column block whole) before
+            // reading it back: no zero fill first.
+            filled_plain(v.len(), |out| {
+                if inner == 1 {
+                    softmax_rows(v, out, r, log);
+                } else {
+                    softmax_strided(v, out, r, inner, log);
+                }
+            })
         }
         let st = match s {
             CpuStorage::F32(v) => CpuStorage::F32(run(&v[a..b], r, inner, self.log)),
@@ -155,9 +161,8 @@ pub fn softmax_backward_last(y: &Tensor, g: &Tensor, log: bool) -> Option<Tensor
     let (ys, _) = y.storage_and_layout();
     let (gs, _) = g.storage_and_layout();
     fn run<T: Float>(y: &[T], g: &[T], n: usize, log: bool) -> Vec<T> {
-        let mut out = vec![T::ZERO; y.len()];
         if n == 0 {
-            return out;
+            return vec![T::ZERO; y.len()];
         }
         let per = (GRAIN / n).max(1);
         let task = |(o, (yr, gr)): (&mut [T], (&[T], &[T]))| {
@@ -165,12 +170,14 @@ pub fn softmax_backward_last(y: &Tensor, g: &Tensor, log: bool) -> Option<Tensor
                 row_grad(y, g, o, log);
             }
         };
-        if crate::ops::parallel::par_ok(y.len()) {
-            out.par_chunks_mut(per * n).zip(y.par_chunks(per * n).zip(g.par_chunks(per * n))).for_each(task);
-        } else {
-            task((&mut out, (y, g)));
-        }
-        out
+        // `row_grad` writes each row whole: no zero fill first.
+        filled_plain(y.len(), |out| {
+            if crate::ops::parallel::par_ok(y.len()) {
+                out.par_chunks_mut(per * n).zip(y.par_chunks(per * n).zip(g.par_chunks(per * n))).for_each(task);
+            } else {
+                task((out, (y, g)));
+            }
+        })
     }
     let dev = candle_core::Device::Cpu;
     match (&*ys, &*gs) {
