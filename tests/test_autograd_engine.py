@@ -311,3 +311,68 @@ def test_split_pieces_share_one_node_and_its_gradient() -> None:
     want[:, :2] = 6.0
     want[:, 4:] = 8.0 * x.detach().numpy()[:, 4:]
     np.testing.assert_allclose(x.grad.numpy(), want)
+
+
+def test_leaf_gradients_never_alias_other_tensors() -> None:
+    """A leaf takes its first gradient without a copy only when nothing else can see
+    it; every way a gradient is shared must still give each `.grad` its own storage
+    (an in-place change of one shows nowhere else)."""
+
+    def bump(t: cp.Tensor) -> None:
+        t.add_(100.0)
+
+    # add's backward hands one tensor to both inputs.
+    a, b = cp.ones(3, 4, requires_grad=True), cp.ones(3, 4, requires_grad=True)
+    ((a + b) * 2.0).sum().backward()
+    bump(a.grad)
+    np.testing.assert_array_equal(b.grad.numpy(), np.full((3, 4), 2.0))
+    # The caller's gradient reaches a leaf through a view.
+    x = cp.ones(2, 6, requires_grad=True)
+    g = cp.full((3, 4), 2.0)
+    x.reshape(3, 4).backward(g)
+    bump(x.grad)
+    np.testing.assert_array_equal(g.numpy(), np.full((3, 4), 2.0))
+    # A retained gradient and the leaf's.
+    x = cp.ones(2, 6, requires_grad=True)
+    y = x * 3.0
+    z = y.view(3, 4)
+    z.retain_grad()
+    (z * 2.0).sum().backward()
+    bump(x.grad)
+    np.testing.assert_array_equal(z.grad.numpy(), np.full((3, 4), 2.0))
+    # A hook that keeps what it sees.
+    seen: list = []
+    x = cp.ones(4, requires_grad=True)
+    x.register_hook(lambda t: seen.append(t))
+    (x * 5.0).sum().backward()
+    bump(x.grad)
+    np.testing.assert_array_equal(seen[0].numpy(), np.full(4, 5.0))
+    # autograd.Function returning its incoming gradient (held by the caller too).
+    kept: list = []
+
+    class Ident(cp.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):  # noqa: ANN001, ANN205
+            return t * 1.0
+
+        @staticmethod
+        def backward(ctx, go):  # noqa: ANN001, ANN205
+            kept.append(go)
+            return go
+
+    x = cp.ones(4, requires_grad=True)
+    (Ident.apply(x) * 7.0).sum().backward()
+    bump(x.grad)
+    np.testing.assert_array_equal(kept[0].numpy(), np.full(4, 7.0))
+    # A gradient that is a fresh buffer is taken as is, and stays correct.
+    w = cp.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3)).requires_grad_(True)
+    (w * w).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), 2 * np.arange(6, dtype=np.float32).reshape(2, 3))
+    (w * w).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), 4 * np.arange(6, dtype=np.float32).reshape(2, 3))
+    # cat's backward: two leaves get views of one gradient (disjoint parts).
+    p, q = cp.ones(3, requires_grad=True), cp.ones(2, requires_grad=True)
+    (cp.cat([p, q]) * cp.arange(5.0)).sum().backward()
+    bump(p.grad)
+    np.testing.assert_array_equal(q.grad.numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(p.grad.numpy(), [100.0, 101.0, 102.0])

@@ -59,11 +59,14 @@ pub fn run(roots: Vec<(Edge, Value)>, targets: &[Value], opts: &Options) -> Resu
         .collect();
     let exec = if tgts.is_empty() { None } else { Some(needed(&nodes, &deps, &tgts, opts.accumulate)) };
 
+    // Each pending gradient, with whether the engine holds the only reference to it
+    // (`owned`: a leaf may then take it without a copy). The caller's `gradient` is not.
     let mut buffers: HashMap<usize, Vec<Option<Value>>> = HashMap::new();
+    let mut owned: HashMap<usize, Vec<bool>> = HashMap::new();
     for (e, g) in roots {
         let k = node_key(&e.node);
         let n = e.node.base().num_outputs;
-        add_to(buffers.entry(k).or_insert_with(|| vec![None; n]), e.nr, g)?;
+        add_to(buffers.entry(k).or_insert_with(|| vec![None; n]), owned.entry(k).or_insert_with(|| vec![false; n]), e.nr, g, false)?;
     }
     let mut ready: BinaryHeap<(u64, usize)> = BinaryHeap::new();
     for (k, d) in &deps {
@@ -77,10 +80,15 @@ pub fn run(roots: Vec<(Edge, Value)>, targets: &[Value], opts: &Options) -> Resu
             let node = nodes[&k].clone();
             let base = node.base();
             let mut buf = buffers.remove(&k).unwrap_or_else(|| vec![None; base.num_outputs]);
+            let mut own = owned.remove(&k).unwrap_or_else(|| vec![false; base.num_outputs]);
             let runs = exec.as_ref().is_none_or(|x| x.get(&k).copied().unwrap_or(false));
             let mut grads_out: Vec<Option<Value>> = vec![None; base.next.len()];
+            let mut own_out: Vec<bool> = vec![false; base.next.len()];
             if buf.iter().any(|g| g.is_some()) {
-                run_pre_hooks(node.as_ref(), &mut buf)?;
+                // Hooks and retained or captured gradients are seen from outside.
+                if run_pre_hooks(node.as_ref(), &mut buf)? {
+                    own.iter_mut().for_each(|o| *o = false);
+                }
                 for (i, t) in tgts.iter().enumerate() {
                     if t.key == k {
                         if let Some(g) = buf.get(t.nr).cloned().flatten() {
@@ -88,13 +96,21 @@ pub fn run(roots: Vec<(Edge, Value)>, targets: &[Value], opts: &Options) -> Resu
                                 accumulate_into(m, g.clone())?;
                             }
                             captured[i] = Some(g);
+                            own[t.nr] = false;
                         }
                     }
                 }
-                let is_acc = node.as_any().is::<AccumulateGrad>();
-                if runs && (opts.accumulate || !is_acc) {
+                let acc = node.as_any().downcast_ref::<AccumulateGrad>();
+                if runs && (opts.accumulate || acc.is_none()) {
                     let t0 = profiling().then(std::time::Instant::now);
-                    grads_out = node.apply(buf)?;
+                    let keys: Vec<Option<(usize, bool)>> = buf.iter().zip(&own).map(|(g, &o)| g.as_ref().map(|g| (storage_key(&g.data), o))).collect();
+                    grads_out = match acc {
+                        Some(a) => a.apply_owned(buf, own.first().copied().unwrap_or(false))?,
+                        None => node.apply(buf)?,
+                    };
+                    if node.fresh_outputs() {
+                        own_out = ownership(&grads_out, &keys);
+                    }
                     if let Some(t0) = t0 {
                         record_time(node.name(), t0.elapsed().as_secs_f64());
                     }
@@ -104,12 +120,14 @@ pub fn run(roots: Vec<(Edge, Value)>, targets: &[Value], opts: &Options) -> Resu
                     }
                 }
             }
-            for (e, g) in base.next.iter().zip(grads_out.into_iter().chain(std::iter::repeat(None))) {
+            let outs = grads_out.into_iter().zip(own_out).chain(std::iter::repeat((None, false)));
+            for (e, (g, o)) in base.next.iter().zip(outs) {
                 let Some(e) = e else { continue };
                 let ck = node_key(&e.node);
                 if let Some(g) = g {
                     let n = e.node.base().num_outputs;
-                    add_to(buffers.entry(ck).or_insert_with(|| vec![None; n]), e.nr, g)?;
+                    let (b, ow) = (buffers.entry(ck).or_insert_with(|| vec![None; n]), owned.entry(ck).or_insert_with(|| vec![false; n]));
+                    add_to(b, ow, e.nr, g, o)?;
                 }
                 let d = deps.get_mut(&ck).expect("every child was counted");
                 *d -= 1;
@@ -147,10 +165,36 @@ pub fn profile_take() -> Vec<(String, f64, u64)> {
     v
 }
 
-/// Tensor hooks and `retain_grad` of the node's outputs, in registration order.
-fn run_pre_hooks(node: &dyn Node, buf: &mut [Option<Value>]) -> Result<()> {
+/// The address of a tensor's storage: equal for a tensor and its views.
+fn storage_key(t: &Tensor) -> usize {
+    let (s, _) = t.storage_and_layout();
+    &*s as *const candle_core::Storage as usize
+}
+
+/// Which of a node's returned gradients nothing else references, from the storages
+/// and ownership of the gradients it was given (`keys`): a new storage is owned, a
+/// view of a given gradient is owned if that one was, and a storage returned twice
+/// (add's backward hands one tensor to both inputs) is owned by neither.
+fn ownership(out: &[Option<Value>], keys: &[Option<(usize, bool)>]) -> Vec<bool> {
+    let ks: Vec<Option<usize>> = out.iter().map(|g| g.as_ref().map(|g| storage_key(&g.data))).collect();
+    ks.iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let Some(k) = *k else { return false };
+            if ks.iter().enumerate().any(|(j, o)| j != i && *o == Some(k)) {
+                return false;
+            }
+            keys.iter().flatten().find(|(ik, _)| *ik == k).is_none_or(|&(_, o)| o)
+        })
+        .collect()
+}
+
+/// Tensor hooks and `retain_grad` of the node's outputs, in registration order;
+/// whether there were any (they see the gradients).
+fn run_pre_hooks(node: &dyn Node, buf: &mut [Option<Value>]) -> Result<bool> {
     let base = node.base();
     let hooks: Vec<_> = lock(&base.pre_hooks).iter().map(|(_, nr, h)| (*nr, h.clone())).collect();
+    let hooked = !hooks.is_empty();
     for (nr, h) in hooks {
         if let Some(g) = buf.get(nr).cloned().flatten() {
             if let Some(new) = h(&g)? {
@@ -159,19 +203,22 @@ fn run_pre_hooks(node: &dyn Node, buf: &mut [Option<Value>]) -> Result<()> {
         }
     }
     let retains: Vec<_> = lock(&base.retains).iter().map(|(nr, m)| (*nr, m.clone())).collect();
+    let seen = hooked || !retains.is_empty();
     for (nr, m) in retains {
         if let (Some(g), Some(m)) = (buf.get(nr).cloned().flatten(), m.upgrade()) {
             accumulate_into(&m, g)?;
         }
     }
-    Ok(())
+    Ok(seen)
 }
 
-fn add_to(buf: &mut [Option<Value>], nr: usize, g: Value) -> Result<()> {
-    buf[nr] = Some(match buf[nr].take() {
-        None => g,
-        Some(old) => crate::autograd::ops::add(&old, &g)?,
-    });
+/// Add `g` (owned or not) into slot `nr`: the first is kept, later ones summed into a
+/// new (owned) tensor.
+fn add_to(buf: &mut [Option<Value>], own: &mut [bool], nr: usize, g: Value, owned: bool) -> Result<()> {
+    (buf[nr], own[nr]) = match buf[nr].take() {
+        None => (Some(g), owned),
+        Some(old) => (Some(crate::autograd::ops::add(&old, &g)?), true),
+    };
     Ok(())
 }
 

@@ -60,6 +60,13 @@ pub trait Node: Send + Sync + 'static {
     fn apply(&self, grads: Vec<Option<Value>>) -> Result<Vec<Option<Value>>>;
     /// Free the saved tensors (after a backward without `retain_graph`).
     fn release(&self) {}
+    /// Whether every gradient `apply` returns is a new buffer or a view of a gradient
+    /// it was given (never a tensor held elsewhere): the engine then knows which
+    /// gradients nothing else references, and a leaf takes those without a copy.
+    /// False for nodes running user code (`autograd.Function`).
+    fn fresh_outputs(&self) -> bool {
+        true
+    }
 
     fn as_any(&self) -> &dyn Any;
 }
@@ -198,13 +205,20 @@ impl AccumulateGrad {
 
 /// Sum `g` into the `.grad` slot of `m` (moved in when empty).
 pub fn accumulate_into(m: &Meta, g: Value) -> Result<()> {
+    accumulate_owned(m, g, false)
+}
+
+/// `accumulate_into` for a gradient the engine knows nothing else references
+/// (`owned`): a dense one is stored as is, as PyTorch steals a gradient whose only
+/// reference is the engine's.
+pub fn accumulate_owned(m: &Meta, g: Value, owned: bool) -> Result<()> {
     let mut slot = lock(&m.grad);
     let new = match slot.take() {
         None => {
             // A gradient may share storage with another input's (add's backward hands
             // one tensor to both sides) or with the caller's `gradient`, and `.grad` is
             // written in place later (`zero_()`, clipping): own the storage.
-            if g.meta.is_none() {
+            if g.meta.is_none() && !(owned && g.data.is_contiguous()) {
                 Value::plain(g.data.dense_copy()?)
             } else {
                 g
@@ -224,10 +238,22 @@ impl Node for AccumulateGrad {
         &self.base
     }
     fn apply(&self, grads: Vec<Option<Value>>) -> Result<Vec<Option<Value>>> {
+        self.apply_owned(grads, false)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl AccumulateGrad {
+    /// `apply`, told whether the engine holds the only reference to the gradient.
+    pub fn apply_owned(&self, grads: Vec<Option<Value>>, owned: bool) -> Result<Vec<Option<Value>>> {
         let Some(g) = grads.into_iter().next().flatten() else { return Ok(Vec::new()) };
         let Some(m) = self.leaf.upgrade() else { return Ok(Vec::new()) };
+        // A hook sees the gradient (and may keep it): then it is not ours to take.
+        let owned = owned && lock(&m.hooks).is_empty();
         let g = self.hooked(g)?;
-        accumulate_into(&m, g)?;
+        accumulate_owned(&m, g, owned)?;
         let post: Vec<Hook> = lock(&m.post_hooks).iter().map(|(_, h)| h.clone()).collect();
         if !post.is_empty() {
             let grad = lock(&m.grad).clone();
@@ -238,8 +264,5 @@ impl Node for AccumulateGrad {
             }
         }
         Ok(Vec::new())
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -278,7 +278,8 @@ pub fn reshape(x: &Value, shape: &Shape) -> Result<Value> {
     if x.data.shape() == shape {
         return Ok(x.clone());
     }
-    let out = x.data.reshape(shape)?;
+    // A strided input is copied by our kernel (Candle's reshape copies per element).
+    let out = x.data.dense()?.reshape(shape)?;
     let from = x.data.shape().clone();
     let version = out.is_contiguous().then(|| x.version.clone()).filter(|_| x.data.is_contiguous());
     Ok(record_view("ViewBackward0", &[x], out, &[], false, version, move |_, g, _| Ok(vec![c(reshape(g, &from)?)])))
@@ -321,7 +322,7 @@ pub fn pad_zeros(x: &Value, dim: usize, left: usize, right: usize) -> Result<Val
 
 pub fn cat(xs: &[Value], dim: usize) -> Result<Value> {
     let ts: Vec<&Tensor> = xs.iter().map(|v| &v.data).collect();
-    let out = Tensor::cat(&ts, dim)?;
+    let out = crate::ops::layout::cat(&ts, dim)?;
     let sizes: Vec<usize> = xs.iter().map(|v| v.data.dims()[dim]).collect();
     let refs: Vec<&Value> = xs.iter().collect();
     Ok(record("CatBackward0", &refs, out, &[], false, move |_, g, n| {

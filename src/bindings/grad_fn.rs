@@ -192,6 +192,10 @@ impl Node for FunctionNode {
     fn name(&self) -> String {
         self.name.clone()
     }
+    /// The user's `backward` may return any tensor (its input, a saved one, a global).
+    fn fresh_outputs(&self) -> bool {
+        false
+    }
     fn base(&self) -> &crate::autograd::node::NodeBase {
         &self.base
     }

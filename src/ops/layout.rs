@@ -91,6 +91,77 @@ pub(crate) fn step_slice(t: &Tensor, dim: usize, start: usize, len: usize, step:
     each!(U8, U32, I16, I32, I64, BF16, F16, F32, F64)
 }
 
+/// `Tensor::cat` along `dim` for CPU tensors of one plain dtype: each output row (the
+/// dims before `dim`) is its inputs' blocks side by side, rows split over threads.
+/// Candle's cat copies on one thread. Other devices and dtypes go to Candle.
+pub(crate) fn cat(ts: &[&Tensor], dim: usize) -> Result<Tensor> {
+    let first = ts.first().copied();
+    let plain = first.is_some_and(|f| {
+        f.device().is_cpu() && ts.iter().all(|t| t.device().is_cpu() && t.dtype() == f.dtype() && t.rank() == f.rank() && dim < t.rank())
+    });
+    if !plain {
+        return Tensor::cat(ts, dim);
+    }
+    let dense: Vec<Tensor> = ts.iter().map(|t| t.dense()).collect::<Result<_>>()?;
+    let f = &dense[0];
+    let mut dims = f.dims().to_vec();
+    for t in &dense[1..] {
+        for (k, (&a, &b)) in f.dims().iter().zip(t.dims()).enumerate() {
+            if k != dim && a != b {
+                // Candle's error names the shapes.
+                return Tensor::cat(ts, dim);
+            }
+        }
+    }
+    dims[dim] = dense.iter().map(|t| t.dims()[dim]).sum();
+    let outer: usize = dims[..dim].iter().product();
+    let inner: usize = dims[dim + 1..].iter().product();
+    let pieces: Vec<usize> = dense.iter().map(|t| t.dims()[dim] * inner).collect();
+    let guards: Vec<_> = dense.iter().map(|t| t.storage_and_layout()).collect();
+    macro_rules! each {
+        ($($v:ident),*) => {
+            match &*guards[0].0 {
+                $(Storage::Cpu(CpuStorage::$v(_)) => {
+                    let mut srcs = Vec::with_capacity(guards.len());
+                    for (st, l) in &guards {
+                        let (Storage::Cpu(CpuStorage::$v(s)), Some((a, b))) = (&**st, l.contiguous_offsets()) else {
+                            candle_core::bail!("cat: inputs of one dtype expected")
+                        };
+                        srcs.push(&s[a..b]);
+                    }
+                    Tensor::from_vec(cat_slices(&srcs, &pieces, outer), dims, &Device::Cpu)
+                })*
+                _ => Tensor::cat(ts, dim),
+            }
+        };
+    }
+    each!(U8, U32, I16, I32, I64, BF16, F16, F32, F64)
+}
+
+/// Rows of `outer` output rows, each the concatenation of `pieces[i]` elements of
+/// input `i`'s matching row.
+fn cat_slices<T: Copy + Send + Sync>(srcs: &[&[T]], pieces: &[usize], outer: usize) -> Vec<T> {
+    let row: usize = pieces.iter().sum();
+    let total = row * outer;
+    if total == 0 {
+        return Vec::new();
+    }
+    let rows_per = (TASK / row).max(1);
+    // Every output row is written whole (its pieces cover it).
+    filled_plain(total, |out| {
+        for_chunks(out, rows_per * row, par_ok(total), |c, dst| {
+            for (k, r) in dst.chunks_mut(row).enumerate() {
+                let o = c * rows_per + k;
+                let mut at = 0;
+                for (src, &p) in srcs.iter().zip(pieces) {
+                    r[at..at + p].copy_from_slice(&src[o * p..(o + 1) * p]);
+                    at += p;
+                }
+            }
+        })
+    })
+}
+
 /// The elements of the view (`dims`, `strides`, `off`) of `src`, in row-major order.
 pub(crate) fn strided<T: Copy + Send + Sync>(src: &[T], dims: &[usize], strides: &[usize], off: usize) -> Vec<T> {
     let total: usize = dims.iter().product();
@@ -259,6 +330,26 @@ mod tests {
             let got = copy(&t)?.flatten_all()?.to_vec1::<f32>()?;
             assert_eq!(got, t.force_contiguous()?.flatten_all()?.to_vec1::<f32>()?);
         }
+        Ok(())
+    }
+
+    /// Concatenation along every dim, of views and of odd sizes, equals Candle's.
+    #[test]
+    fn cat_matches_candle() -> Result<()> {
+        let dev = Device::Cpu;
+        let a = Tensor::arange(0f32, 60.0, &dev)?.reshape((3, 4, 5))?;
+        let b = Tensor::arange(100f32, 148.0, &dev)?.reshape((3, 4, 4))?;
+        for dim in 0..3 {
+            let other = a.affine(2.0, 1.0)?;
+            assert_eq!(cat(&[&a, &other], dim)?.flatten_all()?.to_vec1::<f32>()?, Tensor::cat(&[&a, &other], dim)?.flatten_all()?.to_vec1::<f32>()?);
+        }
+        let bt = b.transpose(0, 1)?.transpose(0, 1)?.narrow(2, 1, 3)?;
+        let want = Tensor::cat(&[&a, &bt, &a.narrow(2, 0, 1)?], 2)?;
+        assert_eq!(cat(&[&a, &bt, &a.narrow(2, 0, 1)?], 2)?.flatten_all()?.to_vec1::<f32>()?, want.flatten_all()?.to_vec1::<f32>()?);
+        let big = Tensor::arange(0i64, 3 * 200 * 300, &dev)?.reshape((3, 200, 300))?;
+        let want = Tensor::cat(&[&big, &big.narrow(2, 0, 7)?], 2)?;
+        assert_eq!(cat(&[&big, &big.narrow(2, 0, 7)?], 2)?.flatten_all()?.to_vec1::<i64>()?, want.flatten_all()?.to_vec1::<i64>()?);
+        assert!(cat(&[&a, &b], 0).is_err());
         Ok(())
     }
 
