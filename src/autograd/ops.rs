@@ -315,7 +315,7 @@ pub fn pad_zeros(x: &Value, dim: usize, left: usize, right: usize) -> Result<Val
     if left == 0 && right == 0 {
         return Ok(x.clone());
     }
-    let out = x.data.pad_with_zeros(dim, left, right)?;
+    let out = crate::ops::layout::pad_zeros(&x.data, dim, left, right)?;
     let len = x.data.dims()[dim];
     Ok(record("ConstantPadNdBackward0", &[x], out, &[], false, move |_, g, _| Ok(vec![c(narrow(g, dim, left, len)?)])))
 }

@@ -12,7 +12,7 @@
 //!
 //! and the work splits over threads by `parallel`'s policy.
 use crate::ops::parallel::{filled_plain, for_chunks, par_ok, SyncPtr};
-use candle_core::{CpuStorage, Device, Result, Storage, Tensor};
+use candle_core::{CpuStorage, Device, Result, Storage, Tensor, WithDType};
 use rayon::prelude::*;
 
 /// Elements per parallel task of the run copies.
@@ -127,9 +127,9 @@ pub(crate) fn cat(ts: &[&Tensor], dim: usize) -> Result<Tensor> {
                         let (Storage::Cpu(CpuStorage::$v(s)), Some((a, b))) = (&**st, l.contiguous_offsets()) else {
                             candle_core::bail!("cat: inputs of one dtype expected")
                         };
-                        srcs.push(&s[a..b]);
+                        srcs.push(Some(&s[a..b]));
                     }
-                    Tensor::from_vec(cat_slices(&srcs, &pieces, outer), dims, &Device::Cpu)
+                    Tensor::from_vec(cat_slices(&srcs, &pieces, outer, WithDType::from_f64(0.0)), dims, &Device::Cpu)
                 })*
                 _ => Tensor::cat(ts, dim),
             }
@@ -138,9 +138,39 @@ pub(crate) fn cat(ts: &[&Tensor], dim: usize) -> Result<Tensor> {
     each!(U8, U32, I16, I32, I64, BF16, F16, F32, F64)
 }
 
+/// `t` with `left` and `right` zeros added along `dim` (Candle's `pad_with_zeros`, which
+/// builds zero tensors and concatenates on one thread); zeros are written, not copied.
+pub(crate) fn pad_zeros(t: &Tensor, dim: usize, left: usize, right: usize) -> Result<Tensor> {
+    if !t.device().is_cpu() {
+        return t.pad_with_zeros(dim, left, right);
+    }
+    let x = t.dense()?;
+    let mut dims = x.dims().to_vec();
+    let outer: usize = dims[..dim].iter().product();
+    let inner: usize = dims[dim + 1..].iter().product();
+    let pieces = [left * inner, dims[dim] * inner, right * inner];
+    dims[dim] += left + right;
+    let (st, l) = x.storage_and_layout();
+    let Some((a, b)) = l.contiguous_offsets() else { candle_core::bail!("pad: expected a dense input") };
+    macro_rules! each {
+        ($($v:ident),*) => {
+            match &*st {
+                $(Storage::Cpu(CpuStorage::$v(s)) => {
+                    Tensor::from_vec(cat_slices(&[None, Some(&s[a..b]), None], &pieces, outer, WithDType::from_f64(0.0)), dims, &Device::Cpu)
+                })*
+                _ => {
+                    drop(st);
+                    t.pad_with_zeros(dim, left, right)
+                }
+            }
+        };
+    }
+    each!(U8, U32, I16, I32, I64, BF16, F16, F32, F64)
+}
+
 /// Rows of `outer` output rows, each the concatenation of `pieces[i]` elements of
-/// input `i`'s matching row.
-fn cat_slices<T: Copy + Send + Sync>(srcs: &[&[T]], pieces: &[usize], outer: usize) -> Vec<T> {
+/// input `i`'s matching row (`None`: that many `zero`s).
+fn cat_slices<T: Copy + Send + Sync>(srcs: &[Option<&[T]>], pieces: &[usize], outer: usize, zero: T) -> Vec<T> {
     let row: usize = pieces.iter().sum();
     let total = row * outer;
     if total == 0 {
@@ -154,7 +184,10 @@ fn cat_slices<T: Copy + Send + Sync>(srcs: &[&[T]], pieces: &[usize], outer: usi
                 let o = c * rows_per + k;
                 let mut at = 0;
                 for (src, &p) in srcs.iter().zip(pieces) {
-                    r[at..at + p].copy_from_slice(&src[o * p..(o + 1) * p]);
+                    match src {
+                        Some(src) => r[at..at + p].copy_from_slice(&src[o * p..(o + 1) * p]),
+                        None => r[at..at + p].fill(zero),
+                    }
                     at += p;
                 }
             }
@@ -350,6 +383,10 @@ mod tests {
         let want = Tensor::cat(&[&big, &big.narrow(2, 0, 7)?], 2)?;
         assert_eq!(cat(&[&big, &big.narrow(2, 0, 7)?], 2)?.flatten_all()?.to_vec1::<i64>()?, want.flatten_all()?.to_vec1::<i64>()?);
         assert!(cat(&[&a, &b], 0).is_err());
+        for dim in 0..3 {
+            let want = a.pad_with_zeros(dim, 2, 1)?.flatten_all()?.to_vec1::<f32>()?;
+            assert_eq!(pad_zeros(&a.transpose(0, 2)?.transpose(0, 2)?, dim, 2, 1)?.flatten_all()?.to_vec1::<f32>()?, want);
+        }
         Ok(())
     }
 

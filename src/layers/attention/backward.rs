@@ -31,7 +31,7 @@ pub(crate) struct BwdIo<'a, T> {
 /// `dv_base` to `s * d` / `s * dv` elements, readable and writable; no other task may
 /// access the `dq_base` ones, nor the rows of key blocks `chunk, chunk + stride, ...`
 /// (`BK_B` keys each) of `dk_base` / `dv_base`, while this runs. Each of `ws`'s
-/// buffers must hold `BQ_B * BK_B` elements.
+/// buffers must hold `q_block_max(BQ_B) * BK_B` elements.
 #[inline(always)]
 pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool>(
     g: &Geo,
@@ -63,12 +63,14 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool>(
         };
         let mut i0 = if c.causal { (j0 / BQ_B) * BQ_B } else { 0 };
         while i0 < l {
-            let h = BQ_B.min(l - i0);
+            // As `q_blocks`: a remainder under BQ_B / 2 joins the block before it.
+            let rest = l - i0;
+            let h = if rest < BQ_B + BQ_B / 2 { rest } else { BQ_B };
             // SAFETY: i0 < l: query row i0 of entry n is inside `x.q`, and row n * l + i0
             // inside `d_o`.
             let (qp, dop) = unsafe { (x.q.as_ptr().add(g.q_off[n] + i0 * d), io.d_o.as_ptr().add((n * l + i0) * dvn)) };
             // SAFETY: S = Q K^T reads the h query rows at `qp` and the w key rows at `kp`
-            // (inside `x.q` / `x.k`), and writes the h x w tile into `p` (BQ_B x BK_B
+            // (inside `x.q` / `x.k`), and writes the h x w tile into `p` (q_block_max(BQ_B) x BK_B
             // scratch, disjoint from the inputs).
             unsafe {
                 gemm((h, w, d), p.as_mut_ptr(), w as isize, false, (qp, d as isize, 1), (kp, 1, d as isize), scale, Parallelism::None)
@@ -257,10 +259,13 @@ pub(crate) fn backward<T: Float>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &
     let simd = simd_level();
     let io_ref = &io;
     (0..n_ * chunks).into_par_iter().for_each_init(
-        || BwdWs { p: vec![T::ZERO; BQ_B * BK_B], pd: vec![T::ZERO; BQ_B * BK_B], dp: vec![T::ZERO; BQ_B * BK_B] },
+        || {
+            let n = q_block_max(BQ_B) * BK_B;
+            BwdWs { p: vec![T::ZERO; n], pd: vec![T::ZERO; n], dp: vec![T::ZERO; n] }
+        },
         |ws, t| {
             let (n, ch) = (t / chunks, t % chunks);
-            // SAFETY: `g` is the contiguous geometry of `io` and `ws` holds BQ_B x BK_B per
+            // SAFETY: `g` is the contiguous geometry of `io` and `ws` holds q_block_max(BQ_B) x BK_B per
             // buffer. Each task owns its key blocks of dk/dv: chunk `ch` of entry n, inside
             // entry n's slice (`k_off` / `v_off` distinct when direct, else its own
             // s x d block of the full buffer); dq is entry n's slice (direct: one chunk, and

@@ -87,7 +87,7 @@ pub(crate) fn dot_any<T: Float, const FMA: bool>(a: &[T], b: &[T]) -> T {
 /// # Safety
 /// `g` must describe `x`: for every entry, the q / k / v rows it addresses (offsets,
 /// row strides, d or dv elements each; the mask's rows and columns through `m_rs` /
-/// `m_cs`) lie inside `x.q`, `x.k`, `x.v` and `x.mask`. `i0 < i1 <= min(i0 + BQ, l)`.
+/// `m_cs`) lie inside `x.q`, `x.k`, `x.v` and `x.mask`. `i0 < i1 <= min(i0 + q_block_max(BQ), l)`.
 /// `out` must point to an output where row `i` of entry `n` is the `dv` elements at
 /// `o_off[n] + i * o_rs`, and when `c.lse`, `lse` to `n * l` elements; rows `i0..i1`
 /// of entry `n` (of both) must be writable and accessed by no other task meanwhile.
@@ -357,7 +357,7 @@ pub(crate) fn forward<T: Float>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec
     // Every row of `out` (and of `lse` when kept) is written by exactly one task below.
     let mut out: Vec<T> = Vec::with_capacity(g.n * g.l * g.dv);
     let mut lse: Vec<T> = Vec::with_capacity(if c.lse { g.n * g.l } else { 0 });
-    let nqb = g.l.div_ceil(BQ);
+    let nqb = q_blocks(g.l, BQ);
     let (op, lp) = (SyncPtr(out.as_mut_ptr()), SyncPtr(lse.as_mut_ptr()));
     let simd = simd_level();
     // The register-tiled f32 path (AVX-512): K and V repacked once per call.
@@ -378,8 +378,8 @@ pub(crate) fn forward<T: Float>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec
     let bk = BK.min(g.s.max(1)).div_ceil(16) * 16;
     let accw = g.dv.div_ceil(16) * 16;
     let tasks = g.n * nqb;
-    // A task has at most min(BQ, l) query rows (one for a decode step).
-    let rows = BQ.min(g.l.max(1));
+    // A task has at most min(q_block_max(BQ), l) query rows (one for a decode step).
+    let rows = q_block_max(BQ).min(g.l.max(1));
     let new_ws = || FwdWs {
         sc: vec![T::ZERO; rows * bk],
         acc: vec![T::ZERO; rows * accw],
@@ -389,11 +389,11 @@ pub(crate) fn forward<T: Float>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec
     };
     let run = |ws: &mut FwdWs<T>, t: usize| {
         let (n, qb) = (t / nqb, t % nqb);
-        let i0 = qb * BQ;
-        let i1 = (i0 + BQ).min(g.l);
-        // SAFETY: task t writes only rows i0..i1 (at most BQ) of entry n of `out` / `lse`,
+        let (i0, i1) = q_block(qb, nqb, g.l, BQ);
+        // SAFETY: task t writes only rows i0..i1 (fewer than BQ + BQ / 2; blocks are
+        // disjoint) of entry n of `out` / `lse`,
         // whose capacities are n * l * dv and n * l; `g` describes `x`; `ws` has
-        // min(BQ, l) >= i1 - i0 rows of bk scores and accw accumulators; `pk` is Some
+        // min(q_block_max(BQ), l) >= i1 - i0 rows of bk scores and accw accumulators; `pk` is Some
         // only for f32 on AVX-512 (built from `x` above); each arm runs where
         // `simd_level()` found its features.
         unsafe {

@@ -46,6 +46,30 @@ const _: () = assert!(BK.is_multiple_of(64), "K panels are 64 keys wide");
 pub(crate) const BQ_B: usize = 64;
 pub(crate) const BK_B: usize = 128;
 
+/// Query blocks of `bq` rows over `l` rows, the last one absorbing a remainder under
+/// `bq / 2`: a ViT's 65 tokens make one block of 65, not 64 and a block of one row
+/// whose per-tile overhead costs as much as the 64 (the products are tiny).
+/// `(blocks, rows of block qb as i0..i1)`; a block has fewer than `bq + bq / 2` rows.
+pub(crate) fn q_blocks(l: usize, bq: usize) -> usize {
+    let rem = l % bq;
+    if l > bq && rem != 0 && rem < bq / 2 {
+        l / bq
+    } else {
+        l.div_ceil(bq)
+    }
+}
+
+/// Rows `i0..i1` of query block `qb` of `nqb` (`q_blocks`).
+pub(crate) fn q_block(qb: usize, nqb: usize, l: usize, bq: usize) -> (usize, usize) {
+    let i0 = qb * bq;
+    (i0, if qb + 1 == nqb { l } else { (i0 + bq).min(l) })
+}
+
+/// The most rows a query block of `q_blocks` has (for scratch sizes).
+pub(crate) const fn q_block_max(bq: usize) -> usize {
+    bq + bq / 2 - 1
+}
+
 #[inline(always)]
 pub(crate) fn fmax<T: Float>(a: T, b: T) -> T {
     if a > b {
