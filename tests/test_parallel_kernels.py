@@ -161,3 +161,50 @@ def test_max_min_along_a_dim_equal_numpy(n: int, dtype: type) -> None:
             np.testing.assert_array_equal(vals.numpy(), ref(a, axis=d))
             first = np.take_along_axis(a, np.expand_dims(arg(a, axis=d), d), d).squeeze(d)
             np.testing.assert_array_equal(np.signbit(vals.numpy()), np.signbit(first))
+
+
+@pytest.mark.parametrize("shapes", [((5, 7), (5, 7)), ((3, 300, 301), (301,)), ((300, 1), (1, 301)), ((4, 5), ())])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_comparisons_and_extremes_equal_numpy(shapes: tuple, dtype: type) -> None:
+    import operator
+
+    a, b = np.round(_a(shapes[0], dtype)), np.round(_a(shapes[1], dtype))
+    a.flat[:3] = [np.nan, 0.0, -0.0]
+    if b.size > 3:
+        b.flat[:4] = [1.0, -0.0, 0.0, np.nan]
+    ca, cb = cp.from_numpy(a), cp.from_numpy(np.asarray(b))
+    for op in ("eq", "ne", "lt", "le", "gt", "ge"):
+        got = getattr(operator, op)(ca, cb)
+        assert got.dtype == cp.bool
+        np.testing.assert_array_equal(got.numpy(), getattr(operator, op)(a, b))
+    np.testing.assert_array_equal(cp.maximum(ca, cb).numpy(), np.maximum(a, b))  # NaN propagates
+    np.testing.assert_array_equal(cp.minimum(ca, cb).numpy(), np.minimum(a, b))
+    np.testing.assert_array_equal(ca.clamp(min=-0.5, max=0.5).numpy(), np.clip(a, -0.5, 0.5))
+
+
+def test_any_all_count_past_float32_precision() -> None:
+    m = cp.ones(17_000_001, dtype=cp.bool)
+    assert bool(m.all()) and bool(m.any())
+    assert bool(m.all(0))  # counted in float64: float32 stops at 2^24
+    m[5] = False
+    assert not bool(m.all()) and not bool(m.all(0)) and bool(m.any())
+    assert not bool(cp.zeros(3, dtype=cp.bool).any())
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_fused_bce_equals_the_composed_form(reduction: str) -> None:
+    p = RNG.random((64, 300)).astype(np.float32)
+    p[0, :3] = [0.0, 1.0, 1e-30]
+    y = RNG.random((64, 300)).astype(np.float32)
+    g = RNG.standard_normal((64, 300)).astype(np.float32) if reduction == "none" else None
+    grads = []
+    for target_grad in (False, True):  # a target that needs its gradient takes the composed form
+        x = cp.from_numpy(p).requires_grad_(True)
+        t = cp.from_numpy(y).requires_grad_(target_grad)
+        loss = cp.nn.functional.binary_cross_entropy(x, t, reduction=reduction)
+        assert (loss.grad_fn.name() == "BinaryCrossEntropyBackward0") == (not target_grad)
+        (loss * cp.from_numpy(g)).sum().backward() if g is not None else loss.backward()
+        grads.append((loss.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-5, atol=1e-5)
+    fin = np.isfinite(grads[1][1])
+    np.testing.assert_allclose(grads[0][1][fin], grads[1][1][fin], rtol=1e-4, atol=1e-6)

@@ -103,7 +103,8 @@ pub fn run(roots: Vec<(Edge, Value)>, targets: &[Value], opts: &Options) -> Resu
                 let acc = node.as_any().downcast_ref::<AccumulateGrad>();
                 if runs && (opts.accumulate || acc.is_none()) {
                     let t0 = profiling().then(std::time::Instant::now);
-                    let keys: Vec<Option<(usize, bool)>> = buf.iter().zip(&own).map(|(g, &o)| g.as_ref().map(|g| (storage_key(&g.data), o))).collect();
+                    let keys: Vec<Option<(usize, bool)>> =
+                        buf.iter().zip(&own).map(|(g, &o)| g.as_ref().map(|g| (storage_key(&g.data), o))).collect();
                     grads_out = match acc {
                         Some(a) => a.apply_owned(buf, own.first().copied().unwrap_or(false))?,
                         None => node.apply(buf)?,

@@ -364,6 +364,13 @@ fn binary_plain(at: Tensor, adt: DT, b: Operand, op: Bin, reflected: bool) -> Py
         .op(name)?;
         return Ok(PyTensor::wrap_dt(out, dt));
     }
+    // Float comparisons: one parallel pass over the broadcast operands (Candle's
+    // computes an index per element on one thread).
+    if op.is_cmp() && dt.is_float() {
+        if let Some(out) = detach_if(l.elem_count(), || Ok(direct_binary(&l, &r, op))).op(name)? {
+            return Ok(PyTensor::wrap_dt(out, DT::Bool));
+        }
+    }
     let out = match op {
         Bin::Add if dt == DT::Bool => l.maximum(&r),
         Bin::Mul if dt == DT::Bool => l.minimum(&r),

@@ -9,6 +9,7 @@ use crate::bindings::tensor::PyTensor;
 use crate::bindings::unary::float_input;
 use crate::dtype::DT;
 use crate::ops::binary::Bin;
+use crate::ops::layout::Dense;
 use candle_core::{DType, Tensor};
 use pyo3::prelude::*;
 
@@ -445,7 +446,18 @@ impl PyTensor {
     fn anyall(&self, dim: Option<i64>, keepdim: bool, any: bool) -> PyResult<PyTensor> {
         let name = if any { "any" } else { "all" };
         let t = self.t();
-        let nz = t.ne(&t.zeros_like().op(name)?).and_then(|m| m.to_dtype(DType::F32)).op(name)?;
+        if dim.is_none() && t.device().is_cpu() && t.dtype() == DType::U8 {
+            // Bool tensors (masks) over all elements: one scan, no temporaries.
+            let d = t.dense().op(name)?;
+            let (st, l) = d.storage_and_layout();
+            if let (candle_core::Storage::Cpu(candle_core::CpuStorage::U8(v)), Some((a, b))) = (&*st, l.contiguous_offsets()) {
+                let v = &v[a..b];
+                let hit = if any { v.iter().any(|&x| x != 0) } else { v.iter().all(|&x| x != 0) };
+                return Ok(PyTensor::wrap_dt(Tensor::new(u8::from(hit), &candle_core::Device::Cpu).op(name)?, DT::Bool));
+            }
+        }
+        // Counted in float64: exact for any size (float32 stops counting at 2^24).
+        let nz = t.ne(&t.zeros_like().op(name)?).and_then(|m| m.to_dtype(DType::F64)).op(name)?;
         let out = match dim {
             None => {
                 let s = nz.sum_all().op(name)?;

@@ -1,6 +1,8 @@
 //! The elementwise losses — MSE, L1, smooth L1, binary cross-entropy (on
 //! probabilities and on logits), KL divergence — with PyTorch's formulas and
 //! reductions, built from Candle's differentiable ops so they run on every device.
+use crate::ops::float::Float;
+use crate::ops::layout::Dense;
 use candle_core::{Result, Tensor};
 
 /// A loss of `input` against a target of its shape.
@@ -102,4 +104,124 @@ pub(crate) fn point_loss(
             loss.sum_all()?.affine(1.0 / n as f64, 0.0)
         }
     }
+}
+
+/// Binary cross-entropy on probabilities as one fused op: the loss of each element
+/// (`-(y ln x + (1 - y) ln(1 - x))`, each log clamped at -100, as PyTorch) in one
+/// parallel pass, reduced (sum, mean) or not; the backward is PyTorch's
+/// `g (x - y) / max(x (1 - x), 1e-12)`, one pass. For CPU float32/float64 inputs of
+/// one shape with no weight and a target that needs no gradient (`bce_kernel`).
+pub(crate) struct BceFused {
+    pub(crate) reduce: Reduce,
+}
+
+/// The per-element loss, in the input's type (the logs through f64's libm calls for
+/// f64, f32's for f32: `Float::ln`).
+#[inline(always)]
+fn bce_elem<T: Float>(x: T, y: T) -> T {
+    let floor = T::of(-100.0);
+    let lp = x.ln();
+    let lp = if lp > floor { lp } else { floor };
+    let l1 = T::of((-x.f()).ln_1p());
+    let l1 = if l1 > floor { l1 } else { floor };
+    -(y * lp + (T::ONE - y) * l1)
+}
+
+impl BceFused {
+    fn run<T: Float>(&self, x: &[T], y: &[T]) -> (Vec<T>, Vec<usize>) {
+        // Two libm logs per element: worth threads from a few thousand elements on.
+        let loss = crate::ops::simd_map::zip_map_weighted(x, y, 32, bce_elem);
+        match self.reduce {
+            Reduce::None => (loss, Vec::new()),
+            _ => {
+                let s = crate::ops::reduce::sum_all_slice(&loss);
+                let n = loss.len();
+                let v = if self.reduce == Reduce::Mean {
+                    if n == 0 {
+                        T::of(f64::NAN)
+                    } else {
+                        s / T::of(n as f64)
+                    }
+                } else {
+                    s
+                };
+                (vec![v], Vec::new())
+            }
+        }
+    }
+}
+
+impl candle_core::CustomOp2 for BceFused {
+    fn name(&self) -> &'static str {
+        "binary_cross_entropy"
+    }
+    fn cpu_fwd(
+        &self,
+        s1: &candle_core::CpuStorage,
+        l1: &candle_core::Layout,
+        s2: &candle_core::CpuStorage,
+        l2: &candle_core::Layout,
+    ) -> Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        use crate::ops::storage::data;
+        use candle_core::CpuStorage as C;
+        let shape = if self.reduce == Reduce::None { l1.shape().clone() } else { candle_core::Shape::from(()) };
+        let out = match (s1, s2) {
+            (C::F32(x), C::F32(y)) => C::F32(self.run(data(x, l1, "binary_cross_entropy")?, data(y, l2, "binary_cross_entropy")?).0),
+            (C::F64(x), C::F64(y)) => C::F64(self.run(data(x, l1, "binary_cross_entropy")?, data(y, l2, "binary_cross_entropy")?).0),
+            _ => candle_core::bail!("binary_cross_entropy: expected float32 or float64 operands of one dtype"),
+        };
+        Ok((out, shape))
+    }
+    fn bwd(&self, x: &Tensor, y: &Tensor, _res: &Tensor, g: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let n = x.elem_count();
+        let scale = if self.reduce == Reduce::Mean { 1.0 / n.max(1) as f64 } else { 1.0 };
+        let g = if self.reduce == Reduce::None { g.dense()? } else { g.affine(scale, 0.0)?.broadcast_as(x.shape())?.dense()? };
+        let x = x.dense()?;
+        let y = y.dense()?;
+        let (xs, lx) = x.storage_and_layout();
+        let (ys, ly) = y.storage_and_layout();
+        let (gs, lg) = g.storage_and_layout();
+        fn grad<T: Float>(x: &[T], y: &[T], g: &[T]) -> Vec<T> {
+            use crate::ops::parallel::{filled_plain, for_chunks, par_ok};
+            const CHUNK: usize = 1 << 14;
+            let eps = T::of(1e-12);
+            // Every element of every chunk is written.
+            filled_plain(x.len(), |out| {
+                for_chunks(out, CHUNK, par_ok(4 * x.len()), |c, o| {
+                    let lo = c * CHUNK;
+                    for (k, v) in o.iter_mut().enumerate() {
+                        let (x, y, g) = (x[lo + k], y[lo + k], g[lo + k]);
+                        let d = x * (T::ONE - x);
+                        *v = g * (x - y) / if d > eps { d } else { eps };
+                    }
+                })
+            })
+        }
+        use crate::ops::storage::data;
+        use candle_core::{CpuStorage as C, Storage as S};
+        let dev = candle_core::Device::Cpu;
+        let gx = match (&*xs, &*ys, &*gs) {
+            (S::Cpu(C::F32(a)), S::Cpu(C::F32(b)), S::Cpu(C::F32(c))) => {
+                Tensor::from_vec(grad(data(a, lx, "bce")?, data(b, ly, "bce")?, data(c, lg, "bce")?), x.shape(), &dev)?
+            }
+            (S::Cpu(C::F64(a)), S::Cpu(C::F64(b)), S::Cpu(C::F64(c))) => {
+                Tensor::from_vec(grad(data(a, lx, "bce")?, data(b, ly, "bce")?, data(c, lg, "bce")?), x.shape(), &dev)?
+            }
+            _ => candle_core::bail!("binary_cross_entropy: backward expects float32 or float64 CPU tensors"),
+        };
+        Ok((Some(gx), None))
+    }
+}
+
+/// The fused BCE op where it applies: CPU float32/float64 input and target of one
+/// shape and dtype, no weight, a reduction other than batchmean.
+pub(crate) fn bce_kernel(x: &Tensor, y: &Tensor, weight: bool, reduce: Reduce) -> Option<BceFused> {
+    let ok = x.device().is_cpu()
+        && y.device().is_cpu()
+        && matches!(x.dtype(), candle_core::DType::F32 | candle_core::DType::F64)
+        && x.dtype() == y.dtype()
+        && x.dims() == y.dims()
+        && !weight
+        && reduce != Reduce::BatchMean;
+    ok.then_some(BceFused { reduce })
 }

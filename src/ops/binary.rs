@@ -206,7 +206,8 @@ pub(crate) fn arith<
     }
 }
 
-/// CPU operands of one float dtype (contiguous ones, else `broadcast::broadcast_arith`): one tight vectorized loop into a
+/// CPU operands of one float dtype (contiguous ones, else `broadcast::broadcast_arith`,
+/// which also takes max/min and the comparisons): one tight vectorized loop into a
 /// new buffer, skipping Candle's generic dispatch (which dominates small ops),
 /// and split over rayon's pool for large ones (`crate::ops::parallel`'s policy). Candle's own parallel path runs on
 /// a second thread pool beside rayon's; on 2 cores the two pools' spinning
@@ -214,6 +215,11 @@ pub(crate) fn arith<
 pub(crate) fn direct_binary(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
     if !l.device().is_cpu() {
         return None;
+    }
+    // Comparisons (u8 results) and NaN-propagating max/min: the merged-dims kernel,
+    // whatever the layouts.
+    if op.is_cmp() || matches!(op, Bin::Max | Bin::Min) {
+        return crate::ops::broadcast::broadcast_arith(l, r, op);
     }
     // Broadcast or strided operands: the merged-dims kernel.
     let (Some((la, _)), Some((ra, _))) = (l.layout().contiguous_offsets(), r.layout().contiguous_offsets()) else {
@@ -274,6 +280,9 @@ fn affine_map<T: crate::ops::float::Float>(v: &[T], m: T, c: T) -> Vec<T> {
 /// `maximum` / `minimum` of two tensors of one shape with PyTorch's NaN rule: a NaN in
 /// either operand gives NaN (Candle's comparison-based kernels return the other one).
 pub fn nan_extreme(l: &Tensor, r: &Tensor, is_max: bool) -> candle_core::Result<Tensor> {
+    if let Some(t) = direct_binary(l, r, if is_max { Bin::Max } else { Bin::Min }) {
+        return Ok(t);
+    }
     let m = if is_max { l.maximum(r)? } else { l.minimum(r)? };
     if !l.dtype().is_float() {
         return Ok(m);

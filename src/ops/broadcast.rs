@@ -14,9 +14,15 @@ use std::mem::MaybeUninit;
 const TASK: usize = 1 << 14;
 
 /// `l (op) r` broadcast to their common shape, for float32/float64 CPU tensors of
-/// one dtype and the four arithmetic ops; `None` where another path must run.
+/// one dtype: the four arithmetic ops and `maximum`/`minimum` (NaN propagating, as
+/// PyTorch) give the dtype, the six comparisons a 0/1 u8 tensor (Candle's bool);
+/// `None` where another path must run.
 pub(crate) fn broadcast_arith(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
-    if !matches!(op, Bin::Add | Bin::Sub | Bin::Mul | Bin::Div) || !l.device().is_cpu() || !r.device().is_cpu() || l.dtype() != r.dtype() {
+    if !l.device().is_cpu() || !r.device().is_cpu() || l.dtype() != r.dtype() {
+        return None;
+    }
+    let cmp = op.is_cmp();
+    if !cmp && !matches!(op, Bin::Add | Bin::Sub | Bin::Mul | Bin::Div | Bin::Max | Bin::Min) {
         return None;
     }
     let shape = l.shape().broadcast_shape_binary_op(r.shape(), "broadcast").ok()?;
@@ -28,10 +34,44 @@ pub(crate) fn broadcast_arith(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor>
     let (rs, _) = rb.storage_and_layout();
     let plan = Plan { dims, sl, sr, ol, or };
     let dev = candle_core::Device::Cpu;
+    macro_rules! go {
+        ($a:expr, $b:expr) => {
+            if cmp {
+                Tensor::from_vec(plan.compare($a, $b, op), shape, &dev).ok()
+            } else {
+                Tensor::from_vec(plan.run($a, $b, op), shape, &dev).ok()
+            }
+        };
+    }
     match (&*ls, &*rs) {
-        (Storage::Cpu(CpuStorage::F32(a)), Storage::Cpu(CpuStorage::F32(b))) => Tensor::from_vec(plan.run(a, b, op), shape, &dev).ok(),
-        (Storage::Cpu(CpuStorage::F64(a)), Storage::Cpu(CpuStorage::F64(b))) => Tensor::from_vec(plan.run(a, b, op), shape, &dev).ok(),
+        (Storage::Cpu(CpuStorage::F32(a)), Storage::Cpu(CpuStorage::F32(b))) => go!(a, b),
+        (Storage::Cpu(CpuStorage::F64(a)), Storage::Cpu(CpuStorage::F64(b))) => go!(a, b),
         _ => None,
+    }
+}
+
+/// `maximum` as PyTorch: NaN from either side propagates; otherwise Candle's choice
+/// (the first operand on ties).
+#[inline(always)]
+pub(crate) fn nan_max<T: crate::ops::float::Float>(x: T, y: T) -> T {
+    if x.is_nan() || y.is_nan() {
+        x + y
+    } else if x < y {
+        y
+    } else {
+        x
+    }
+}
+
+/// `minimum` as PyTorch (see `nan_max`).
+#[inline(always)]
+pub(crate) fn nan_min<T: crate::ops::float::Float>(x: T, y: T) -> T {
+    if x.is_nan() || y.is_nan() {
+        x + y
+    } else if x > y {
+        y
+    } else {
+        x
     }
 }
 
@@ -76,11 +116,25 @@ impl Plan {
             Bin::Add => self.run_with(a, b, |x, y| x + y),
             Bin::Sub => self.run_with(a, b, |x, y| x - y),
             Bin::Mul => self.run_with(a, b, |x, y| x * y),
+            Bin::Max => self.run_with(a, b, nan_max),
+            Bin::Min => self.run_with(a, b, nan_min),
             _ => self.run_with(a, b, |x, y| x / y),
         }
     }
 
-    fn run_with<T: crate::ops::float::Float, F: Fn(T, T) -> T + Sync + Send + Copy>(&self, a: &[T], b: &[T], f: F) -> Vec<T> {
+    /// A comparison (`op.is_cmp()`) as 0/1 bytes.
+    fn compare<T: crate::ops::float::Float>(&self, a: &[T], b: &[T], op: Bin) -> Vec<u8> {
+        match op {
+            Bin::Eq => self.run_with(a, b, |x, y| u8::from(x == y)),
+            Bin::Ne => self.run_with(a, b, |x, y| u8::from(x != y)),
+            Bin::Lt => self.run_with(a, b, |x, y| u8::from(x < y)),
+            Bin::Le => self.run_with(a, b, |x, y| u8::from(x <= y)),
+            Bin::Gt => self.run_with(a, b, |x, y| u8::from(x > y)),
+            _ => self.run_with(a, b, |x, y| u8::from(x >= y)),
+        }
+    }
+
+    fn run_with<T: Copy + Sync, U: Copy + Send, F: Fn(T, T) -> U + Sync + Send + Copy>(&self, a: &[T], b: &[T], f: F) -> Vec<U> {
         let r = self.dims.len();
         let n = *self.dims.last().expect("at least one dim");
         let (il, ir) = (self.sl[r - 1], self.sr[r - 1]);
@@ -145,7 +199,7 @@ struct Row {
 
 /// One run: each side contiguous (stride 1), a repeated value (stride 0), or strided.
 #[inline(always)]
-fn inner<T: Copy, F: Fn(T, T) -> T>(row: &mut [MaybeUninit<T>], a: &[T], b: &[T], at: Row, f: &F) {
+fn inner<T: Copy, U, F: Fn(T, T) -> U>(row: &mut [MaybeUninit<U>], a: &[T], b: &[T], at: Row, f: &F) {
     let n = row.len();
     let Row { pl, pr, il, ir } = at;
     match (il, ir) {
@@ -180,7 +234,7 @@ fn inner<T: Copy, F: Fn(T, T) -> T>(row: &mut [MaybeUninit<T>], a: &[T], b: &[T]
 /// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn inner_avx2<T: Copy, F: Fn(T, T) -> T>(row: &mut [MaybeUninit<T>], a: &[T], b: &[T], at: Row, f: &F) {
+unsafe fn inner_avx2<T: Copy, U, F: Fn(T, T) -> U>(row: &mut [MaybeUninit<U>], a: &[T], b: &[T], at: Row, f: &F) {
     inner(row, a, b, at, f)
 }
 
@@ -190,7 +244,7 @@ unsafe fn inner_avx2<T: Copy, F: Fn(T, T) -> T>(row: &mut [MaybeUninit<T>], a: &
 /// The CPU must support AVX-512F, AVX2 and FMA (`ops::cpu::has_avx512`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn inner_avx512<T: Copy, F: Fn(T, T) -> T>(row: &mut [MaybeUninit<T>], a: &[T], b: &[T], at: Row, f: &F) {
+unsafe fn inner_avx512<T: Copy, U, F: Fn(T, T) -> U>(row: &mut [MaybeUninit<U>], a: &[T], b: &[T], at: Row, f: &F) {
     inner(row, a, b, at, f)
 }
 

@@ -374,7 +374,10 @@ mod tests {
         let b = Tensor::arange(100f32, 148.0, &dev)?.reshape((3, 4, 4))?;
         for dim in 0..3 {
             let other = a.affine(2.0, 1.0)?;
-            assert_eq!(cat(&[&a, &other], dim)?.flatten_all()?.to_vec1::<f32>()?, Tensor::cat(&[&a, &other], dim)?.flatten_all()?.to_vec1::<f32>()?);
+            assert_eq!(
+                cat(&[&a, &other], dim)?.flatten_all()?.to_vec1::<f32>()?,
+                Tensor::cat(&[&a, &other], dim)?.flatten_all()?.to_vec1::<f32>()?
+            );
         }
         let bt = b.transpose(0, 1)?.transpose(0, 1)?.narrow(2, 1, 3)?;
         let want = Tensor::cat(&[&a, &bt, &a.narrow(2, 0, 1)?], 2)?;

@@ -42,6 +42,15 @@ pub(crate) fn sum_slice<T: Float>(x: &[T]) -> T {
     s
 }
 
+/// The sum of a whole slice: partial sums over chunks (in parallel when large), then combined.
+pub(crate) fn sum_all_slice<T: Float>(x: &[T]) -> T {
+    if !super::parallel::par_ok(x.len()) {
+        return sum_slice(x);
+    }
+    let parts: Vec<T> = x.par_chunks(GRAIN * 4).map(sum_slice).collect();
+    sum_slice(&parts)
+}
+
 #[inline(always)]
 pub(crate) fn max_slice<T: Float>(x: &[T]) -> T {
     let mut acc = [T::NEG_INF; 16];

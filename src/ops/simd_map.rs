@@ -56,9 +56,14 @@ unsafe fn run2_avx512<A: Copy, B: Copy, U, F: Fn(A, B) -> U>(a: &[A], b: &[B], d
 
 /// `f(a[i])` for every i, vectorized and split over threads for large inputs.
 pub(crate) fn map<A: Copy + Sync, U: Copy + Send, F: Fn(A) -> U + Sync + Send>(a: &[A], f: F) -> Vec<U> {
+    map_weighted(a, 1, f)
+}
+
+/// `map` for an `f` costing about `weight` simple passes per element (see `zip_map_weighted`).
+pub(crate) fn map_weighted<A: Copy + Sync, U: Copy + Send, F: Fn(A) -> U + Sync + Send>(a: &[A], weight: usize, f: F) -> Vec<U> {
     let (wide, simd) = (has_avx512(), has_avx2_fma());
     filled(a.len(), |out| {
-        for_chunks(out, CHUNK, par_ok(a.len()), |i, dst| {
+        for_chunks(out, CHUNK, par_ok(a.len().saturating_mul(weight)), |i, dst| {
             let src = &a[i * CHUNK..];
             #[cfg(target_arch = "x86_64")]
             if wide {
@@ -76,10 +81,21 @@ pub(crate) fn map<A: Copy + Sync, U: Copy + Send, F: Fn(A) -> U + Sync + Send>(a
 
 /// `f(a[i], b[i])` for every i (`a` and `b` of one length), as `map`.
 pub(crate) fn zip_map<A: Copy + Sync, B: Copy + Sync, U: Copy + Send, F: Fn(A, B) -> U + Sync + Send>(a: &[A], b: &[B], f: F) -> Vec<U> {
+    zip_map_weighted(a, b, 1, f)
+}
+
+/// `zip_map` for an `f` costing about `weight` simple passes per element (libm calls):
+/// the pass splits over threads from `1 / weight` of the usual size on.
+pub(crate) fn zip_map_weighted<A: Copy + Sync, B: Copy + Sync, U: Copy + Send, F: Fn(A, B) -> U + Sync + Send>(
+    a: &[A],
+    b: &[B],
+    weight: usize,
+    f: F,
+) -> Vec<U> {
     debug_assert_eq!(a.len(), b.len());
     let (wide, simd) = (has_avx512(), has_avx2_fma());
     filled(a.len(), |out| {
-        for_chunks(out, CHUNK, par_ok(a.len()), |i, dst| {
+        for_chunks(out, CHUNK, par_ok(a.len().saturating_mul(weight)), |i, dst| {
             let (x, y) = (&a[i * CHUNK..], &b[i * CHUNK..]);
             #[cfg(target_arch = "x86_64")]
             if wide {

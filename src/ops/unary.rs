@@ -1,7 +1,7 @@
 //! Elementwise unary functions Candle lacks: compositions of its differentiable
 //! ops, and custom ops with their backward where a fused pass pays.
 use super::float::Float;
-use super::simd_map::{map, zip_map};
+use super::simd_map::{map, map_weighted, zip_map};
 use super::storage::{data, float_dispatch};
 use crate::ops::layout::Dense;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};
@@ -159,9 +159,9 @@ impl Fast {
             Fast::Sqr => map(v, |x: T| x * x),
             Fast::Sqrt => map(v, |x: T| x.sqrt()),
             Fast::Recip => map(v, |x: T| T::ONE / x),
-            Fast::Log => map(v, |x: T| x.ln()),
-            Fast::Sin => map(v, |x: T| x.sin()),
-            Fast::Cos => map(v, |x: T| x.cos()),
+            Fast::Log => map_weighted(v, 16, |x: T| x.ln()),
+            Fast::Sin => map_weighted(v, 16, |x: T| x.sin()),
+            Fast::Cos => map_weighted(v, 16, |x: T| x.cos()),
         }
     }
 }
@@ -189,10 +189,10 @@ pub(crate) fn powf(x: &Tensor, e: f64) -> Result<Tensor> {
         return match &*st {
             candle_core::Storage::Cpu(CpuStorage::F32(v)) => {
                 let e = e as f32;
-                Tensor::from_vec(map(data(v, l, "pow")?, move |b: f32| b.powf(e)), x.shape(), &dev)
+                Tensor::from_vec(map_weighted(data(v, l, "pow")?, 16, move |b: f32| b.powf(e)), x.shape(), &dev)
             }
             candle_core::Storage::Cpu(CpuStorage::F64(v)) => {
-                Tensor::from_vec(map(data(v, l, "pow")?, move |b: f64| b.powf(e)), x.shape(), &dev)
+                Tensor::from_vec(map_weighted(data(v, l, "pow")?, 16, move |b: f64| b.powf(e)), x.shape(), &dev)
             }
             _ => candle_core::bail!("pow: expected a float32 or float64 CPU tensor"),
         };

@@ -272,15 +272,18 @@ fn _point_loss(
     let (wc, pwc) = (w.clone(), pw.clone());
     let composed: composed::Composed =
         Arc::new(move |a: &[Value]| composed::point_loss(kind, &a[0], &a[1], wc.as_ref(), pwc.as_ref(), reduce));
+    // BCE on the CPU: one fused op (forward and backward) when the target needs no
+    // gradient (the fused backward gives the input's only).
+    let kernel = match kind {
+        PointLoss::Bce if !tv.requires_grad() => {
+            crate::layers::loss_elementwise::bce_kernel(&x, &t, w.is_some(), reduce).map(custom::Op::two)
+        }
+        _ => None,
+    };
+    let name = if kernel.is_some() { "BinaryCrossEntropyBackward0" } else { "PointLossBackward0" };
     let y = detach_op(py, op, || {
         // In the graph, the composed form's nodes are the backward.
-        custom::fused_or(
-            "PointLossBackward0",
-            None,
-            &[&xv, &tv],
-            move |a| point_loss(kind, &a[0], &a[1], w.as_ref(), pw.as_ref(), reduce),
-            composed,
-        )
+        custom::fused_or(name, kernel, &[&xv, &tv], move |a| point_loss(kind, &a[0], &a[1], w.as_ref(), pw.as_ref(), reduce), composed)
     })?;
     Ok(PyTensor::wrap_vdt(y, dt))
 }
