@@ -1006,6 +1006,7 @@ def _rms_norm(x: Tensor, d: builtins.int, weight: Optional[Tensor] = None, eps: 
 def _batch_norm(
     x: Tensor, weight: Tensor, bias: Tensor, mean: Tensor, var: Tensor, batch_stats: builtins.bool, eps: builtins.float
 ) -> Tensor: ...
+def _batch_norm_stats(x: Tensor) -> Optional[tuple[Tensor, Tensor]]: ...
 
 # Private fused attention kernel behind nn.functional.scaled_dot_product_attention.
 def _sdpa(

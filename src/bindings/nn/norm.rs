@@ -3,7 +3,8 @@ use crate::autograd::{ops, Value};
 use crate::bindings::errors::{shape_err, shape_str, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::layers::norm::{batch_norm, group_norm, layer_norm, rms_norm};
-use candle_core::DType;
+use crate::dtype::DT;
+use candle_core::{DType, Tensor};
 use candle_core::Shape;
 use pyo3::prelude::*;
 use std::sync::Arc;
@@ -81,6 +82,32 @@ fn _batch_norm(
         )
     })?;
     Ok(PyTensor::wrap_vdt(out, dt))
+}
+
+/// `_batch_norm_stats(x) -> (mean, var)`: per-channel mean and biased variance over
+/// every dim but 1 of a CPU float32/float64 (N, C, ...) tensor, one pass; `None`
+/// where the caller computes them from tensor ops (other devices and dtypes).
+#[pyfunction]
+fn _batch_norm_stats(py: Python<'_>, x: &Bound<'_, PyTensor>) -> PyResult<Option<(PyTensor, PyTensor)>> {
+    use crate::ops::layout::Dense;
+    let (xt, dt) = x.get().t_dt();
+    if xt.rank() < 2 || !xt.device().is_cpu() || !matches!(dt, DT::F32 | DT::F64) {
+        return Ok(None);
+    }
+    let (c, s) = (xt.dims()[1], xt.dims()[2..].iter().product::<usize>());
+    let out = crate::bindings::errors::detach_op(py, "batch_norm", || {
+        let d = xt.dense()?;
+        let (st, l) = d.storage_and_layout();
+        let Some((a, b)) = l.contiguous_offsets() else { candle_core::bail!("batch_norm: expected a dense input") };
+        let (mean, var) = match &*st {
+            candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)) => crate::layers::norm::channel_moments(&v[a..b], c, s),
+            candle_core::Storage::Cpu(candle_core::CpuStorage::F64(v)) => crate::layers::norm::channel_moments(&v[a..b], c, s),
+            _ => candle_core::bail!("batch_norm: expected float32 or float64"),
+        };
+        let dev = candle_core::Device::Cpu;
+        Ok((Tensor::from_vec(mean, c, &dev)?.to_dtype(dt.candle())?, Tensor::from_vec(var, c, &dev)?.to_dtype(dt.candle())?))
+    })?;
+    Ok(Some((PyTensor::wrap_dt(out.0, dt), PyTensor::wrap_dt(out.1, dt))))
 }
 
 /// `_group_norm(x, num_groups, weight=None, bias=None, eps=1e-5)` over (N, C, ...).
@@ -241,5 +268,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_rms_norm, m)?)?;
     m.add_function(wrap_pyfunction!(_layer_norm, m)?)?;
     m.add_function(wrap_pyfunction!(_batch_norm, m)?)?;
+    m.add_function(wrap_pyfunction!(_batch_norm_stats, m)?)?;
     Ok(())
 }

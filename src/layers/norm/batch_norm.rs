@@ -160,3 +160,41 @@ pub(crate) fn bn_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], op: &BatchNorm) -
     }
     (dx, sums.iter().map(|p| T::of(p.1)).collect(), sums.iter().map(|p| T::of(p.0)).collect())
 }
+
+/// Per-channel mean and biased variance of a dense (N, C, S) tensor in one parallel
+/// pass: each (sample, channel) row gives its sums of `x - k` and `(x - k)^2` about the
+/// channel's first value `k` (so large offsets do not cancel), combined in f64.
+/// Batch norm's training statistics (PyTorch's `var_mean` over dims (0, 2, ...)).
+pub(crate) fn channel_moments<T: Fl>(x: &[T], c: usize, s: usize) -> (Vec<f64>, Vec<f64>) {
+    let n = x.len().checked_div(c * s).unwrap_or(0);
+    if n == 0 || s == 0 {
+        return (vec![f64::NAN; c], vec![f64::NAN; c]);
+    }
+    let sums: Vec<(f64, f64)> = (0..n * c)
+        .into_par_iter()
+        .with_min_len((1 << 14) / s + 1)
+        .map(|nc| {
+            let k = x[(nc % c) * s];
+            let row = &x[nc * s..(nc + 1) * s];
+            (
+                super::layer_norm::lane_sum_t(row, |v| v - k),
+                super::layer_norm::lane_sum_t(row, |v| (v - k) * (v - k)),
+            )
+        })
+        .collect();
+    let m = (n * s) as f64;
+    let (mut mean, mut var) = (vec![0.0; c], vec![0.0; c]);
+    for ch in 0..c {
+        let (mut s1, mut s2) = (0.0, 0.0);
+        for i in 0..n {
+            let (a, b) = sums[i * c + ch];
+            s1 += a;
+            s2 += b;
+        }
+        let k = x[ch * s].f();
+        let d = s1 / m;
+        mean[ch] = k + d;
+        var[ch] = (s2 / m - d * d).max(0.0);
+    }
+    (mean, var)
+}

@@ -17,27 +17,28 @@ impl GroupNorm {
     fn forward<T: Fl>(&self, x: &[T], w: &[T], b: &[T]) -> Vec<T> {
         let (g, c, s) = (self.groups, self.c, self.s);
         let m = c / g * s;
-        let mut out = vec![T::ZERO; x.len()];
         if m == 0 {
-            return out;
+            return vec![T::ZERO; x.len()];
         }
-        let stats: Vec<(f64, f64)> = out
-            .par_chunks_mut(m)
-            .zip(x.par_chunks(m))
-            .enumerate()
-            .map(|(ng, (o, xg))| {
-                let mean = super::layer_norm::lane_sum_t(xg, |v| v) / m as f64;
-                let mt = T::of(mean);
-                let var = super::layer_norm::lane_sum_t(xg, |v| (v - mt) * (v - mt)) / m as f64;
-                let rstd = 1.0 / (var + self.eps).sqrt();
-                let c0 = (ng % g) * (c / g);
-                for (k, (or, xr)) in o.chunks_mut(s.max(1)).zip(xg.chunks(s.max(1))).enumerate() {
-                    let scale = rstd * w[c0 + k].f();
-                    scale_shift_fast(xr, or, scale, b[c0 + k].f() - mean * scale);
-                }
-                (mean, rstd)
-            })
-            .collect();
+        let mut stats = Vec::new();
+        // Every group's rows are written whole by `scale_shift_fast`: no zero fill.
+        let out = crate::ops::parallel::filled_plain(x.len(), |out| {
+            stats = out
+                .par_chunks_mut(m)
+                .zip(x.par_chunks(m))
+                .enumerate()
+                .map(|(ng, (o, xg))| {
+                    let (mean, var) = moments_fast(xg);
+                    let rstd = 1.0 / (var + self.eps).sqrt();
+                    let c0 = (ng % g) * (c / g);
+                    for (k, (or, xr)) in o.chunks_mut(s.max(1)).zip(xg.chunks(s.max(1))).enumerate() {
+                        let scale = rstd * w[c0 + k].f();
+                        scale_shift_fast(xr, or, scale, b[c0 + k].f() - mean * scale);
+                    }
+                    (mean, rstd)
+                })
+                .collect();
+        });
         *self.stats.lock().unwrap_or_else(|p| p.into_inner()) = stats;
         out
     }
@@ -47,9 +48,8 @@ impl GroupNorm {
         let cg = c / g;
         let n = x.len().checked_div(c * s).unwrap_or(0);
         let stats = self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let mut dx = vec![T::ZERO; x.len()];
         if s == 0 || cg == 0 {
-            return (dx, vec![T::ZERO; c], vec![T::ZERO; c]);
+            return (vec![T::ZERO; x.len()], vec![T::ZERO; c], vec![T::ZERO; c]);
         }
         // Per (sample, channel): sum g and sum g * (x - mean) over the spatial row.
         let rows: Vec<(f64, f64)> = (0..n * c)
@@ -60,7 +60,8 @@ impl GroupNorm {
             })
             .collect();
         let mf = (cg * s) as f64;
-        dx.par_chunks_mut(cg * s).enumerate().for_each(|(ng, dg)| {
+        // Every row of every group is written by `dx_row_fast`: no zero fill.
+        let dx = crate::ops::parallel::filled_plain(x.len(), |dx| dx.par_chunks_mut(cg * s).enumerate().for_each(|(ng, dg)| {
             let (mean, rstd) = stats[ng];
             let c0 = (ng % g) * cg;
             // Over the group: sum dxhat = sum w g, sum dxhat * xhat = rstd * sum w g (x - mean).
@@ -80,7 +81,7 @@ impl GroupNorm {
                 let off = base + k * s;
                 dx_row_fast(&x[off..off + s], &gy[off..off + s], dr, a, bx, cst);
             }
-        });
+        }));
         let (mut dw, mut db) = (vec![0.0f64; c], vec![0.0f64; c]);
         for (nc, &(a, b)) in rows.iter().enumerate() {
             let ch = nc % c;
@@ -90,6 +91,51 @@ impl GroupNorm {
         }
         (dx, dw.into_iter().map(T::of).collect(), db.into_iter().map(T::of).collect())
     }
+}
+
+/// Mean and biased variance of a group (two passes over L2-resident data).
+#[inline(always)]
+fn moments<T: Fl>(xg: &[T]) -> (f64, f64) {
+    let m = xg.len() as f64;
+    let mean = super::layer_norm::lane_sum_t(xg, |v| v) / m;
+    let mt = T::of(mean);
+    (mean, super::layer_norm::lane_sum_t(xg, |v| (v - mt) * (v - mt)) / m)
+}
+
+/// `moments` compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX2 and FMA (`ops::cpu::has_avx512`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn moments_avx512<T: Fl>(xg: &[T]) -> (f64, f64) {
+    moments(xg)
+}
+
+/// `moments` compiled for AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn moments_avx2<T: Fl>(xg: &[T]) -> (f64, f64) {
+    moments(xg)
+}
+
+/// `moments` at the CPU's vector width.
+fn moments_fast<T: Fl>(xg: &[T]) -> (f64, f64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if crate::ops::cpu::has_avx512() {
+            // SAFETY: checked just above.
+            return unsafe { moments_avx512(xg) };
+        }
+        if crate::ops::cpu::has_avx2_fma() {
+            // SAFETY: checked just above.
+            return unsafe { moments_avx2(xg) };
+        }
+    }
+    moments(xg)
 }
 
 norm_op3!(GroupNorm, "group_norm", |me, x, w, b| me.forward(x, w, b), |xs, ws, gs| me.backward(xs, ws, gs));

@@ -156,7 +156,7 @@ mod batch_norm;
 mod group_norm;
 mod layer_norm;
 
-pub(crate) use batch_norm::BatchNorm;
+pub(crate) use batch_norm::{channel_moments, BatchNorm};
 pub(crate) use group_norm::GroupNorm;
 pub(crate) use layer_norm::LayerNorm;
 #[cfg(target_arch = "x86_64")]

@@ -69,8 +69,12 @@ def batch_norm(
         if n <= 1:
             raise ShapeError(f"batch_norm: expected more than 1 value per channel when training, got input size {list(input.shape)}")
         with _no_grad():
-            mean = input.mean(dims)
-            var = ((input - mean.reshape(shape)) ** 2).mean(dims)
+            stats = _core._batch_norm_stats(input)
+            if stats is not None:
+                mean, var = stats
+            else:
+                mean = input.mean(dims)
+                var = ((input - mean.reshape(shape)) ** 2).mean(dims)
             if running_mean is not None and running_var is not None:
                 running_mean.mul_(1 - momentum).add_(mean * momentum)
                 running_var.mul_(1 - momentum).add_(var * (momentum * n / (n - 1)))
