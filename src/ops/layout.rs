@@ -12,8 +12,19 @@
 //!
 //! and the work splits over threads by `parallel`'s policy.
 use crate::ops::parallel::{filled_plain, for_chunks, par_ok, SyncPtr};
-use candle_core::{CpuStorage, Device, Result, Storage, Tensor, WithDType};
+use candle_core::{CpuStorage, Device, Result, Storage, Tensor};
+use half::{bf16, f16};
 use rayon::prelude::*;
+
+/// The zero of each element type the copies handle, as a constant (converting 0.0
+/// into a half type would go through the half crate's conversion code).
+trait Zero {
+    const ZERO: Self;
+}
+macro_rules! zero {
+    ($($t:ty => $z:expr),*) => { $(impl Zero for $t { const ZERO: $t = $z; })* };
+}
+zero!(u8 => 0, u32 => 0, i16 => 0, i32 => 0, i64 => 0, f32 => 0.0, f64 => 0.0, f16 => f16::ZERO, bf16 => bf16::ZERO);
 
 /// Elements per parallel task of the run copies.
 const TASK: usize = 1 << 14;
@@ -129,7 +140,7 @@ pub(crate) fn cat(ts: &[&Tensor], dim: usize) -> Result<Tensor> {
                         };
                         srcs.push(Some(&s[a..b]));
                     }
-                    Tensor::from_vec(cat_slices(&srcs, &pieces, outer, WithDType::from_f64(0.0)), dims, &Device::Cpu)
+                    Tensor::from_vec(cat_slices(&srcs, &pieces, outer, Zero::ZERO), dims, &Device::Cpu)
                 })*
                 _ => Tensor::cat(ts, dim),
             }
@@ -156,7 +167,7 @@ pub(crate) fn pad_zeros(t: &Tensor, dim: usize, left: usize, right: usize) -> Re
         ($($v:ident),*) => {
             match &*st {
                 $(Storage::Cpu(CpuStorage::$v(s)) => {
-                    Tensor::from_vec(cat_slices(&[None, Some(&s[a..b]), None], &pieces, outer, WithDType::from_f64(0.0)), dims, &Device::Cpu)
+                    Tensor::from_vec(cat_slices(&[None, Some(&s[a..b]), None], &pieces, outer, Zero::ZERO), dims, &Device::Cpu)
                 })*
                 _ => {
                     drop(st);

@@ -2,10 +2,10 @@
 use crate::autograd::{ops, Value};
 use crate::bindings::errors::{shape_err, shape_str, OpResult};
 use crate::bindings::tensor::PyTensor;
-use crate::layers::norm::{batch_norm, group_norm, layer_norm, rms_norm};
 use crate::dtype::DT;
-use candle_core::{DType, Tensor};
+use crate::layers::norm::{batch_norm, group_norm, layer_norm, rms_norm};
 use candle_core::Shape;
+use candle_core::{DType, Tensor};
 use pyo3::prelude::*;
 use std::sync::Arc;
 

@@ -176,10 +176,7 @@ pub(crate) fn channel_moments<T: Fl>(x: &[T], c: usize, s: usize) -> (Vec<f64>, 
         .map(|nc| {
             let k = x[(nc % c) * s];
             let row = &x[nc * s..(nc + 1) * s];
-            (
-                super::layer_norm::lane_sum_t(row, |v| v - k),
-                super::layer_norm::lane_sum_t(row, |v| (v - k) * (v - k)),
-            )
+            (super::layer_norm::lane_sum_t(row, |v| v - k), super::layer_norm::lane_sum_t(row, |v| (v - k) * (v - k)))
         })
         .collect();
     let m = (n * s) as f64;

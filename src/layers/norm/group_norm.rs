@@ -61,27 +61,29 @@ impl GroupNorm {
             .collect();
         let mf = (cg * s) as f64;
         // Every row of every group is written by `dx_row_fast`: no zero fill.
-        let dx = crate::ops::parallel::filled_plain(x.len(), |dx| dx.par_chunks_mut(cg * s).enumerate().for_each(|(ng, dg)| {
-            let (mean, rstd) = stats[ng];
-            let c0 = (ng % g) * cg;
-            // Over the group: sum dxhat = sum w g, sum dxhat * xhat = rstd * sum w g (x - mean).
-            let (mut s1, mut s2) = (0.0, 0.0);
-            for k in 0..cg {
-                let (a, b) = rows[(ng / g) * c + c0 + k];
-                s1 += w[c0 + k].f() * a;
-                s2 += w[c0 + k].f() * b * rstd;
-            }
-            let (m1, m2) = (s1 / mf, s2 / mf);
-            let base = ng * cg * s;
-            for (k, dr) in dg.chunks_mut(s).enumerate() {
-                // rstd (w g - m1 - xhat m2) as a * g + b * x + c.
-                let a = rstd * w[c0 + k].f();
-                let bx = -rstd * rstd * m2;
-                let cst = -rstd * m1 - bx * mean;
-                let off = base + k * s;
-                dx_row_fast(&x[off..off + s], &gy[off..off + s], dr, a, bx, cst);
-            }
-        }));
+        let dx = crate::ops::parallel::filled_plain(x.len(), |dx| {
+            dx.par_chunks_mut(cg * s).enumerate().for_each(|(ng, dg)| {
+                let (mean, rstd) = stats[ng];
+                let c0 = (ng % g) * cg;
+                // Over the group: sum dxhat = sum w g, sum dxhat * xhat = rstd * sum w g (x - mean).
+                let (mut s1, mut s2) = (0.0, 0.0);
+                for k in 0..cg {
+                    let (a, b) = rows[(ng / g) * c + c0 + k];
+                    s1 += w[c0 + k].f() * a;
+                    s2 += w[c0 + k].f() * b * rstd;
+                }
+                let (m1, m2) = (s1 / mf, s2 / mf);
+                let base = ng * cg * s;
+                for (k, dr) in dg.chunks_mut(s).enumerate() {
+                    // rstd (w g - m1 - xhat m2) as a * g + b * x + c.
+                    let a = rstd * w[c0 + k].f();
+                    let bx = -rstd * rstd * m2;
+                    let cst = -rstd * m1 - bx * mean;
+                    let off = base + k * s;
+                    dx_row_fast(&x[off..off + s], &gy[off..off + s], dr, a, bx, cst);
+                }
+            })
+        });
         let (mut dw, mut db) = (vec![0.0f64; c], vec![0.0f64; c]);
         for (nc, &(a, b)) in rows.iter().enumerate() {
             let ch = nc % c;
