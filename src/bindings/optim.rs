@@ -323,7 +323,39 @@ fn _optim_step(
         .collect())
 }
 
+/// `_total_norm(tensors, p) -> Tensor | None`: the p-norm (finite p > 0) of all the
+/// tensors' elements together, a 0-d float32 tensor: `clip_grad_norm_`'s total norm in
+/// one pass per tensor, no temporaries. `None` where the caller computes it from tensor
+/// ops (a tensor off the CPU or of a half dtype).
+#[pyfunction]
+fn _total_norm(py: Python<'_>, tensors: Vec<PyRef<'_, PyTensor>>, p: f64) -> PyResult<Option<PyTensor>> {
+    if !(p.is_finite() && p > 0.0) {
+        return Err(value_err("clip_grad_norm_", format!("norm_type must be finite and positive here, got {p}")));
+    }
+    let ts: Vec<Tensor> = tensors.iter().map(|t| t.t()).collect();
+    if ts.iter().any(|t| !t.device().is_cpu() || !matches!(t.dtype(), DType::F32 | DType::F64)) {
+        return Ok(None);
+    }
+    let total = crate::bindings::errors::detach_op(py, "clip_grad_norm_", || {
+        let mut s = 0.0f64;
+        for t in &ts {
+            let d = t.dense()?;
+            let (st, l) = d.storage_and_layout();
+            let Some((a, b)) = l.contiguous_offsets() else { candle_core::bail!("clip_grad_norm_: expected a dense tensor") };
+            s += match &*st {
+                candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)) => crate::ops::reduce::pow_sum(&v[a..b], p),
+                candle_core::Storage::Cpu(candle_core::CpuStorage::F64(v)) => crate::ops::reduce::pow_sum(&v[a..b], p),
+                _ => candle_core::bail!("clip_grad_norm_: expected float32 or float64"),
+            };
+        }
+        let n = if p == 2.0 { s.sqrt() } else { s.powf(1.0 / p) };
+        Tensor::new(n as f32, &Device::Cpu)
+    })?;
+    Ok(Some(PyTensor::wrap_dt(total, crate::dtype::DT::F32)))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_total_norm, m)?)?;
     m.add_function(wrap_pyfunction!(_sgd_step, m)?)?;
     m.add_function(wrap_pyfunction!(_adam_step, m)?)?;
     m.add_function(wrap_pyfunction!(_optim_step, m)?)?;

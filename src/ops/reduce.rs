@@ -328,3 +328,31 @@ fn prod_on_cpu(t: &Tensor, op: ProdDim) -> Result<Tensor> {
         out.to_device(&dev)
     }
 }
+
+/// `sum |x|^p` over a whole slice, accumulated in f64 (squares for p = 2, absolute
+/// values for p = 1, `powf` otherwise), in parallel chunks when large: the pieces of
+/// `clip_grad_norm_`'s total norm.
+pub(crate) fn pow_sum<T: Float>(x: &[T], p: f64) -> f64 {
+    let part = |c: &[T]| -> f64 {
+        if p == 2.0 {
+            let mut acc = [T::ZERO; 16];
+            let chunks = c.chunks_exact(16);
+            let rest = chunks.remainder();
+            for ch in chunks {
+                for k in 0..16 {
+                    acc[k] += ch[k] * ch[k];
+                }
+            }
+            acc.iter().map(|v| v.f()).sum::<f64>() + rest.iter().map(|&v| v.f() * v.f()).sum::<f64>()
+        } else if p == 1.0 {
+            c.iter().map(|&v| v.f().abs()).sum()
+        } else {
+            c.iter().map(|&v| v.f().abs().powf(p)).sum()
+        }
+    };
+    if super::parallel::par_ok(x.len()) {
+        x.par_chunks(GRAIN * 4).map(part).sum()
+    } else {
+        part(x)
+    }
+}

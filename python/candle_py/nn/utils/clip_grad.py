@@ -31,7 +31,12 @@ def clip_grad_norm_(
         return _core.tensor(0.0)
     with no_grad():
         grads = [p.grad for p in params]
-        if norm_type == math.inf:
+        fused = None
+        if math.isfinite(norm_type) and norm_type > 0:
+            fused = _core._total_norm(grads, float(norm_type))  # one Rust pass per gradient
+        if fused is not None:
+            total = fused
+        elif norm_type == math.inf:
             total = _core.stack([g.abs().max().float() for g in grads if g is not None]).max()  # type: ignore[union-attr]
         else:
             norms = _core.stack([g.norm(norm_type).float() for g in grads if g is not None])  # type: ignore[union-attr]
@@ -39,10 +44,11 @@ def clip_grad_norm_(
         if error_if_nonfinite and not math.isfinite(float(total)):
             raise RuntimeError(f"The total norm of order {norm_type} for gradients is non-finite, so it cannot be clipped")
         coef = min(float(max_norm) / (float(total) + 1e-6), 1.0)
-        for p in params:
-            g = p.grad
-            if g is not None:
-                p.grad = g * coef
+        # In place, as PyTorch (a reference to a `.grad` sees the clipping); a factor of
+        # exactly 1 changes nothing, so it is skipped.
+        if coef < 1.0 or math.isnan(coef):
+            for g in grads:
+                g.mul_(coef)  # type: ignore[union-attr]
     return total
 
 
