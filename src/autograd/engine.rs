@@ -6,6 +6,7 @@
 use crate::autograd::mode::with_grad_mode;
 use crate::autograd::node::{accumulate_into, node_key, AccumulateGrad, Edge, Node};
 use crate::autograd::value::{lock, Value};
+use crate::ops::layout::storage_key;
 use candle_core::{Result, Tensor};
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
@@ -164,12 +165,6 @@ pub fn profile_take() -> Vec<(String, f64, u64)> {
     let mut v: Vec<(String, f64, u64)> = lock(&PROFILE).take().unwrap_or_default().into_iter().map(|(k, (t, n))| (k, t, n)).collect();
     v.sort_by(|a, b| b.1.total_cmp(&a.1));
     v
-}
-
-/// The address of a tensor's storage: equal for a tensor and its views.
-fn storage_key(t: &Tensor) -> usize {
-    let (s, _) = t.storage_and_layout();
-    &*s as *const candle_core::Storage as usize
 }
 
 /// Which of a node's returned gradients nothing else references, from the storages

@@ -346,7 +346,13 @@ pub fn overwrite(dst: &PyTensor, src: Value, op: &str) -> PyResult<()> {
     // the graph is overwritten with one memcpy instead of per-element offsets.
     let same = src.data.dims() == t.dims() && src.data.dtype() == t.dtype();
     if !dst_tracked && !src_tracked && t.device().is_cpu() && t.is_contiguous() && same {
-        let src = src.data.dense_copy().op(op)?;
+        // A copy only where needed: the write locks the destination's storage while it
+        // reads the source's, so one storage on both sides needs the source copied.
+        let src = if src.data.is_contiguous() && crate::ops::layout::storage_key(&src.data) != crate::ops::layout::storage_key(&t) {
+            src.data
+        } else {
+            src.data.dense_copy().op(op)?
+        };
         let start = t.layout().start_offset();
         let n = t.elem_count();
         crate::bindings::errors::detach_if(n, || t.inplace_op2(&src, &WriteRange { start, len: n })).op(op)?;

@@ -31,6 +31,13 @@ const TASK: usize = 1 << 14;
 /// Side of a transpose tile: 16 f32 fill one 64-byte cache line.
 const TILE: usize = 16;
 
+/// The address of a tensor's storage: equal for a tensor and its views (Candle keeps
+/// the storage behind one lock per buffer).
+pub(crate) fn storage_key(t: &Tensor) -> usize {
+    let (s, _) = t.storage_and_layout();
+    &*s as *const Storage as usize
+}
+
 /// `t` laid out densely: `t` itself when it already is, else a copy.
 pub(crate) fn dense(t: &Tensor) -> Result<Tensor> {
     if t.is_contiguous() {
