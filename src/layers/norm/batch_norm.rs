@@ -14,87 +14,112 @@ pub(crate) struct BatchNorm {
 }
 
 pub(crate) fn bn_forward<T: Fl>(x: &[T], w: &[T], b: &[T], op: &BatchNorm) -> Vec<T> {
-    let mut out = vec![T::of(0.0); x.len()];
     let (c, s) = (op.c, op.s);
     if s == 0 {
-        return out;
+        return vec![T::ZERO; x.len()];
     }
-    out.par_chunks_mut(s).zip(x.par_chunks(s)).enumerate().for_each(|(nc, (o, xr))| {
-        let ch = nc % c;
-        // y = x * k + z with k = rstd * w and z = b - mean * k.
-        let k = op.rstd[ch] * w[ch].f();
-        let z = b[ch].f() - op.mean[ch] * k;
-        scale_shift_fast(xr, o, k, z);
-    });
-    out
+    // Every row is written whole by `scale_shift_fast`: no zero fill.
+    crate::ops::parallel::filled_plain(x.len(), |out| {
+        out.par_chunks_mut(s).zip(x.par_chunks(s)).enumerate().for_each(|(nc, (o, xr))| {
+            let ch = nc % c;
+            // y = (x - mean) * k + b with k = rstd * w.
+            scale_shift_fast(xr, o, op.mean[ch], op.rstd[ch] * w[ch].f(), b[ch].f());
+        })
+    })
 }
 
-/// `scale_shift`, `grad_sums` and `dx_row` through their AVX2 builds where the CPU has them.
-pub(super) fn scale_shift_fast<T: Fl>(x: &[T], o: &mut [T], k: f64, z: f64) {
-    #[cfg(target_arch = "x86_64")]
-    if crate::ops::cpu::has_avx2_fma() {
-        // SAFETY: checked just above.
-        return unsafe { scale_shift_avx2(x, o, k, z) };
-    }
-    scale_shift(x, o, k, z)
-}
+// The row kernels compute in the input's precision (as PyTorch's float kernels):
+// float32 rows run 16 lanes wide. Sums use 16 independent accumulators (one would
+// wait on every add) and are combined in f64; x enters as `x - mean`, so a large
+// mean does not cancel away the digits of the result.
 
-pub(super) fn grad_sums_fast<T: Fl>(x: &[T], g: &[T], mean: f64) -> (f64, f64) {
-    #[cfg(target_arch = "x86_64")]
-    if crate::ops::cpu::has_avx2_fma() {
-        // SAFETY: checked just above.
-        return unsafe { grad_sums_avx2(x, g, mean) };
-    }
-    grad_sums(x, g, mean)
-}
-
-pub(super) fn dx_row_fast<T: Fl>(x: &[T], g: &[T], dx: &mut [T], a: f64, b: f64, c: f64) {
-    #[cfg(target_arch = "x86_64")]
-    if crate::ops::cpu::has_avx2_fma() {
-        // SAFETY: checked just above.
-        return unsafe { dx_row_avx2(x, g, dx, a, b, c) };
-    }
-    dx_row(x, g, dx, a, b, c)
-}
-
-/// `o = x * k + z` over a row, in f64.
+/// `o = (x - mean) * k + z` over a row.
 #[inline(always)]
-fn scale_shift<T: Fl>(x: &[T], o: &mut [T], k: f64, z: f64) {
-    for (ov, xv) in o.iter_mut().zip(x) {
-        *ov = T::of(xv.f() * k + z);
+fn scale_shift<T: Fl>(x: &[T], o: &mut [T], mean: f64, k: f64, z: f64) {
+    let (m, k, z) = (T::of(mean), T::of(k), T::of(z));
+    for (ov, &xv) in o.iter_mut().zip(x) {
+        *ov = (xv - m) * k + z;
     }
 }
 
-/// # Safety
-/// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn scale_shift_avx2<T: Fl>(x: &[T], o: &mut [T], k: f64, z: f64) {
-    scale_shift(x, o, k, z)
-}
-
-/// Sums of `g` and of `g * (x - mean)` over a row, in 8 independent lanes so the
-/// loop vectorizes (one accumulator would wait on every add).
+/// Sums of `g` and of `g * (x - mean)` over a row.
 #[inline(always)]
 fn grad_sums<T: Fl>(x: &[T], g: &[T], mean: f64) -> (f64, f64) {
-    const L: usize = 8;
-    let (mut a, mut b) = ([0.0f64; L], [0.0f64; L]);
-    let n8 = x.len() / L * L;
-    for (xc, gc) in x[..n8].chunks_exact(L).zip(g[..n8].chunks_exact(L)) {
+    const L: usize = 16;
+    let m = T::of(mean);
+    let (mut a, mut b) = ([T::ZERO; L], [T::ZERO; L]);
+    let n = x.len() / L * L;
+    for (xc, gc) in x[..n].chunks_exact(L).zip(g[..n].chunks_exact(L)) {
         for l in 0..L {
-            let gv = gc[l].f();
-            a[l] += gv;
-            b[l] += gv * (xc[l].f() - mean);
+            a[l] += gc[l];
+            b[l] += gc[l] * (xc[l] - m);
         }
     }
-    let (mut sa, mut sb) = (a.iter().sum::<f64>(), b.iter().sum::<f64>());
-    for (xv, gv) in x[n8..].iter().zip(&g[n8..]) {
+    let (mut sa, mut sb) = (a.iter().map(|v| v.f()).sum::<f64>(), b.iter().map(|v| v.f()).sum::<f64>());
+    for (&xv, &gv) in x[n..].iter().zip(&g[n..]) {
         sa += gv.f();
-        sb += gv.f() * (xv.f() - mean);
+        sb += (gv * (xv - m)).f();
     }
     (sa, sb)
 }
 
+/// `dx = a * g + b * (x - mean) + c` over a row (the statistics' gradient, folded).
+#[inline(always)]
+fn dx_row<T: Fl>(x: &[T], g: &[T], dx: &mut [T], a: f64, b: f64, mean: f64, c: f64) {
+    let (a, b, m, c) = (T::of(a), T::of(b), T::of(mean), T::of(c));
+    for ((d, &xv), &gv) in dx.iter_mut().zip(x).zip(g) {
+        *d = a * gv + b * (xv - m) + c;
+    }
+}
+
+/// `scale_shift` compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX2 and FMA (`ops::cpu::has_avx512`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn scale_shift_avx512<T: Fl>(x: &[T], o: &mut [T], mean: f64, k: f64, z: f64) {
+    scale_shift(x, o, mean, k, z)
+}
+
+/// `scale_shift` compiled for AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn scale_shift_avx2<T: Fl>(x: &[T], o: &mut [T], mean: f64, k: f64, z: f64) {
+    scale_shift(x, o, mean, k, z)
+}
+
+/// `scale_shift` at the CPU's vector width.
+pub(super) fn scale_shift_fast<T: Fl>(x: &[T], o: &mut [T], mean: f64, k: f64, z: f64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if crate::ops::cpu::has_avx512() {
+            // SAFETY: checked just above.
+            return unsafe { scale_shift_avx512(x, o, mean, k, z) };
+        }
+        if crate::ops::cpu::has_avx2_fma() {
+            // SAFETY: checked just above.
+            return unsafe { scale_shift_avx2(x, o, mean, k, z) };
+        }
+    }
+    scale_shift(x, o, mean, k, z)
+}
+
+/// `grad_sums` compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX2 and FMA (`ops::cpu::has_avx512`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn grad_sums_avx512<T: Fl>(x: &[T], g: &[T], mean: f64) -> (f64, f64) {
+    grad_sums(x, g, mean)
+}
+
+/// `grad_sums` compiled for AVX2.
+///
 /// # Safety
 /// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
 #[cfg(target_arch = "x86_64")]
@@ -103,20 +128,56 @@ unsafe fn grad_sums_avx2<T: Fl>(x: &[T], g: &[T], mean: f64) -> (f64, f64) {
     grad_sums(x, g, mean)
 }
 
-/// `dx = a * g + b * x + c` over a row (the batch-statistics gradient, folded).
-#[inline(always)]
-fn dx_row<T: Fl>(x: &[T], g: &[T], dx: &mut [T], a: f64, b: f64, c: f64) {
-    for ((d, xv), gv) in dx.iter_mut().zip(x).zip(g) {
-        *d = T::of(a * gv.f() + b * xv.f() + c);
+/// `grad_sums` at the CPU's vector width.
+pub(super) fn grad_sums_fast<T: Fl>(x: &[T], g: &[T], mean: f64) -> (f64, f64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if crate::ops::cpu::has_avx512() {
+            // SAFETY: checked just above.
+            return unsafe { grad_sums_avx512(x, g, mean) };
+        }
+        if crate::ops::cpu::has_avx2_fma() {
+            // SAFETY: checked just above.
+            return unsafe { grad_sums_avx2(x, g, mean) };
+        }
     }
+    grad_sums(x, g, mean)
 }
 
+/// `dx_row` compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX2 and FMA (`ops::cpu::has_avx512`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn dx_row_avx512<T: Fl>(x: &[T], g: &[T], dx: &mut [T], a: f64, b: f64, mean: f64, c: f64) {
+    dx_row(x, g, dx, a, b, mean, c)
+}
+
+/// `dx_row` compiled for AVX2.
+///
 /// # Safety
 /// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn dx_row_avx2<T: Fl>(x: &[T], g: &[T], dx: &mut [T], a: f64, b: f64, c: f64) {
-    dx_row(x, g, dx, a, b, c)
+unsafe fn dx_row_avx2<T: Fl>(x: &[T], g: &[T], dx: &mut [T], a: f64, b: f64, mean: f64, c: f64) {
+    dx_row(x, g, dx, a, b, mean, c)
+}
+
+/// `dx_row` at the CPU's vector width.
+pub(super) fn dx_row_fast<T: Fl>(x: &[T], g: &[T], dx: &mut [T], a: f64, b: f64, mean: f64, c: f64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if crate::ops::cpu::has_avx512() {
+            // SAFETY: checked just above.
+            return unsafe { dx_row_avx512(x, g, dx, a, b, mean, c) };
+        }
+        if crate::ops::cpu::has_avx2_fma() {
+            // SAFETY: checked just above.
+            return unsafe { dx_row_avx2(x, g, dx, a, b, mean, c) };
+        }
+    }
+    dx_row(x, g, dx, a, b, mean, c)
 }
 
 norm_op3!(BatchNorm, "batch_norm", |me, x, w, b| bn_forward(x, w, b, me), |xs, ws, gs| bn_backward(xs, ws, gs, me));
@@ -140,24 +201,22 @@ pub(crate) fn bn_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], op: &BatchNorm) -
             (sg, sgx)
         })
         .collect();
-    let mut dx = vec![T::of(0.0); xs.len()];
-    if s > 0 {
+    if s == 0 {
+        return (vec![T::ZERO; xs.len()], sums.iter().map(|p| T::of(p.1)).collect(), sums.iter().map(|p| T::of(p.0)).collect());
+    }
+    // Every row is written whole by `dx_row_fast`: no zero fill.
+    let dx = crate::ops::parallel::filled_plain(xs.len(), |dx| {
         dx.par_chunks_mut(s).enumerate().for_each(|(nc, dr)| {
             let ch = nc % c;
             let base = nc * s;
             let (mean, r, wv, (sg, sgx)) = (op.mean[ch], op.rstd[ch], ws[ch].f(), sums[ch]);
             // Batch statistics: w r (g - sg/m - xhat sgx/m), xhat = (x - mean) r, as
-            // a * g + b * x + c; running statistics: w r g.
-            let (a, b, cst) = if op.batch_stats {
-                let (a, b) = (wv * r, -wv * r * r * sgx / m);
-                (a, b, -wv * r * sg / m - b * mean)
-            } else {
-                (wv * r, 0.0, 0.0)
-            };
+            // a * g + b * (x - mean) + c; running statistics: w r g.
+            let (a, b, cst) = if op.batch_stats { (wv * r, -wv * r * r * sgx / m, -wv * r * sg / m) } else { (wv * r, 0.0, 0.0) };
             let (xr, gr) = (&xs[base..base + s], &gs[base..base + s]);
-            dx_row_fast(xr, gr, dr, a, b, cst);
-        });
-    }
+            dx_row_fast(xr, gr, dr, a, b, mean, cst);
+        })
+    });
     (dx, sums.iter().map(|p| T::of(p.1)).collect(), sums.iter().map(|p| T::of(p.0)).collect())
 }
 

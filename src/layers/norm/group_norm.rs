@@ -32,8 +32,7 @@ impl GroupNorm {
                     let rstd = 1.0 / (var + self.eps).sqrt();
                     let c0 = (ng % g) * (c / g);
                     for (k, (or, xr)) in o.chunks_mut(s.max(1)).zip(xg.chunks(s.max(1))).enumerate() {
-                        let scale = rstd * w[c0 + k].f();
-                        scale_shift_fast(xr, or, scale, b[c0 + k].f() - mean * scale);
+                        scale_shift_fast(xr, or, mean, rstd * w[c0 + k].f(), b[c0 + k].f());
                     }
                     (mean, rstd)
                 })
@@ -75,12 +74,11 @@ impl GroupNorm {
                 let (m1, m2) = (s1 / mf, s2 / mf);
                 let base = ng * cg * s;
                 for (k, dr) in dg.chunks_mut(s).enumerate() {
-                    // rstd (w g - m1 - xhat m2) as a * g + b * x + c.
+                    // rstd (w g - m1 - xhat m2) as a * g + b * (x - mean) + c.
                     let a = rstd * w[c0 + k].f();
                     let bx = -rstd * rstd * m2;
-                    let cst = -rstd * m1 - bx * mean;
                     let off = base + k * s;
-                    dx_row_fast(&x[off..off + s], &gy[off..off + s], dr, a, bx, cst);
+                    dx_row_fast(&x[off..off + s], &gy[off..off + s], dr, a, bx, mean, -rstd * m1);
                 }
             })
         });
