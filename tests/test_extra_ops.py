@@ -204,3 +204,26 @@ def test_clip_grad_norm_scales_like_torch() -> None:
     coef = 1.3 / (13.0 + 1e-6)
     assert cp.allclose(a.grad, cp.tensor([3.0, 4.0]) * coef)
     assert cp.allclose(b.grad, cp.tensor([12.0]) * coef)
+
+
+@pytest.mark.parametrize("norm_type", [1.0, 2.0, 3.0, float("inf")])
+def test_clip_grad_norm_total_norm_and_in_place_scaling(norm_type: float) -> None:
+    rng = np.random.default_rng(3)
+    gs = [rng.standard_normal(s).astype(np.float32) for s in [(300, 200), (7,), (1000,)]]
+    ps = [nn.Parameter(cp.zeros(*g.shape)) for g in gs]
+    for p, g in zip(ps, gs):
+        p.grad = cp.tensor(g)
+    held = ps[0].grad  # PyTorch scales `.grad` in place: a reference sees it
+    flat = np.concatenate([g.ravel() for g in gs]).astype(np.float64)
+    want = np.abs(flat).max() if norm_type == float("inf") else (np.abs(flat) ** norm_type).sum() ** (1 / norm_type)
+    total = nn.utils.clip_grad_norm_(ps, 0.5, norm_type)
+    assert abs(float(total) - want) <= 1e-5 * want
+    coef = 0.5 / (float(total) + 1e-6)
+    for p, g in zip(ps, gs):
+        np.testing.assert_allclose(p.grad.numpy(), g * coef, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(held.numpy(), gs[0] * coef, rtol=1e-5, atol=1e-7)
+    # Under the limit nothing changes (and nothing is rewritten).
+    before = [p.grad.numpy().copy() for p in ps]
+    nn.utils.clip_grad_norm_(ps, 1e9, norm_type)
+    for p, b in zip(ps, before):
+        np.testing.assert_array_equal(p.grad.numpy(), b)

@@ -30,16 +30,16 @@ def clip_grad_norm_(
     if not params:
         return _core.tensor(0.0)
     with no_grad():
-        grads = [p.grad for p in params]
+        grads: list[Tensor] = [g for g in (p.grad for p in params) if g is not None]
         fused = None
         if math.isfinite(norm_type) and norm_type > 0:
             fused = _core._total_norm(grads, float(norm_type))  # one Rust pass per gradient
         if fused is not None:
             total = fused
         elif norm_type == math.inf:
-            total = _core.stack([g.abs().max().float() for g in grads if g is not None]).max()  # type: ignore[union-attr]
+            total = _core.stack([g.abs().max().float() for g in grads]).max()
         else:
-            norms = _core.stack([g.norm(norm_type).float() for g in grads if g is not None])  # type: ignore[union-attr]
+            norms = _core.stack([g.norm(norm_type).float() for g in grads])
             total = norms.norm(norm_type)
         if error_if_nonfinite and not math.isfinite(float(total)):
             raise RuntimeError(f"The total norm of order {norm_type} for gradients is non-finite, so it cannot be clipped")
@@ -48,7 +48,7 @@ def clip_grad_norm_(
         # exactly 1 changes nothing, so it is skipped.
         if coef < 1.0 or math.isnan(coef):
             for g in grads:
-                g.mul_(coef)  # type: ignore[union-attr]
+                g.mul_(coef)
     return total
 
 
