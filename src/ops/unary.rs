@@ -151,9 +151,10 @@ impl Fast {
 
     fn run<T: Float>(self, v: &[T]) -> Vec<T> {
         match self {
-            Fast::Exp => map(v, fexp),
-            Fast::Tanh => map(v, ftanh),
-            Fast::Sigmoid => map(v, fsigmoid),
+            // The polynomial maps cost several passes' time: threads from 32K elements on.
+            Fast::Exp => map_weighted(v, 8, fexp),
+            Fast::Tanh => map_weighted(v, 8, ftanh),
+            Fast::Sigmoid => map_weighted(v, 8, fsigmoid),
             Fast::Neg => map(v, |x: T| -x),
             Fast::Abs => map(v, |x: T| Float::abs(x)),
             Fast::Sqr => map(v, |x: T| x * x),
