@@ -115,22 +115,75 @@ pub(crate) struct BceFused {
     pub(crate) reduce: Reduce,
 }
 
-/// The per-element loss, in the input's type (the logs through f64's libm calls for
-/// f64, f32's for f32: `Float::ln`).
+/// The per-element loss, in the input's type (`Float::ln`: vectorized for f32, libm's
+/// for f64).
 #[inline(always)]
 fn bce_elem<T: Float>(x: T, y: T) -> T {
     let floor = T::of(-100.0);
     let lp = x.ln();
     let lp = if lp > floor { lp } else { floor };
-    let l1 = T::of((-x.f()).ln_1p());
+    let l1 = (T::ONE - x).ln();
     let l1 = if l1 > floor { l1 } else { floor };
     -(y * lp + (T::ONE - y) * l1)
 }
 
+/// `bce_elem` over a run. Its own loop (not a closure handed to a generic map): the
+/// per-element code with its two logs is too large for the compiler to inline into
+/// another function's vector loop, and called once per element it ran scalar.
+#[inline(always)]
+fn bce_loop<T: Float>(x: &[T], y: &[T], o: &mut [T]) {
+    for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
+        *o = bce_elem(x, y);
+    }
+}
+
+/// `bce_loop` compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX2 and FMA (`ops::cpu::has_avx512`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn bce_loop_avx512<T: Float>(x: &[T], y: &[T], o: &mut [T]) {
+    bce_loop(x, y, o)
+}
+
+/// `bce_loop` compiled for AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn bce_loop_avx2<T: Float>(x: &[T], y: &[T], o: &mut [T]) {
+    bce_loop(x, y, o)
+}
+
+/// Every element's loss, vectorized, split over threads from 32K elements on (two
+/// logs per element cost several memory passes' time).
+fn bce_values<T: Float>(x: &[T], y: &[T]) -> Vec<T> {
+    use crate::ops::parallel::{filled_plain, for_chunks, par_ok};
+    const CHUNK: usize = 1 << 14;
+    let (wide, simd) = (crate::ops::cpu::has_avx512(), crate::ops::cpu::has_avx2_fma());
+    // Each chunk is written whole by `bce_loop`.
+    filled_plain(x.len(), |out| {
+        for_chunks(out, CHUNK, par_ok(8 * x.len()), |c, o| {
+            let (xs, ys) = (&x[c * CHUNK..c * CHUNK + o.len()], &y[c * CHUNK..c * CHUNK + o.len()]);
+            #[cfg(target_arch = "x86_64")]
+            if wide {
+                // SAFETY: `wide` is `has_avx512()`.
+                return unsafe { bce_loop_avx512(xs, ys, o) };
+            } else if simd {
+                // SAFETY: `simd` is `has_avx2_fma()`.
+                return unsafe { bce_loop_avx2(xs, ys, o) };
+            }
+            let _ = (wide, simd);
+            bce_loop(xs, ys, o)
+        })
+    })
+}
+
 impl BceFused {
     fn run<T: Float>(&self, x: &[T], y: &[T]) -> (Vec<T>, Vec<usize>) {
-        // Two libm logs per element: worth threads from a few thousand elements on.
-        let loss = crate::ops::simd_map::zip_map_weighted(x, y, 32, bce_elem);
+        let loss = bce_values(x, y);
         match self.reduce {
             Reduce::None => (loss, Vec::new()),
             _ => {

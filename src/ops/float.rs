@@ -34,6 +34,7 @@ pub(crate) trait Float:
     fn exp<const FMA: bool>(self) -> Self;
     /// `exp(x)` for `x <= 0` or `-inf` (exactly 0 there), with no branch.
     fn exp_nonpos<const FMA: bool>(self) -> Self;
+    /// `ln(x)`: branch-free and vectorizable for f32 (`approx::fast_ln`), libm's for f64.
     fn ln(self) -> Self;
     /// `tanh(x)`: branch-free for f32 (`approx::fast_tanh`), libm's for f64.
     fn tanh<const FMA: bool>(self) -> Self;
@@ -83,7 +84,7 @@ impl Float for f32 {
     }
     #[inline(always)]
     fn ln(self) -> f32 {
-        f32::ln(self)
+        super::approx::fast_ln::<false>(self)
     }
     #[inline(always)]
     fn tanh<const FMA: bool>(self) -> f32 {

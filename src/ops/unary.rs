@@ -160,7 +160,7 @@ impl Fast {
             Fast::Sqr => map(v, |x: T| x * x),
             Fast::Sqrt => map(v, |x: T| x.sqrt()),
             Fast::Recip => map(v, |x: T| T::ONE / x),
-            Fast::Log => map_weighted(v, 16, |x: T| x.ln()),
+            Fast::Log => map_weighted(v, 8, |x: T| x.ln()),
             Fast::Sin => map_weighted(v, 16, |x: T| x.sin()),
             Fast::Cos => map_weighted(v, 16, |x: T| x.cos()),
         }
