@@ -6,12 +6,9 @@
 //! the backward passes that broadcast (a sum's gradient times a tensor).
 use crate::ops::binary::Bin;
 use crate::ops::cpu::{has_avx2_fma, has_avx512};
-use crate::ops::parallel::{filled, for_chunks, par_ok};
+use crate::ops::parallel::{filled, for_row_runs, par_ok};
 use candle_core::{CpuStorage, Storage, Tensor};
 use std::mem::MaybeUninit;
-
-/// Elements per parallel task (whole rows).
-const TASK: usize = 1 << 14;
 
 /// `l (op) r` broadcast to their common shape, for float32/float64 CPU tensors of
 /// one dtype: the four arithmetic ops and `maximum`/`minimum` (NaN propagating, as
@@ -139,37 +136,21 @@ impl Plan {
         let n = *self.dims.last().expect("at least one dim");
         let (il, ir) = (self.sl[r - 1], self.sr[r - 1]);
         let total: usize = self.dims.iter().product();
-        // A task is whole rows when rows are short, else a piece of one row: a fully
-        // merged operand (an expanded scalar times a tensor) is one long row, and
-        // must still split over the threads.
-        let task = if n >= TASK { TASK } else { (TASK / n.max(1)) * n.max(1) };
         let (wide, simd) = (has_avx512(), has_avx2_fma());
         filled(total, |out| {
-            for_chunks(out, task, par_ok(total), |c, dst| {
-                let mut done = 0;
-                while done < dst.len() {
-                    let e = c * task + done;
-                    let (row, col) = (e / n, e % n);
-                    let len = (n - col).min(dst.len() - done);
-                    let (pl, pr) = self.row_start(row);
-                    let piece = &mut dst[done..done + len];
-                    let at = Row { pl: pl + col * il, pr: pr + col * ir, il, ir };
-                    #[cfg(target_arch = "x86_64")]
-                    if wide {
-                        // SAFETY: `wide` is `has_avx512()`.
-                        unsafe { inner_avx512(piece, a, b, at, &f) };
-                        done += len;
-                        continue;
-                    } else if simd {
-                        // SAFETY: `simd` is `has_avx2_fma()`.
-                        unsafe { inner_avx2(piece, a, b, at, &f) };
-                        done += len;
-                        continue;
-                    }
-                    let _ = (wide, simd);
-                    inner(piece, a, b, at, &f);
-                    done += len;
+            for_row_runs(out, n, par_ok(total), |row, col, piece| {
+                let (pl, pr) = self.row_start(row);
+                let at = Row { pl: pl + col * il, pr: pr + col * ir, il, ir };
+                #[cfg(target_arch = "x86_64")]
+                if wide {
+                    // SAFETY: `wide` is `has_avx512()`.
+                    return unsafe { inner_avx512(piece, a, b, at, &f) };
+                } else if simd {
+                    // SAFETY: `simd` is `has_avx2_fma()`.
+                    return unsafe { inner_avx2(piece, a, b, at, &f) };
                 }
+                let _ = (wide, simd);
+                inner(piece, a, b, at, &f);
             })
         })
     }

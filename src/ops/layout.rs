@@ -11,7 +11,7 @@
 //! - anything else gathers run by run,
 //!
 //! and the work splits over threads by `parallel`'s policy.
-use crate::ops::parallel::{filled_plain, for_chunks, par_ok, SyncPtr};
+use crate::ops::parallel::{filled_plain, for_chunks, for_row_runs, par_ok, SyncPtr};
 use candle_core::{CpuStorage, Device, Result, Storage, Tensor};
 use half::{bf16, f16};
 use rayon::prelude::*;
@@ -26,7 +26,7 @@ macro_rules! zero {
 }
 zero!(u8 => 0, u32 => 0, i16 => 0, i32 => 0, i64 => 0, f32 => 0.0, f64 => 0.0, f16 => f16::ZERO, bf16 => bf16::ZERO);
 
-/// Elements per parallel task of the run copies.
+/// Elements per parallel task of `cat` (whole output rows).
 const TASK: usize = 1 << 14;
 /// Side of a transpose tile: 16 f32 fill one 64-byte cache line.
 const TILE: usize = 16;
@@ -228,28 +228,19 @@ pub(crate) fn strided<T: Copy + Send + Sync>(src: &[T], dims: &[usize], strides:
             return tiled(src, &d, &s, off, k);
         }
     }
-    let task = if n >= TASK { TASK } else { (TASK / n) * n };
-    // SAFETY (filled_plain): every chunk writes all its elements below; `T` is a
+    // Every run of every task is written below (`filled_plain`'s contract); `T` is a
     // candle element type (plain numbers: no drop, every bit pattern valid).
     filled_plain(total, |out| {
-        for_chunks(out, task, par_ok(total), |c, dst| {
-            let mut done = 0;
-            while done < dst.len() {
-                let e = c * task + done;
-                let (row, col) = (e / n, e % n);
-                let len = (n - col).min(dst.len() - done);
-                let start = off + row_start(&d, &s, row) + col * sn;
-                let piece = &mut dst[done..done + len];
-                match sn {
-                    1 => piece.copy_from_slice(&src[start..start + len]),
-                    0 => piece.fill(src[start]),
-                    _ => {
-                        for (j, v) in piece.iter_mut().enumerate() {
-                            *v = src[start + j * sn];
-                        }
+        for_row_runs(out, n, par_ok(total), |row, col, piece| {
+            let start = off + row_start(&d, &s, row) + col * sn;
+            match sn {
+                1 => piece.copy_from_slice(&src[start..start + piece.len()]),
+                0 => piece.fill(src[start]),
+                _ => {
+                    for (j, v) in piece.iter_mut().enumerate() {
+                        *v = src[start + j * sn];
                     }
                 }
-                done += len;
             }
         })
     })

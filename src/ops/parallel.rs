@@ -50,6 +50,30 @@ pub(crate) fn for_chunks<T: Send>(v: &mut [T], size: usize, par: bool, f: impl F
     }
 }
 
+/// Elements per task of `for_row_runs`.
+const ROW_TASK: usize = 1 << 14;
+
+/// `f(row, col, run)` over `out`, rows of `n` elements laid end to end: tasks are whole
+/// rows when rows are short, else pieces of one row (a fully merged operand is one
+/// long row, and must still split over the threads); each call gets one row's part
+/// of a task, starting at column `col`. In parallel when `par`.
+pub(crate) fn for_row_runs<T: Send>(out: &mut [T], n: usize, par: bool, f: impl Fn(usize, usize, &mut [T]) + Sync + Send) {
+    if n == 0 {
+        return;
+    }
+    let task = if n >= ROW_TASK { ROW_TASK } else { (ROW_TASK / n) * n };
+    for_chunks(out, task, par, |c, dst| {
+        let mut done = 0;
+        while done < dst.len() {
+            let e = c * task + done;
+            let (row, col) = (e / n, e % n);
+            let len = (n - col).min(dst.len() - done);
+            f(row, col, &mut dst[done..done + len]);
+            done += len;
+        }
+    })
+}
+
 /// A vector of `n` elements that `fill` writes in full before anything reads them:
 /// GEMM outputs, permutes and gathers skip the zero fill, a pass over memory.
 pub(crate) fn filled<T: Copy>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
