@@ -66,7 +66,7 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DT>, device: Opti
     let py = data.py();
     if let Ok(t) = data.cast::<PyTensor>() {
         let me = t.get();
-        let copy = me.t().detach().copy().op("tensor")?;
+        let copy = crate::ops::layout::copy(&me.t()).op("tensor")?;
         return finish(PyTensor::wrap(copy, me.is_bool), dtype, device);
     }
     if let Ok(a) = data.cast::<PyUntypedArray>() {

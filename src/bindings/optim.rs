@@ -37,7 +37,7 @@ impl Work {
         }
         let dt = if p.dtype() == DType::F64 { DType::F64 } else { DType::F32 };
         // `copy` gives each tensor a storage of its own, so none aliases another.
-        let ts = ts.iter().map(|t| t.to_device(&Device::Cpu)?.to_dtype(dt)?.dense()?.copy()).collect::<Result<Vec<_>>>()?;
+        let ts = ts.iter().map(|t| t.to_device(&Device::Cpu)?.to_dtype(dt)?.dense_copy()).collect::<Result<Vec<_>>>()?;
         Ok(Work { ts, copied: true })
     }
 }

@@ -80,7 +80,7 @@ fn compact_f32(t: &Tensor) -> Result<Tensor> {
     if exact {
         Ok(t)
     } else {
-        t.force_contiguous()
+        crate::ops::layout::copy(&t)
     }
 }
 

@@ -143,7 +143,7 @@ fn forward_t<T: Float>(l: &Layer<'_>, xp: &Tensor) -> Result<Ran> {
     let cpu = Device::Cpu;
     let last = d.time(d.steps.saturating_sub(1));
     let out = Tensor::from_vec(f.out, (d.steps, b, h), &cpu)?;
-    let h_n = out.get(last)?.copy()?;
+    let h_n = out.get(last)?.dense_copy()?;
     let kept = Tensor::from_vec(f.kept, (d.steps, b, cell.kept() * h), &cpu)?;
     // LSTM's kept row is (i, f, g, o, c): the last step's c.
     let c_n = if cell == Cell::Lstm { Some(kept.get(last)?.narrow(1, 4 * h, h)?.dense()?) } else { None };
