@@ -553,6 +553,14 @@ def test_global_average_pool_is_the_plane_mean() -> None:
     # Rows 2..5 of a 7-row plane: one run too, with padding counted as PyTorch counts it.
     y2 = F.avg_pool2d(cp.from_numpy(x), (4, 6), stride=(3, 6))
     np.testing.assert_allclose(np.asarray(y2)[:, :, 1, 0], x[:, :, 3:7, :].mean(axis=(2, 3)), rtol=1e-12)
+    # float32, large enough for the parallel plane sums and fills.
+    x32 = rng.standard_normal((8, 64, 14, 14)).astype(np.float32)
+    xt32 = cp.from_numpy(x32).requires_grad_(True)
+    y32 = F.adaptive_avg_pool2d(xt32, 1)
+    np.testing.assert_allclose(y32.detach().numpy(), x32.astype(np.float64).mean(axis=(2, 3), keepdims=True), rtol=1e-5, atol=1e-6)
+    g32 = rng.standard_normal((8, 64, 1, 1)).astype(np.float32)
+    y32.backward(cp.from_numpy(g32))
+    np.testing.assert_allclose(xt32.grad.numpy(), np.broadcast_to(g32 / 196, x32.shape), rtol=1e-6)
 
 
 @pytest.mark.parametrize(

@@ -92,6 +92,28 @@ unsafe fn row_sums_avx512<T: Float>(rows: &[T], out: &mut [T], r: usize) {
     row_sums(rows, out, r)
 }
 
+/// `out[i]` = the sum of row `i` (rows of `r` elements), at the CPU's vector width,
+/// rows split over threads when the pass is large.
+pub(crate) fn row_sums_fast<T: Float>(rows: &[T], out: &mut [T], r: usize) {
+    let per = (GRAIN / r.max(1)).max(1);
+    let wide = has_avx512();
+    let run = |(ci, o): (usize, &mut [T])| {
+        let rs = &rows[ci * per * r..(ci * per + o.len()) * r];
+        #[cfg(target_arch = "x86_64")]
+        if wide {
+            // SAFETY: `wide` is `has_avx512()`.
+            return unsafe { row_sums_avx512(rs, o, r) };
+        }
+        let _ = wide;
+        row_sums(rs, o, r);
+    };
+    if super::parallel::par_ok(rows.len()) {
+        out.par_chunks_mut(per).enumerate().for_each(run);
+    } else {
+        out.chunks_mut(per).enumerate().for_each(run);
+    }
+}
+
 fn reduce_block<T: Float>(src: &[T], outer: usize, r: usize, inner: usize) -> Vec<T> {
     let mut out = vec![T::ZERO; outer * inner];
     if inner == 1 {

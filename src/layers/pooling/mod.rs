@@ -138,6 +138,16 @@ impl PoolGeom {
             }
         }
     }
+    /// Whether the one output window covers each plane whole (global average pooling,
+    /// `AdaptiveAvgPool2d(1)`): `avg` then sums / spreads whole planes.
+    fn is_global(&self) -> bool {
+        self.ovol() == 1
+            && self
+                .axes
+                .iter()
+                .zip(self.ins)
+                .all(|(a, n)| a.win.len() == 1 && a.win[0].first == 0 && a.win[0].count == n && a.win[0].step == 1)
+    }
     pub(crate) fn divisor(&self, at: [usize; 3]) -> f64 {
         self.divisor.unwrap_or_else(|| self.axes[0].factor[at[0]] * self.axes[1].factor[at[1]] * self.axes[2].factor[at[2]])
     }
@@ -156,6 +166,19 @@ pub(crate) fn per_task(plane_work: usize) -> usize {
 /// gradient over its window (`adjoint = true`, input and output swap roles).
 pub(crate) fn avg<T: Float>(src: &[T], g: &PoolGeom, adjoint: bool) -> Vec<T> {
     let (iv, ov) = (g.ivol(), g.ovol());
+    if iv > 0 && g.is_global() {
+        let div = T::of(g.divisor([0, 0, 0]));
+        if adjoint {
+            // Each plane filled with its gradient / divisor: no zero fill, no adds.
+            return crate::ops::parallel::filled_plain(g.planes * iv, |dst| {
+                crate::ops::parallel::for_chunks(dst, iv, crate::ops::parallel::par_ok(g.planes * iv), |p, d| d.fill(src[p] / div))
+            });
+        }
+        let mut out = vec![T::ZERO; g.planes];
+        crate::ops::reduce::row_sums_fast(&src[..g.planes * iv], &mut out, iv);
+        out.iter_mut().for_each(|v| *v /= div);
+        return out;
+    }
     let (sv, dv) = if adjoint { (ov, iv) } else { (iv, ov) };
     let mut out = vec![T::ZERO; g.planes * dv];
     if ov == 0 || iv == 0 {
