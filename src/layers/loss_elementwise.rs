@@ -182,25 +182,20 @@ fn bce_values<T: Float>(x: &[T], y: &[T]) -> Vec<T> {
 }
 
 impl BceFused {
-    fn run<T: Float>(&self, x: &[T], y: &[T]) -> (Vec<T>, Vec<usize>) {
+    /// The loss of each element (`Reduce::None`), or their sum or mean as one value.
+    fn run<T: Float>(&self, x: &[T], y: &[T]) -> Vec<T> {
         let loss = bce_values(x, y);
-        match self.reduce {
-            Reduce::None => (loss, Vec::new()),
-            _ => {
-                let s = crate::ops::reduce::sum_all_slice(&loss);
-                let n = loss.len();
-                let v = if self.reduce == Reduce::Mean {
-                    if n == 0 {
-                        T::of(f64::NAN)
-                    } else {
-                        s / T::of(n as f64)
-                    }
-                } else {
-                    s
-                };
-                (vec![v], Vec::new())
-            }
+        if self.reduce == Reduce::None {
+            return loss;
         }
+        let s = crate::ops::reduce::sum_all_slice(&loss);
+        let n = loss.len();
+        let v = match (self.reduce, n) {
+            (Reduce::Mean, 0) => T::of(f64::NAN),
+            (Reduce::Mean, _) => s / T::of(n as f64),
+            _ => s,
+        };
+        vec![v]
     }
 }
 
@@ -219,8 +214,8 @@ impl candle_core::CustomOp2 for BceFused {
         use candle_core::CpuStorage as C;
         let shape = if self.reduce == Reduce::None { l1.shape().clone() } else { candle_core::Shape::from(()) };
         let out = match (s1, s2) {
-            (C::F32(x), C::F32(y)) => C::F32(self.run(data(x, l1, "binary_cross_entropy")?, data(y, l2, "binary_cross_entropy")?).0),
-            (C::F64(x), C::F64(y)) => C::F64(self.run(data(x, l1, "binary_cross_entropy")?, data(y, l2, "binary_cross_entropy")?).0),
+            (C::F32(x), C::F32(y)) => C::F32(self.run(data(x, l1, "binary_cross_entropy")?, data(y, l2, "binary_cross_entropy")?)),
+            (C::F64(x), C::F64(y)) => C::F64(self.run(data(x, l1, "binary_cross_entropy")?, data(y, l2, "binary_cross_entropy")?)),
             _ => candle_core::bail!("binary_cross_entropy: expected float32 or float64 operands of one dtype"),
         };
         Ok((out, shape))

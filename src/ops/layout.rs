@@ -68,21 +68,11 @@ pub(crate) fn copy(t: &Tensor) -> Result<Tensor> {
     if !t.device().is_cpu() || t.elem_count() == 0 {
         return t.force_contiguous();
     }
-    let (st, l) = t.storage_and_layout();
-    let (dims, strides, off) = (l.dims(), l.stride(), l.start_offset());
-    let shape = t.shape().clone();
-    macro_rules! each {
-        ($($v:ident),*) => {
-            match &*st {
-                $(Storage::Cpu(CpuStorage::$v(s)) => Tensor::from_vec(strided(s, dims, strides, off), shape, &Device::Cpu),)*
-                _ => {
-                    drop(st);
-                    t.force_contiguous()
-                }
-            }
-        };
+    let l = t.layout();
+    match gather(t, l.dims(), l.stride(), l.start_offset()) {
+        Some(r) => r,
+        None => t.force_contiguous(),
     }
-    each!(U8, U32, I16, I32, I64, BF16, F16, F32, F64)
 }
 
 /// `t`'s every `step`-th index of `dim` from `start` (`len` of them), densely: the
@@ -92,16 +82,22 @@ pub(crate) fn step_slice(t: &Tensor, dim: usize, start: usize, len: usize, step:
     if !t.device().is_cpu() {
         return None;
     }
-    let (st, l) = t.storage_and_layout();
-    let mut dims = l.dims().to_vec();
-    let mut strides = l.stride().to_vec();
+    let l = t.layout();
+    let (mut dims, mut strides) = (l.dims().to_vec(), l.stride().to_vec());
     let off = l.start_offset() + start * strides[dim];
     dims[dim] = len;
     strides[dim] *= step;
+    gather(t, &dims, &strides, off)?.ok()
+}
+
+/// The view (`dims`, `strides`, `off`) of `t`'s CPU storage as a new dense tensor
+/// (`strided`); `None` for a storage of another kind or element type.
+fn gather(t: &Tensor, dims: &[usize], strides: &[usize], off: usize) -> Option<Result<Tensor>> {
+    let (st, _) = t.storage_and_layout();
     macro_rules! each {
         ($($v:ident),*) => {
             match &*st {
-                $(Storage::Cpu(CpuStorage::$v(s)) => Tensor::from_vec(strided(s, &dims, &strides, off), dims.as_slice(), &Device::Cpu).ok(),)*
+                $(Storage::Cpu(CpuStorage::$v(s)) => Some(Tensor::from_vec(strided(s, dims, strides, off), dims, &Device::Cpu)),)*
                 _ => None,
             }
         };

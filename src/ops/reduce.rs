@@ -42,13 +42,31 @@ pub(crate) fn sum_slice<T: Float>(x: &[T]) -> T {
     s
 }
 
-/// The sum of a whole slice: partial sums over chunks (in parallel when large), then combined.
+/// The sum of a whole slice: partial sums over chunks (in parallel when large), then
+/// combined; the same chunks either way, so the rounding does not depend on threads.
 pub(crate) fn sum_all_slice<T: Float>(x: &[T]) -> T {
-    if !super::parallel::par_ok(x.len()) {
-        return sum_slice(x);
-    }
-    let parts: Vec<T> = x.par_chunks(GRAIN * 4).map(sum_slice).collect();
+    let parts: Vec<T> = if super::parallel::par_ok(x.len()) {
+        x.par_chunks(GRAIN * 4).map(sum_slice).collect()
+    } else {
+        x.chunks(GRAIN * 4).map(sum_slice).collect()
+    };
     sum_slice(&parts)
+}
+
+/// Sum of `f(v)` over a row in the element type, 32 independent lanes (as PyTorch's
+/// float kernels accumulate float in cascades): no widening, so 8 or 16 lanes per
+/// vector instruction.
+#[inline(always)]
+pub(crate) fn lane_sum_t<T: Float>(xs: &[T], f: impl Fn(T) -> T) -> f64 {
+    let mut acc = [T::ZERO; 32];
+    let chunks = xs.chunks_exact(32);
+    let rem = chunks.remainder();
+    for c in chunks {
+        for k in 0..32 {
+            acc[k] += f(c[k]);
+        }
+    }
+    acc.iter().map(|v| v.f()).sum::<f64>() + rem.iter().map(|&v| f(v).f()).sum::<f64>()
 }
 
 #[inline(always)]
@@ -118,24 +136,9 @@ fn reduce_block<T: Float>(src: &[T], outer: usize, r: usize, inner: usize) -> Ve
     let mut out = vec![T::ZERO; outer * inner];
     if inner == 1 {
         if outer == 1 {
-            // One long sum: partial sums per chunk, then combine.
-            let parts: Vec<T> = src.par_chunks(GRAIN * 4).map(sum_slice).collect();
-            out[0] = sum_slice(&parts);
+            out[0] = sum_all_slice(src);
         } else {
-            let per = (GRAIN / r.max(1)).max(1);
-            let wide = has_avx512();
-            out.par_chunks_mut(per).enumerate().for_each(|(ci, o)| {
-                let rows = &src[ci * per * r..(ci * per + o.len()) * r];
-                #[cfg(target_arch = "x86_64")]
-                if wide {
-                    // SAFETY: `wide` is `has_avx512()`, so the CPU supports AVX-512F, AVX2 and
-                    // FMA; the kernel itself only uses safe slice indexing.
-                    unsafe { row_sums_avx512(rows, o, r) };
-                    return;
-                }
-                let _ = wide;
-                row_sums(rows, o, r);
-            });
+            row_sums_fast(src, &mut out, r);
         }
     } else {
         // Whole rows of `inner` added into an accumulator row: contiguous reads. With
@@ -351,21 +354,13 @@ fn prod_on_cpu(t: &Tensor, op: ProdDim) -> Result<Tensor> {
     }
 }
 
-/// `sum |x|^p` over a whole slice, accumulated in f64 (squares for p = 2, absolute
-/// values for p = 1, `powf` otherwise), in parallel chunks when large: the pieces of
+/// `sum |x|^p` over a whole slice, accumulated in f64 (squares in the element type's
+/// lanes for p = 2, absolute values for p = 1, `powf` otherwise), in parallel chunks when large: the pieces of
 /// `clip_grad_norm_`'s total norm.
 pub(crate) fn pow_sum<T: Float>(x: &[T], p: f64) -> f64 {
     let part = |c: &[T]| -> f64 {
         if p == 2.0 {
-            let mut acc = [T::ZERO; 16];
-            let chunks = c.chunks_exact(16);
-            let rest = chunks.remainder();
-            for ch in chunks {
-                for k in 0..16 {
-                    acc[k] += ch[k] * ch[k];
-                }
-            }
-            acc.iter().map(|v| v.f()).sum::<f64>() + rest.iter().map(|&v| v.f() * v.f()).sum::<f64>()
+            lane_sum_t(c, |v| v * v)
         } else if p == 1.0 {
             c.iter().map(|&v| v.f().abs()).sum()
         } else {

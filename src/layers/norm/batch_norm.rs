@@ -1,6 +1,7 @@
 //! Batch norm over dim 1: per-channel statistics in f64, one parallel pass over
 //! channels forward and one backward.
 use super::*;
+use crate::ops::reduce::lane_sum_t;
 
 /// Channels of a (N, C, S) view: y = (x - mean_c) * rstd_c * w_c + b_c with the
 /// statistics given (batch statistics in training, running ones in eval).
@@ -235,7 +236,7 @@ pub(crate) fn channel_moments<T: Fl>(x: &[T], c: usize, s: usize) -> (Vec<f64>, 
         .map(|nc| {
             let k = x[(nc % c) * s];
             let row = &x[nc * s..(nc + 1) * s];
-            (super::layer_norm::lane_sum_t(row, |v| v - k), super::layer_norm::lane_sum_t(row, |v| (v - k) * (v - k)))
+            (lane_sum_t(row, |v| v - k), lane_sum_t(row, |v| (v - k) * (v - k)))
         })
         .collect();
     let m = (n * s) as f64;

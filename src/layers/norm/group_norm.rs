@@ -2,6 +2,7 @@
 //! statistics; the per-channel scale and shift are folded into one pass forward, and
 //! the backward computes dx, dw and db from per-(sample, channel) row sums.
 use super::batch_norm::{dx_row_fast, grad_sums_fast, scale_shift_fast};
+use super::layer_norm::moments;
 use super::*;
 
 pub(crate) struct GroupNorm {
@@ -91,15 +92,6 @@ impl GroupNorm {
         }
         (dx, dw.into_iter().map(T::of).collect(), db.into_iter().map(T::of).collect())
     }
-}
-
-/// Mean and biased variance of a group (two passes over L2-resident data).
-#[inline(always)]
-fn moments<T: Fl>(xg: &[T]) -> (f64, f64) {
-    let m = xg.len() as f64;
-    let mean = super::layer_norm::lane_sum_t(xg, |v| v) / m;
-    let mt = T::of(mean);
-    (mean, super::layer_norm::lane_sum_t(xg, |v| (v - mt) * (v - mt)) / m)
 }
 
 /// `moments` compiled for AVX-512.

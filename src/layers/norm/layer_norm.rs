@@ -1,6 +1,7 @@
 //! Layer norm: rows of `d` normalized in one parallel pass forward and one backward,
 //! f32 rows through AVX-512 kernels where the CPU has them.
 use super::*;
+use crate::ops::reduce::lane_sum_t;
 
 /// Rows of length `d`: y = (x - mean) * rstd * w + b.
 pub(crate) struct LayerNorm {
@@ -10,28 +11,20 @@ pub(crate) struct LayerNorm {
     pub(crate) stats: Mutex<Vec<(f64, f64)>>,
 }
 
-/// Sum of `f(v)` over a row in the element type, 32 independent lanes (as PyTorch's
-/// float kernels accumulate float in cascades): no widening, so 8 or 16 lanes per
-/// vector instruction.
+/// Mean and biased variance of a row (a layer-norm row, a group-norm group): two
+/// passes over cache-resident data.
 #[inline(always)]
-pub(crate) fn lane_sum_t<T: Fl>(xs: &[T], f: impl Fn(T) -> T) -> f64 {
-    let mut acc = [T::ZERO; 32];
-    let chunks = xs.chunks_exact(32);
-    let rem = chunks.remainder();
-    for c in chunks {
-        for k in 0..32 {
-            acc[k] += f(c[k]);
-        }
-    }
-    acc.iter().map(|v| v.f()).sum::<f64>() + rem.iter().map(|&v| f(v).f()).sum::<f64>()
+pub(crate) fn moments<T: Fl>(xs: &[T]) -> (f64, f64) {
+    let m = xs.len() as f64;
+    let mean = lane_sum_t(xs, |v| v) / m;
+    let mt = T::of(mean);
+    (mean, lane_sum_t(xs, |v| (v - mt) * (v - mt)) / m)
 }
 
 #[inline(always)]
 pub(crate) fn ln_rows<T: Fl>(x: &[T], w: &[T], b: &[T], out: &mut [T], stats: &mut [(f64, f64)], d: usize, eps: f64) {
     for ((o, xr), st) in out.chunks_mut(d).zip(x.chunks(d)).zip(stats.iter_mut()) {
-        let mean = lane_sum_t(xr, |v| v) / d as f64;
-        let mt = T::of(mean);
-        let var = lane_sum_t(xr, |v| (v - mt) * (v - mt)) / d as f64;
+        let (mean, var) = moments(xr);
         let rstd = 1.0 / (var + eps).sqrt();
         // Statistics in f64, the row itself in its own dtype (as PyTorch): the f32
         // pass runs 16 lanes wide instead of 8.
