@@ -46,43 +46,44 @@ impl GroupNorm {
     fn backward<T: Fl>(&self, x: &[T], w: &[T], gy: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
         let (g, c, s) = (self.groups, self.c, self.s);
         let cg = c / g;
-        let n = x.len().checked_div(c * s).unwrap_or(0);
         let stats = self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if s == 0 || cg == 0 {
             return (vec![T::ZERO; x.len()], vec![T::ZERO; c], vec![T::ZERO; c]);
         }
-        // Per (sample, channel): sum g and sum g * (x - mean) over the spatial row.
-        let rows: Vec<(f64, f64)> = (0..n * c)
-            .into_par_iter()
-            .map(|nc| {
-                let (mean, _) = stats[nc / cg];
-                grad_sums_fast(&x[nc * s..(nc + 1) * s], &gy[nc * s..(nc + 1) * s], mean)
-            })
-            .collect();
         let mf = (cg * s) as f64;
-        // Every row of every group is written by `dx_row_fast`: no zero fill.
+        // One task per (sample, group): its channels' row sums, then its dx rows,
+        // while the group's x and g are still in this core's cache. Every row of
+        // every group is written by `dx_row_fast`: no zero fill.
+        let mut groups: Vec<Vec<(f64, f64)>> = Vec::new();
         let dx = crate::ops::parallel::filled_plain(x.len(), |dx| {
-            dx.par_chunks_mut(cg * s).enumerate().for_each(|(ng, dg)| {
-                let (mean, rstd) = stats[ng];
-                let c0 = (ng % g) * cg;
-                // Over the group: sum dxhat = sum w g, sum dxhat * xhat = rstd * sum w g (x - mean).
-                let (mut s1, mut s2) = (0.0, 0.0);
-                for k in 0..cg {
-                    let (a, b) = rows[(ng / g) * c + c0 + k];
-                    s1 += w[c0 + k].f() * a;
-                    s2 += w[c0 + k].f() * b * rstd;
-                }
-                let (m1, m2) = (s1 / mf, s2 / mf);
-                let base = ng * cg * s;
-                for (k, dr) in dg.chunks_mut(s).enumerate() {
-                    // rstd (w g - m1 - xhat m2) as a * g + b * (x - mean) + c.
-                    let a = rstd * w[c0 + k].f();
-                    let bx = -rstd * rstd * m2;
-                    let off = base + k * s;
-                    dx_row_fast(&x[off..off + s], &gy[off..off + s], dr, a, bx, mean, -rstd * m1);
-                }
-            })
+            groups = dx
+                .par_chunks_mut(cg * s)
+                .enumerate()
+                .map(|(ng, dg)| {
+                    let (mean, rstd) = stats[ng];
+                    let c0 = (ng % g) * cg;
+                    let base = ng * cg * s;
+                    let row = |k: usize| base + k * s..base + (k + 1) * s;
+                    // Per channel: sum g and sum g * (x - mean) over the spatial row.
+                    let rows: Vec<(f64, f64)> = (0..cg).map(|k| grad_sums_fast(&x[row(k)], &gy[row(k)], mean)).collect();
+                    // Over the group: sum dxhat = sum w g, sum dxhat * xhat = rstd * sum w g (x - mean).
+                    let (mut s1, mut s2) = (0.0, 0.0);
+                    for (k, &(a, b)) in rows.iter().enumerate() {
+                        s1 += w[c0 + k].f() * a;
+                        s2 += w[c0 + k].f() * b * rstd;
+                    }
+                    let (m1, m2) = (s1 / mf, s2 / mf);
+                    for (k, dr) in dg.chunks_mut(s).enumerate() {
+                        // rstd (w g - m1 - xhat m2) as a * g + b * (x - mean) + c.
+                        let a = rstd * w[c0 + k].f();
+                        let bx = -rstd * rstd * m2;
+                        dx_row_fast(&x[row(k)], &gy[row(k)], dr, a, bx, mean, -rstd * m1);
+                    }
+                    rows
+                })
+                .collect();
         });
+        let rows: Vec<(f64, f64)> = groups.into_iter().flatten().collect();
         let (mut dw, mut db) = (vec![0.0f64; c], vec![0.0f64; c]);
         for (nc, &(a, b)) in rows.iter().enumerate() {
             let ch = nc % c;

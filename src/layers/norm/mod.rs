@@ -19,6 +19,11 @@ use std::sync::Mutex;
 /// The float types with hand-vectorized layer-norm rows: the default methods say
 /// "none", f32 overrides them where the CPU has AVX-512.
 pub(crate) trait Fl: Float {
+    /// `batch_norm::grad_sums` through a hand-vectorized kernel where this dtype has
+    /// one and the CPU runs it; None when the caller must run the generic loop.
+    fn grad_sums_simd(_x: &[Self], _g: &[Self], _mean: f64) -> Option<(f64, f64)> {
+        None
+    }
     /// The layer-norm rows through a hand-vectorized kernel where this dtype has one
     /// and the CPU runs it; false when the caller must run the generic `ln_rows`.
     fn ln_rows_simd(_x: &[Self], _w: &[Self], _b: &[Self], _out: &mut [Self], _stats: &mut [(f64, f64)], _d: usize, _eps: f64) -> bool {
@@ -39,6 +44,15 @@ pub(crate) trait Fl: Float {
     }
 }
 impl Fl for f32 {
+    #[cfg(target_arch = "x86_64")]
+    fn grad_sums_simd(x: &[f32], g: &[f32], mean: f64) -> Option<(f64, f64)> {
+        if !crate::ops::cpu::has_avx512() {
+            return None;
+        }
+        assert!(g.len() >= x.len(), "grad_sums: g shorter than x");
+        // SAFETY: AVX-512F, AVX2 and FMA were detected (`has_avx512`); g covers x (assert).
+        Some(unsafe { grad_sums_f32_avx512(x, g, mean) })
+    }
     #[cfg(target_arch = "x86_64")]
     fn ln_bwd_rows_simd(
         xc: &[f32],
@@ -156,6 +170,8 @@ mod batch_norm;
 mod group_norm;
 mod layer_norm;
 
+#[cfg(target_arch = "x86_64")]
+use batch_norm::grad_sums_f32_avx512;
 pub(crate) use batch_norm::{channel_moments, BatchNorm};
 pub(crate) use group_norm::GroupNorm;
 pub(crate) use layer_norm::LayerNorm;
