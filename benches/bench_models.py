@@ -13,16 +13,22 @@ AdamW), a CIFAR-size ResNet (batch 32, SGD with momentum), a 2-layer LSTM word L
 (batch 128, Adam), a ViT-style encoder (32x32 images, 4x4 patches, 6 layers, width
 192, batch 32, AdamW); inference (no_grad forward) of the GPT and the ResNet.
 
+Then the peak RSS of the GPT's training steps (`--rss` for that part alone): each
+library in a fresh subprocess that builds the model, optimizer and batch and runs
+three steps; the table gives the peak extra resident memory over
+what the process held before the first step (/proc's VmHWM).
+
 Benchmark on a quiet machine only: the script prints the 1-minute load average
 before it starts and refuses to run above 0.3 unless `--force` is given.
 
-Run: python benches/bench_models.py [--quick] [--only NAME[,NAME]] [--force]
+Run: python benches/bench_models.py [--quick] [--only NAME[,NAME]] [--force] [--rss]
 """
 
 from __future__ import annotations
 
 import os
 import statistics
+import subprocess
 import sys
 import time
 from typing import Any, Callable
@@ -269,6 +275,44 @@ class Runner:
         return float(loss.item())
 
 
+_RSS = """
+import sys, numpy as np
+sys.path.insert(0, sys.argv[2])
+if sys.argv[1] == "torch":
+    import torch as lib
+else:
+    import candle_py as lib
+from bench_models import setups, data, to_lib, hwm
+build, make_opt, loss_fn, kind = setups(lib)["gpt"]
+if sys.argv[1] == "torch":
+    lib.manual_seed(0)
+model = build(lib)
+opt = make_opt(model)
+batch = to_lib(lib, data(kind, np.random.default_rng(0)))
+base = hwm()
+for _ in range(3):
+    loss_fn(model, batch).backward()
+    opt.step()
+    opt.zero_grad()
+print(hwm() - base)
+"""
+
+
+def hwm() -> int:
+    """Peak RSS of this process image in bytes (/proc's VmHWM starts afresh at exec)."""
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def gpt_step_rss(lib: str) -> int:
+    """Peak extra RSS of three GPT training steps in a fresh process of `lib` alone."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    res = subprocess.run([sys.executable, "-c", _RSS, lib, here], capture_output=True, text=True, timeout=600, check=True)
+    return int(res.stdout.strip().splitlines()[-1])
+
+
 def load_average() -> float:
     return os.getloadavg()[0]
 
@@ -281,6 +325,9 @@ def main() -> None:
     print(f"load average (1 min) before the run: {la:.2f}")
     if la > 0.3 and "--force" not in sys.argv:
         print("the machine is busy (load average above 0.3): not benchmarking; wait, or pass --force")
+        return
+    if "--rss" in sys.argv:
+        report_rss()
         return
     torch.manual_seed(0)
     rounds = 3 if QUICK else 7
@@ -327,6 +374,19 @@ def main() -> None:
     for n, c, t in rows:
         print(f"| {n:<22} | {fmt_time(c):>10} | {fmt_time(t):>10} | {c / t:>5.2f}x |")
     print(f"\nload average (1 min) after the run: {load_average():.2f}")
+    if not ONLY or "gpt" in ONLY:
+        report_rss()
+
+
+def report_rss() -> None:
+    """The GPT training step's peak extra RSS, each library in its own process."""
+    c, t = gpt_step_rss("candle_py"), gpt_step_rss("torch")
+    print("\nPeak extra RSS of three GPT training steps (fresh process per library, over the model, optimizer and batch):")
+    print(f"| {'library':<10} | {'peak extra RSS':>14} |")
+    print("|" + "-" * 12 + "|" + "-" * 16 + "|")
+    for name, b in (("candle_py", c), ("torch", t)):
+        print(f"| {name:<10} | {b / 2**20:>10.1f} MiB |")
+    print(f"candle_py / torch: {c / t:.2f}x")
 
 
 if __name__ == "__main__":
