@@ -4,8 +4,15 @@ five models, and inference of two, on candle_py and on torch in one process.
 The model code is written once against the PyTorch API (`build(lib)` takes the
 `torch` or `candle_py` module); candle_py's model loads torch's initial weights, and
 the first step's losses are checked to agree before anything is timed. Rounds are
-interleaved (one step of each library in turn, so both see the same machine) and the
-table gives medians per phase: forward (with the loss), backward, optimizer step.
+interleaved (a block of steps of each library in turn, so both see the same machine)
+and the table gives medians per phase: forward (with the loss), backward, optimizer
+step. Each block first runs untimed steps for `WARM_S` seconds, as a training loop
+has run steps before the one measured: one library's threads (torch's OpenMP
+workers spin for milliseconds after their last job) and the virtual CPUs' wake-up
+state (KVM's halt polling grows over consecutive short idles) would otherwise carry
+into the other's first steps. Measured on the VAE, candle_py's backward took 1.7-1.9
+ms in the first steps after a 50 ms pause and 1.4 ms from the tenth on; torch's
+settled after two.
 
 Models: a nanoGPT-style decoder (6 layers, width 384, 6 heads, T=256, batch 4,
 AdamW), a CIFAR-size ResNet (batch 32, SGD with momentum), a 2-layer LSTM word LM
@@ -42,6 +49,8 @@ from _harness import fmt_time, try_torch
 torch = try_torch()
 QUICK = "--quick" in sys.argv
 ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
+# Untimed steps before each block's timed ones (see the module docstring).
+WARM_S = 0.3
 
 
 # -- the models, written once against the PyTorch API --------------------------------
@@ -313,6 +322,14 @@ def gpt_step_rss(lib: str) -> int:
     return int(res.stdout.strip().splitlines()[-1])
 
 
+def warm(step: Callable[[], Any]) -> None:
+    """Run `step` untimed for `WARM_S` seconds (at least once)."""
+    end = time.perf_counter() + WARM_S
+    step()
+    while time.perf_counter() < end:
+        step()
+
+
 def load_average() -> float:
     return os.getloadavg()[0]
 
@@ -330,7 +347,8 @@ def main() -> None:
         report_rss()
         return
     torch.manual_seed(0)
-    rounds = 3 if QUICK else 7
+    # Rounds of blocks: 9 timed steps per library (4 with --quick).
+    rounds, per_block = (2, 2) if QUICK else (3, 3)
     names = ONLY or ["gpt", "resnet", "lstm", "vae", "vit"]
     rows = []
     for name in names:
@@ -345,8 +363,10 @@ def main() -> None:
         if abs(lt - lc) > 1e-3 * max(1.0, abs(lt)):
             raise SystemExit(f"{name}: first losses differ: torch {lt} vs candle_py {lc}")
         for _ in range(rounds):
-            rt.step()
-            rc.step()
+            for r in (rt, rc):
+                warm(lambda: r.step(False))
+                for _ in range(per_block):
+                    r.step()
         for phase in ("fwd", "bwd", "opt"):
             c, t = statistics.median(rc.times[phase]), statistics.median(rt.times[phase])
             rows.append((f"{name} train {phase}", c, t))
@@ -357,16 +377,16 @@ def main() -> None:
             tm.eval()
             cm.eval()
             xt, xc = to_lib(torch, batch[:1])[0], to_lib(cp, batch[:1])[0]
-            ti, ci = [], []
+            ti: list[float] = []
+            ci: list[float] = []
             for _ in range(rounds):
-                with torch.no_grad():
-                    s = time.perf_counter()
-                    tm(xt)
-                    ti.append(time.perf_counter() - s)
-                with cp.no_grad():
-                    s = time.perf_counter()
-                    cm(xc)
-                    ci.append(time.perf_counter() - s)
+                for lib, model, x, times in ((torch, tm, xt, ti), (cp, cm, xc, ci)):
+                    with lib.no_grad():
+                        warm(lambda: model(x))
+                        for _ in range(per_block):
+                            s = time.perf_counter()
+                            model(x)
+                            times.append(time.perf_counter() - s)
             rows.append((f"{name} inference", statistics.median(ci), statistics.median(ti)))
         print(f"{name}: first loss torch {lt:.5f}, candle_py {lc:.5f}", flush=True)
     print(f"\n| {'model / phase':<22} | {'candle_py':>10} | {'torch':>10} | {'ratio':>6} |")
