@@ -98,6 +98,17 @@ pub(crate) fn filled_plain<T: Copy>(n: usize, fill: impl FnOnce(&mut [T])) -> Ve
     })
 }
 
+/// `n` zeros, written in parallel where the pass is large enough (`par_ok`). A plain
+/// `vec![0.0; n]` is a calloc, which on memory the allocator reuses is one
+/// single-threaded memset: 6% of a layer norm's forward+backward at 3M floats.
+pub(crate) fn zeros<T: super::float::Float>(n: usize) -> Vec<T> {
+    if !par_ok(n) {
+        return vec![T::ZERO; n];
+    }
+    // Every element is written by the fill.
+    filled_plain(n, |v: &mut [T]| v.par_chunks_mut(1 << 16).for_each(|c| c.fill(T::ZERO)))
+}
+
 /// A raw pointer that tasks writing disjoint regions may share. Read it through
 /// `ptr()`, so closures capture the wrapper (Send + Sync), not the bare field.
 #[derive(Clone, Copy)]

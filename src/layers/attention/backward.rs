@@ -240,9 +240,9 @@ pub(crate) fn backward<T: Float>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &
     // Key-block chunks per batch entry: enough tasks to fill the threads.
     let chunks = threads.div_ceil(n_.max(1)).min(nkb).max(1);
     // Targets: in place when an input has no broadcasting, else full-size then reduced.
-    let mut dq_in = vec![T::ZERO; g.q_len];
-    let mut dk_in = vec![T::ZERO; g.k_len];
-    let mut dv_in = vec![T::ZERO; g.v_len];
+    let mut dq_in = crate::ops::parallel::zeros(g.q_len);
+    let mut dk_in = crate::ops::parallel::zeros(g.k_len);
+    let mut dv_in = crate::ops::parallel::zeros(g.v_len);
     let mut dq_full = if g.q_inj && chunks == 1 { Vec::new() } else { vec![T::ZERO; n_ * chunks * l * d] };
     let mut dk_full = if g.k_inj { Vec::new() } else { vec![T::ZERO; n_ * s * d] };
     let mut dv_full = if g.v_inj { Vec::new() } else { vec![T::ZERO; n_ * s * dvn] };

@@ -303,7 +303,7 @@ pub(crate) fn max_idx<T: Pick>(src: &[T], g: &PoolGeom) -> Vec<i64> {
 /// d(input) of max pooling from kept argmaxes: a scatter of each output's gradient.
 pub(crate) fn max_scatter<T: Float>(grad: &[T], idx: &[u32], g: &PoolGeom) -> Vec<T> {
     let (iv, ov) = (g.ivol(), g.ovol());
-    let mut out = vec![T::ZERO; g.planes * iv];
+    let mut out = crate::ops::parallel::zeros(g.planes * iv);
     if ov == 0 || iv == 0 {
         return out;
     }
@@ -320,7 +320,7 @@ pub(crate) fn max_scatter<T: Float>(grad: &[T], idx: &[u32], g: &PoolGeom) -> Ve
 /// d(input) of max pooling: each output's gradient goes to its window's argmax.
 pub(crate) fn max_bwd<T: Pick>(src: &[T], grad: &[T], g: &PoolGeom) -> Vec<T> {
     let (iv, ov) = (g.ivol(), g.ovol());
-    let mut out = vec![T::ZERO; g.planes * iv];
+    let mut out = crate::ops::parallel::zeros(g.planes * iv);
     if ov == 0 || iv == 0 {
         return out;
     }

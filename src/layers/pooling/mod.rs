@@ -180,7 +180,7 @@ pub(crate) fn avg<T: Float>(src: &[T], g: &PoolGeom, adjoint: bool) -> Vec<T> {
         return out;
     }
     let (sv, dv) = if adjoint { (ov, iv) } else { (iv, ov) };
-    let mut out = vec![T::ZERO; g.planes * dv];
+    let mut out = crate::ops::parallel::zeros(g.planes * dv);
     if ov == 0 || iv == 0 {
         return out;
     }
