@@ -565,16 +565,18 @@ def test_global_average_pool_is_the_plane_mean() -> None:
 
 @pytest.mark.parametrize(
     "kind",
-    ["implicit", "depthwise", "transposed"],
+    ["implicit", "direct", "depthwise", "transposed"],
 )
 def test_nan_inf_and_empty_follow_the_float64_path(kind: str) -> None:
-    """The float32 fast paths (implicit GEMM for output rows of 16+, the depthwise loops,
-    the stride-1 transposed convolution as a flipped forward) put NaN and inf where the
-    float64 path (im2col + GEMM) does, forward and backward; an empty batch gives an
-    empty result and zero weight gradients."""
+    """The float32 fast paths (implicit GEMM for output rows of 16+, the in-place
+    stride-1 forward for rows a multiple of 16 wide, the depthwise loops, the stride-1
+    transposed convolution as a flipped forward) put NaN and inf where the float64 path
+    (im2col + GEMM) does, forward and backward; an empty batch gives an empty result
+    and zero weight gradients."""
     rng = np.random.default_rng(3)
-    groups, cin, cout = (8, 8, 8) if kind == "depthwise" else (1, 4, 6)
-    x = rng.standard_normal((2, cin, 20, 20)).astype(np.float32)
+    groups, cin, cout = {"depthwise": (8, 8, 8), "direct": (1, 8, 13)}.get(kind, (1, 4, 6))
+    width = 32 if kind == "direct" else 20
+    x = rng.standard_normal((2, cin, 20, width)).astype(np.float32)
     x[0, 0, 5, 7] = np.nan
     x[1, 1 % cin, 10, 3] = np.inf
     x[1, 2 % cin, 0, 0] = -np.inf
@@ -599,5 +601,5 @@ def test_nan_inf_and_empty_follow_the_float64_path(kind: str) -> None:
         assert fin.any()
         np.testing.assert_allclose(got[fin], want[fin], rtol=1e-4, atol=1e-4)
     y, gx, gw = run(cp.float32, x[:0])
-    assert y.shape[0] == 0 and gx.shape == (0, cin, 20, 20)
+    assert y.shape[0] == 0 and gx.shape == (0, cin, 20, width)
     assert (gw == 0).all()

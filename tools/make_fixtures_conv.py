@@ -135,6 +135,14 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     # Stride-1 transposed convolutions with rows of 16+: the flipped-kernel forward.
     ("convt2d_implicit", "ConvTranspose2d", [6, 8, 3], {"padding": 1}, (2, 6, 5, 36), {}),
     ("convt1d_implicit_dil", "ConvTranspose1d", [4, 6, 3], {"dilation": 2}, (1, 4, 40), {}),
+    # Stride 1, one group, output rows a multiple of 16 wide, 8+ output channels: the
+    # f32 forward reads the image in place (src/layers/conv/direct.rs). Partial channel
+    # blocks, an odd number of 16-wide runs, wide windows, no padding, 1-D.
+    ("conv2d_direct_pad", "Conv2d", [3, 20, 3], {"padding": 1}, (2, 3, 5, 32), {}),
+    ("conv2d_direct_odd_runs", "Conv2d", [4, 12, (3, 5)], {"padding": (1, 2), "bias": False}, (1, 4, 3, 16), {}),
+    ("conv2d_direct_valid5", "Conv2d", [2, 9, 5], {}, (2, 2, 8, 20), {}),
+    ("conv2d_direct_wide", "Conv2d", [8, 32, 3], {"padding": 1}, (1, 8, 4, 48), {}),
+    ("conv1d_direct", "Conv1d", [3, 16, 3], {"padding": 1}, (2, 3, 64), {}),
 ]
 
 

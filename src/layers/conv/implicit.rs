@@ -188,7 +188,8 @@ pub(crate) fn adjoint(g: &Geom, w_rows: usize) -> Option<Geom> {
 }
 
 /// img (N, C, *ins) = the adjoint of the convolution `g` applied to `a` (N, w_rows,
-/// *outs), as the forward convolution `adj` (from `adjoint`) with the flipped kernel.
+/// *outs), as the forward convolution `adj` (from `adjoint`) with the flipped kernel:
+/// in place (`direct`) where that kernel runs it, else as an implicit GEMM.
 pub(crate) fn conv_adj_implicit(a: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, adj: &Geom, w_rows: usize, par: bool) -> Vec<f32> {
     let (mg, cg, kv) = (w_rows / g.groups, g.c / g.groups, g.kvol());
     // W (G*mg, cg, taps) -> W' (G*cg, mg, taps reversed).
@@ -203,6 +204,9 @@ pub(crate) fn conv_adj_implicit(a: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
                 }
             }
         }
+    }
+    if super::direct::applies(adj, g.c) {
+        return super::direct::conv_fwd_direct(a, &flipped, bias, adj, g.c, par);
     }
     conv_fwd_implicit(a, &flipped, bias, adj, g.c, par)
 }

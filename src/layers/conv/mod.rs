@@ -30,6 +30,7 @@
 //! `crate::ops::parallel`'s.
 
 mod depthwise;
+mod direct;
 mod im2col;
 mod implicit;
 mod passes;
@@ -183,6 +184,9 @@ impl ConvOp {
         if let (Some(a), Some(b)) = (T::as_f32(a), T::as_f32(b)) {
             let bias = bias.map(|v| T::as_f32(v).expect("bias has the operands' dtype"));
             let out = match self.kind {
+                Kind::Fwd if direct::applies(&self.g, self.w_rows) => {
+                    Some(in_pool(par, || direct::conv_fwd_direct(a, b, bias, &self.g, self.w_rows, par)))
+                }
                 Kind::Fwd if implicit::applies(&self.g, self.w_rows) => {
                     Some(in_pool(par, || implicit::conv_fwd_implicit(a, b, bias, &self.g, self.w_rows, par)))
                 }
