@@ -143,6 +143,9 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     ("conv2d_direct_valid5", "Conv2d", [2, 9, 5], {}, (2, 2, 8, 20), {}),
     ("conv2d_direct_wide", "Conv2d", [8, 32, 3], {"padding": 1}, (1, 8, 4, 48), {}),
     ("conv1d_direct", "Conv1d", [3, 16, 3], {"padding": 1}, (2, 3, 64), {}),
+    # Rows of 8 to 15: each vector gathers two or three rows.
+    ("conv2d_direct_rows8", "Conv2d", [6, 13, 3], {"padding": 1}, (2, 6, 8, 8), {}),
+    ("conv2d_direct_rows11", "Conv2d", [3, 12, (3, 5)], {"padding": (1, 0)}, (1, 3, 5, 15), {}),
 ]
 
 

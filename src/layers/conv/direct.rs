@@ -1,9 +1,11 @@
 //! The f32 forward of a stride-1 2-D convolution, read straight from the image: each
-//! strip of 32 consecutive outputs of an output plane (two runs of 16 along rows of
-//! a width divisible by 16) is a 12 x 32 register tile over 12 output channels, and
-//! every (input channel, tap) step loads the strip's two input runs in place — masked
-//! loads give the padding (masked lanes are never read) — and multiplies them by 12
-//! broadcast weights. No column matrix and no packing of the image.
+//! strip of 32 consecutive outputs of an output plane (two vectors of 16) is a 12 x 32
+//! register tile over 12 output channels, and every (input channel, tap) step loads
+//! the strip's input in place — masked loads give the padding (masked lanes are never
+//! read) — and multiplies it by 12 broadcast weights. No column matrix and no packing
+//! of the image. Where output rows are a multiple of 16 wide each vector is one run of
+//! one input row; narrower rows (8 to 15 wide, as a ResNet's last 8x8 stage) fill a
+//! vector from up to three rows, one merging masked load each.
 //!
 //! Why: the implicit GEMM (`implicit`) packs a strip of columns per (channel, tap) for
 //! the GEMM to read; with few output channels each packed column feeds only a few
@@ -20,10 +22,12 @@ const L: usize = 16;
 const NV: usize = 2;
 /// The most taps one kernel window may have (the per-strip tables are arrays).
 const MAX_TAPS: usize = 64;
+/// Output rows at least this wide: a vector of 16 then spans at most three rows.
+const MIN_ROW: usize = 8;
 
 /// Whether this kernel runs the forward: AVX-512, one group, a 2-D (or 1-D) window at
-/// stride 1 and dilation 1, output rows a multiple of 16 wide, and at least 8 output
-/// channels (fewer waste most of the 12-row tile).
+/// stride 1 and dilation 1, output rows a multiple of 16 wide or 8 to 15 wide, and at
+/// least 8 output channels (fewer waste most of the 12-row tile).
 pub(crate) fn applies(g: &Geom, w_rows: usize) -> bool {
     crate::ops::cpu::has_avx512()
         && g.groups == 1
@@ -32,8 +36,8 @@ pub(crate) fn applies(g: &Geom, w_rows: usize) -> bool {
         && g.k[0] == 1
         && g.stride == [1, 1, 1]
         && g.dil == [1, 1, 1]
-        && g.outs[2] >= L
-        && g.outs[2].is_multiple_of(L)
+        && g.outs[2] >= MIN_ROW
+        && (g.outs[2] < L || g.outs[2].is_multiple_of(L))
         && g.k[1] * g.k[2] <= MAX_TAPS
         && w_rows >= 8
 }
@@ -71,7 +75,15 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
             // (positions s * 32.. of each of the co planes of sample n) are inside `out`,
             // and no other task writes them.
             unsafe {
-                strip_avx512(&geo, img.as_ptr().add(n * c * plane), &wp, bias, dst.ptr().add(n * co * oplane), s)
+                let (src, o) = (img.as_ptr().add(n * c * plane), dst.ptr().add(n * co * oplane));
+                if ow.is_multiple_of(L) {
+                    strip_avx512::<1>(&geo, src, &wp, bias, o, s)
+                } else if L.is_multiple_of(ow) {
+                    // Rows of 8: every vector starts a row and covers two.
+                    strip_avx512::<2>(&geo, src, &wp, bias, o, s)
+                } else {
+                    strip_avx512::<3>(&geo, src, &wp, bias, o, s)
+                }
             }
             #[cfg(not(target_arch = "x86_64"))]
             unreachable!("conv (direct) without AVX-512 (applies says no): {n} {s}");
@@ -99,40 +111,48 @@ struct Strip {
 }
 
 /// Outputs `s * 32 .. s * 32 + 32` (clipped to the plane) of every output channel of one
-/// sample: `img` is the sample's first input plane, `out` its first output plane.
+/// sample: `img` is the sample's first input plane, `out` its first output plane. Each
+/// vector's lanes are up to `P` runs along output rows (1 where rows are a multiple of
+/// 16 wide, else at most 3), each loaded from its input row by one masked load.
 ///
 /// # Safety
 /// The CPU must support AVX-512F, AVX2 and FMA; `img` points to `c` readable planes of
 /// `plane` floats, `out` to `co` writable planes of `oplane` floats; `wp` holds the
-/// weight strips as `conv_fwd_direct` packs them.
+/// weight strips as `conv_fwd_direct` packs them; every 16 lanes span at most `P` rows.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn strip_avx512(g: &Strip, img: *const f32, wp: &[f32], bias: Option<&[f32]>, out: *mut f32, s: usize) {
+unsafe fn strip_avx512<const P: usize>(g: &Strip, img: *const f32, wp: &[f32], bias: Option<&[f32]>, out: *mut f32, s: usize) {
     use std::arch::x86_64::*;
-    // Per vector and tap: the offset of lane 0's input inside a plane, and the lanes
-    // whose input lies inside the image (the others are padding: loaded as 0).
-    let mut off = [[0isize; MAX_TAPS]; NV];
-    let mut mask = [[0 as __mmask16; MAX_TAPS]; NV];
+    // Per vector, run and tap: where lane 0 would read inside a plane (so lane j of the
+    // run reads `off + j`), and the run's lanes whose input lies inside the image (the
+    // others are padding, loaded as 0). Runs past the plane keep an empty mask.
+    let mut off = [[[0isize; MAX_TAPS]; P]; NV];
+    let mut mask = [[[0 as __mmask16; MAX_TAPS]; P]; NV];
     let mut live = [0 as __mmask16; NV];
     for v in 0..NV {
         let pos = (s * NV + v) * L;
-        if pos >= g.oplane {
-            continue; // past the plane: no lanes (a plane of an odd number of runs)
-        }
-        live[v] = 0xffff;
-        let (oy, ox) = (pos / g.ow, pos % g.ow);
-        for t in 0..g.kv {
-            let (ky, kx) = (t / g.kw, t % g.kw);
-            let iy = oy as isize + ky as isize - g.pad[0] as isize;
-            let x0 = ox as isize + kx as isize - g.pad[1] as isize;
-            off[v][t] = iy * g.wd as isize + x0;
-            mask[v][t] = if iy < 0 || iy >= g.h as isize {
-                0
-            } else {
-                let lo = (-x0).clamp(0, L as isize);
-                let hi = (g.wd as isize - x0).clamp(lo, L as isize);
-                ((((1u32 << hi) - 1) & !((1u32 << lo) - 1)) & 0xffff) as __mmask16
-            };
+        let lanes = g.oplane.saturating_sub(pos).min(L);
+        live[v] = ((1u32 << lanes) - 1) as __mmask16;
+        let (mut j, mut r) = (0, 0);
+        while j < lanes {
+            assert!(r < P, "conv (direct): a vector spans more than {P} output rows");
+            let (oy, ox) = ((pos + j) / g.ow, (pos + j) % g.ow);
+            let len = (g.ow - ox).min(lanes - j);
+            for t in 0..g.kv {
+                let (ky, kx) = (t / g.kw, t % g.kw);
+                let iy = oy as isize + ky as isize - g.pad[0] as isize;
+                let x0 = ox as isize + kx as isize - g.pad[1] as isize;
+                off[v][r][t] = iy * g.wd as isize + x0 - j as isize;
+                mask[v][r][t] = if iy < 0 || iy >= g.h as isize {
+                    0
+                } else {
+                    let lo = (-x0).clamp(0, len as isize);
+                    let hi = (g.wd as isize - x0).clamp(lo, len as isize);
+                    (((((1u32 << hi) - 1) & !((1u32 << lo) - 1)) << j) & 0xffff) as __mmask16
+                };
+            }
+            j += len;
+            r += 1;
         }
     }
     let steps = g.c * g.kv;
@@ -145,10 +165,12 @@ unsafe fn strip_avx512(g: &Strip, img: *const f32, wp: &[f32], bias: Option<&[f3
             for t in 0..g.kv {
                 let mut bv = [_mm512_setzero_ps(); NV];
                 for v in 0..NV {
-                    // SAFETY: only the lanes in `mask[v][t]` are read, each at an input
-                    // (iy, x) inside this plane; the address of the others is formed with
-                    // wrapping arithmetic and never dereferenced.
-                    bv[v] = unsafe { _mm512_maskz_loadu_ps(mask[v][t], base.wrapping_offset(off[v][t])) };
+                    for r in 0..P {
+                        // SAFETY: only the lanes in `mask[v][r][t]` are read, each at an
+                        // input (iy, x) inside this plane; the address of the others is
+                        // formed with wrapping arithmetic and never dereferenced.
+                        bv[v] = unsafe { _mm512_mask_loadu_ps(bv[v], mask[v][r][t], base.wrapping_offset(off[v][r][t])) };
+                    }
                 }
                 for (i, row) in acc.iter_mut().enumerate() {
                     // SAFETY: `wq` walks the strip's steps * 12 weights, 12 per step.
@@ -168,8 +190,8 @@ unsafe fn strip_avx512(g: &Strip, img: *const f32, wp: &[f32], bias: Option<&[f3
             }
             let bo = _mm512_set1_ps(bias.map_or(0.0, |bs| bs[o]));
             for v in 0..NV {
-                // SAFETY: output channel o < co, positions (s * NV + v) * 16 + lane of its
-                // plane where `live` (inside the plane: oplane is a multiple of 16).
+                // SAFETY: output channel o < co; the lanes in `live` are positions
+                // (s * NV + v) * 16 + lane < oplane of its plane.
                 unsafe { _mm512_mask_storeu_ps(out.add(o * g.oplane + (s * NV + v) * L), live[v], _mm512_add_ps(row[v], bo)) };
             }
         }
@@ -198,13 +220,17 @@ mod tests {
         };
         // (n, c, w_rows, ins, k, pad)
         type Case = (usize, usize, usize, [usize; 3], [usize; 3], [usize; 3]);
-        let cases: [Case; 6] = [
+        let cases: [Case; 9] = [
             (2, 3, 20, [1, 5, 32], [1, 3, 3], [0, 1, 1]),
             (1, 4, 12, [1, 3, 16], [1, 3, 5], [0, 1, 2]),
             (2, 2, 9, [1, 8, 20], [1, 5, 5], [0, 0, 0]),
             (1, 8, 32, [1, 4, 48], [1, 3, 3], [0, 1, 1]),
             (2, 3, 16, [1, 1, 64], [1, 1, 3], [0, 0, 1]),
             (1, 5, 8, [1, 2, 18], [1, 1, 3], [0, 0, 0]),
+            // Rows of 8 to 15: vectors across two or three rows, a plane ending mid-vector.
+            (2, 6, 13, [1, 8, 8], [1, 3, 3], [0, 1, 1]),
+            (1, 3, 12, [1, 5, 11], [1, 3, 3], [0, 1, 1]),
+            (2, 4, 10, [1, 7, 15], [1, 3, 5], [0, 2, 0]),
         ];
         for (n, c, w_rows, ins, k, pad) in cases {
             let g = Geom::for_test(n, c, 1, ins, k, [1; 3], pad, [1; 3]);
