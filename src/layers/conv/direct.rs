@@ -4,8 +4,8 @@
 //! the strip's input in place — masked loads give the padding (masked lanes are never
 //! read) — and multiplies it by 12 broadcast weights. No column matrix and no packing
 //! of the image. Where output rows are a multiple of 16 wide each vector is one run of
-//! one input row; narrower rows (8 to 15 wide, as a ResNet's last 8x8 stage) fill a
-//! vector from up to three rows, one merging masked load each.
+//! one input row; other widths fill a vector from the two rows it spans (three for
+//! rows of 9 to 15), one merging masked load each.
 //!
 //! Why: the implicit GEMM (`implicit`) packs a strip of columns per (channel, tap) for
 //! the GEMM to read; with few output channels each packed column feeds only a few
@@ -26,8 +26,8 @@ const MAX_TAPS: usize = 64;
 const MIN_ROW: usize = 8;
 
 /// Whether this kernel runs the forward: AVX-512, one group, a 2-D (or 1-D) window at
-/// stride 1 and dilation 1, output rows a multiple of 16 wide or 8 to 15 wide, and at
-/// least 8 output channels (fewer waste most of the 12-row tile).
+/// stride 1 and dilation 1, output rows at least 8 wide, and at least 8 output channels
+/// (fewer waste most of the 12-row tile).
 pub(crate) fn applies(g: &Geom, w_rows: usize) -> bool {
     crate::ops::cpu::has_avx512()
         && g.groups == 1
@@ -37,7 +37,6 @@ pub(crate) fn applies(g: &Geom, w_rows: usize) -> bool {
         && g.stride == [1, 1, 1]
         && g.dil == [1, 1, 1]
         && g.outs[2] >= MIN_ROW
-        && (g.outs[2] < L || g.outs[2].is_multiple_of(L))
         && g.k[1] * g.k[2] <= MAX_TAPS
         && w_rows >= 8
 }
@@ -78,8 +77,9 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
                 let (src, o) = (img.as_ptr().add(n * c * plane), dst.ptr().add(n * co * oplane));
                 if ow.is_multiple_of(L) {
                     strip_avx512::<1>(&geo, src, &wp, bias, o, s)
-                } else if L.is_multiple_of(ow) {
-                    // Rows of 8: every vector starts a row and covers two.
+                } else if L.is_multiple_of(ow) || ow >= L {
+                    // Rows of 8 (every vector starts a row and covers two), or rows of 16+
+                    // (a vector ends at most one row boundary).
                     strip_avx512::<2>(&geo, src, &wp, bias, o, s)
                 } else {
                     strip_avx512::<3>(&geo, src, &wp, bias, o, s)
@@ -113,7 +113,8 @@ struct Strip {
 /// Outputs `s * 32 .. s * 32 + 32` (clipped to the plane) of every output channel of one
 /// sample: `img` is the sample's first input plane, `out` its first output plane. Each
 /// vector's lanes are up to `P` runs along output rows (1 where rows are a multiple of
-/// 16 wide, else at most 3), each loaded from its input row by one masked load.
+/// 16 wide, 2 where they are 8 or 16+ wide, else 3), each loaded from its input row by
+/// one masked load.
 ///
 /// # Safety
 /// The CPU must support AVX-512F, AVX2 and FMA; `img` points to `c` readable planes of
@@ -220,17 +221,19 @@ mod tests {
         };
         // (n, c, w_rows, ins, k, pad)
         type Case = (usize, usize, usize, [usize; 3], [usize; 3], [usize; 3]);
-        let cases: [Case; 9] = [
+        let cases: [Case; 10] = [
             (2, 3, 20, [1, 5, 32], [1, 3, 3], [0, 1, 1]),
             (1, 4, 12, [1, 3, 16], [1, 3, 5], [0, 1, 2]),
             (2, 2, 9, [1, 8, 20], [1, 5, 5], [0, 0, 0]),
             (1, 8, 32, [1, 4, 48], [1, 3, 3], [0, 1, 1]),
             (2, 3, 16, [1, 1, 64], [1, 1, 3], [0, 0, 1]),
             (1, 5, 8, [1, 2, 18], [1, 1, 3], [0, 0, 0]),
-            // Rows of 8 to 15: vectors across two or three rows, a plane ending mid-vector.
+            // Rows of 8 to 15 and of 16+ not a multiple of 16: vectors across two or three
+            // rows, a plane ending mid-vector.
             (2, 6, 13, [1, 8, 8], [1, 3, 3], [0, 1, 1]),
             (1, 3, 12, [1, 5, 11], [1, 3, 3], [0, 1, 1]),
             (2, 4, 10, [1, 7, 15], [1, 3, 5], [0, 2, 0]),
+            (2, 5, 14, [1, 5, 27], [1, 3, 3], [0, 1, 1]),
         ];
         for (n, c, w_rows, ins, k, pad) in cases {
             let g = Geom::for_test(n, c, 1, ins, k, [1; 3], pad, [1; 3]);
