@@ -146,6 +146,10 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     # Rows of 8 to 15: each vector gathers two or three rows.
     ("conv2d_direct_rows8", "Conv2d", [6, 13, 3], {"padding": 1}, (2, 6, 8, 8), {}),
     ("conv2d_direct_rows11", "Conv2d", [3, 12, (3, 5)], {"padding": (1, 0)}, (1, 3, 5, 15), {}),
+    # x-stride 2 (even lanes of two loads), any y-stride.
+    ("conv2d_direct_stride2", "Conv2d", [3, 16, 3], {"stride": 2, "padding": 1}, (2, 3, 9, 33), {}),
+    ("conv2d_direct_stride2_1x1", "Conv2d", [4, 8, 1], {"stride": 2, "bias": False}, (1, 4, 6, 32), {}),
+    ("conv2d_direct_stride32", "Conv2d", [2, 10, 3], {"stride": (3, 2), "padding": 1}, (1, 2, 10, 40), {}),
 ]
 
 

@@ -1,4 +1,4 @@
-//! The f32 forward of a stride-1 2-D convolution, read straight from the image: each
+//! The f32 forward of a 2-D convolution at x-stride 1 or 2, read straight from the image: each
 //! strip of 32 consecutive outputs of an output plane (two vectors of 16) is a 12 x 32
 //! register tile over 12 output channels, and every (input channel, tap) step loads
 //! the strip's input in place — masked loads give the padding (masked lanes are never
@@ -26,15 +26,16 @@ const MAX_TAPS: usize = 64;
 const MIN_ROW: usize = 8;
 
 /// Whether this kernel runs the forward: AVX-512, one group, a 2-D (or 1-D) window at
-/// stride 1 and dilation 1, output rows at least 8 wide, and at least 8 output channels
-/// (fewer waste most of the 12-row tile).
+/// dilation 1 and an x-stride of 1 or 2 (any y-stride), output rows at least 8 wide, and
+/// at least 8 output channels (fewer waste most of the 12-row tile).
 pub(crate) fn applies(g: &Geom, w_rows: usize) -> bool {
     crate::ops::cpu::has_avx512()
         && g.groups == 1
         && g.ins[0] == 1
         && g.outs[0] == 1
         && g.k[0] == 1
-        && g.stride == [1, 1, 1]
+        && g.stride[0] == 1
+        && matches!(g.stride[2], 1 | 2)
         && g.dil == [1, 1, 1]
         && g.outs[2] >= MIN_ROW
         && g.k[1] * g.k[2] <= MAX_TAPS
@@ -61,7 +62,8 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
         }
     }
     let strips = oplane.div_ceil(L * NV);
-    let geo = Strip { c, kv, h, wd, ow, plane, oplane, co, kw: g.k[2], pad: [g.pad[1], g.pad[2]] };
+    let geo = Strip { c, kv, h, wd, ow, plane, oplane, co, kw: g.k[2], pad: [g.pad[1], g.pad[2]], sy: g.stride[1] };
+    let s2 = g.stride[2] == 2;
     // Every position of every output plane is written: the strips cover each plane
     // (the last one's store masks stop at the plane's end).
     crate::ops::parallel::filled_plain(g.n * co * oplane, |out: &mut [f32]| {
@@ -75,14 +77,23 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
             // and no other task writes them.
             unsafe {
                 let (src, o) = (img.as_ptr().add(n * c * plane), dst.ptr().add(n * co * oplane));
-                if ow.is_multiple_of(L) {
-                    strip_avx512::<1>(&geo, src, &wp, bias, o, s)
+                // Rows a multiple of 16 wide: one run per vector; rows of 8 (every vector
+                // starts a row and covers two) or of 16+ (a vector ends at most one row
+                // boundary): two; rows of 9 to 15: three.
+                let runs = if ow.is_multiple_of(L) {
+                    1
                 } else if L.is_multiple_of(ow) || ow >= L {
-                    // Rows of 8 (every vector starts a row and covers two), or rows of 16+
-                    // (a vector ends at most one row boundary).
-                    strip_avx512::<2>(&geo, src, &wp, bias, o, s)
+                    2
                 } else {
-                    strip_avx512::<3>(&geo, src, &wp, bias, o, s)
+                    3
+                };
+                match (runs, s2) {
+                    (1, false) => strip_avx512::<1, 1>(&geo, src, &wp, bias, o, s),
+                    (2, false) => strip_avx512::<2, 1>(&geo, src, &wp, bias, o, s),
+                    (_, false) => strip_avx512::<3, 1>(&geo, src, &wp, bias, o, s),
+                    (1, true) => strip_avx512::<1, 2>(&geo, src, &wp, bias, o, s),
+                    (2, true) => strip_avx512::<2, 2>(&geo, src, &wp, bias, o, s),
+                    (_, true) => strip_avx512::<3, 2>(&geo, src, &wp, bias, o, s),
                 }
             }
             #[cfg(not(target_arch = "x86_64"))]
@@ -108,13 +119,16 @@ struct Strip {
     co: usize,
     kw: usize,
     pad: [usize; 2],
+    /// Input rows from one output row to the next.
+    sy: usize,
 }
 
 /// Outputs `s * 32 .. s * 32 + 32` (clipped to the plane) of every output channel of one
 /// sample: `img` is the sample's first input plane, `out` its first output plane. Each
 /// vector's lanes are up to `P` runs along output rows (1 where rows are a multiple of
 /// 16 wide, 2 where they are 8 or 16+ wide, else 3), each loaded from its input row by
-/// one masked load.
+/// one masked load; at x-stride `S` = 2 a run's inputs are every other float of
+/// `2 * len`, loaded as two vectors of 16 whose even lanes a permute then gathers.
 ///
 /// # Safety
 /// The CPU must support AVX-512F, AVX2 and FMA; `img` points to `c` readable planes of
@@ -122,13 +136,24 @@ struct Strip {
 /// weight strips as `conv_fwd_direct` packs them; every 16 lanes span at most `P` rows.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn strip_avx512<const P: usize>(g: &Strip, img: *const f32, wp: &[f32], bias: Option<&[f32]>, out: *mut f32, s: usize) {
+unsafe fn strip_avx512<const P: usize, const S: usize>(
+    g: &Strip,
+    img: *const f32,
+    wp: &[f32],
+    bias: Option<&[f32]>,
+    out: *mut f32,
+    s: usize,
+) {
     use std::arch::x86_64::*;
-    // Per vector, run and tap: where lane 0 would read inside a plane (so lane j of the
-    // run reads `off + j`), and the run's lanes whose input lies inside the image (the
-    // others are padding, loaded as 0). Runs past the plane keep an empty mask.
+    // Per vector, run and tap: where loaded lane 0 would read inside a plane (so loaded
+    // lane q reads `off + q`; output lane j is loaded lane S * j), and the run's loaded
+    // lanes (S * 16 of them: bits 0..16 the first load, 16..32 the second) whose input
+    // lies inside the image (the others are padding, loaded as 0). Runs past the plane
+    // keep an empty mask.
     let mut off = [[[0isize; MAX_TAPS]; P]; NV];
-    let mut mask = [[[0 as __mmask16; MAX_TAPS]; P]; NV];
+    let mut mask = [[[0u32; MAX_TAPS]; P]; NV];
+    // Even lanes of (lo, hi): lane j takes lane 2j of the 32.
+    let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     let mut live = [0 as __mmask16; NV];
     for v in 0..NV {
         let pos = (s * NV + v) * L;
@@ -141,15 +166,16 @@ unsafe fn strip_avx512<const P: usize>(g: &Strip, img: *const f32, wp: &[f32], b
             let len = (g.ow - ox).min(lanes - j);
             for t in 0..g.kv {
                 let (ky, kx) = (t / g.kw, t % g.kw);
-                let iy = oy as isize + ky as isize - g.pad[0] as isize;
-                let x0 = ox as isize + kx as isize - g.pad[1] as isize;
-                off[v][r][t] = iy * g.wd as isize + x0 - j as isize;
+                let iy = (oy * g.sy) as isize + ky as isize - g.pad[0] as isize;
+                let x0 = (ox * S) as isize + kx as isize - g.pad[1] as isize;
+                off[v][r][t] = iy * g.wd as isize + x0 - (S * j) as isize;
                 mask[v][r][t] = if iy < 0 || iy >= g.h as isize {
                     0
                 } else {
-                    let lo = (-x0).clamp(0, len as isize);
-                    let hi = (g.wd as isize - x0).clamp(lo, len as isize);
-                    (((((1u32 << hi) - 1) & !((1u32 << lo) - 1)) << j) & 0xffff) as __mmask16
+                    // Loaded lanes S*j + q for q in lo..hi read x0 + q, inside the row.
+                    let lo = (-x0).clamp(0, (S * len) as isize) as u64;
+                    let hi = (g.wd as isize - x0).clamp(lo as isize, (S * len) as isize) as u64;
+                    ((((1u64 << hi) - 1) & !((1u64 << lo) - 1)) << (S * j)) as u32
                 };
             }
             j += len;
@@ -166,11 +192,21 @@ unsafe fn strip_avx512<const P: usize>(g: &Strip, img: *const f32, wp: &[f32], b
             for t in 0..g.kv {
                 let mut bv = [_mm512_setzero_ps(); NV];
                 for v in 0..NV {
+                    let mut hi = _mm512_setzero_ps();
                     for r in 0..P {
-                        // SAFETY: only the lanes in `mask[v][r][t]` are read, each at an
-                        // input (iy, x) inside this plane; the address of the others is
-                        // formed with wrapping arithmetic and never dereferenced.
-                        bv[v] = unsafe { _mm512_mask_loadu_ps(bv[v], mask[v][r][t], base.wrapping_offset(off[v][r][t])) };
+                        let (m, p) = (mask[v][r][t], base.wrapping_offset(off[v][r][t]));
+                        // SAFETY: only the lanes in the masks are read, each at an input
+                        // (iy, x) inside this plane; the address of the others is formed
+                        // with wrapping arithmetic and never dereferenced.
+                        unsafe {
+                            bv[v] = _mm512_mask_loadu_ps(bv[v], m as __mmask16, p);
+                            if S == 2 {
+                                hi = _mm512_mask_loadu_ps(hi, (m >> 16) as __mmask16, p.wrapping_add(L));
+                            }
+                        }
+                    }
+                    if S == 2 {
+                        bv[v] = _mm512_permutex2var_ps(bv[v], evens, hi);
                     }
                 }
                 for (i, row) in acc.iter_mut().enumerate() {
@@ -206,7 +242,8 @@ mod tests {
 
     /// The in-place forward equals the materialised-columns path (itself checked
     /// against PyTorch's fixtures): partial channel blocks, an odd number of 16-wide
-    /// runs, windows from 1x1 to 5x5 with padding from none to full, 1-d, bias, with
+    /// runs, windows from 1x1 to 5x5 with padding from none to full, 1-d, x-strides of
+    /// 1 and 2 (y-strides 1 to 3), bias, with
     /// and without threads; and the adjoint (`implicit::conv_adj_implicit`, which runs
     /// here when its flipped forward qualifies) equals col2im.
     #[test]
@@ -235,8 +272,15 @@ mod tests {
             (2, 4, 10, [1, 7, 15], [1, 3, 5], [0, 2, 0]),
             (2, 5, 14, [1, 5, 27], [1, 3, 3], [0, 1, 1]),
         ];
-        for (n, c, w_rows, ins, k, pad) in cases {
-            let g = Geom::for_test(n, c, 1, ins, k, [1; 3], pad, [1; 3]);
+        let strided: [(Case, [usize; 3]); 4] = [
+            ((2, 3, 20, [1, 9, 64], [1, 3, 3], [0, 1, 1]), [1, 2, 2]),
+            ((1, 4, 12, [1, 7, 33], [1, 3, 3], [0, 1, 1]), [1, 2, 2]),
+            ((2, 5, 9, [1, 6, 40], [1, 1, 1], [0, 0, 0]), [1, 2, 2]),
+            ((1, 3, 16, [1, 5, 35], [1, 3, 5], [0, 0, 2]), [1, 3, 2]),
+        ];
+        let all = cases.iter().map(|&c| (c, [1; 3])).chain(strided);
+        for ((n, c, w_rows, ins, k, pad), stride) in all {
+            let g = Geom::for_test(n, c, 1, ins, k, stride, pad, [1; 3]);
             assert!(applies(&g, w_rows), "{g:?}");
             let img: Vec<f32> = rnd(n * c * g.ivol());
             let w: Vec<f32> = rnd(w_rows * c * g.kvol());
