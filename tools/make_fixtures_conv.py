@@ -124,7 +124,9 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     ("adaptive_max2d_idx", "AdaptiveMaxPool2d", [4], {"return_indices": True}, (1, 2, 9, 6), {}),
     ("adaptive_max3d", "AdaptiveMaxPool3d", [2], {}, (1, 2, 5, 4, 3), {}),
     # Output rows of 16+ positions with 6+ output channels per group: the f32 forward
-    # takes the implicit GEMM (src/layers/conv/implicit.rs).
+    # takes the implicit GEMM (src/layers/conv/implicit.rs) unless the in-place kernel
+    # (src/layers/conv/direct.rs: one group, dilation 1, 8+ output channels) takes it,
+    # as it now does for `conv2d_implicit_basic` and `conv2d_implicit_deep`.
     ("conv2d_implicit_basic", "Conv2d", [3, 8, 3], {"padding": 1}, (2, 3, 9, 40), {}),
     ("conv2d_implicit_stride_dil", "Conv2d", [4, 12, (3, 5)], {"stride": 2, "padding": (2, 3), "dilation": (2, 1)}, (2, 4, 11, 70), {}),
     ("conv2d_implicit_groups", "Conv2d", [6, 14, 3], {"groups": 2, "padding": 1}, (1, 6, 5, 33), {}),

@@ -195,7 +195,7 @@ impl Mat {
 ///
 /// # Safety
 /// The block lies inside `a`; `out` holds `rows.div_ceil(MR) * MR * kc` floats.
-unsafe fn pack_left(mr: usize, a: Mat, (r0, rows): (usize, usize), (p0, kc): (usize, usize), out: &mut [f32]) {
+pub(crate) unsafe fn pack_left(mr: usize, a: Mat, (r0, rows): (usize, usize), (p0, kc): (usize, usize), out: &mut [f32]) {
     for (s, strip) in out.chunks_exact_mut(mr * kc).take(rows.div_ceil(mr)).enumerate() {
         let live = (rows - s * mr).min(mr);
         if live < mr {

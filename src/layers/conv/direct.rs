@@ -50,20 +50,27 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
     let (oh, ow) = (g.outs[1], g.outs[2]);
     let (plane, oplane) = (h * wd, oh * ow);
     assert!(img.len() >= g.n * c * plane && w.len() >= co * c * kv, "conv (direct): operand sizes");
-    // Weights as 12-channel strips, step-major: strip b holds w[12 b + i, p] at p * 12 + i
-    // (channels past `co` as zeros), so each step's broadcasts are consecutive.
-    let blocks = co.div_ceil(MR);
-    let mut wp = vec![0f32; blocks * c * kv * MR];
-    for (b, strip) in wp.chunks_exact_mut(c * kv * MR).enumerate() {
-        for i in 0..MR.min(co - b * MR) {
-            for (p, &v) in w[(b * MR + i) * c * kv..][..c * kv].iter().enumerate() {
-                strip[p * MR + i] = v;
-            }
-        }
-    }
+    // Weights as 12-channel strips, step-major (the GEMM's left packing): strip b holds
+    // w[12 b + i, p] at p * 12 + i (channels past `co` as zeros), so each step's
+    // broadcasts are consecutive.
+    let depth = c * kv;
+    let mut wp = vec![0f32; co.div_ceil(MR) * MR * depth];
+    // SAFETY: `w` holds the (co, depth) row-major weight (asserted above), and `wp` the
+    // co.div_ceil(12) strips of 12 x depth floats that `pack_left` writes.
+    unsafe { crate::ops::sgemm::pack_left(MR, crate::ops::sgemm::Mat::new(w.as_ptr(), depth as isize, 1), (0, co), (0, depth), &mut wp) };
     let strips = oplane.div_ceil(L * NV);
     let geo = Strip { c, kv, h, wd, ow, plane, oplane, co, kw: g.k[2], pad: [g.pad[1], g.pad[2]], sy: g.stride[1] };
     let s2 = g.stride[2] == 2;
+    // Rows a multiple of 16 wide: one run per vector; rows of 8 (every vector starts a
+    // row and covers two) or of 16+ (a vector ends at most one row boundary): two; rows
+    // of 9 to 15: three.
+    let runs = if ow.is_multiple_of(L) {
+        1
+    } else if L.is_multiple_of(ow) || ow >= L {
+        2
+    } else {
+        3
+    };
     // Every position of every output plane is written: the strips cover each plane
     // (the last one's store masks stop at the plane's end).
     crate::ops::parallel::filled_plain(g.n * co * oplane, |out: &mut [f32]| {
@@ -77,16 +84,6 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
             // and no other task writes them.
             unsafe {
                 let (src, o) = (img.as_ptr().add(n * c * plane), dst.ptr().add(n * co * oplane));
-                // Rows a multiple of 16 wide: one run per vector; rows of 8 (every vector
-                // starts a row and covers two) or of 16+ (a vector ends at most one row
-                // boundary): two; rows of 9 to 15: three.
-                let runs = if ow.is_multiple_of(L) {
-                    1
-                } else if L.is_multiple_of(ow) || ow >= L {
-                    2
-                } else {
-                    3
-                };
                 match (runs, s2) {
                     (1, false) => strip_avx512::<1, 1>(&geo, src, &wp, bias, o, s),
                     (2, false) => strip_avx512::<2, 1>(&geo, src, &wp, bias, o, s),
