@@ -152,6 +152,17 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     ("conv2d_direct_stride2", "Conv2d", [3, 16, 3], {"stride": 2, "padding": 1}, (2, 3, 9, 33), {}),
     ("conv2d_direct_stride2_1x1", "Conv2d", [4, 8, 1], {"stride": 2, "bias": False}, (1, 4, 6, 32), {}),
     ("conv2d_direct_stride32", "Conv2d", [2, 10, 3], {"stride": (3, 2), "padding": 1}, (1, 2, 10, 40), {}),
+    # 16+ input channels per group: the f32 weight gradient multiplies channels-last
+    # copies (src/layers/conv/wgrad_cl.rs). Rows of 8, stride 2 (3x3 and 1x1), groups,
+    # channel counts off the 16s, 1-D and 3-D, and a transposed convolution (whose
+    # weight gradient reads its upstream gradient as the image).
+    ("conv2d_wgrad_cl", "Conv2d", [32, 24, 3], {"padding": 1}, (3, 32, 8, 8), {}),
+    ("conv2d_wgrad_cl_stride2", "Conv2d", [20, 16, 3], {"stride": 2, "padding": 1, "bias": False}, (2, 20, 9, 9), {}),
+    ("conv2d_wgrad_cl_1x1_stride2", "Conv2d", [24, 40, 1], {"stride": 2, "bias": False}, (2, 24, 8, 8), {}),
+    ("conv2d_wgrad_cl_groups", "Conv2d", [36, 8, 3], {"groups": 2, "stride": (1, 2), "padding": 1, "dilation": (2, 1)}, (2, 36, 7, 9), {}),
+    ("conv1d_wgrad_cl", "Conv1d", [17, 12, 5], {"stride": 3, "padding": 2}, (2, 17, 40), {}),
+    ("conv3d_wgrad_cl", "Conv3d", [16, 6, 3], {"padding": 1}, (2, 16, 3, 4, 5), {}),
+    ("convt2d_wgrad_cl", "ConvTranspose2d", [8, 20, 4], {"stride": 2, "padding": 1}, (2, 8, 5, 5), {}),
 ]
 
 

@@ -35,6 +35,7 @@ mod im2col;
 mod implicit;
 mod passes;
 mod wgrad;
+mod wgrad_cl;
 
 use crate::ops::float::Float;
 use crate::ops::layout::Dense;
@@ -192,6 +193,14 @@ impl ConvOp {
                 }
                 Kind::Adj => implicit::adjoint(&self.g, self.w_rows)
                     .map(|adj| in_pool(par, || implicit::conv_adj_implicit(a, b, bias, &self.g, &adj, self.w_rows, par))),
+                Kind::WGrad if wgrad_cl::applies(&self.g, par) => {
+                    let sink = self.bias_sink.as_deref();
+                    let (dw, db) = in_pool(par, || wgrad_cl::conv_wgrad_cl(a, b, &self.g, self.w_rows, par, sink.is_some()));
+                    if let (Some(sink), Some(db)) = (sink, db) {
+                        let _ = sink.set(Buf::F32(db));
+                    }
+                    Some(dw)
+                }
                 Kind::WGrad if wgrad::applies(&self.g) => {
                     let sink = self.bias_sink.as_deref();
                     let (dw, db) = in_pool(par, || wgrad::conv_wgrad_direct(a, b, &self.g, self.w_rows, par, sink.is_some()));

@@ -1,0 +1,345 @@
+//! The f32 weight gradient of a convolution with 16+ input channels per group, as a
+//! register-blocked GEMM over channels-last copies of its two operands:
+//! `dW[o, c, tap] = sum over positions p of a[o, p] * img[c, p * stride + tap]`.
+//! For a fixed tap this is `a (Co x P) @ img_tap (P x C)`, and with the image copied
+//! channels-last and zero-padded, row `p` of `img_tap` is 16-lane loads at one address
+//! (`(p * stride + tap) * C`): no column matrix, no packing. The upstream gradient is
+//! copied position-major, so the tile's broadcasts of `a[o..o+MR, p]` are consecutive.
+//! A tile is MR output channels x NV vectors of 16 input channels (24 accumulators).
+//!
+//! Why: the im2col path writes `taps` copies of the image and multiplies them with the
+//! `gemm` crate's slow (transposed) layout, and the dot-product kernel (`wgrad`) must
+//! reduce each sum across its lanes and spills its 24 accumulators: a 32 -> 32 channel
+//! layer at 32x32, batch 32, took 6.6 ms there (torch: 1.7 ms). Both copies cost
+//! `O(positions x channels)` moves against `O(positions x channels x Co x taps)`
+//! multiply-adds.
+use super::Geom;
+use crate::ops::cpu::has_avx512;
+use rayon::prelude::*;
+
+/// Lanes of one vector.
+const LANES: usize = 16;
+/// Input channels per group from which this kernel runs (it pads them to 16s).
+const MIN_CG: usize = 16;
+/// Output positions copied per block of samples: a block's two copies stay in L2.
+const BLOCK_POS: usize = 512;
+/// Columns of the position-major gradient copy past the last output channel (zeros),
+/// so a tile's broadcasts never leave the row.
+const A_PAD: usize = 24;
+
+/// Whether `conv_wgrad_cl` runs: AVX-512, at least 16 input channels per group, and (when
+/// it splits over threads) at least two samples per thread's share.
+pub(crate) fn applies(g: &Geom, par: bool) -> bool {
+    let threads = if par { crate::ops::pool::num_threads() } else { 1 };
+    has_avx512() && g.c / g.groups >= MIN_CG && g.n >= threads && g.ovol() > 0
+}
+
+/// The walk over one block's output positions: each output row's start in the
+/// channels-last image (tap offset excluded), and the steps between positions.
+struct Walk {
+    samples: usize,
+    ow: usize,
+    /// Floats between positions of the gradient copy (its row length).
+    ap: usize,
+    a_sample: usize,
+    b_sample: usize,
+    /// Image floats between consecutive output columns (x-stride x channels).
+    b_step: usize,
+    rows: Vec<usize>,
+}
+
+/// The padded channels-last geometry: spatial sizes with padding, channels per group
+/// rounded up to 16s, and every tap's offset in floats.
+struct Padded {
+    dims: [usize; 3],
+    cgp: usize,
+    cp: usize,
+    taps: Vec<usize>,
+}
+
+impl Padded {
+    fn new(g: &Geom) -> Padded {
+        let dims: [usize; 3] = std::array::from_fn(|a| g.ins[a] + 2 * g.pad[a]);
+        let cgp = (g.c / g.groups).div_ceil(LANES) * LANES;
+        let cp = cgp * g.groups;
+        let taps = (0..g.kvol())
+            .map(|t| {
+                let tz = t / (g.k[1] * g.k[2]);
+                let (ty, tx) = ((t / g.k[2]) % g.k[1], t % g.k[2]);
+                ((tz * g.dil[0] * dims[1] + ty * g.dil[1]) * dims[2] + tx * g.dil[2]) * cp
+            })
+            .collect();
+        Padded { dims, cgp, cp, taps }
+    }
+    fn pixels(&self) -> usize {
+        self.dims.iter().product()
+    }
+}
+
+/// dW (G*mg, cg*taps) for the upstream gradient `a` (N, G*mg, *outs) and the image
+/// (N, C, *ins), with the per-channel sums of `a` (the bias gradient) when `bias`.
+/// Samples are split over the threads when `par`, each summing into its own buffer.
+/// Call only where `applies(g, par)`.
+pub(crate) fn conv_wgrad_cl(a: &[f32], img: &[f32], g: &Geom, w_rows: usize, par: bool, bias: bool) -> (Vec<f32>, Option<Vec<f32>>) {
+    assert!(has_avx512() && g.c / g.groups >= MIN_CG && g.ovol() > 0, "conv_wgrad_cl: AVX-512 and {MIN_CG}+ channels per group only");
+    let (l, iv, kv) = (g.ovol(), g.ivol(), g.kvol());
+    assert!(a.len() >= g.n * w_rows * l && img.len() >= g.n * g.c * iv, "conv_wgrad_cl: operand sizes");
+    let pd = Padded::new(g);
+    let threads = if par { rayon::current_num_threads().min(g.n).max(1) } else { 1 };
+    let per = g.n.div_ceil(threads);
+    let parts: Vec<(Vec<f32>, Vec<f32>)> = (0..threads)
+        .into_par_iter()
+        .map(|t| {
+            let (n0, n1) = (t * per, ((t + 1) * per).min(g.n));
+            let mut dwt = vec![0f32; w_rows * kv * pd.cgp];
+            let mut db = vec![0f32; if bias { w_rows } else { 0 }];
+            if n0 < n1 {
+                samples(a, img, g, &pd, w_rows, (n0, n1), &mut dwt, &mut db);
+            }
+            (dwt, db)
+        })
+        .collect();
+    let mut it = parts.into_iter();
+    let (mut dwt, mut db) = it.next().expect("at least one thread");
+    for (w2, b2) in it {
+        dwt.iter_mut().zip(&w2).for_each(|(x, y)| *x += y);
+        db.iter_mut().zip(&b2).for_each(|(x, y)| *x += y);
+    }
+    // (o, tap, padded c) -> the weight's (o, c, tap).
+    let (cg, kc) = (g.c / g.groups, g.c / g.groups * kv);
+    let mut dw = vec![0f32; w_rows * kc];
+    for (o, row) in dw.chunks_exact_mut(kc).enumerate() {
+        for t in 0..kv {
+            let src = &dwt[(o * kv + t) * pd.cgp..][..cg];
+            for (c, v) in src.iter().enumerate() {
+                row[c * kv + t] = *v;
+            }
+        }
+    }
+    (dw, bias.then_some(db))
+}
+
+/// Adds samples `n0..n1`'s weight gradient into `dwt` (o, tap, padded c) and their
+/// gradient sums into `db` (when it is not empty), a block of samples at a time.
+#[allow(clippy::too_many_arguments)]
+fn samples(a: &[f32], img: &[f32], g: &Geom, pd: &Padded, w_rows: usize, (n0, n1): (usize, usize), dwt: &mut [f32], db: &mut [f32]) {
+    let (l, iv) = (g.ovol(), g.ivol());
+    let (mg, cg) = (w_rows / g.groups, g.c / g.groups);
+    let block = (BLOCK_POS / l).clamp(1, n1 - n0);
+    let ap = w_rows + A_PAD;
+    let (a_sample, b_sample) = (l * ap, pd.pixels() * pd.cp);
+    // Zeroed once: the padding (borders, channels past cg, columns past w_rows) is never
+    // written, and every block writes the same interior positions.
+    let mut at = vec![0f32; block * a_sample];
+    let mut im = vec![0f32; block * b_sample];
+    let [_, oh, ow] = g.outs;
+    let mut rows = Vec::with_capacity(g.outs[0] * oh);
+    for oz in 0..g.outs[0] {
+        for oy in 0..oh {
+            rows.push(((oz * g.stride[0] * pd.dims[1] + oy * g.stride[1]) * pd.dims[2]) * pd.cp);
+        }
+    }
+    let mut walk = Walk { samples: 0, ow, ap, a_sample, b_sample, b_step: g.stride[2] * pd.cp, rows };
+    let [ins_d, ins_h, ins_w] = g.ins;
+    for s0 in (n0..n1).step_by(block) {
+        let nb = block.min(n1 - s0);
+        for s in 0..nb {
+            let n = s0 + s;
+            let a_n = &a[n * w_rows * l..(n + 1) * w_rows * l];
+            // SAFETY: `a_n` holds w_rows rows of l floats; `at`'s sample holds l rows of
+            // `ap >= w_rows` floats.
+            unsafe { transpose(a_n.as_ptr(), l, w_rows, l, at[s * a_sample..].as_mut_ptr(), ap) };
+            if !db.is_empty() {
+                for (b, row) in db.iter_mut().zip(a_n.chunks_exact(l)) {
+                    *b += crate::ops::reduce::sum_slice(row);
+                }
+            }
+            let img_n = &img[n * g.c * iv..(n + 1) * g.c * iv];
+            let dst = &mut im[s * b_sample..(s + 1) * b_sample];
+            for gi in 0..g.groups {
+                for z in 0..ins_d {
+                    for y in 0..ins_h {
+                        let pix = ((z + g.pad[0]) * pd.dims[1] + y + g.pad[1]) * pd.dims[2] + g.pad[2];
+                        let src = &img_n[gi * cg * iv + (z * ins_h + y) * ins_w..];
+                        assert!(src.len() > (cg - 1) * iv + ins_w - 1 && (pix + ins_w) * pd.cp <= dst.len());
+                        // SAFETY: the channel rows `src[c * iv..][..ins_w]` lie in the sample
+                        // (asserted), and the `ins_w` pixels from `pix` in `dst`, each of
+                        // `cp >= gi * cgp + cg` channels.
+                        unsafe { transpose(src.as_ptr(), iv, cg, ins_w, dst[pix * pd.cp + gi * pd.cgp..].as_mut_ptr(), pd.cp) };
+                    }
+                }
+            }
+        }
+        walk.samples = nb;
+        tiles(g, pd, &walk, &at, &im, mg, dwt);
+    }
+}
+
+/// Every tile of one block: per group, block of input-channel vectors, tap and block
+/// of output channels, the kernel sums the block's positions into `dwt`.
+fn tiles(g: &Geom, pd: &Padded, walk: &Walk, at: &[f32], im: &[f32], mg: usize, dwt: &mut [f32]) {
+    let kv = g.kvol();
+    let cv = pd.cgp / LANES;
+    let out_rs = kv * pd.cgp;
+    // The last position each tile reads must lie in the copies (checked once here).
+    let last_b = (walk.samples - 1) * walk.b_sample
+        + walk.rows.last().copied().unwrap_or(0)
+        + (walk.ow - 1) * walk.b_step
+        + pd.taps.last().copied().unwrap_or(0)
+        + pd.cp;
+    assert!(last_b <= im.len() && walk.samples * walk.a_sample <= at.len() && dwt.len() >= g.groups * mg * out_rs);
+    for gi in 0..g.groups {
+        let mut v0 = 0;
+        while v0 < cv {
+            let nv = match cv - v0 {
+                r if r >= 4 => 4,
+                3 => 3,
+                r => r,
+            };
+            let mr = 24 / nv;
+            for (t, &toff) in pd.taps.iter().enumerate() {
+                let b = im[toff + gi * pd.cgp + v0 * LANES..].as_ptr();
+                for o0 in (0..mg).step_by(mr) {
+                    let o = gi * mg + o0;
+                    let a = at[o..].as_ptr();
+                    let out = dwt[(o * kv + t) * pd.cgp + v0 * LANES..].as_mut_ptr();
+                    let rows = mr.min(mg - o0);
+                    // SAFETY: the CPU has AVX-512 (`applies`); the kernel reads `mr` floats
+                    // from each position's row of `at` (rows of `ap = w_rows + 24` floats,
+                    // and `o + mr <= w_rows + 24`), `nv` vectors at each position of `im`
+                    // (within `last_b`, asserted above, as `v0 + nv <= cv`), and adds into
+                    // `rows` rows of `out_rs` floats of `dwt`.
+                    #[cfg(target_arch = "x86_64")]
+                    unsafe {
+                        match nv {
+                            4 => tile::<4, 6>(walk, a, b, out, out_rs, rows),
+                            3 => tile::<3, 8>(walk, a, b, out, out_rs, rows),
+                            2 => tile::<2, 12>(walk, a, b, out, out_rs, rows),
+                            _ => tile::<1, 24>(walk, a, b, out, out_rs, rows),
+                        }
+                    }
+                    #[cfg(not(target_arch = "x86_64"))]
+                    unreachable!("conv_wgrad_cl off x86-64 ({a:?} {b:?} {out:?} {rows})");
+                }
+            }
+            v0 += nv;
+        }
+    }
+}
+
+/// `out[i, v] += sum over the walk's positions p of a[p, i] * b[p, v]` for `i < rows`,
+/// with `MR` broadcasts of `a` and `NV` vectors of `b` per position, 24 accumulators.
+///
+/// # Safety
+/// The CPU has AVX-512F; every position's `MR` floats of `a` and `NV * 16` of `b` lie in
+/// their buffers, and `out` has `rows <= MR` rows of `NV * 16` floats, `out_rs` apart.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn tile<const NV: usize, const MR: usize>(w: &Walk, a: *const f32, b: *const f32, out: *mut f32, out_rs: usize, rows: usize) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); NV]; MR];
+    for s in 0..w.samples {
+        // SAFETY (every pointer below): positions of the walk, in the buffers (the caller).
+        let (a_s, b_s) = unsafe { (a.add(s * w.a_sample), b.add(s * w.b_sample)) };
+        for (r, &boff) in w.rows.iter().enumerate() {
+            let mut pa = unsafe { a_s.add(r * w.ow * w.ap) };
+            let mut pb = unsafe { b_s.add(boff) };
+            for _ in 0..w.ow {
+                let mut bv = [_mm512_setzero_ps(); NV];
+                for (v, x) in bv.iter_mut().enumerate() {
+                    *x = unsafe { _mm512_loadu_ps(pb.add(v * LANES)) };
+                }
+                for (i, acc_i) in acc.iter_mut().enumerate() {
+                    let av = _mm512_set1_ps(unsafe { *pa.add(i) });
+                    for (x, bx) in acc_i.iter_mut().zip(bv) {
+                        *x = _mm512_fmadd_ps(av, bx, *x);
+                    }
+                }
+                pa = pa.wrapping_add(w.ap);
+                pb = pb.wrapping_add(w.b_step);
+            }
+        }
+    }
+    for (i, acc_i) in acc.iter().enumerate().take(rows) {
+        for (v, x) in acc_i.iter().enumerate() {
+            // SAFETY: row i < rows of `out`, vector v < NV (the caller).
+            unsafe {
+                let p = out.add(i * out_rs + v * LANES);
+                _mm512_storeu_ps(p, _mm512_add_ps(_mm512_loadu_ps(p), *x));
+            }
+        }
+    }
+}
+
+/// `dst[p * dst_ps + c] = src[c * src_rs + p]` for `c < chans`, `p < len`: 16 x 16 blocks,
+/// so both sides stay within a few cache lines per block.
+///
+/// # Safety
+/// `src` holds `chans` rows of `len` floats, `src_rs` apart; `dst` holds `len` rows of
+/// `chans` floats, `dst_ps` apart.
+unsafe fn transpose(src: *const f32, src_rs: usize, chans: usize, len: usize, dst: *mut f32, dst_ps: usize) {
+    for c0 in (0..chans).step_by(LANES) {
+        let c1 = (c0 + LANES).min(chans);
+        for p0 in (0..len).step_by(LANES) {
+            let p1 = (p0 + LANES).min(len);
+            for c in c0..c1 {
+                for p in p0..p1 {
+                    // SAFETY: c < chans, p < len (the caller's bounds).
+                    unsafe { *dst.add(p * dst_ps + c) = *src.add(c * src_rs + p) };
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::passes::conv_wgrad;
+    use super::*;
+
+    /// Equal to the im2col weight gradient (checked against PyTorch's fixtures) with the
+    /// bias sums, on 1-3 d geometries with strides, padding, dilation, groups, channel
+    /// counts that are not multiples of 16, every vector-block width (1-4) and threads.
+    #[test]
+    fn matches_the_im2col_path() {
+        if !has_avx512() {
+            return;
+        }
+        let mut seed = 11u64;
+        let mut rnd = |len: usize| {
+            seed += 1;
+            crate::ops::test_values(len, seed)
+        };
+        // (n, c, groups, w_rows, ins, k, stride, pad, dil)
+        type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
+        let cases: [Case; 8] = [
+            (4, 32, 1, 32, [1, 8, 8], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+            (3, 64, 1, 13, [1, 9, 7], [1, 3, 3], [1, 2, 2], [0, 1, 1], [1, 1, 1]),
+            (2, 20, 1, 30, [1, 6, 11], [1, 1, 1], [1, 2, 2], [0, 0, 0], [1, 1, 1]),
+            (2, 48, 1, 7, [1, 5, 40], [1, 3, 5], [1, 1, 1], [0, 2, 4], [1, 1, 1]),
+            (2, 40, 2, 10, [1, 5, 9], [1, 3, 3], [1, 1, 2], [0, 2, 2], [1, 2, 2]),
+            (2, 16, 1, 6, [1, 1, 70], [1, 1, 7], [1, 1, 3], [0, 0, 3], [1, 1, 1]),
+            (2, 17, 1, 25, [3, 4, 5], [3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1]),
+            (5, 128, 1, 9, [1, 3, 3], [1, 2, 2], [1, 1, 1], [0, 0, 0], [1, 1, 1]),
+        ];
+        for (n, c, groups, w_rows, ins, k, stride, pad, dil) in cases {
+            let g = Geom::for_test(n, c, groups, ins, k, stride, pad, dil);
+            let a: Vec<f32> = rnd(n * w_rows * g.ovol());
+            let img: Vec<f32> = rnd(n * c * g.ivol());
+            let sink = std::sync::OnceLock::new();
+            let want = conv_wgrad(&a, &img, &g, w_rows, None, Some(&sink));
+            let want_b = match sink.get() {
+                Some(super::super::passes::Buf::F32(v)) => v.clone(),
+                _ => panic!("bias sums"),
+            };
+            for par in [false, true] {
+                let (got, got_b) = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap().install(|| {
+                    assert!(applies(&g, par));
+                    conv_wgrad_cl(&a, &img, &g, w_rows, par, true)
+                });
+                super::super::assert_close(&got, &want, &format!("{g:?} par={par}"));
+                super::super::assert_close(&got_b.unwrap(), &want_b, &format!("{g:?} par={par} bias"));
+            }
+        }
+    }
+}
