@@ -565,31 +565,40 @@ def test_global_average_pool_is_the_plane_mean() -> None:
 
 @pytest.mark.parametrize(
     "kind",
-    ["implicit", "direct", "depthwise", "transposed"],
+    ["implicit", "direct", "depthwise", "transposed", "channels_last", "channels_last_stride2", "transposed_stride2"],
 )
 def test_nan_inf_and_empty_follow_the_float64_path(kind: str) -> None:
     """The float32 fast paths (implicit GEMM for output rows of 16+, the in-place
     stride-1 forward for rows a multiple of 16 wide, the depthwise loops, the stride-1
-    transposed convolution as a flipped forward) put NaN and inf where the float64 path
-    (im2col + GEMM) does, forward and backward; an empty batch gives an empty result
-    and zero weight gradients."""
+    transposed convolution as a flipped forward, the channels-last weight gradient and
+    strided adjoint for 16+ channels) put NaN and inf where the float64 path (im2col +
+    GEMM) does, forward and backward; an empty batch gives an empty result and zero
+    weight gradients."""
     rng = np.random.default_rng(3)
-    groups, cin, cout = {"depthwise": (8, 8, 8), "direct": (1, 8, 13)}.get(kind, (1, 4, 6))
+    groups, cin, cout = {
+        "depthwise": (8, 8, 8),
+        "direct": (1, 8, 13),
+        "channels_last": (1, 17, 12),
+        "channels_last_stride2": (1, 20, 24),
+        "transposed_stride2": (1, 12, 20),
+    }.get(kind, (1, 4, 6))
+    stride = 2 if kind.endswith("stride2") else 1
     width = 32 if kind == "direct" else 20
     x = rng.standard_normal((2, cin, 20, width)).astype(np.float32)
     x[0, 0, 5, 7] = np.nan
     x[1, 1 % cin, 10, 3] = np.inf
     x[1, 2 % cin, 0, 0] = -np.inf
-    w_shape = (cin, cout // groups, 3, 3) if kind == "transposed" else (cout, cin // groups, 3, 3)
+    transposed = kind.startswith("transposed")
+    w_shape = (cin, cout // groups, 3, 3) if transposed else (cout, cin // groups, 3, 3)
     w = (rng.standard_normal(w_shape) * 0.3).astype(np.float32)
 
     def run(dtype: Any, xa: np.ndarray) -> tuple:
         xt = cp.tensor(xa, dtype=dtype).requires_grad_()
         wt = cp.tensor(w, dtype=dtype).requires_grad_()
-        if kind == "transposed":
-            y = F.conv_transpose2d(xt, wt, padding=1)
+        if transposed:
+            y = F.conv_transpose2d(xt, wt, stride=stride, padding=1)
         else:
-            y = F.conv2d(xt, wt, padding=1, groups=groups)
+            y = F.conv2d(xt, wt, stride=stride, padding=1, groups=groups)
         y.backward(cp.ones_like(y))
         return y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()
 

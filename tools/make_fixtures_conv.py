@@ -163,6 +163,11 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     ("conv1d_wgrad_cl", "Conv1d", [17, 12, 5], {"stride": 3, "padding": 2}, (2, 17, 40), {}),
     ("conv3d_wgrad_cl", "Conv3d", [16, 6, 3], {"padding": 1}, (2, 16, 3, 4, 5), {}),
     ("convt2d_wgrad_cl", "ConvTranspose2d", [8, 20, 4], {"stride": 2, "padding": 1}, (2, 8, 5, 5), {}),
+    # Strided, one group, 16+ image channels: the adjoint (the input gradient; a strided
+    # transposed convolution's forward) adds tiles into a channels-last image
+    # (src/layers/conv/adj_cl.rs); the cases above with strides take it too.
+    ("convt2d_adj_cl_outpad", "ConvTranspose2d", [16, 24, 3], {"stride": 2, "padding": 1, "output_padding": 1}, (2, 16, 5, 6), {}),
+    ("conv3d_adj_cl_stride2", "Conv3d", [20, 8, 3], {"stride": 2, "padding": 1}, (2, 20, 5, 6, 7), {}),
 ]
 
 

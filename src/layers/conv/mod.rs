@@ -29,6 +29,7 @@
 //! The threading policy (`par_ok`, `par_gemm`, `in_pool`, `for_chunks`) is
 //! `crate::ops::parallel`'s.
 
+mod adj_cl;
 mod depthwise;
 mod direct;
 mod im2col;
@@ -190,6 +191,9 @@ impl ConvOp {
                 }
                 Kind::Fwd if implicit::applies(&self.g, self.w_rows) => {
                     Some(in_pool(par, || implicit::conv_fwd_implicit(a, b, bias, &self.g, self.w_rows, par)))
+                }
+                Kind::Adj if adj_cl::applies(&self.g, par) => {
+                    Some(in_pool(par, || adj_cl::conv_adj_cl(a, b, bias, &self.g, self.w_rows, par)))
                 }
                 Kind::Adj => implicit::adjoint(&self.g, self.w_rows)
                     .map(|adj| in_pool(par, || implicit::conv_adj_implicit(a, b, bias, &self.g, &adj, self.w_rows, par))),

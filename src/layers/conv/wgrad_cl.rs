@@ -50,15 +50,15 @@ struct Walk {
 
 /// The padded channels-last geometry: spatial sizes with padding, channels per group
 /// rounded up to 16s, and every tap's offset in floats.
-struct Padded {
-    dims: [usize; 3],
-    cgp: usize,
-    cp: usize,
-    taps: Vec<usize>,
+pub(super) struct Padded {
+    pub(super) dims: [usize; 3],
+    pub(super) cgp: usize,
+    pub(super) cp: usize,
+    pub(super) taps: Vec<usize>,
 }
 
 impl Padded {
-    fn new(g: &Geom) -> Padded {
+    pub(super) fn new(g: &Geom) -> Padded {
         let dims: [usize; 3] = std::array::from_fn(|a| g.ins[a] + 2 * g.pad[a]);
         let cgp = (g.c / g.groups).div_ceil(LANES) * LANES;
         let cp = cgp * g.groups;
@@ -71,7 +71,7 @@ impl Padded {
             .collect();
         Padded { dims, cgp, cp, taps }
     }
-    fn pixels(&self) -> usize {
+    pub(super) fn pixels(&self) -> usize {
         self.dims.iter().product()
     }
 }
@@ -277,7 +277,7 @@ unsafe fn tile<const NV: usize, const MR: usize>(w: &Walk, a: *const f32, b: *co
 /// # Safety
 /// The CPU has AVX-512F; `src` holds `chans` rows of `len` floats, `src_rs` apart; `dst`
 /// holds `len` rows of `chans` floats, `dst_ps` apart.
-unsafe fn transpose(src: *const f32, src_rs: usize, chans: usize, len: usize, dst: *mut f32, dst_ps: usize) {
+pub(super) unsafe fn transpose(src: *const f32, src_rs: usize, chans: usize, len: usize, dst: *mut f32, dst_ps: usize) {
     for c0 in (0..chans).step_by(LANES) {
         let c1 = (c0 + LANES).min(chans);
         for p0 in (0..len).step_by(LANES) {
