@@ -21,8 +21,12 @@
 //! it keeps no columns, so its weight gradient gathers them itself. The adjoint of a
 //! stride-1 convolution (the input gradient; a stride-1 transposed convolution) is a
 //! convolution too, with the kernel flipped, and takes the same path when its rows are.
-//! The weight gradient of a stride-1 convolution with rows of 32+ is a dot-product
-//! kernel reading the upstream gradient and the image in place (`wgrad`, AVX-512).
+//! The f32 weight gradient with 16+ input channels per group is a register-blocked GEMM
+//! over channels-last copies of the upstream gradient and the zero-padded image
+//! (`wgrad_cl`, AVX-512, any stride); with fewer channels, a stride-1 convolution with
+//! rows of 32+ takes a dot-product kernel reading both in place (`wgrad`). The adjoint
+//! of a strided convolution with 16+ image channels (its input gradient, a strided
+//! transposed convolution) adds register tiles into a channels-last image (`adj_cl`).
 //! Depthwise convolutions (one input channel per group) run as direct loops over
 //! their planes in all three directions (`depthwise`), f32 and f64.
 //!

@@ -5,6 +5,9 @@
 //! each, AVX-512) loads them in place: no column matrix, no packing. The padding
 //! columns are masked loads (masked lanes are never read).
 //!
+//! It serves images of fewer than 16 channels per group (a network's first layer); with
+//! more, `wgrad_cl`'s channels-last GEMM is faster (no reduction across lanes).
+//!
 //! Why: the im2col path writes nine copies of the image (38 MB for a 32 -> 32 channel
 //! layer at 32x32, batch 32) and then multiplies them with a transposed operand, the
 //! `gemm` crate's slow layout.
