@@ -215,7 +215,7 @@ mod tests {
             for b in [None, Some(&bias[..])] {
                 let want = conv_adj(&a, &w, b, &g, rows);
                 for par in [false, true] {
-                    let got = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap().install(|| {
+                    let got = super::super::on_two_threads(|| {
                         assert!(applies(&g, par));
                         conv_adj_cl(&a, &w, b, &g, rows, par)
                     });

@@ -396,6 +396,34 @@ impl Geom {
     }
 }
 
+/// `f` run on a pool of two threads (the fast paths' tests split over them).
+#[cfg(test)]
+pub(crate) fn on_two_threads<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool of two threads").install(f)
+}
+
+/// The weight-gradient fast paths' test: on operands for `g` made from `seed`,
+/// `kernel(a, img, par)` (on two threads, with and without splitting) gives the im2col
+/// path's weight gradient and bias sums.
+#[cfg(test)]
+pub(crate) fn check_wgrad(
+    g: &Geom,
+    w_rows: usize,
+    seed: u64,
+    kernel: impl Fn(&[f32], &[f32], bool) -> (Vec<f32>, Option<Vec<f32>>) + Sync,
+) {
+    let a = crate::ops::test_values(g.n * w_rows * g.ovol(), seed);
+    let img = crate::ops::test_values(g.n * g.c * g.ivol(), seed + 1);
+    let sink = OnceLock::new();
+    let want = passes::conv_wgrad(&a, &img, g, w_rows, None, Some(&sink));
+    let Some(Buf::F32(want_b)) = sink.get() else { panic!("the im2col path's bias sums") };
+    for par in [false, true] {
+        let (got, got_b) = on_two_threads(|| kernel(&a, &img, par));
+        assert_close(&got, &want, &format!("{g:?} par={par}"));
+        assert_close(&got_b.expect("bias sums"), want_b, &format!("{g:?} par={par} bias"));
+    }
+}
+
 /// The fast paths' tests: `got` equals `want` (the im2col path) within 1e-4 relative,
 /// element by element; `what` names the case.
 #[cfg(test)]

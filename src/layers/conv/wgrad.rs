@@ -235,7 +235,6 @@ fn lane_mask(lo: isize, hi: isize) -> u16 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::passes::conv_wgrad;
     use super::*;
 
     /// Equal to the im2col weight gradient (checked against PyTorch's fixtures) with the
@@ -246,11 +245,6 @@ mod tests {
         if !has_avx512() {
             return;
         }
-        let mut seed = 5u64;
-        let mut rnd = |len: usize| {
-            seed += 1;
-            crate::ops::test_values(len, seed)
-        };
         // (n, c, groups, w_rows, ins, k, pad, dil)
         type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
         let cases: [Case; 5] = [
@@ -260,26 +254,10 @@ mod tests {
             (2, 2, 1, 5, [1, 1, 70], [1, 1, 7], [0, 0, 3], [1, 1, 1]),
             (1, 2, 1, 6, [3, 3, 33], [3, 3, 3], [1, 1, 1], [1, 1, 1]),
         ];
-        for (n, c, groups, w_rows, ins, k, pad, dil) in cases {
+        for (i, (n, c, groups, w_rows, ins, k, pad, dil)) in cases.into_iter().enumerate() {
             let g = Geom::for_test(n, c, groups, ins, k, [1; 3], pad, dil);
             assert!(applies(&g));
-            let a: Vec<f32> = rnd(n * w_rows * g.ovol());
-            let img: Vec<f32> = rnd(n * c * g.ivol());
-            let sink = std::sync::OnceLock::new();
-            let want = conv_wgrad(&a, &img, &g, w_rows, None, Some(&sink));
-            let want_b = match sink.get() {
-                Some(super::super::passes::Buf::F32(v)) => v.clone(),
-                _ => panic!("bias sums"),
-            };
-            for par in [false, true] {
-                let (got, got_b) = rayon::ThreadPoolBuilder::new()
-                    .num_threads(2)
-                    .build()
-                    .unwrap()
-                    .install(|| conv_wgrad_direct(&a, &img, &g, w_rows, par, true));
-                super::super::assert_close(&got, &want, &format!("{g:?} par={par}"));
-                super::super::assert_close(&got_b.unwrap(), &want_b, &format!("{g:?} par={par} bias"));
-            }
+            super::super::check_wgrad(&g, w_rows, 5 + 2 * i as u64, |a, img, par| conv_wgrad_direct(a, img, &g, w_rows, par, true));
         }
     }
 }

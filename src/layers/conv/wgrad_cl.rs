@@ -346,7 +346,6 @@ unsafe fn transpose16(src: *const f32, src_rs: usize, dst: *mut f32, dst_ps: usi
 
 #[cfg(test)]
 mod tests {
-    use super::super::passes::conv_wgrad;
     use super::*;
 
     /// The copies' transpose, whole 16 x 16 blocks and ragged edges, against indexing.
@@ -378,11 +377,6 @@ mod tests {
         if !has_avx512() {
             return;
         }
-        let mut seed = 11u64;
-        let mut rnd = |len: usize| {
-            seed += 1;
-            crate::ops::test_values(len, seed)
-        };
         // (n, c, groups, w_rows, ins, k, stride, pad, dil)
         type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
         let cases: [Case; 8] = [
@@ -395,24 +389,12 @@ mod tests {
             (2, 17, 1, 25, [3, 4, 5], [3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1]),
             (5, 128, 1, 9, [1, 3, 3], [1, 2, 2], [1, 1, 1], [0, 0, 0], [1, 1, 1]),
         ];
-        for (n, c, groups, w_rows, ins, k, stride, pad, dil) in cases {
+        for (i, (n, c, groups, w_rows, ins, k, stride, pad, dil)) in cases.into_iter().enumerate() {
             let g = Geom::for_test(n, c, groups, ins, k, stride, pad, dil);
-            let a: Vec<f32> = rnd(n * w_rows * g.ovol());
-            let img: Vec<f32> = rnd(n * c * g.ivol());
-            let sink = std::sync::OnceLock::new();
-            let want = conv_wgrad(&a, &img, &g, w_rows, None, Some(&sink));
-            let want_b = match sink.get() {
-                Some(super::super::passes::Buf::F32(v)) => v.clone(),
-                _ => panic!("bias sums"),
-            };
-            for par in [false, true] {
-                let (got, got_b) = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap().install(|| {
-                    assert!(applies(&g, par));
-                    conv_wgrad_cl(&a, &img, &g, w_rows, par, true)
-                });
-                super::super::assert_close(&got, &want, &format!("{g:?} par={par}"));
-                super::super::assert_close(&got_b.unwrap(), &want_b, &format!("{g:?} par={par} bias"));
-            }
+            super::super::check_wgrad(&g, w_rows, 11 + 2 * i as u64, |a, img, par| {
+                assert!(applies(&g, par));
+                conv_wgrad_cl(a, img, &g, w_rows, par, true)
+            });
         }
     }
 }
