@@ -180,7 +180,9 @@ unsafe fn tile_avx512(
                     ]
                 };
                 // Every index below is a constant (the macro spells the six columns out), so
-                // the 24 accumulators live in registers.
+                // LLVM can keep the accumulators in registers; with the 4 + 6 loaded vectors
+                // and the masks it still spills some to the stack (perf, with 6 columns and
+                // with 5), which is one reason `wgrad_cl` serves 16+ channels.
                 macro_rules! column {
                     ($j:literal) => {{
                         // SAFETY: the mask's lanes are exactly the input columns inside the row
