@@ -32,7 +32,19 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # qemu warns about host-only CPUID bits it cannot emulate; that noise is dropped.
-emu() { local cpu=$1; shift; qemu-x86_64 -cpu "$cpu" "$@" 2> >(grep -v "TCG doesn't support" >&2); }
+# Where the machine forces OpenBLAS's kernels (OPENBLAS_CORETYPE=Haswell is set on some
+# hosts, for OpenBLAS builds that misdetect their CPU), NumPy's import-time check would
+# run AVX2 code on the emulated Nehalem and die with SIGILL: the emulated runs name the
+# emulated CPU instead. Unset, OpenBLAS detects the emulated CPU itself.
+emu() {
+    local cpu=$1
+    shift
+    if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
+        OPENBLAS_CORETYPE=$cpu qemu-x86_64 -cpu "$cpu" "$@" 2> >(grep -v "TCG doesn't support" >&2)
+    else
+        qemu-x86_64 -cpu "$cpu" "$@" 2> >(grep -v "TCG doesn't support" >&2)
+    fi
+}
 
 if command -v cc >/dev/null; then
     printf '%s\n' 'int main(void) { __asm__ volatile("vxorps %%ymm0, %%ymm0, %%ymm0" ::: "xmm0"); return 0; }' > "$tmp/avx.c"
