@@ -612,3 +612,35 @@ def test_nan_inf_and_empty_follow_the_float64_path(kind: str) -> None:
     y, gx, gw = run(cp.float32, x[:0])
     assert y.shape[0] == 0 and gx.shape == (0, cin, 20, width)
     assert (gw == 0).all()
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        # conv_transpose1d whose padding equals the kernel's reach: the input gradient's
+        # implicit GEMM has runs of output positions that start past the input row's end.
+        ("convt1d", (5, 64, 43), (64, 24, 3), {"stride": 1, "padding": 4, "dilation": 2}),
+        # grouped, dilated conv2d: the stride-1 input gradient (a flipped-kernel forward
+        # with padding 5 on a 14-wide row) meets the same runs.
+        ("conv2d", (1, 32, 16, 18), (80, 16, 3, 4), {"padding": (0, 1), "dilation": (1, 2), "groups": 2}),
+    ],
+)
+def test_runs_past_the_row_end_follow_the_float64_path(case: tuple) -> None:
+    """Found by a randomized sweep (float32 against float64 over random geometries):
+    these two backward passes raised "range start index 40 out of range" from the
+    implicit GEMM's column packing. Now every output and gradient equals the float64
+    (im2col) path's."""
+    kind, xs, ws, kw = case
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = (rng.standard_normal(ws) * 0.2).astype(np.float32)
+    op = F.conv_transpose1d if kind == "convt1d" else F.conv2d
+    got = []
+    for dtype in (cp.float32, cp.float64):
+        xt = cp.tensor(x, dtype=dtype).requires_grad_()
+        wt = cp.tensor(w, dtype=dtype).requires_grad_()
+        y = op(xt, wt, **kw)
+        y.backward(cp.ones_like(y))
+        got.append([t.numpy().astype(np.float64) for t in (y.detach(), xt.grad, wt.grad)])
+    for a, b in zip(*got):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * np.abs(b).max())

@@ -72,7 +72,11 @@ impl Right for Columns<'_> {
                         // Short runs (at most 32): `copy_run`/`fill_run` move them as fixed-size
                         // blocks instead of calling memcpy/memset.
                         fill_run(&mut seg[..lo], 0.0);
-                        copy_run(&mut seg[lo..hi], &row[(x0 + lo as isize) as usize..(x0 + hi as isize) as usize]);
+                        // A run may start past the row's end (padding wider than the
+                        // kernel's reach on that side): nothing to copy then.
+                        if hi > lo {
+                            copy_run(&mut seg[lo..hi], &row[(x0 + lo as isize) as usize..(x0 + hi as isize) as usize]);
+                        }
                         fill_run(&mut seg[hi..], 0.0);
                     } else {
                         for (jj, v) in seg.iter_mut().enumerate() {
