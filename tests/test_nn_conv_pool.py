@@ -644,3 +644,69 @@ def test_runs_past_the_row_end_follow_the_float64_path(case: tuple) -> None:
         got.append([t.numpy().astype(np.float64) for t in (y.detach(), xt.grad, wt.grad)])
     for a, b in zip(*got):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * np.abs(b).max())
+
+
+def _random_conv(rng: np.random.Generator) -> tuple:
+    """A random valid convolution: dims, transposed, groups, channels (many of 16+, for
+    the channels-last paths), kernel, stride, padding, dilation, output_padding, size."""
+    dims = int(rng.integers(1, 4))
+    transposed = bool(rng.random() < 0.3)
+    groups = int(rng.choice([1, 1, 1, 2]))
+    cin = int(rng.choice([16, 17, 20, 32, 33, 48, 64])) * groups
+    cout = int(rng.choice([1, 3, 8, 13, 16, 24, 40])) * groups
+    k = [int(rng.integers(1, 6)) for _ in range(dims)]
+    stride = [int(rng.choice([1, 1, 2, 3])) for _ in range(dims)]
+    dil = [int(rng.choice([1, 1, 2])) for _ in range(dims)]
+    pad = [int(rng.integers(0, (k[i] - 1) * dil[i] + 1)) for i in range(dims)]
+    size = [int(rng.integers(*{1: (8, 61), 2: (5, 21), 3: (3, 9)}[dims])) for _ in range(dims)]
+    outpad = [int(rng.integers(0, max(1, min(stride[i], dil[i])))) for i in range(dims)]
+    n = int(rng.choice([1, 2, 3, 5]))
+    return dims, transposed, groups, cin, cout, k, stride, pad, dil, size, outpad, n
+
+
+def test_random_geometries_follow_the_float64_path() -> None:
+    """A sweep over 120 random geometries (1-3 d, plain and transposed, groups, strides,
+    dilations, padding up to the kernel's reach, channel counts around 16): every float32
+    fast path (direct, implicit GEMM, channels-last weight gradient and strided adjoint,
+    im2col) gives the float64 (im2col) path's output and gradients. Such a sweep found the
+    implicit GEMM's runs past the row end."""
+    rng = np.random.default_rng(2024)
+    ran = 0
+    for _ in range(120):
+        dims, transposed, groups, cin, cout, k, stride, pad, dil, size, outpad, n = _random_conv(rng)
+        out_sizes = [
+            (size[i] - 1) * stride[i] - 2 * pad[i] + dil[i] * (k[i] - 1) + outpad[i] + 1
+            if transposed
+            else (size[i] + 2 * pad[i] - dil[i] * (k[i] - 1) - 1) // stride[i] + 1
+            for i in range(dims)
+        ]
+        if min(out_sizes) < 1:
+            continue
+        x = rng.standard_normal((n, cin, *size)).astype(np.float32)
+        if transposed:
+            w = (rng.standard_normal((cin, cout // groups, *k)) * 0.2).astype(np.float32)
+            op = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[dims]
+            kw = {"stride": stride, "padding": pad, "dilation": dil, "groups": groups, "output_padding": outpad}
+        else:
+            w = (rng.standard_normal((cout, cin // groups, *k)) * 0.2).astype(np.float32)
+            op = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dims]
+            kw = {"stride": stride, "padding": pad, "dilation": dil, "groups": groups}
+        b = rng.standard_normal(cout).astype(np.float32)
+        g = rng.standard_normal((n, cout, *out_sizes)).astype(np.float32)
+        got = []
+        for dtype in (cp.float32, cp.float64):
+            xt, wt, bt = (cp.tensor(v, dtype=dtype).requires_grad_() for v in (x, w, b))
+            y = op(xt, wt, bt, **kw)
+            assert list(y.shape) == [n, cout, *out_sizes], (kw, y.shape)
+            y.backward(cp.tensor(g, dtype=dtype))
+            got.append([t.numpy().astype(np.float64) for t in (y.detach(), xt.grad, wt.grad, bt.grad)])
+        for name, a, want in zip(("output", "input grad", "weight grad", "bias grad"), *got):
+            np.testing.assert_allclose(
+                a,
+                want,
+                rtol=0,
+                atol=1e-4 * np.abs(want).max(),
+                err_msg=f"{name}: {dims}-d transposed={transposed} {kw} n={n} cin={cin} cout={cout} size={size}",
+            )
+        ran += 1
+    assert ran >= 100, f"only {ran} of the random geometries were valid"
