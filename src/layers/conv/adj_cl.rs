@@ -49,15 +49,8 @@ pub(crate) fn conv_adj_cl(a: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, 
         }
     }
     // Each output position's window origin in the padded image (floats, tap excluded).
-    let [od, oh, ow] = g.outs;
-    let mut origin = Vec::with_capacity(l);
-    for oz in 0..od {
-        for oy in 0..oh {
-            for ox in 0..ow {
-                origin.push(((oz * g.stride[0] * pd.dims[1] + oy * g.stride[1]) * pd.dims[2] + ox * g.stride[2]) * pd.cp);
-            }
-        }
-    }
+    let step = g.stride[2] * pd.cp;
+    let origin: Vec<usize> = pd.out_row_origins(g).into_iter().flat_map(|row| (0..g.outs[2]).map(move |ox| row + ox * step)).collect();
     let mut out = vec![0f32; g.n * c * iv];
     let threads = if par { rayon::current_num_threads().min(g.n).max(1) } else { 1 };
     let per = g.n.div_ceil(threads);
@@ -161,16 +154,12 @@ unsafe fn tile<const W: usize>(a: *const f32, a_rs: usize, b: *const f32, b_rs: 
 
 /// The padded channels-last `img` back into `dst` (C, *ins), padding cut, plus `bias`.
 fn copy_back(img: &[f32], g: &Geom, pd: &Padded, bias: Option<&[f32]>, dst: &mut [f32]) {
-    let [d, h, w] = g.ins;
-    let iv = g.ivol();
+    let (w, iv) = (g.ins[2], g.ivol());
     assert!(dst.len() >= g.c * iv && img.len() >= pd.pixels() * pd.cp);
-    for z in 0..d {
-        for y in 0..h {
-            let pix = ((z + g.pad[0]) * pd.dims[1] + y + g.pad[1]) * pd.dims[2] + g.pad[2];
-            // SAFETY: the `w` pixels from `pix` (each `cp >= C` floats) lie in `img`, and
-            // `dst` holds C channel planes of `iv` floats, this row at `(z h + y) w`.
-            unsafe { transpose(img[pix * pd.cp..].as_ptr(), pd.cp, w, g.c, dst[(z * h + y) * w..].as_mut_ptr(), iv) };
-        }
+    for (r, pix) in pd.interior_rows(g) {
+        // SAFETY: the `w` pixels from `pix` (each `cp >= C` floats) lie in `img`, and
+        // `dst` holds C channel planes of `iv` floats, input row r at `r w`.
+        unsafe { transpose(img[pix * pd.cp..].as_ptr(), pd.cp, w, g.c, dst[r * w..].as_mut_ptr(), iv) };
     }
     if let Some(bias) = bias {
         for (plane, b) in dst.chunks_exact_mut(iv).zip(bias) {

@@ -285,8 +285,7 @@ mod tests {
             for b in [None, Some(&bias[..w_rows])] {
                 let want = conv_fwd(&img, &w, b, &g, w_rows, None);
                 for par in [false, true] {
-                    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
-                    let got = pool.install(|| conv_fwd_direct(&img, &w, b, &g, w_rows, par));
+                    let got = super::super::on_two_threads(|| conv_fwd_direct(&img, &w, b, &g, w_rows, par));
                     super::super::assert_close(&got, &want, &format!("{g:?} bias={} par={par}", b.is_some()));
                 }
             }

@@ -255,11 +255,7 @@ mod tests {
                 let b = with_bias.then_some(&bias[..]);
                 let want = conv_fwd(&img, &w, b, &g, w_rows, None);
                 for par in [false, true] {
-                    let got = rayon::ThreadPoolBuilder::new()
-                        .num_threads(2)
-                        .build()
-                        .unwrap()
-                        .install(|| conv_fwd_implicit(&img, &w, b, &g, w_rows, par));
+                    let got = super::super::on_two_threads(|| conv_fwd_implicit(&img, &w, b, &g, w_rows, par));
                     super::super::assert_close(&got, &want, &format!("{g:?} bias={with_bias} par={par}"));
                 }
             }
@@ -297,11 +293,7 @@ mod tests {
             for b in [None, Some(&bias[..])] {
                 let want = conv_adj(&a, &w, b, &g, w_rows);
                 for par in [false, true] {
-                    let got = rayon::ThreadPoolBuilder::new()
-                        .num_threads(2)
-                        .build()
-                        .unwrap()
-                        .install(|| conv_adj_implicit(&a, &w, b, &g, &adj, w_rows, par));
+                    let got = super::super::on_two_threads(|| conv_adj_implicit(&a, &w, b, &g, &adj, w_rows, par));
                     super::super::assert_close(&got, &want, &format!("{g:?} par={par}"));
                 }
             }

@@ -70,6 +70,37 @@ pub(crate) fn as_uninit_mut<T>(s: &mut [T]) -> &mut [MaybeUninit<T>] {
     unsafe { &mut *(s as *mut [T] as *mut [MaybeUninit<T>]) }
 }
 
+/// The weight-gradient kernels' split: samples `0..n` in contiguous ranges over the
+/// threads when `par`, each range summed by `f(range, dw, db)` into buffers of its own
+/// (`dw_len` and `db_len` zeros), which are then added up.
+pub(crate) fn sum_over_samples(
+    n: usize,
+    par: bool,
+    (dw_len, db_len): (usize, usize),
+    f: impl Fn((usize, usize), &mut [f32], &mut [f32]) + Sync,
+) -> (Vec<f32>, Vec<f32>) {
+    let threads = if par { rayon::current_num_threads().min(n).max(1) } else { 1 };
+    let per = n.div_ceil(threads);
+    let parts: Vec<(Vec<f32>, Vec<f32>)> = (0..threads)
+        .into_par_iter()
+        .map(|t| {
+            let (mut dw, mut db) = (vec![0f32; dw_len], vec![0f32; db_len]);
+            let range = (t * per, ((t + 1) * per).min(n));
+            if range.0 < range.1 {
+                f(range, &mut dw, &mut db);
+            }
+            (dw, db)
+        })
+        .collect();
+    let mut it = parts.into_iter();
+    let (mut dw, mut db) = it.next().expect("at least one thread");
+    for (w2, b2) in it {
+        dw.iter_mut().zip(&w2).for_each(|(x, y)| *x += y);
+        db.iter_mut().zip(&b2).for_each(|(x, y)| *x += y);
+    }
+    (dw, db)
+}
+
 /// Where the windows of a (non-transposed) convolution fall.
 /// `ins` are the spatial sizes of the image, `outs` of the output grid.
 #[derive(Clone, Debug)]
@@ -201,17 +232,15 @@ impl ConvOp {
                 }
                 Kind::Adj => implicit::adjoint(&self.g, self.w_rows)
                     .map(|adj| in_pool(par, || implicit::conv_adj_implicit(a, b, bias, &self.g, &adj, self.w_rows, par))),
-                Kind::WGrad if wgrad_cl::applies(&self.g, par) => {
+                Kind::WGrad if wgrad_cl::applies(&self.g, par) || wgrad::applies(&self.g) => {
                     let sink = self.bias_sink.as_deref();
-                    let (dw, db) = in_pool(par, || wgrad_cl::conv_wgrad_cl(a, b, &self.g, self.w_rows, par, sink.is_some()));
-                    if let (Some(sink), Some(db)) = (sink, db) {
-                        let _ = sink.set(Buf::F32(db));
-                    }
-                    Some(dw)
-                }
-                Kind::WGrad if wgrad::applies(&self.g) => {
-                    let sink = self.bias_sink.as_deref();
-                    let (dw, db) = in_pool(par, || wgrad::conv_wgrad_direct(a, b, &self.g, self.w_rows, par, sink.is_some()));
+                    let (dw, db) = in_pool(par, || {
+                        if wgrad_cl::applies(&self.g, par) {
+                            wgrad_cl::conv_wgrad_cl(a, b, &self.g, self.w_rows, par, sink.is_some())
+                        } else {
+                            wgrad::conv_wgrad_direct(a, b, &self.g, self.w_rows, par, sink.is_some())
+                        }
+                    });
                     if let (Some(sink), Some(db)) = (sink, db) {
                         let _ = sink.set(Buf::F32(db));
                     }

@@ -13,7 +13,6 @@
 //! `gemm` crate's slow layout.
 use super::Geom;
 use crate::ops::cpu::has_avx512;
-use rayon::prelude::*;
 
 /// Output channels x columns of one tile.
 const TO: usize = 4;
@@ -73,24 +72,11 @@ pub(crate) fn conv_wgrad_direct(a: &[f32], img: &[f32], g: &Geom, w_rows: usize,
             }
         }
     };
-    let threads = if par { rayon::current_num_threads().min(g.n).max(1) } else { 1 };
-    let per = g.n.div_ceil(threads);
-    let parts: Vec<(Vec<f32>, Vec<f32>)> = (0..threads)
-        .into_par_iter()
-        .map(|t| {
-            let (mut dw, mut db) = (vec![0.0f32; w_rows * kc], vec![0.0f32; w_rows]);
-            for n in t * per..((t + 1) * per).min(g.n) {
-                one(n, &mut dw, &mut db);
-            }
-            (dw, db)
-        })
-        .collect();
-    let mut it = parts.into_iter();
-    let (mut dw, mut db) = it.next().expect("at least one thread");
-    for (w2, b2) in it {
-        dw.iter_mut().zip(&w2).for_each(|(x, y)| *x += y);
-        db.iter_mut().zip(&b2).for_each(|(x, y)| *x += y);
-    }
+    let (dw, db) = super::sum_over_samples(g.n, par, (w_rows * kc, w_rows), |(n0, n1), dw, db| {
+        for n in n0..n1 {
+            one(n, dw, db);
+        }
+    });
     (dw, bias.then_some(db))
 }
 

@@ -15,7 +15,6 @@
 //! multiply-adds.
 use super::Geom;
 use crate::ops::cpu::has_avx512;
-use rayon::prelude::*;
 
 /// Lanes of one vector.
 const LANES: usize = 16;
@@ -74,6 +73,18 @@ impl Padded {
     pub(super) fn pixels(&self) -> usize {
         self.dims.iter().product()
     }
+    /// Every input row (z, y) of `g`, in order: its index `z h + y` and the padded pixel
+    /// where it starts (past the padding).
+    pub(super) fn interior_rows<'a>(&'a self, g: &'a Geom) -> impl Iterator<Item = (usize, usize)> + 'a {
+        let [d, h, _] = g.ins;
+        (0..d * h).map(move |r| (r, ((r / h + g.pad[0]) * self.dims[1] + r % h + g.pad[1]) * self.dims[2] + g.pad[2]))
+    }
+    /// Every output row (oz, oy) of `g`, in order: where its first window starts in the
+    /// padded image, in floats (tap offset excluded).
+    pub(super) fn out_row_origins(&self, g: &Geom) -> Vec<usize> {
+        let [od, oh, _] = g.outs;
+        (0..od * oh).map(|r| ((r / oh * g.stride[0] * self.dims[1] + r % oh * g.stride[1]) * self.dims[2]) * self.cp).collect()
+    }
 }
 
 /// dW (G*mg, cg*taps) for the upstream gradient `a` (N, G*mg, *outs) and the image
@@ -85,26 +96,8 @@ pub(crate) fn conv_wgrad_cl(a: &[f32], img: &[f32], g: &Geom, w_rows: usize, par
     let (l, iv, kv) = (g.ovol(), g.ivol(), g.kvol());
     assert!(a.len() >= g.n * w_rows * l && img.len() >= g.n * g.c * iv, "conv_wgrad_cl: operand sizes");
     let pd = Padded::new(g);
-    let threads = if par { rayon::current_num_threads().min(g.n).max(1) } else { 1 };
-    let per = g.n.div_ceil(threads);
-    let parts: Vec<(Vec<f32>, Vec<f32>)> = (0..threads)
-        .into_par_iter()
-        .map(|t| {
-            let (n0, n1) = (t * per, ((t + 1) * per).min(g.n));
-            let mut dwt = vec![0f32; w_rows * kv * pd.cgp];
-            let mut db = vec![0f32; if bias { w_rows } else { 0 }];
-            if n0 < n1 {
-                samples(a, img, g, &pd, w_rows, (n0, n1), &mut dwt, &mut db);
-            }
-            (dwt, db)
-        })
-        .collect();
-    let mut it = parts.into_iter();
-    let (mut dwt, mut db) = it.next().expect("at least one thread");
-    for (w2, b2) in it {
-        dwt.iter_mut().zip(&w2).for_each(|(x, y)| *x += y);
-        db.iter_mut().zip(&b2).for_each(|(x, y)| *x += y);
-    }
+    let sizes = (w_rows * kv * pd.cgp, if bias { w_rows } else { 0 });
+    let (dwt, db) = super::sum_over_samples(g.n, par, sizes, |range, dwt, db| samples(a, img, g, &pd, w_rows, range, dwt, db));
     // (o, tap, padded c) -> the weight's (o, c, tap).
     let (cg, kc) = (g.c / g.groups, g.c / g.groups * kv);
     let mut dw = vec![0f32; w_rows * kc];
@@ -132,15 +125,8 @@ fn samples(a: &[f32], img: &[f32], g: &Geom, pd: &Padded, w_rows: usize, (n0, n1
     // written, and every block writes the same interior positions.
     let mut at = vec![0f32; block * a_sample];
     let mut im = vec![0f32; block * b_sample];
-    let [_, oh, ow] = g.outs;
-    let mut rows = Vec::with_capacity(g.outs[0] * oh);
-    for oz in 0..g.outs[0] {
-        for oy in 0..oh {
-            rows.push(((oz * g.stride[0] * pd.dims[1] + oy * g.stride[1]) * pd.dims[2]) * pd.cp);
-        }
-    }
-    let mut walk = Walk { samples: 0, ow, ap, a_sample, b_sample, b_step: g.stride[2] * pd.cp, rows };
-    let [ins_d, ins_h, ins_w] = g.ins;
+    let mut walk = Walk { samples: 0, ow: g.outs[2], ap, a_sample, b_sample, b_step: g.stride[2] * pd.cp, rows: pd.out_row_origins(g) };
+    let ins_w = g.ins[2];
     for s0 in (n0..n1).step_by(block) {
         let nb = block.min(n1 - s0);
         for s in 0..nb {
@@ -157,16 +143,13 @@ fn samples(a: &[f32], img: &[f32], g: &Geom, pd: &Padded, w_rows: usize, (n0, n1
             let img_n = &img[n * g.c * iv..(n + 1) * g.c * iv];
             let dst = &mut im[s * b_sample..(s + 1) * b_sample];
             for gi in 0..g.groups {
-                for z in 0..ins_d {
-                    for y in 0..ins_h {
-                        let pix = ((z + g.pad[0]) * pd.dims[1] + y + g.pad[1]) * pd.dims[2] + g.pad[2];
-                        let src = &img_n[gi * cg * iv + (z * ins_h + y) * ins_w..];
-                        assert!(src.len() > (cg - 1) * iv + ins_w - 1 && (pix + ins_w) * pd.cp <= dst.len());
-                        // SAFETY: the channel rows `src[c * iv..][..ins_w]` lie in the sample
-                        // (asserted), and the `ins_w` pixels from `pix` in `dst`, each of
-                        // `cp >= gi * cgp + cg` channels.
-                        unsafe { transpose(src.as_ptr(), iv, cg, ins_w, dst[pix * pd.cp + gi * pd.cgp..].as_mut_ptr(), pd.cp) };
-                    }
+                for (r, pix) in pd.interior_rows(g) {
+                    let src = &img_n[gi * cg * iv + r * ins_w..];
+                    assert!(src.len() > (cg - 1) * iv + ins_w - 1 && (pix + ins_w) * pd.cp <= dst.len());
+                    // SAFETY: the channel rows `src[c * iv..][..ins_w]` lie in the sample
+                    // (asserted), and the `ins_w` pixels from `pix` in `dst`, each of
+                    // `cp >= gi * cgp + cg` channels.
+                    unsafe { transpose(src.as_ptr(), iv, cg, ins_w, dst[pix * pd.cp + gi * pd.cgp..].as_mut_ptr(), pd.cp) };
                 }
             }
         }
