@@ -710,3 +710,58 @@ def test_random_geometries_follow_the_float64_path() -> None:
             )
         ran += 1
     assert ran >= 100, f"only {ran} of the random geometries were valid"
+
+
+def test_winograd_geometries_follow_the_float64_path() -> None:
+    """3x3 stride-1 convolutions with 16+ channels each side run as Winograd F(4x4, 3x3)
+    in float32 (forward and input gradient; transposed ones too): 40 random ones (planes
+    from 4 to 21, partial tiles, pads 0 to 2, channel counts off the 16s, 1 to 5 samples)
+    give the float64 (im2col) path's output and gradients."""
+    rng = np.random.default_rng(44)
+    for _ in range(40):
+        transposed = bool(rng.random() < 0.3)
+        cin, cout = (int(rng.choice([16, 17, 24, 32, 33, 48, 64])) for _ in range(2))
+        pad = int(rng.integers(0, 3))
+        size = [int(rng.integers(4, 22)) for _ in range(2)]
+        n = int(rng.choice([1, 2, 3, 5]))
+        out_sizes = [s + 2 - 2 * pad if transposed else s + 2 * pad - 2 for s in size]
+        if min(out_sizes) < 4:
+            continue
+        x = rng.standard_normal((n, cin, *size)).astype(np.float32)
+        w = (rng.standard_normal((cin, cout, 3, 3) if transposed else (cout, cin, 3, 3)) * 0.1).astype(np.float32)
+        b = rng.standard_normal(cout).astype(np.float32)
+        g = rng.standard_normal((n, cout, *out_sizes)).astype(np.float32)
+        op = F.conv_transpose2d if transposed else F.conv2d
+        got = []
+        for dtype in (cp.float32, cp.float64):
+            xt, wt, bt = (cp.tensor(v, dtype=dtype).requires_grad_() for v in (x, w, b))
+            y = op(xt, wt, bt, padding=pad)
+            y.backward(cp.tensor(g, dtype=dtype))
+            got.append([t.numpy().astype(np.float64) for t in (y.detach(), xt.grad, wt.grad, bt.grad)])
+        for name, a, want in zip(("output", "input grad", "weight grad", "bias grad"), *got):
+            what = f"{name}: transposed={transposed} pad={pad} n={n} {cin}->{cout} {size}"
+            np.testing.assert_allclose(a, want, rtol=0, atol=1e-4 * np.abs(want).max(), err_msg=what)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_winograd_shapes_keep_the_direct_sums_infinities(bad: float) -> None:
+    """Winograd's transforms subtract, so an infinite input would turn some infinite
+    outputs into NaN; such outputs are recomputed directly: the float32 result equals the
+    float64 path's (inf where the sum is one-signed, NaN where it mixes), value by value."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 16, 8, 8)).astype(np.float32)
+    x[1, 3, 4, 5] = bad
+    w = np.abs(rng.standard_normal((16, 16, 3, 3))).astype(np.float32)
+    w[0] *= -1
+    xg = cp.tensor(x).requires_grad_()
+    y32 = F.conv2d(xg, cp.tensor(w), padding=1)
+    y64 = F.conv2d(cp.tensor(x, dtype=cp.float64), cp.tensor(w, dtype=cp.float64), padding=1).numpy()
+    assert not np.isfinite(y64).all()
+    np.testing.assert_allclose(y32.detach().numpy(), y64, rtol=1e-4, atol=1e-4)
+    # The input gradient with an infinite upstream gradient: the same through the adjoint.
+    gy = np.ones((2, 16, 8, 8), dtype=np.float32)
+    gy[0, 2, 1, 1] = bad
+    y32.backward(cp.tensor(gy))
+    xg64 = cp.tensor(x, dtype=cp.float64).requires_grad_()
+    F.conv2d(xg64, cp.tensor(w, dtype=cp.float64), padding=1).backward(cp.tensor(gy, dtype=cp.float64))
+    np.testing.assert_allclose(xg.grad.numpy(), xg64.grad.numpy(), rtol=1e-4, atol=1e-4)

@@ -168,6 +168,18 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     # (src/layers/conv/adj_cl.rs); the cases above with strides take it too.
     ("convt2d_adj_cl_outpad", "ConvTranspose2d", [16, 24, 3], {"stride": 2, "padding": 1, "output_padding": 1}, (2, 16, 5, 6), {}),
     ("conv3d_adj_cl_stride2", "Conv3d", [20, 8, 3], {"stride": 2, "padding": 1}, (2, 20, 5, 6, 7), {}),
+    # 3x3, stride 1, one group, 16+ channels each side: the f32 forward is Winograd
+    # F(4x4, 3x3) (src/layers/conv/winograd.rs), and so is the input gradient (a 3x3
+    # stride-1 convolution with the kernel flipped). Planes a multiple of 4 and odd ones
+    # (partial tiles), pads 0 to 2, channel counts off the 16s and 32s, a transposed
+    # convolution, and wide channel counts (the transforms' rounding grows with them).
+    ("conv2d_winograd", "Conv2d", [16, 16, 3], {"padding": 1}, (2, 16, 8, 8), {}),
+    ("conv2d_winograd_odd", "Conv2d", [20, 24, 3], {"padding": 1}, (2, 20, 9, 13), {}),
+    ("conv2d_winograd_valid", "Conv2d", [17, 33, 3], {}, (1, 17, 11, 7), {}),
+    ("conv2d_winograd_pad2", "Conv2d", [16, 18, 3], {"padding": 2, "bias": False}, (2, 16, 6, 10), {}),
+    ("conv2d_winograd_wide", "Conv2d", [64, 64, 3], {"padding": 1}, (2, 64, 16, 16), {}),
+    ("conv2d_winograd_deep", "Conv2d", [160, 96, 3], {"padding": 1, "bias": False}, (1, 160, 6, 6), {}),
+    ("convt2d_winograd", "ConvTranspose2d", [16, 24, 3], {"padding": 1}, (2, 16, 7, 9), {}),
 ]
 
 

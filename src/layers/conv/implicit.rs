@@ -178,7 +178,8 @@ fn chunk_samples(g: &Geom) -> usize {
 /// convolution) as a convolution of `a`: the kernel flipped in space with its two
 /// channel axes swapped (per group), padded by `dil * (k - 1) - pad` on each axis; this
 /// is the geometry of that convolution, or None where it does not apply (strides, or
-/// a padding wider than the dilated kernel) or the implicit GEMM would not run.
+/// a padding wider than the dilated kernel) or neither Winograd nor the implicit GEMM
+/// would run.
 pub(crate) fn adjoint(g: &Geom, w_rows: usize) -> Option<Geom> {
     if g.stride != [1, 1, 1] {
         return None;
@@ -188,12 +189,13 @@ pub(crate) fn adjoint(g: &Geom, w_rows: usize) -> Option<Geom> {
         *p = (g.dil[ax] * (g.k[ax] - 1)).checked_sub(g.pad[ax])?;
     }
     let adj = Geom { n: g.n, c: w_rows, groups: g.groups, ins: g.outs, outs: g.ins, k: g.k, stride: [1; 3], pad, dil: g.dil };
-    applies(&adj, g.c).then_some(adj)
+    (applies(&adj, g.c) || super::winograd::applies(&adj, g.c)).then_some(adj)
 }
 
 /// img (N, C, *ins) = the adjoint of the convolution `g` applied to `a` (N, w_rows,
 /// *outs), as the forward convolution `adj` (from `adjoint`) with the flipped kernel:
-/// in place (`direct`) where that kernel runs it, else as an implicit GEMM.
+/// as Winograd F(4x4, 3x3) (`winograd`) or in place (`direct`) where those kernels run
+/// it, else as an implicit GEMM.
 pub(crate) fn conv_adj_implicit(a: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, adj: &Geom, w_rows: usize, par: bool) -> Vec<f32> {
     let (mg, cg, kv) = (w_rows / g.groups, g.c / g.groups, g.kvol());
     // W (G*mg, cg, taps) -> W' (G*cg, mg, taps reversed).
@@ -209,10 +211,19 @@ pub(crate) fn conv_adj_implicit(a: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
             }
         }
     }
+    if super::winograd::applies(adj, g.c) {
+        if let Some(out) = super::winograd::conv_fwd_winograd(a, &flipped, bias, adj, g.c, par) {
+            return out;
+        }
+    }
     if super::direct::applies(adj, g.c) {
         return super::direct::conv_fwd_direct(a, &flipped, bias, adj, g.c, par);
     }
-    conv_fwd_implicit(a, &flipped, bias, adj, g.c, par)
+    if applies(adj, g.c) {
+        return conv_fwd_implicit(a, &flipped, bias, adj, g.c, par);
+    }
+    // Winograd's geometry with a non-finite output: col2im, a direct sum.
+    super::passes::conv_adj(a, w, bias, g, w_rows)
 }
 
 #[cfg(test)]

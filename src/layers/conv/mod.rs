@@ -16,6 +16,11 @@
 //! forward whose weight needs a gradient keeps its columns (bounded) for the weight
 //! gradient, which also sums the bias gradient from the permuted upstream gradient.
 //!
+//! An f32 3x3 stride-1 forward with 16+ channels on each side runs as Winograd
+//! F(4x4, 3x3) (`winograd`: a quarter of the multiplies, as 36 GEMMs over transformed
+//! tiles), and so does its input gradient; outputs that come out non-finite there are
+//! recomputed by a direct method. Other f32 forwards with rows of 8+ read the image in
+//! place (`direct`).
 //! An f32 forward with output rows of 16+ positions runs as an implicit GEMM instead
 //! (`implicit`: the columns are packed straight from the image, never materialised);
 //! it keeps no columns, so its weight gradient gathers them itself. The adjoint of a
@@ -41,6 +46,7 @@ mod implicit;
 mod passes;
 mod wgrad;
 mod wgrad_cl;
+mod winograd;
 
 use crate::ops::float::Float;
 use crate::ops::layout::Dense;
@@ -221,6 +227,10 @@ impl ConvOp {
         if let (Some(a), Some(b)) = (T::as_f32(a), T::as_f32(b)) {
             let bias = bias.map(|v| T::as_f32(v).expect("bias has the operands' dtype"));
             let out = match self.kind {
+                // Where an output is not finite, the im2col path below (a direct sum).
+                Kind::Fwd if winograd::applies(&self.g, self.w_rows) => {
+                    in_pool(par, || winograd::conv_fwd_winograd(a, b, bias, &self.g, self.w_rows, par))
+                }
                 Kind::Fwd if direct::applies(&self.g, self.w_rows) => {
                     Some(in_pool(par, || direct::conv_fwd_direct(a, b, bias, &self.g, self.w_rows, par)))
                 }

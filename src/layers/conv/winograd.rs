@@ -1,0 +1,521 @@
+//! The f32 forward of a 3x3, stride-1 2-D convolution as Winograd F(4x4, 3x3): each 4x4
+//! block of outputs ("tile") is computed from the 6x6 input patch under it as
+//! `A^T [(G g G^T) . (B^T d B)] A`, so the 36 products per (tile, input channel, output
+//! channel) replace the 144 multiply-adds of the direct sum: a quarter of the work. The
+//! element-wise products over all channels are 36 GEMMs, one per patch position `xi`:
+//! `M_xi (tiles x Co) = V_xi (tiles x C) @ U_xi (C x Co)`, with `U = G g G^T` transformed
+//! and packed once per call and `V = B^T d B` per block of tiles.
+//!
+//! Why: the direct kernel (`direct`) runs near the FMA peak, as oneDNN's does, so fewer
+//! multiplies are the only way past it. The transforms vectorise across 16 channels: a
+//! block of tile rows is copied channels-last (zero-padded) into a slab, each patch's 36
+//! vectors are transformed in registers into `V`, and `M` is transformed back and copied
+//! to the NCHW output, all within the block's buffers (sized to stay in cache).
+//!
+//! Numerics: F(4x4, 3x3) with the points 0, +-1, +-2 rounds a little more than the direct
+//! sum (the transforms scale by up to 8 and 1/24); errors stay near 1e-6 relative to the
+//! inputs' magnitudes for the channel counts it takes, inside the 1e-4 conv tolerance.
+use super::Geom;
+use crate::ops::parallel::SyncPtr;
+use rayon::prelude::*;
+use std::cell::RefCell;
+
+/// Outputs per tile side, and the input patch's side (`M + 2` for a 3-tap kernel).
+const M: usize = 4;
+const A: usize = 6;
+/// Positions of a patch (one GEMM each).
+const XI: usize = A * A;
+const LANES: usize = 16;
+/// The products' register tile: TR tiles (broadcast from V in place, row by row) x 32
+/// output channels (two vectors of the packed U).
+const TR: usize = 12;
+const NR: usize = 32;
+/// Floats of the block's transformed input and output (V and M) we aim for: 1 MiB, the
+/// share of L2 they can have beside the packed weights.
+const BLOCK_FLOATS: usize = 1 << 18;
+/// Channels from which the kernel runs (fewer leave most of each 16-lane vector idle
+/// and the GEMMs too shallow to pay for the transforms).
+const MIN_CHANNELS: usize = 16;
+
+/// `G` of F(4x4, 3x3): the kernel transform (6 x 3).
+const G: [[f64; 3]; 6] = [
+    [1.0 / 4.0, 0.0, 0.0],
+    [-1.0 / 6.0, -1.0 / 6.0, -1.0 / 6.0],
+    [-1.0 / 6.0, 1.0 / 6.0, -1.0 / 6.0],
+    [1.0 / 24.0, 1.0 / 12.0, 1.0 / 6.0],
+    [1.0 / 24.0, -1.0 / 12.0, 1.0 / 6.0],
+    [0.0, 0.0, 1.0],
+];
+
+/// Whether this kernel runs the forward: AVX-512, one group, a 3x3
+/// window at stride and dilation 1 in 2-D, 16+ input and output channels, and output
+/// planes at least 4x4 (one whole tile).
+pub(crate) fn applies(g: &Geom, w_rows: usize) -> bool {
+    crate::ops::cpu::has_avx512()
+        && g.groups == 1
+        && g.ins[0] == 1
+        && g.outs[0] == 1
+        && g.k == [1, 3, 3]
+        && g.stride == [1, 1, 1]
+        && g.dil == [1, 1, 1]
+        && g.c >= MIN_CHANNELS
+        && w_rows >= MIN_CHANNELS
+        && g.outs[1] >= M
+        && g.outs[2] >= M
+}
+
+/// `U_xi = (G g G^T)_xi` per patch position, packed for `product_tile`: panel xi holds
+/// strips of 32 output channels (zeros past co), input-channel-major, strip after strip.
+/// Per input channel (in parallel) the kernels' taps are gathered output-channel-major
+/// and `G g` formed (6 x 3 rows of co), so each step is a loop over consecutive output
+/// channels (vectorised by the compiler); then each panel (in parallel) forms `(G g) G^T`.
+fn kernel_transform(w: &[f32], c: usize, co: usize, par: bool) -> Vec<f32> {
+    let g: [[f32; 3]; A] = G.map(|row| row.map(|x| x as f32));
+    let g_k = |ch: usize| {
+        let mut k = vec![0f32; 9 * co];
+        for o in 0..co {
+            for (tap, &x) in w[(o * c + ch) * 9..][..9].iter().enumerate() {
+                k[tap * co + o] = x;
+            }
+        }
+        let mut gk = vec![0f32; A * 3 * co];
+        for i in 0..A {
+            for b in 0..3 {
+                let dst = &mut gk[(i * 3 + b) * co..][..co];
+                for a in 0..3 {
+                    let (coef, src) = (g[i][a], &k[(a * 3 + b) * co..][..co]);
+                    dst.iter_mut().zip(src).for_each(|(d, s)| *d += coef * s);
+                }
+            }
+        }
+        gk
+    };
+    let gks: Vec<Vec<f32>> = if par { (0..c).into_par_iter().map(g_k).collect() } else { (0..c).map(g_k).collect() };
+    let co32 = co.next_multiple_of(NR);
+    let mut up = vec![0f32; XI * c * co32];
+    let panel = |(xi, out): (usize, &mut [f32])| {
+        let (i, j) = (xi / A, xi % A);
+        let mut row = vec![0f32; co32];
+        for (ch, gk) in gks.iter().enumerate() {
+            row.fill(0.0);
+            for b in 0..3 {
+                let (coef, src) = (g[j][b], &gk[(i * 3 + b) * co..][..co]);
+                row.iter_mut().zip(src).for_each(|(d, s)| *d += coef * s);
+            }
+            for (s, part) in row.chunks_exact(NR).enumerate() {
+                out[(s * c + ch) * NR..][..NR].copy_from_slice(part);
+            }
+        }
+    };
+    if par {
+        up.par_chunks_mut(c * co32).enumerate().for_each(panel);
+    } else {
+        up.chunks_mut(c * co32).enumerate().for_each(panel);
+    }
+    up
+}
+
+/// The geometry one block needs.
+struct Plan {
+    c: usize,
+    co: usize,
+    /// Channels rounded up to whole vectors (the slabs' and buffers' pixel strides).
+    cp: usize,
+    cop: usize,
+    h: usize,
+    w: usize,
+    oh: usize,
+    ow: usize,
+    pad: [usize; 2],
+    /// Tile rows per output plane, tiles per tile row.
+    ty: usize,
+    tx: usize,
+    /// The input slab's width: the columns the tiles of a row read.
+    wp: usize,
+}
+
+thread_local! {
+    /// Each thread's block buffers (input slab, channels-last copy, V, M), reused.
+    static BUFS: RefCell<[Vec<f32>; 4]> = const { RefCell::new([Vec::new(), Vec::new(), Vec::new(), Vec::new()]) };
+}
+
+/// `out (N, Co, OH, OW) = conv(img (N, C, H, W), w (Co, C, 3, 3)) (+ bias)` where
+/// `applies` holds; None where an output is not finite (the caller then runs a direct
+/// method): the transforms subtract, so an infinite input can turn outputs that the
+/// direct sum makes infinite into NaN, and large finite ones can overflow.
+pub(crate) fn conv_fwd_winograd(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, co: usize, par: bool) -> Option<Vec<f32>> {
+    let c = g.c;
+    let cp = c.next_multiple_of(LANES);
+    let (oh, ow) = (g.outs[1], g.outs[2]);
+    let (ty, tx) = (oh.div_ceil(M), ow.div_ceil(M));
+    let p = Plan {
+        c,
+        co,
+        cp,
+        cop: co.next_multiple_of(NR),
+        h: g.ins[1],
+        w: g.ins[2],
+        oh,
+        ow,
+        pad: [g.pad[1], g.pad[2]],
+        ty,
+        tx,
+        wp: tx * M + 2,
+    };
+    assert!(img.len() >= g.n * c * p.h * p.w && w.len() >= co * c * 9, "conv (winograd): operand sizes");
+    let up = kernel_transform(w, c, co, par);
+    let mut bias_v = vec![0f32; p.cop];
+    if let Some(b) = bias {
+        bias_v[..co].copy_from_slice(&b[..co]);
+    }
+    // Blocks of whole tile rows (of one or several samples): as many as keep V and M
+    // within BLOCK_FLOATS, at least two per thread when threaded and a
+    // multiple of the threads (so they finish together).
+    let rows_total = g.n * ty;
+    let per_row = XI * tx * (cp + p.cop);
+    let threads = if par { rayon::current_num_threads() } else { 1 };
+    let blocks = rows_total.div_ceil((BLOCK_FLOATS / per_row).max(1)).max(2 * threads).next_multiple_of(threads);
+    let rows = rows_total.div_ceil(blocks).max(1);
+    let blocks = rows_total.div_ceil(rows);
+    let oplane = oh * ow;
+    let finite = std::sync::atomic::AtomicBool::new(true);
+    let out = crate::ops::parallel::filled_plain(g.n * co * oplane, |out: &mut [f32]| {
+        let dst = SyncPtr(out.as_mut_ptr());
+        let task = |b: usize| {
+            let (r0, r1) = (b * rows, ((b + 1) * rows).min(rows_total));
+            // SAFETY: the block's tile rows cover output rows of its samples that no other
+            // block writes; `img` holds the samples (asserted above).
+            if !unsafe { block(&p, img, &up, &bias_v, (r0, r1), dst.ptr()) } {
+                finite.store(false, std::sync::atomic::Ordering::Relaxed);
+            }
+        };
+        if par {
+            (0..blocks).into_par_iter().for_each(task);
+        } else {
+            (0..blocks).for_each(task);
+        }
+    });
+    finite.into_inner().then_some(out)
+}
+
+/// Tile rows `r0..r1` (row r: sample r / ty, tile row r % ty): input transform, the 36
+/// GEMMs, output transform. Whether every output was finite.
+///
+/// # Safety
+/// The CPU has AVX-512F; `img` holds every sample's planes, `out` every sample's output
+/// planes, and no other thread writes the output rows of these tile rows.
+unsafe fn block(p: &Plan, img: &[f32], up: &[f32], bias: &[f32], (r0, r1): (usize, usize), out: *mut f32) -> bool {
+    // Tiles in the block, and as many as whole register tiles hold (the rows past `nt`
+    // are computed from stale V rows and never read).
+    let nt = ((r1 - r0) * p.tx).next_multiple_of(TR);
+    let (plane, oplane) = (p.h * p.w, p.oh * p.ow);
+    BUFS.with(|bufs| {
+        let [slab, cl, v, m] = &mut *bufs.borrow_mut();
+        let slab_rows = M * (r1 - r0) + 2;
+        grow(slab, slab_rows * p.wp * p.cp);
+        grow(cl, (slab_rows * p.w).max(M * (r1 - r0) * p.ow) * p.cp.max(p.cop));
+        grow(v, XI * nt * p.cp);
+        grow(m, XI * nt * p.cop);
+        // Segments of consecutive tile rows within one sample.
+        let mut r = r0;
+        while r < r1 {
+            let (n, t0) = (r / p.ty, r % p.ty);
+            let t1 = (p.ty).min(t0 + (r1 - r));
+            let rows = t1 - t0;
+            let first = (r - r0) * p.tx;
+            // SAFETY: sample n's planes are in `img`; the buffers hold the segment.
+            unsafe {
+                gather(p, img.as_ptr().add(n * p.c * plane), (t0, t1), slab, cl);
+                #[cfg(target_arch = "x86_64")]
+                input_transform(p, slab.as_ptr(), rows, v.as_mut_ptr(), nt, first);
+            }
+            r += rows;
+        }
+        // M_xi = V_xi @ U_xi, register tile by register tile.
+        for xi in 0..XI {
+            for s in 0..p.cop / NR {
+                for t in (0..nt).step_by(TR) {
+                    // SAFETY: V_xi rows t..t + 12 (of nt, each cp floats, c read), U_xi
+                    // strip s (c steps of 32), M_xi rows t..t + 12 columns 32 s.. (cop).
+                    #[cfg(target_arch = "x86_64")]
+                    unsafe {
+                        product_tile(
+                            p.c,
+                            v.as_ptr().add((xi * nt + t) * p.cp),
+                            p.cp,
+                            up.as_ptr().add((xi * p.cop / NR + s) * p.c * NR),
+                            m.as_mut_ptr().add((xi * nt + t) * p.cop + s * NR),
+                            p.cop,
+                        )
+                    };
+                }
+            }
+        }
+        let (mut r, mut finite) = (r0, true);
+        while r < r1 {
+            let (n, t0) = (r / p.ty, r % p.ty);
+            let t1 = (p.ty).min(t0 + (r1 - r));
+            let first = (r - r0) * p.tx;
+            let (oy0, oy1) = (t0 * M, (t1 * M).min(p.oh));
+            // SAFETY: the segment's output rows of sample n (the caller's), the buffers.
+            unsafe {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    finite &= output_transform(p, m.as_ptr(), nt, (first, t0), t1 - t0, bias, cl.as_mut_ptr());
+                }
+                super::wgrad_cl::transpose(cl.as_ptr(), p.cop, (oy1 - oy0) * p.ow, p.co, out.add(n * p.co * oplane + oy0 * p.ow), oplane);
+            }
+            r += t1 - t0;
+        }
+        finite
+    })
+}
+
+/// `out[i][0..32] = sum_ch a[i][ch] * b[ch][0..32]` for the 12 rows of a register tile:
+/// `a` rows `a_rs` apart (broadcast in place), `b` packed (32 floats per step).
+///
+/// # Safety
+/// The CPU has AVX-512F and FMA; `a` holds 12 rows of `k` floats `a_rs` apart, `b`
+/// `k * 32` floats, `out` 12 rows of 32 writable floats `out_rs` apart.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+unsafe fn product_tile(k: usize, a: *const f32, a_rs: usize, b: *const f32, out: *mut f32, out_rs: usize) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); 2]; TR];
+    // SAFETY: the caller's extents.
+    unsafe {
+        for ch in 0..k {
+            let (b0, b1) = (_mm512_loadu_ps(b.add(ch * NR)), _mm512_loadu_ps(b.add(ch * NR + LANES)));
+            for (i, row) in acc.iter_mut().enumerate() {
+                let ai = _mm512_set1_ps(*a.add(i * a_rs + ch));
+                row[0] = _mm512_fmadd_ps(ai, b0, row[0]);
+                row[1] = _mm512_fmadd_ps(ai, b1, row[1]);
+            }
+        }
+        for (i, row) in acc.iter().enumerate() {
+            _mm512_storeu_ps(out.add(i * out_rs), row[0]);
+            _mm512_storeu_ps(out.add(i * out_rs + LANES), row[1]);
+        }
+    }
+}
+
+/// At least `len` floats (new ones zero).
+fn grow(v: &mut Vec<f32>, len: usize) {
+    if v.len() < len {
+        v.resize(len, 0.0);
+    }
+}
+
+/// The input slab of tile rows `t0..t1` of one sample (`img`: its first plane): slab row
+/// `i` is image row `t0 * 4 - pad + i`, slab column `j` image column `j - pad`, each
+/// pixel `cp` channels (zeros outside the image and past `c`).
+///
+/// # Safety
+/// The CPU has AVX-512F; `img` holds the sample's `c` planes; `slab` and `cl` are sized
+/// by `block`.
+unsafe fn gather(p: &Plan, img: *const f32, (t0, t1): (usize, usize), slab: &mut [f32], cl: &mut [f32]) {
+    let rows = M * (t1 - t0) + 2;
+    let top = (t0 * M) as isize - p.pad[0] as isize;
+    let y0 = top.max(0) as usize;
+    let y1 = ((top + rows as isize).max(0) as usize).min(p.h);
+    slab[..rows * p.wp * p.cp].fill(0.0);
+    if y0 >= y1 {
+        return;
+    }
+    // Rows y0..y1 channels-last, then each into its padded slab row.
+    // SAFETY: rows y0..y1 of the c planes; `cl` holds (y1 - y0) * w pixels of cp floats.
+    unsafe { super::wgrad_cl::transpose(img.add(y0 * p.w), p.h * p.w, p.c, (y1 - y0) * p.w, cl.as_mut_ptr(), p.cp) };
+    let cols = p.w.min(p.wp.saturating_sub(p.pad[1]));
+    for y in y0..y1 {
+        let i = (y as isize - top) as usize;
+        let src = &cl[(y - y0) * p.w * p.cp..][..cols * p.cp];
+        slab[(i * p.wp + p.pad[1]) * p.cp..][..cols * p.cp].copy_from_slice(src);
+    }
+}
+
+/// `B^T x` for F(4x4, 3x3), lane-wise.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+fn bt(x: [std::arch::x86_64::__m512; A]) -> [std::arch::x86_64::__m512; A] {
+    use std::arch::x86_64::*;
+    let (four, five, two) = (_mm512_set1_ps(4.0), _mm512_set1_ps(5.0), _mm512_set1_ps(2.0));
+    let a = _mm512_fnmadd_ps(four, x[2], x[4]); // x4 - 4 x2
+    let b = _mm512_fnmadd_ps(four, x[1], x[3]); // x3 - 4 x1
+    let c = _mm512_sub_ps(x[4], x[2]);
+    let d = _mm512_mul_ps(two, _mm512_sub_ps(x[3], x[1]));
+    [
+        _mm512_fmadd_ps(four, x[0], _mm512_fnmadd_ps(five, x[2], x[4])),
+        _mm512_add_ps(a, b),
+        _mm512_sub_ps(a, b),
+        _mm512_add_ps(c, d),
+        _mm512_sub_ps(c, d),
+        _mm512_fmadd_ps(four, x[1], _mm512_fnmadd_ps(five, x[3], x[5])),
+    ]
+}
+
+/// `A^T x` for F(4x4, 3x3), lane-wise.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+fn at(x: [std::arch::x86_64::__m512; A]) -> [std::arch::x86_64::__m512; M] {
+    use std::arch::x86_64::*;
+    let (s12, d12) = (_mm512_add_ps(x[1], x[2]), _mm512_sub_ps(x[1], x[2]));
+    let (s34, d34) = (_mm512_add_ps(x[3], x[4]), _mm512_sub_ps(x[3], x[4]));
+    [
+        _mm512_add_ps(_mm512_add_ps(x[0], s12), s34),
+        _mm512_fmadd_ps(_mm512_set1_ps(2.0), d34, d12),
+        _mm512_fmadd_ps(_mm512_set1_ps(4.0), s34, s12),
+        _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0), d34, d12), x[5]),
+    ]
+}
+
+/// V for the `rows` tile rows of a slab: tile (r, x) is tile `first + r * tx + x` of
+/// the block's `nt`; `V[xi][tile][ch]` at `(xi * nt + tile) * cp + ch`.
+///
+/// # Safety
+/// The CPU has AVX-512F and FMA; `slab` holds `4 rows + 2` rows of `wp * cp` floats; `v`
+/// holds `36 * nt * cp` floats and the tiles are inside `0..nt`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+unsafe fn input_transform(p: &Plan, slab: *const f32, rows: usize, v: *mut f32, nt: usize, first: usize) {
+    use std::arch::x86_64::*;
+    for r in 0..rows {
+        for x in 0..p.tx {
+            let tile = first + r * p.tx + x;
+            for c0 in (0..p.cp).step_by(LANES) {
+                // Columns first (cols[j] = B^T d[.][j]), then the rows of that: B^T d B.
+                let cols: [[__m512; A]; A] = std::array::from_fn(|j| {
+                    bt(std::array::from_fn(|i| {
+                        // SAFETY: slab row r * 4 + i, column x * 4 + j < wp (the caller).
+                        unsafe { _mm512_loadu_ps(slab.add(((r * M + i) * p.wp + x * M + j) * p.cp + c0)) }
+                    }))
+                });
+                let e: [[__m512; A]; A] = std::array::from_fn(|i| std::array::from_fn(|j| cols[j][i]));
+                for (i, row) in e.into_iter().enumerate() {
+                    for (j, val) in bt(row).into_iter().enumerate() {
+                        // SAFETY: position xi = 6 i + j, tile < nt, channels c0..c0 + 16 <= cp.
+                        unsafe { _mm512_storeu_ps(v.add(((i * A + j) * nt + tile) * p.cp + c0), val) };
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The outputs of `rows` tile rows (tiles `first + r * tx + x` of the block's `nt`; the
+/// first is tile row `t0` of its plane) from M, plus the bias, channels-last into `cl`:
+/// output row `r * 4 + i` (those inside the plane), column `x * 4 + j` (those inside
+/// it) at `((r * 4 + i) * ow + x * 4 + j) * cop`. Whether every value was finite (lanes
+/// past `co` included: products with zero weights, finite where the inputs are).
+///
+/// # Safety
+/// The CPU has AVX-512F and FMA; `m` holds `36 * nt * cop` floats, `bias` `cop`, and `cl`
+/// `rows * 4 * ow * cop`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+unsafe fn output_transform(
+    p: &Plan,
+    m: *const f32,
+    nt: usize,
+    (first, t0): (usize, usize),
+    rows: usize,
+    bias: &[f32],
+    cl: *mut f32,
+) -> bool {
+    use std::arch::x86_64::*;
+    // 0 * x is 0 for finite x and NaN otherwise: the sum stays 0 while all are finite.
+    let (zero, mut probe) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+    for r in 0..rows {
+        let ylive = (p.oh - (t0 + r) * M).min(M);
+        for x in 0..p.tx {
+            let tile = first + r * p.tx + x;
+            let xlive = (p.ow - x * M).min(M);
+            for c0 in (0..p.cop).step_by(LANES) {
+                // SAFETY: `bias` holds cop floats.
+                let bv = unsafe { _mm512_loadu_ps(bias.as_ptr().add(c0)) };
+                // Columns first (cols[j] = A^T m[.][j]), then the rows of that: A^T m A.
+                let cols: [[__m512; M]; A] = std::array::from_fn(|j| {
+                    at(std::array::from_fn(|i| {
+                        // SAFETY: position 6 i + j of tile < nt, channels c0..c0 + 16 <= cop.
+                        unsafe { _mm512_loadu_ps(m.add(((i * A + j) * nt + tile) * p.cop + c0)) }
+                    }))
+                });
+                let z: [[__m512; A]; M] = std::array::from_fn(|i| std::array::from_fn(|j| cols[j][i]));
+                for (i, row) in z.into_iter().enumerate().take(ylive) {
+                    for (j, val) in at(row).into_iter().enumerate().take(xlive) {
+                        // SAFETY: output row r * 4 + i < rows * 4, column x * 4 + j < ow.
+                        let y = _mm512_add_ps(val, bv);
+                        probe = _mm512_fmadd_ps(y, zero, probe);
+                        unsafe { _mm512_storeu_ps(cl.add(((r * M + i) * p.ow + x * M + j) * p.cop + c0), y) };
+                    }
+                }
+            }
+        }
+    }
+    _mm512_cmp_ps_mask::<_CMP_ORD_Q>(probe, probe) == 0xFFFF
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::passes::conv_fwd;
+    use super::*;
+
+    /// Equals the materialised-columns path in float64 (itself checked against PyTorch's
+    /// fixtures) to 1e-4: odd plane sizes (partial tiles at the right and bottom), pads
+    /// 0 to 2, channel counts not a multiple of 16, several samples per block and
+    /// several blocks per sample, bias, with and without threads.
+    #[test]
+    fn matches_the_float64_path() {
+        if !crate::ops::cpu::has_avx512() {
+            return;
+        }
+        let mut seed = 77u64;
+        // (n, c, co, h, w, pad)
+        let cases: [(usize, usize, usize, usize, usize, usize); 7] = [
+            (2, 16, 16, 6, 6, 0),
+            (3, 16, 32, 8, 8, 1),
+            (2, 20, 17, 9, 13, 1),
+            (1, 32, 48, 30, 7, 2),
+            (4, 64, 64, 16, 16, 1),
+            (2, 128, 40, 11, 10, 1),
+            (1, 24, 16, 70, 66, 1),
+        ];
+        for (n, c, co, h, w, pad) in cases {
+            let g = Geom::for_test(n, c, 1, [1, h, w], [1, 3, 3], [1; 3], [0, pad, pad], [1; 3]);
+            assert!(applies(&g, co), "{g:?}");
+            seed += 3;
+            let img: Vec<f32> = crate::ops::test_values(n * c * h * w, seed);
+            let wt: Vec<f32> = crate::ops::test_values(co * c * 9, seed + 1);
+            let bias: Vec<f32> = crate::ops::test_values(co, seed + 2);
+            let to64 = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+            for b in [None, Some(&bias[..])] {
+                let want: Vec<f32> =
+                    conv_fwd(&to64(&img), &to64(&wt), b.map(to64).as_deref(), &g, co, None).into_iter().map(|x| x as f32).collect();
+                for par in [false, true] {
+                    let got = super::super::on_two_threads(|| conv_fwd_winograd(&img, &wt, b, &g, co, par)).expect("finite");
+                    super::super::assert_close(&got, &want, &format!("{g:?} co={co} bias={} par={par}", b.is_some()));
+                }
+            }
+        }
+    }
+
+    /// An infinite or NaN input (or weight) gives None, so the caller runs a direct
+    /// method: the transforms would turn some of the direct sum's infinities into NaN.
+    #[test]
+    fn non_finite_operands_are_left_to_the_direct_path() {
+        if !crate::ops::cpu::has_avx512() {
+            return;
+        }
+        let g = Geom::for_test(1, 16, 1, [1, 8, 8], [1, 3, 3], [1; 3], [0, 1, 1], [1; 3]);
+        let img: Vec<f32> = crate::ops::test_values(16 * 64, 5);
+        let wt: Vec<f32> = crate::ops::test_values(16 * 16 * 9, 6);
+        assert!(conv_fwd_winograd(&img, &wt, None, &g, 16, false).is_some());
+        for bad in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
+            let mut x = img.clone();
+            x[16 * 64 - 10] = bad;
+            assert!(conv_fwd_winograd(&x, &wt, None, &g, 16, false).is_none(), "{bad} in the image");
+            let mut w = wt.clone();
+            w[3] = bad;
+            assert!(conv_fwd_winograd(&img, &w, None, &g, 16, false).is_none(), "{bad} in the weight");
+        }
+    }
+}
