@@ -23,23 +23,41 @@ pub(crate) fn split(dims: &[usize], lo: usize, hi: usize) -> (usize, usize, usiz
     (outer, r, inner)
 }
 
-/// Reductions with 16 independent lanes, so the loops vectorize despite float
-/// non-associativity (a single running accumulator would serialize them).
+/// Reductions with 32 independent lanes (two vectors of f32), so the loops vectorize
+/// despite float non-associativity (a single running accumulator would serialize them);
+/// the tail is one more zero-padded chunk, and the lanes are then added pairwise (halves
+/// onto halves, each step one vector add). Why pairwise: a running scalar sum over the
+/// lanes was a chain of 16+ dependent adds, which dominated short rows (global average
+/// pooling's 196-element planes spent most of their time there).
 #[inline(always)]
 pub(crate) fn sum_slice<T: Float>(x: &[T]) -> T {
-    let mut acc = [T::ZERO; 16];
-    let chunks = x.chunks_exact(16);
+    let mut acc = [T::ZERO; 32];
+    let chunks = x.chunks_exact(32);
     let rem = chunks.remainder();
     for c in chunks {
-        for k in 0..16 {
+        for k in 0..32 {
             acc[k] += c[k];
         }
     }
-    let mut s = T::ZERO;
-    for &a in acc.iter().chain(rem) {
-        s += a;
+    // The tail as one more (zero-padded) chunk: adding it lane by lane into `acc` kept
+    // `acc` on the stack.
+    let mut tail = [T::ZERO; 32];
+    tail[..rem.len()].copy_from_slice(rem);
+    for k in 0..32 {
+        acc[k] += tail[k];
     }
-    s
+    // Constant trip counts, so the halves stay in registers (a loop over the widths
+    // went through the stack, with stalled store-to-load forwarding).
+    for k in 0..16 {
+        acc[k] += acc[k + 16];
+    }
+    for k in 0..8 {
+        acc[k] += acc[k + 8];
+    }
+    for k in 0..4 {
+        acc[k] += acc[k + 4];
+    }
+    (acc[0] + acc[2]) + (acc[1] + acc[3])
 }
 
 /// The sum of a whole slice: partial sums over chunks (in parallel when large), then
