@@ -765,3 +765,24 @@ def test_winograd_shapes_keep_the_direct_sums_infinities(bad: float) -> None:
     xg64 = cp.tensor(x, dtype=cp.float64).requires_grad_()
     F.conv2d(xg64, cp.tensor(w, dtype=cp.float64), padding=1).backward(cp.tensor(gy, dtype=cp.float64))
     np.testing.assert_allclose(xg.grad.numpy(), xg64.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("pad", [0, 1])
+def test_depthwise_float32_kernels_follow_the_float64_path_with_infinities(pad: int) -> None:
+    """The float32 depthwise kernels (taps summed in registers from a padded plane; the
+    weight gradient masks lanes past each row's end) equal the float64 path, value by
+    value, with an infinite input in the last column (read only by lanes past the end of
+    some taps' rows when unpadded) and in the middle, for 3x3 and 3x5 kernels."""
+    rng = np.random.default_rng(3)
+    for k, col in [((3, 3), -1), ((3, 5), -1), ((3, 3), 20)]:
+        x = rng.standard_normal((2, 4, 9, 37)).astype(np.float32)
+        x[1, 2, 4, col] = np.inf
+        w = rng.standard_normal((4, 1, *k)).astype(np.float32)
+        got = []
+        for dtype in (cp.float32, cp.float64):
+            xt, wt = cp.tensor(x, dtype=dtype).requires_grad_(), cp.tensor(w, dtype=dtype).requires_grad_()
+            y = F.conv2d(xt, wt, padding=pad, groups=4)
+            y.backward(cp.ones(tuple(y.shape), dtype=dtype))
+            got.append([t.numpy().astype(np.float64) for t in (y.detach(), xt.grad, wt.grad)])
+        for name, a, want in zip(("output", "input grad", "weight grad"), *got):
+            np.testing.assert_allclose(a, want, rtol=1e-5, atol=1e-4, err_msg=f"{name}: k={k} col={col} pad={pad}")
