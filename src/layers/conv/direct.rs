@@ -1,8 +1,9 @@
-//! The f32 forward of a 2-D convolution at x-stride 1 or 2, read straight from the image: each
-//! strip of 32 consecutive outputs of an output plane (two vectors of 16) is a 12 x 32
-//! register tile over 12 output channels, and every (input channel, tap) step loads
-//! the strip's input in place — masked loads give the padding (masked lanes are never
-//! read) — and multiplies it by 12 broadcast weights. No column matrix and no packing
+//! The f32 forward of a 1-3 D convolution at x-stride 1 or 2, read straight from the
+//! image: each strip of 32 consecutive outputs of an output slice (two vectors of 16) is
+//! a 12 x 32 register tile over 12 output channels (8 x 48 where the channels are a
+//! multiple of 8 but not 12), and every (input channel, tap) step loads the strip's
+//! input in place — masked loads give the padding (masked lanes are never read) — and
+//! multiplies it by 12 broadcast weights. No column matrix and no packing
 //! of the image. Where output rows are a multiple of 16 wide each vector is one run of
 //! one input row; other widths fill a vector from the two rows it spans (three for
 //! rows of 9 to 15), one merging masked load each.
@@ -15,51 +16,67 @@ use super::Geom;
 use crate::ops::parallel::SyncPtr;
 use rayon::prelude::*;
 
-/// Output channels per tile (the broadcast side).
-const MR: usize = 12;
-/// Lanes per vector, and vectors per strip.
+/// Output channels per tile (the broadcast side), and vectors of 16 positions per strip:
+/// 12 x 2 in general, 8 x 3 where the output channels are a multiple of 8 but not of 12
+/// (16 channels as 12 + 4 left a third of the second tile idle). 24 accumulators either way.
+const TILES: [(usize, usize); 2] = [(12, 2), (8, 3)];
+/// Lanes per vector.
 const L: usize = 16;
-const NV: usize = 2;
 /// The most taps one kernel window may have (the per-strip tables are arrays).
 const MAX_TAPS: usize = 64;
 /// Output rows at least this wide: a vector of 16 then spans at most three rows.
 const MIN_ROW: usize = 8;
 
-/// Whether this kernel runs the forward: AVX-512, one group, a 2-D (or 1-D) window at
-/// dilation 1 and an x-stride of 1 or 2 (any y-stride), output rows at least 8 wide, and
-/// at least 8 output channels (fewer waste most of the 12-row tile).
+/// Whether this kernel runs the forward: AVX-512, one group, a 1-, 2- or 3-D window at
+/// dilation 1 and an x-stride of 1 or 2 (any y- and z-stride), output rows at least 8
+/// wide, and at least 8 output channels (fewer waste most of the 12-row tile).
 pub(crate) fn applies(g: &Geom, w_rows: usize) -> bool {
     crate::ops::cpu::has_avx512()
         && g.groups == 1
-        && g.ins[0] == 1
-        && g.outs[0] == 1
-        && g.k[0] == 1
-        && g.stride[0] == 1
         && matches!(g.stride[2], 1 | 2)
         && g.dil == [1, 1, 1]
         && g.outs[2] >= MIN_ROW
-        && g.k[1] * g.k[2] <= MAX_TAPS
+        && g.kvol() <= MAX_TAPS
         && w_rows >= 8
 }
 
-/// `out (N, Co, OH, OW) = conv(img (N, C, H, W), w (Co, C, kh, kw)) (+ bias)` where
-/// `applies` holds.
+/// `out (N, Co, [OD,] OH, OW) = conv(img (N, C, [D,] H, W), w (Co, C, [kd,] kh, kw)) (+ bias)`
+/// where `applies` holds.
 pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, co: usize, par: bool) -> Vec<f32> {
-    let (c, kv) = (g.c, g.k[1] * g.k[2]);
+    let (c, kv) = (g.c, g.kvol());
     let (h, wd) = (g.ins[1], g.ins[2]);
     let (oh, ow) = (g.outs[1], g.outs[2]);
     let (plane, oplane) = (h * wd, oh * ow);
-    assert!(img.len() >= g.n * c * plane && w.len() >= co * c * kv, "conv (direct): operand sizes");
-    // Weights as 12-channel strips, step-major (the GEMM's left packing): strip b holds
-    // w[12 b + i, p] at p * 12 + i (channels past `co` as zeros), so each step's
+    let (ivol, ovol) = (g.ivol(), g.ovol());
+    assert!(img.len() >= g.n * c * ivol && w.len() >= co * c * kv, "conv (direct): operand sizes");
+    // Weights as strips of `mr` channels, step-major (the GEMM's left packing): strip b
+    // holds w[mr b + i, p] at p * mr + i (channels past `co` as zeros), so each step's
     // broadcasts are consecutive.
     let depth = c * kv;
-    let mut wp = vec![0f32; co.div_ceil(MR) * MR * depth];
+    let (mr, nv) = if co.is_multiple_of(8) && !co.is_multiple_of(12) { TILES[1] } else { TILES[0] };
+    let mut wp = vec![0f32; co.div_ceil(mr) * mr * depth];
     // SAFETY: `w` holds the (co, depth) row-major weight (asserted above), and `wp` the
     // co.div_ceil(12) strips of 12 x depth floats that `pack_left` writes.
-    unsafe { crate::ops::sgemm::pack_left(MR, crate::ops::sgemm::Mat::new(w.as_ptr(), depth as isize, 1), (0, co), (0, depth), &mut wp) };
-    let strips = oplane.div_ceil(L * NV);
-    let geo = Strip { c, kv, h, wd, ow, plane, oplane, co, kw: g.k[2], pad: [g.pad[1], g.pad[2]], sy: g.stride[1] };
+    unsafe { crate::ops::sgemm::pack_left(mr, crate::ops::sgemm::Mat::new(w.as_ptr(), depth as isize, 1), (0, co), (0, depth), &mut wp) };
+    let strips = oplane.div_ceil(L * nv);
+    let geo = Strip {
+        c,
+        kv,
+        d: g.ins[0],
+        h,
+        wd,
+        ow,
+        plane,
+        oplane,
+        ivol,
+        ovol,
+        co,
+        k: [g.k[0], g.k[1], g.k[2]],
+        pad: [g.pad[0], g.pad[1], g.pad[2]],
+        sz: g.stride[0],
+        sy: g.stride[1],
+    };
+    let od = g.outs[0];
     let s2 = g.stride[2] == 2;
     // Rows a multiple of 16 wide: one run per vector; rows of 8 (every vector starts a
     // row and covers two) or of 16+ (a vector ends at most one row boundary): two; rows
@@ -73,33 +90,41 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
     };
     // Every position of every output plane is written: the strips cover each plane
     // (the last one's store masks stop at the plane's end).
-    crate::ops::parallel::filled_plain(g.n * co * oplane, |out: &mut [f32]| {
+    crate::ops::parallel::filled_plain(g.n * co * ovol, |out: &mut [f32]| {
         let dst = SyncPtr(out.as_mut_ptr());
         let task = |t: usize| {
-            let (n, s) = (t / strips, t % strips);
+            let (n, oz, s) = (t / (od * strips), (t / strips) % od, t % strips);
             #[cfg(target_arch = "x86_64")]
             // SAFETY: AVX-512 was checked by `applies` (the caller's condition); sample
-            // n's image planes lie inside `img` (asserted above); the strip's outputs
-            // (positions s * 32.. of each of the co planes of sample n) are inside `out`,
-            // and no other task writes them.
+            // n's image volumes lie inside `img` (asserted above); the strip's outputs
+            // (positions s * 16 nv.. of output slice oz of each of the co volumes of sample
+            // n) are inside `out`, and no other task writes them.
             unsafe {
-                let (src, o) = (img.as_ptr().add(n * c * plane), dst.ptr().add(n * co * oplane));
-                match (runs, s2) {
-                    (1, false) => strip_avx512::<1, 1>(&geo, src, &wp, bias, o, s),
-                    (2, false) => strip_avx512::<2, 1>(&geo, src, &wp, bias, o, s),
-                    (_, false) => strip_avx512::<3, 1>(&geo, src, &wp, bias, o, s),
-                    (1, true) => strip_avx512::<1, 2>(&geo, src, &wp, bias, o, s),
-                    (2, true) => strip_avx512::<2, 2>(&geo, src, &wp, bias, o, s),
-                    (_, true) => strip_avx512::<3, 2>(&geo, src, &wp, bias, o, s),
+                let (src, o) = (img.as_ptr().add(n * c * ivol), dst.ptr().add(n * co * ovol + oz * oplane));
+                let at = (oz, s);
+                match (runs, s2, mr) {
+                    (1, false, 12) => strip_avx512::<1, 1, 12, 2>(&geo, src, &wp, bias, o, at),
+                    (2, false, 12) => strip_avx512::<2, 1, 12, 2>(&geo, src, &wp, bias, o, at),
+                    (_, false, 12) => strip_avx512::<3, 1, 12, 2>(&geo, src, &wp, bias, o, at),
+                    (1, true, 12) => strip_avx512::<1, 2, 12, 2>(&geo, src, &wp, bias, o, at),
+                    (2, true, 12) => strip_avx512::<2, 2, 12, 2>(&geo, src, &wp, bias, o, at),
+                    (_, true, 12) => strip_avx512::<3, 2, 12, 2>(&geo, src, &wp, bias, o, at),
+                    (1, false, _) => strip_avx512::<1, 1, 8, 3>(&geo, src, &wp, bias, o, at),
+                    (2, false, _) => strip_avx512::<2, 1, 8, 3>(&geo, src, &wp, bias, o, at),
+                    (_, false, _) => strip_avx512::<3, 1, 8, 3>(&geo, src, &wp, bias, o, at),
+                    (1, true, _) => strip_avx512::<1, 2, 8, 3>(&geo, src, &wp, bias, o, at),
+                    (2, true, _) => strip_avx512::<2, 2, 8, 3>(&geo, src, &wp, bias, o, at),
+                    (_, true, _) => strip_avx512::<3, 2, 8, 3>(&geo, src, &wp, bias, o, at),
                 }
             }
             #[cfg(not(target_arch = "x86_64"))]
-            unreachable!("conv (direct) without AVX-512 (applies says no): {n} {s}");
+            unreachable!("conv (direct) without AVX-512 (applies says no): {n} {oz} {s}");
         };
+        let tasks = g.n * od * strips;
         if par {
-            (0..g.n * strips).into_par_iter().for_each(task);
+            (0..tasks).into_par_iter().for_each(task);
         } else {
-            (0..g.n * strips).for_each(task);
+            (0..tasks).for_each(task);
         }
     })
 }
@@ -108,38 +133,45 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
 struct Strip {
     c: usize,
     kv: usize,
+    /// Input depth (1 in 2-D), rows and row width.
+    d: usize,
     h: usize,
     wd: usize,
     ow: usize,
+    /// One input slice, one output slice, one input volume, one output volume.
     plane: usize,
     oplane: usize,
+    ivol: usize,
+    ovol: usize,
     co: usize,
-    kw: usize,
-    pad: [usize; 2],
-    /// Input rows from one output row to the next.
+    /// Window (kd, kh, kw) and padding (z, y, x).
+    k: [usize; 3],
+    pad: [usize; 3],
+    /// Input slices from one output slice to the next, and rows from one row to the next.
+    sz: usize,
     sy: usize,
 }
 
-/// Outputs `s * 32 .. s * 32 + 32` (clipped to the plane) of every output channel of one
-/// sample: `img` is the sample's first input plane, `out` its first output plane. Each
-/// vector's lanes are up to `P` runs along output rows (1 where rows are a multiple of
+/// Outputs `s * 16 NV ..` (`16 NV` of them, clipped to the slice) of output slice `oz`
+/// of every output channel of one sample, `MR` channels per tile: `img` is the sample's
+/// first input volume, `out` slice `oz` of its first output volume. Each vector's lanes are up to `P` runs along output rows (1 where rows are a multiple of
 /// 16 wide, 2 where they are 8 or 16+ wide, else 3), each loaded from its input row by
 /// one masked load; at x-stride `S` = 2 a run's inputs are every other float of
 /// `2 * len`, loaded as two vectors of 16 whose even lanes a permute then gathers.
 ///
 /// # Safety
-/// The CPU must support AVX-512F, AVX2 and FMA; `img` points to `c` readable planes of
-/// `plane` floats, `out` to `co` writable planes of `oplane` floats; `wp` holds the
-/// weight strips as `conv_fwd_direct` packs them; every 16 lanes span at most `P` rows.
+/// The CPU must support AVX-512F, AVX2 and FMA; `img` points to `c` readable volumes of
+/// `ivol` floats, `out` to `co` writable slices of `oplane` floats `ovol` apart; `wp`
+/// holds the weight strips as `conv_fwd_direct` packs them for `MR`; every 16 lanes span at most `P` rows.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn strip_avx512<const P: usize, const S: usize>(
+unsafe fn strip_avx512<const P: usize, const S: usize, const MR: usize, const NV: usize>(
     g: &Strip,
     img: *const f32,
     wp: &[f32],
     bias: Option<&[f32]>,
     out: *mut f32,
-    s: usize,
+    (oz, s): (usize, usize),
 ) {
     use std::arch::x86_64::*;
     // Per vector, run and tap: where loaded lane 0 would read inside a plane (so loaded
@@ -162,11 +194,12 @@ unsafe fn strip_avx512<const P: usize, const S: usize>(
             let (oy, ox) = ((pos + j) / g.ow, (pos + j) % g.ow);
             let len = (g.ow - ox).min(lanes - j);
             for t in 0..g.kv {
-                let (ky, kx) = (t / g.kw, t % g.kw);
-                let iy = (oy * g.sy) as isize + ky as isize - g.pad[0] as isize;
-                let x0 = (ox * S) as isize + kx as isize - g.pad[1] as isize;
-                off[v][r][t] = iy * g.wd as isize + x0 - (S * j) as isize;
-                mask[v][r][t] = if iy < 0 || iy >= g.h as isize {
+                let (kz, ky, kx) = (t / (g.k[1] * g.k[2]), (t / g.k[2]) % g.k[1], t % g.k[2]);
+                let iz = (oz * g.sz) as isize + kz as isize - g.pad[0] as isize;
+                let iy = (oy * g.sy) as isize + ky as isize - g.pad[1] as isize;
+                let x0 = (ox * S) as isize + kx as isize - g.pad[2] as isize;
+                off[v][r][t] = iz * g.plane as isize + iy * g.wd as isize + x0 - (S * j) as isize;
+                mask[v][r][t] = if iy < 0 || iy >= g.h as isize || iz < 0 || iz >= g.d as isize {
                     0
                 } else {
                     // Loaded lanes S*j + q for q in lo..hi read x0 + q, inside the row.
@@ -184,8 +217,8 @@ unsafe fn strip_avx512<const P: usize, const S: usize>(
         let mut acc = [[_mm512_setzero_ps(); NV]; MR];
         let mut wq = wb.as_ptr();
         for ch in 0..g.c {
-            // SAFETY: channel ch < c of the sample's planes.
-            let base = unsafe { img.add(ch * g.plane) };
+            // SAFETY: channel ch < c of the sample's volumes.
+            let base = unsafe { img.add(ch * g.ivol) };
             for t in 0..g.kv {
                 let mut bv = [_mm512_setzero_ps(); NV];
                 for v in 0..NV {
@@ -193,7 +226,7 @@ unsafe fn strip_avx512<const P: usize, const S: usize>(
                     for r in 0..P {
                         let (m, p) = (mask[v][r][t], base.wrapping_offset(off[v][r][t]));
                         // SAFETY: only the lanes in the masks are read, each at an input
-                        // (iy, x) inside this plane; the address of the others is formed
+                        // (iz, iy, x) inside this volume; the address of the others is formed
                         // with wrapping arithmetic and never dereferenced.
                         unsafe {
                             bv[v] = _mm512_mask_loadu_ps(bv[v], m as __mmask16, p);
@@ -225,8 +258,8 @@ unsafe fn strip_avx512<const P: usize, const S: usize>(
             let bo = _mm512_set1_ps(bias.map_or(0.0, |bs| bs[o]));
             for v in 0..NV {
                 // SAFETY: output channel o < co; the lanes in `live` are positions
-                // (s * NV + v) * 16 + lane < oplane of its plane.
-                unsafe { _mm512_mask_storeu_ps(out.add(o * g.oplane + (s * NV + v) * L), live[v], _mm512_add_ps(row[v], bo)) };
+                // (s * NV + v) * 16 + lane < oplane of its slice.
+                unsafe { _mm512_mask_storeu_ps(out.add(o * g.ovol + (s * NV + v) * L), live[v], _mm512_add_ps(row[v], bo)) };
             }
         }
     }
@@ -240,8 +273,8 @@ mod tests {
     /// The in-place forward equals the materialised-columns path (itself checked
     /// against PyTorch's fixtures): partial channel blocks, an odd number of 16-wide
     /// runs, windows from 1x1 to 5x5 with padding from none to full, 1-d, x-strides of
-    /// 1 and 2 (y-strides 1 to 3), bias, with
-    /// and without threads; and the adjoint (`implicit::conv_adj_implicit`, which runs
+    /// 1 and 2 (y-strides 1 to 3), 3-D (z-strides 1 and 2), bias, with and without
+    /// threads; and the adjoint (`implicit::conv_adj_implicit`, which runs
     /// here when its flipped forward qualifies) equals col2im.
     #[test]
     fn matches_the_im2col_path() {
@@ -269,11 +302,17 @@ mod tests {
             (2, 4, 10, [1, 7, 15], [1, 3, 5], [0, 2, 0]),
             (2, 5, 14, [1, 5, 27], [1, 3, 3], [0, 1, 1]),
         ];
-        let strided: [(Case, [usize; 3]); 4] = [
+        let strided: [(Case, [usize; 3]); 8] = [
             ((2, 3, 20, [1, 9, 64], [1, 3, 3], [0, 1, 1]), [1, 2, 2]),
             ((1, 4, 12, [1, 7, 33], [1, 3, 3], [0, 1, 1]), [1, 2, 2]),
             ((2, 5, 9, [1, 6, 40], [1, 1, 1], [0, 0, 0]), [1, 2, 2]),
             ((1, 3, 16, [1, 5, 35], [1, 3, 5], [0, 0, 2]), [1, 3, 2]),
+            // 3-D: slices padded and not, z-strides 1 and 2, windows 1 to 3 deep, rows of
+            // 8 to 15 and 16+.
+            ((2, 8, 16, [4, 6, 32], [3, 3, 3], [1, 1, 1]), [1, 1, 1]),
+            ((1, 3, 13, [5, 4, 9], [2, 3, 3], [0, 1, 1]), [2, 1, 1]),
+            ((2, 4, 10, [3, 5, 20], [1, 3, 3], [0, 1, 1]), [1, 1, 2]),
+            ((1, 5, 24, [6, 3, 17], [3, 1, 3], [1, 0, 1]), [2, 2, 1]),
         ];
         let all = cases.iter().map(|&c| (c, [1; 3])).chain(strided);
         for ((n, c, w_rows, ins, k, pad), stride) in all {
