@@ -1,7 +1,7 @@
 //! The f32 forward of a 1-3 D convolution at x-stride 1 or 2, read straight from the
 //! image: each strip of 32 consecutive outputs of an output slice (two vectors of 16) is
-//! a 12 x 32 register tile over 12 output channels (8 x 48 where the channels are a
-//! multiple of 8 but not 12), and every (input channel, tap) step loads the strip's
+//! a 12 x 32 register tile over 12 output channels (8 x 48 at x-stride 1 where 8s fit
+//! the channels and 12s do not), and every (input channel, tap) step loads the strip's
 //! input in place — masked loads give the padding (masked lanes are never read) — and
 //! multiplies it by 12 broadcast weights. No column matrix and no packing
 //! of the image. Where output rows are a multiple of 16 wide each vector is one run of
@@ -17,8 +17,9 @@ use crate::ops::parallel::SyncPtr;
 use rayon::prelude::*;
 
 /// Output channels per tile (the broadcast side), and vectors of 16 positions per strip:
-/// 12 x 2 in general, 8 x 3 where the output channels are a multiple of 8 but not of 12
-/// (16 channels as 12 + 4 left a third of the second tile idle). 24 accumulators either way.
+/// 12 x 2 in general, 8 x 3 at x-stride 1 where the output channels are a multiple of 8
+/// that 12-channel tiles fit badly (16 channels as 12 + 4 left a third of the second
+/// tile idle). 24 accumulators either way.
 const TILES: [(usize, usize); 2] = [(12, 2), (8, 3)];
 /// Lanes per vector.
 const L: usize = 16;
@@ -53,7 +54,11 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
     // holds w[mr b + i, p] at p * mr + i (channels past `co` as zeros), so each step's
     // broadcasts are consecutive.
     let depth = c * kv;
-    let (mr, nv) = if co.is_multiple_of(8) && !co.is_multiple_of(12) { TILES[1] } else { TILES[0] };
+    // 8 x 48 where 12-channel tiles would idle more than an eighth of their rows, at
+    // x-stride 1 only: at stride 2 each vector costs two loads and a permute, and three
+    // vectors per 8 broadcasts measured 1.8x slower (64 -> 128 channels at 16x16).
+    let waste12 = co.div_ceil(12) * 12 * 8 > co * 9;
+    let (mr, nv) = if g.stride[2] == 1 && co.is_multiple_of(8) && waste12 { TILES[1] } else { TILES[0] };
     let mut wp = vec![0f32; co.div_ceil(mr) * mr * depth];
     // SAFETY: `w` holds the (co, depth) row-major weight (asserted above), and `wp` the
     // co.div_ceil(12) strips of 12 x depth floats that `pack_left` writes.
