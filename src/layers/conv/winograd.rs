@@ -119,7 +119,8 @@ fn kernel_transform(w: &[f32], c: usize, co: usize, par: bool) -> Vec<f32> {
 struct Plan {
     c: usize,
     co: usize,
-    /// Channels rounded up to whole vectors (the slabs' and buffers' pixel strides).
+    /// Input channels rounded up to whole vectors (the slab's and V's pixel stride), and
+    /// output channels to whole 32-channel strips of U (M's and the output copy's).
     cp: usize,
     cop: usize,
     h: usize,
