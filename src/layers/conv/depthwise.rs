@@ -261,15 +261,13 @@ pub(crate) fn adjoint<T: Keep>(a: &[T], w: &[T], bias: Option<&[T]>, g: &Geom, w
     let mult = w_rows / g.c;
     // Stride 1, one output channel per input channel, padding within the kernel's reach:
     // the adjoint is the depthwise forward of `a` with each kernel flipped and padded by
-    // reach - pad, which the f32 forward runs in registers.
-    if let (Some(a32), Some(w32), true) = (T::as_f32(a), T::as_f32(w), mult == 1 && g.stride == [1; 3] && crate::ops::cpu::has_avx512()) {
-        let pad: Option<Vec<usize>> = (0..3).map(|ax| (g.dil[ax] * (g.k[ax] - 1)).checked_sub(g.pad[ax])).collect();
-        if let Some(pad) = pad {
-            let flipped: Vec<f32> = w32.chunks_exact(kv).flat_map(|k| k.iter().rev().copied()).collect();
-            let adj = Geom { ins: g.outs, outs: g.ins, pad: [pad[0], pad[1], pad[2]], ..g.clone() };
-            let b32 = bias.map(|b| T::as_f32(b).expect("bias has the operands' dtype"));
-            return T::from_f32_vec(forward_f32(a32, &flipped, b32, &adj, w_rows)).expect("T is f32 here");
-        }
+    // reach - pad (the same flipped convolution as every stride-1 adjoint's,
+    // `implicit::flipped_geom`), which the f32 forward runs in registers.
+    let flipped = (mult == 1 && crate::ops::cpu::has_avx512()).then(|| super::implicit::flipped_geom(g, w_rows)).flatten();
+    if let (Some(a32), Some(w32), Some(adj)) = (T::as_f32(a), T::as_f32(w), flipped) {
+        let b32 = bias.map(|b| T::as_f32(b).expect("bias has the operands' dtype"));
+        let wf = super::implicit::flip_kernel(w32, g, w_rows);
+        return T::from_f32_vec(forward_f32(a32, &wf, b32, &adj, w_rows)).expect("T is f32 here");
     }
     let mut out = vec![T::ZERO; g.n * g.c * iv];
     let offs = g.tap_offsets();

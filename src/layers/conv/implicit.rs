@@ -181,6 +181,13 @@ fn chunk_samples(g: &Geom) -> usize {
 /// a padding wider than the dilated kernel) or neither Winograd nor the implicit GEMM
 /// would run.
 pub(crate) fn adjoint(g: &Geom, w_rows: usize) -> Option<Geom> {
+    let adj = flipped_geom(g, w_rows)?;
+    (applies(&adj, g.c) || super::winograd::applies(&adj, g.c)).then_some(adj)
+}
+
+/// The geometry of the stride-1 adjoint as a convolution (`adjoint`'s, whichever kernel
+/// would run it): None where strided or where a padding is wider than the dilated kernel.
+pub(crate) fn flipped_geom(g: &Geom, w_rows: usize) -> Option<Geom> {
     if g.stride != [1, 1, 1] {
         return None;
     }
@@ -188,17 +195,12 @@ pub(crate) fn adjoint(g: &Geom, w_rows: usize) -> Option<Geom> {
     for (ax, p) in pad.iter_mut().enumerate() {
         *p = (g.dil[ax] * (g.k[ax] - 1)).checked_sub(g.pad[ax])?;
     }
-    let adj = Geom { n: g.n, c: w_rows, groups: g.groups, ins: g.outs, outs: g.ins, k: g.k, stride: [1; 3], pad, dil: g.dil };
-    (applies(&adj, g.c) || super::winograd::applies(&adj, g.c)).then_some(adj)
+    Some(Geom { n: g.n, c: w_rows, groups: g.groups, ins: g.outs, outs: g.ins, k: g.k, stride: [1; 3], pad, dil: g.dil })
 }
 
-/// img (N, C, *ins) = the adjoint of the convolution `g` applied to `a` (N, w_rows,
-/// *outs), as the forward convolution `adj` (from `adjoint`) with the flipped kernel:
-/// as Winograd F(4x4, 3x3) (`winograd`) or in place (`direct`) where those kernels run
-/// it, else as an implicit GEMM.
-pub(crate) fn conv_adj_implicit(a: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, adj: &Geom, w_rows: usize, par: bool) -> Vec<f32> {
+/// The kernel of that convolution: W (G*mg, cg, taps) -> W' (G*cg, mg, taps reversed).
+pub(crate) fn flip_kernel(w: &[f32], g: &Geom, w_rows: usize) -> Vec<f32> {
     let (mg, cg, kv) = (w_rows / g.groups, g.c / g.groups, g.kvol());
-    // W (G*mg, cg, taps) -> W' (G*cg, mg, taps reversed).
     let mut flipped = vec![0.0f32; w.len()];
     for gi in 0..g.groups {
         for o in 0..mg {
@@ -211,6 +213,15 @@ pub(crate) fn conv_adj_implicit(a: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
             }
         }
     }
+    flipped
+}
+
+/// img (N, C, *ins) = the adjoint of the convolution `g` applied to `a` (N, w_rows,
+/// *outs), as the forward convolution `adj` (from `adjoint`) with the flipped kernel:
+/// as Winograd F(4x4, 3x3) (`winograd`) or in place (`direct`) where those kernels run
+/// it, else as an implicit GEMM.
+pub(crate) fn conv_adj_implicit(a: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, adj: &Geom, w_rows: usize, par: bool) -> Vec<f32> {
+    let flipped = flip_kernel(w, g, w_rows);
     if super::winograd::applies(adj, g.c) {
         if let Some(out) = super::winograd::conv_fwd_winograd(a, &flipped, bias, adj, g.c, par) {
             return out;

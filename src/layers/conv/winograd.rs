@@ -217,20 +217,13 @@ unsafe fn block(p: &Plan, img: &[f32], up: &[f32], bias: &[f32], (r0, r1): (usiz
         grow(cl, (slab_rows * p.w).max(M * (r1 - r0) * p.ow) * p.cp.max(p.cop));
         grow(v, XI * nt * p.cp);
         grow(m, XI * nt * p.cop);
-        // Segments of consecutive tile rows within one sample.
-        let mut r = r0;
-        while r < r1 {
-            let (n, t0) = (r / p.ty, r % p.ty);
-            let t1 = (p.ty).min(t0 + (r1 - r));
-            let rows = t1 - t0;
-            let first = (r - r0) * p.tx;
+        for (n, (t0, t1), first) in segments(p, (r0, r1)) {
             // SAFETY: sample n's planes are in `img`; the buffers hold the segment.
             unsafe {
                 gather(p, img.as_ptr().add(n * p.c * plane), (t0, t1), slab, cl);
                 #[cfg(target_arch = "x86_64")]
-                input_transform(p, slab.as_ptr(), rows, v.as_mut_ptr(), nt, first);
+                input_transform(p, slab.as_ptr(), t1 - t0, v.as_mut_ptr(), nt, first);
             }
-            r += rows;
         }
         // M_xi = V_xi @ U_xi, register tile by register tile.
         for xi in 0..XI {
@@ -252,11 +245,8 @@ unsafe fn block(p: &Plan, img: &[f32], up: &[f32], bias: &[f32], (r0, r1): (usiz
                 }
             }
         }
-        let (mut r, mut finite) = (r0, true);
-        while r < r1 {
-            let (n, t0) = (r / p.ty, r % p.ty);
-            let t1 = (p.ty).min(t0 + (r1 - r));
-            let first = (r - r0) * p.tx;
+        let mut finite = true;
+        for (n, (t0, t1), first) in segments(p, (r0, r1)) {
             let (oy0, oy1) = (t0 * M, (t1 * M).min(p.oh));
             // SAFETY: the segment's output rows of sample n (the caller's), the buffers.
             unsafe {
@@ -266,9 +256,23 @@ unsafe fn block(p: &Plan, img: &[f32], up: &[f32], bias: &[f32], (r0, r1): (usiz
                 }
                 super::wgrad_cl::transpose(cl.as_ptr(), p.cop, (oy1 - oy0) * p.ow, p.co, out.add(n * p.co * oplane + oy0 * p.ow), oplane);
             }
-            r += t1 - t0;
         }
         finite
+    })
+}
+
+/// A block's tile rows `r0..r1` as runs within one sample each: (sample, its tile rows
+/// `t0..t1`, the run's first tile in the block).
+fn segments(p: &Plan, (r0, r1): (usize, usize)) -> impl Iterator<Item = (usize, (usize, usize), usize)> + '_ {
+    let mut r = r0;
+    std::iter::from_fn(move || {
+        (r < r1).then(|| {
+            let (n, t0) = (r / p.ty, r % p.ty);
+            let t1 = p.ty.min(t0 + (r1 - r));
+            let seg = (n, (t0, t1), (r - r0) * p.tx);
+            r += t1 - t0;
+            seg
+        })
     })
 }
 
