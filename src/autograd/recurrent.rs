@@ -78,8 +78,9 @@ pub fn scan(cell: Cell, reverse: bool, ins: &Inputs) -> Result<Scanned> {
     let b_hh = ins.b_hh.as_ref().map(cont).transpose()?;
     let (h0, w_hh) = (cont(&ins.h0)?, cont(&ins.w_hh)?);
     let layer = kernel::Layer { cell, reverse, h0: &h0, c0: c0.as_ref(), w_hh: &w_hh, b_hh: b_hh.as_ref() };
-    let ran = kernel::forward(&layer, &cont(&ins.xp)?)?;
-    if !records(&list) {
+    let grads = records(&list);
+    let ran = kernel::forward(&layer, &cont(&ins.xp)?, grads)?;
+    if !grads {
         return Ok(Scanned { out: Value::plain(ran.out), h_n: Value::plain(ran.h_n), c_n: ran.c_n.map(Value::plain) });
     }
     let edges: Vec<Option<Edge>> = list.iter().map(|v| v.edge()).collect();

@@ -8,7 +8,7 @@
 //! differentiable ops.
 use crate::ops::float::Float;
 use crate::ops::layout::Dense;
-use crate::ops::simd_map::{map, zip_map};
+use crate::ops::simd_map::{map_fma, zip_map_fma};
 use crate::ops::storage::{data, float_dispatch};
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};
 
@@ -59,8 +59,8 @@ fn nan_grad<T: Float>(g: T) -> T {
 }
 
 #[inline(always)]
-fn sigmoid<T: Float>(x: T) -> T {
-    T::ONE / (T::ONE + (-x).exp::<false>())
+fn sigmoid<T: Float, const FMA: bool>(x: T) -> T {
+    T::ONE / (T::ONE + (-x).exp::<FMA>())
 }
 
 impl Act {
@@ -77,11 +77,13 @@ impl Act {
         }
     }
 
+    /// `f(x)`; `FMA`: the exponential and tanh polynomials fused (inside the FMA-enabled
+    /// loop variants of `simd_map`).
     #[inline(always)]
-    fn f<T: Float>(self, x: T) -> T {
+    fn f<T: Float, const FMA: bool>(self, x: T) -> T {
         let (three, six) = (T::of(3.0), T::of(6.0));
         match self {
-            Act::Silu => x / (T::ONE + (-x).exp::<false>()),
+            Act::Silu => x / (T::ONE + (-x).exp::<FMA>()),
             Act::Mish => T::of(x.f() * x.f().exp().ln_1p().tanh()),
             // clamp(x + 3, 0, 6) / 6, NaN kept.
             Act::Hardsigmoid => clamp06(x + three) / six,
@@ -110,18 +112,18 @@ impl Act {
             }
             Act::GeluTanh => {
                 let (beta, kappa, half) = (T::of(K_BETA), T::of(K_KAPPA), T::of(0.5));
-                half * x * (T::ONE + (beta * (x + kappa * x * x * x)).tanh::<false>())
+                half * x * (T::ONE + (beta * (x + kappa * x * x * x)).tanh::<FMA>())
             }
         }
     }
 
     /// `g * f'(x)`.
     #[inline(always)]
-    fn df<T: Float>(self, x: T, g: T) -> T {
+    fn df<T: Float, const FMA: bool>(self, x: T, g: T) -> T {
         let three = T::of(3.0);
         match self {
             Act::Silu => {
-                let s = sigmoid(x);
+                let s = sigmoid::<T, FMA>(x);
                 g * s * (T::ONE + x * (T::ONE - s))
             }
             Act::Mish => {
@@ -179,7 +181,7 @@ impl Act {
                 let (beta, kappa, half) = (T::of(K_BETA), T::of(K_KAPPA), T::of(0.5));
                 let x_sq = x * x;
                 let inner = beta * (x + kappa * x_sq * x);
-                let t = inner.tanh::<false>();
+                let t = inner.tanh::<FMA>();
                 let left = half * x;
                 let left_derivative = half * (T::ONE + t);
                 let right_derivative = left * (T::ONE - t * t) * beta * (T::ONE + T::of(3.0) * kappa * x_sq);
@@ -252,13 +254,13 @@ macro_rules! per_variant {
 
 macro_rules! fwd_loop {
     ($v:expr; $a:expr) => {
-        map($v, move |x| $a.f(x))
+        map_fma($v, move |x, fma| if fma { $a.f::<_, true>(x) } else { $a.f::<_, false>(x) })
     };
 }
 
 macro_rules! bwd_loop {
     ($x:expr, $g:expr; $a:expr) => {
-        zip_map($x, $g, move |x, g| $a.df(x, g))
+        zip_map_fma($x, $g, move |x, g, fma| if fma { $a.df::<_, true>(x, g) } else { $a.df::<_, false>(x, g) })
     };
 }
 

@@ -26,6 +26,7 @@ pub(crate) mod softmax;
 pub(crate) mod sort;
 pub(crate) mod storage;
 pub(crate) mod team;
+pub(crate) mod transpose;
 pub(crate) mod unary;
 pub(crate) mod vector;
 

@@ -24,6 +24,8 @@ use super::cpu::{simd_level, Simd};
 use super::parallel::SyncPtr;
 use std::cell::RefCell;
 
+mod rows;
+
 /// Depth of one packed block: a `KC x NR` strip of the right operand (32 KiB with
 /// AVX-512) stays in L1 while the micro-kernel sweeps the left block's strips.
 const KC: usize = 256;

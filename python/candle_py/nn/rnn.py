@@ -93,7 +93,13 @@ class _RNNBase(Module):
         w_hh = getattr(self, "weight_hh" + suffix)
         b_ih = getattr(self, "bias_ih" + suffix) if self.bias else None
         b_hh = getattr(self, "bias_hh" + suffix) if self.bias else None
-        return _scan(self._scan_mode(), F.linear(xs, w_ih, b_ih), h, c, w_hh, b_hh, reverse)
+        mode = self._scan_mode()
+        if b_ih is not None and b_hh is not None and mode != "GRU":
+            # The two biases meet in the same sum (GRU's do not: r scales b_hn alone), so
+            # they are added once, per step in the gate pass, and the projection is a
+            # plain product: a bias under every row of it was an extra pass.
+            return _scan(mode, F.linear(xs, w_ih), h, c, w_hh, b_ih + b_hh, reverse)
+        return _scan(mode, F.linear(xs, w_ih, b_ih), h, c, w_hh, b_hh, reverse)
 
     def _scan_mode(self) -> str:
         return self._mode

@@ -12,9 +12,10 @@
 //! summed the columns back into the image (col2im), a pass over `taps` copies of the
 //! image; a ResNet's 32 -> 64 stride-2 layer's input gradient took 2.8 ms there (torch:
 //! 1.4 ms). Stride 1 stays on the flipped-kernel forward (`implicit::adjoint`).
-use super::wgrad_cl::{transpose, Padded};
+use super::wgrad_cl::Padded;
 use super::Geom;
 use crate::ops::cpu::has_avx512;
+use crate::ops::transpose::transpose;
 use rayon::prelude::*;
 
 /// Lanes of one vector; positions (the broadcast side) and channel vectors of a tile.

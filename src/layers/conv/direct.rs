@@ -57,7 +57,7 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
     // 8 x 48 where 12-channel tiles would idle more than an eighth of their rows, at
     // x-stride 1 only: at stride 2 each vector costs two loads and a permute, and three
     // vectors per 8 broadcasts measured 1.8x slower (64 -> 128 channels at 16x16).
-    let waste12 = co.div_ceil(12) * 12 * 8 > co * 9;
+    let waste12 = co.div_ceil(12) * 12 * 8 >= co * 9;
     let (mr, nv) = if g.stride[2] == 1 && co.is_multiple_of(8) && waste12 { TILES[1] } else { TILES[0] };
     let mut wp = vec![0f32; co.div_ceil(mr) * mr * depth];
     // SAFETY: `w` holds the (co, depth) row-major weight (asserted above), and `wp` the
@@ -217,6 +217,22 @@ unsafe fn strip_avx512<const P: usize, const S: usize, const MR: usize, const NV
             r += 1;
         }
     }
+    // The next strip's inputs, into L2 while this one computes: each input channel is
+    // its own stream (64 of them in a 64-channel layer, 1-D), more than the hardware
+    // prefetcher follows, and a strip's first tile otherwise waited on them. The next
+    // strip reads 16 NV S floats further along the same rows (or its rows' successors,
+    // where a hint at the wrong line only costs the hint).
+    for ch in 0..g.c {
+        let base = img.wrapping_add(ch * g.ivol);
+        for run in off.iter().flatten() {
+            for &o in run[..g.kv].iter().step_by(g.k[2]) {
+                let p = base.wrapping_offset(o + (NV * L * S) as isize);
+                // A prefetch is a hint: it never faults, whatever the address.
+                _mm_prefetch::<_MM_HINT_T1>(p as *const i8);
+                _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(L * S + g.k[2] - 1) as *const i8);
+            }
+        }
+    }
     let steps = g.c * g.kv;
     for (b, wb) in wp.chunks_exact(steps * MR).enumerate() {
         let mut acc = [[_mm512_setzero_ps(); NV]; MR];
@@ -293,8 +309,10 @@ mod tests {
         };
         // (n, c, w_rows, ins, k, pad)
         type Case = (usize, usize, usize, [usize; 3], [usize; 3], [usize; 3]);
-        let cases: [Case; 10] = [
+        let cases: [Case; 11] = [
             (2, 3, 20, [1, 5, 32], [1, 3, 3], [0, 1, 1]),
+            // 64 output channels: 8 x 48 tiles (12s would idle an eighth); 1-D, k5, past a strip.
+            (2, 6, 64, [1, 1, 150], [1, 1, 5], [0, 0, 2]),
             (1, 4, 12, [1, 3, 16], [1, 3, 5], [0, 1, 2]),
             (2, 2, 9, [1, 8, 20], [1, 5, 5], [0, 0, 0]),
             (1, 8, 32, [1, 4, 48], [1, 3, 3], [0, 1, 1]),

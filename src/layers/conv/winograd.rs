@@ -254,7 +254,14 @@ unsafe fn block(p: &Plan, img: &[f32], up: &[f32], bias: &[f32], (r0, r1): (usiz
                 {
                     finite &= output_transform(p, m.as_ptr(), nt, (first, t0), t1 - t0, bias, cl.as_mut_ptr());
                 }
-                super::wgrad_cl::transpose(cl.as_ptr(), p.cop, (oy1 - oy0) * p.ow, p.co, out.add(n * p.co * oplane + oy0 * p.ow), oplane);
+                crate::ops::transpose::transpose(
+                    cl.as_ptr(),
+                    p.cop,
+                    (oy1 - oy0) * p.ow,
+                    p.co,
+                    out.add(n * p.co * oplane + oy0 * p.ow),
+                    oplane,
+                );
             }
         }
         finite
@@ -329,7 +336,7 @@ unsafe fn gather(p: &Plan, img: *const f32, (t0, t1): (usize, usize), slab: &mut
     }
     // Rows y0..y1 channels-last, then each into its padded slab row.
     // SAFETY: rows y0..y1 of the c planes; `cl` holds (y1 - y0) * w pixels of cp floats.
-    unsafe { super::wgrad_cl::transpose(img.add(y0 * p.w), p.h * p.w, p.c, (y1 - y0) * p.w, cl.as_mut_ptr(), p.cp) };
+    unsafe { crate::ops::transpose::transpose(img.add(y0 * p.w), p.h * p.w, p.c, (y1 - y0) * p.w, cl.as_mut_ptr(), p.cp) };
     let cols = p.w.min(p.wp.saturating_sub(p.pad[1]));
     for y in y0..y1 {
         let i = (y as isize - top) as usize;

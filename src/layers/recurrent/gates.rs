@@ -5,7 +5,6 @@
 use super::Cell;
 use crate::ops::cpu::{simd_level, Simd};
 use crate::ops::float::Float;
-use crate::ops::unary::{fsigmoid, ftanh};
 
 /// One row's inputs and outputs of the forward, each slice `n` units long (`n` the
 /// length of `out`); entries past the cell's gate count are empty.
@@ -24,8 +23,20 @@ pub(super) struct FwdRow<'a, T> {
     pub kept: [&'a mut [T]; 5],
 }
 
+/// `1 / (1 + exp(-x))`, with fused multiply-adds in the exponential's polynomial
+/// where `FMA` (the `#[target_feature]` variants below): half its instructions.
 #[inline(always)]
-fn fwd<T: Float>(cell: Cell, r: FwdRow<'_, T>) {
+fn sigmoid<T: Float, const FMA: bool>(x: T) -> T {
+    T::ONE / (T::ONE + (-x).exp::<FMA>())
+}
+
+#[inline(always)]
+fn tanh<T: Float, const FMA: bool>(x: T) -> T {
+    x.tanh::<FMA>()
+}
+
+#[inline(always)]
+fn fwd<T: Float, const FMA: bool>(cell: Cell, r: FwdRow<'_, T>) {
     let n = r.out.len();
     let out = r.out;
     let [x0, x1, x2, x3] = r.x;
@@ -40,12 +51,12 @@ fn fwd<T: Float>(cell: Cell, r: FwdRow<'_, T>) {
             let (k0, k1, k2, k3, k4) = (&mut k0[..n], &mut k1[..n], &mut k2[..n], &mut k3[..n], &mut k4[..n]);
             let cp = &r.c_prev[..n];
             for j in 0..n {
-                let i = fsigmoid(x0[j] + p0[j] + b0[j]);
-                let f = fsigmoid(x1[j] + p1[j] + b1[j]);
-                let g = ftanh(x2[j] + p2[j] + b2[j]);
-                let o = fsigmoid(x3[j] + p3[j] + b3[j]);
+                let i = sigmoid::<T, FMA>(x0[j] + p0[j] + b0[j]);
+                let f = sigmoid::<T, FMA>(x1[j] + p1[j] + b1[j]);
+                let g = tanh::<T, FMA>(x2[j] + p2[j] + b2[j]);
+                let o = sigmoid::<T, FMA>(x3[j] + p3[j] + b3[j]);
                 let c = f * cp[j] + i * g;
-                out[j] = o * ftanh(c);
+                out[j] = o * tanh::<T, FMA>(c);
                 (k0[j], k1[j], k2[j], k3[j], k4[j]) = (i, f, g, o, c);
             }
         }
@@ -56,10 +67,10 @@ fn fwd<T: Float>(cell: Cell, r: FwdRow<'_, T>) {
             let (k0, k1, k2, k3) = (&mut k0[..n], &mut k1[..n], &mut k2[..n], &mut k3[..n]);
             let hp = &r.h_prev[..n];
             for j in 0..n {
-                let r = fsigmoid(x0[j] + p0[j] + b0[j]);
-                let z = fsigmoid(x1[j] + p1[j] + b1[j]);
+                let r = sigmoid::<T, FMA>(x0[j] + p0[j] + b0[j]);
+                let z = sigmoid::<T, FMA>(x1[j] + p1[j] + b1[j]);
                 let hn = p2[j] + b2[j];
-                let nn = ftanh(x2[j] + r * hn);
+                let nn = tanh::<T, FMA>(x2[j] + r * hn);
                 out[j] = (T::ONE - z) * nn + z * hp[j];
                 (k0[j], k1[j], k2[j], k3[j]) = (r, z, nn, hn);
             }
@@ -67,7 +78,7 @@ fn fwd<T: Float>(cell: Cell, r: FwdRow<'_, T>) {
         Cell::RnnTanh => {
             let (x0, p0, b0) = (&x0[..n], &p0[..n], &b0[..n]);
             for j in 0..n {
-                out[j] = ftanh(x0[j] + p0[j] + b0[j]);
+                out[j] = tanh::<T, FMA>(x0[j] + p0[j] + b0[j]);
             }
         }
         Cell::RnnRelu => {
@@ -101,7 +112,7 @@ pub(super) struct BwdRow<'a, T> {
 }
 
 #[inline(always)]
-fn bwd<T: Float>(cell: Cell, r: BwdRow<'_, T>) {
+fn bwd<T: Float, const FMA: bool>(cell: Cell, r: BwdRow<'_, T>) {
     let n = r.dh.len();
     let dh = r.dh;
     let up = &r.up[..n];
@@ -116,7 +127,7 @@ fn bwd<T: Float>(cell: Cell, r: BwdRow<'_, T>) {
             for j in 0..n {
                 let d = dh[j] + up[j];
                 let (i, f, g, o) = (k0[j], k1[j], k2[j], k3[j]);
-                let tc = ftanh(k4[j]);
+                let tc = tanh::<T, FMA>(k4[j]);
                 let dct = dc[j] + d * o * (one - tc * tc);
                 g0[j] = dct * g * i * (one - i);
                 g1[j] = dct * cp[j] * f * (one - f);
@@ -164,56 +175,71 @@ fn bwd<T: Float>(cell: Cell, r: BwdRow<'_, T>) {
 /// The CPU has AVX-512F, AVX2 and FMA (`simd_level` says so).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn fwd_avx512<T: Float>(cell: Cell, r: FwdRow<'_, T>) {
-    fwd(cell, r)
+unsafe fn fwd_avx512<'a, T: Float, F: Fn(usize) -> FwdRow<'a, T>>(cell: Cell, rows: usize, row: &F) {
+    for i in 0..rows {
+        fwd::<T, true>(cell, row(i))
+    }
 }
 
 /// # Safety
 /// As `fwd_avx512`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn bwd_avx512<T: Float>(cell: Cell, r: BwdRow<'_, T>) {
-    bwd(cell, r)
+unsafe fn bwd_avx512<'a, T: Float, F: Fn(usize) -> BwdRow<'a, T>>(cell: Cell, rows: usize, row: &F) {
+    for i in 0..rows {
+        bwd::<T, true>(cell, row(i))
+    }
 }
 
 /// # Safety
 /// The CPU has AVX2 and FMA (`simd_level` says so).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn fwd_avx2<T: Float>(cell: Cell, r: FwdRow<'_, T>) {
-    fwd(cell, r)
+unsafe fn fwd_avx2<'a, T: Float, F: Fn(usize) -> FwdRow<'a, T>>(cell: Cell, rows: usize, row: &F) {
+    for i in 0..rows {
+        fwd::<T, true>(cell, row(i))
+    }
 }
 
 /// # Safety
 /// As `fwd_avx2`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn bwd_avx2<T: Float>(cell: Cell, r: BwdRow<'_, T>) {
-    bwd(cell, r)
+unsafe fn bwd_avx2<'a, T: Float, F: Fn(usize) -> BwdRow<'a, T>>(cell: Cell, rows: usize, row: &F) {
+    for i in 0..rows {
+        bwd::<T, true>(cell, row(i))
+    }
 }
 
-/// The forward gate math of one row, at the CPU's vector width.
-pub(super) fn forward<T: Float>(cell: Cell, r: FwdRow<'_, T>) {
+/// The forward gate math of `rows` rows (`row(i)` says where row i's slices lie), at
+/// the CPU's vector width. The rows' loop runs inside the vector variant, so `row` is
+/// inlined there and its slices stay in registers (built per call, they were stored
+/// to the stack and read back: 5% of an LSTM's forward).
+pub(super) fn forward<'a, T: Float, F: Fn(usize) -> FwdRow<'a, T>>(cell: Cell, rows: usize, row: &F) {
     #[cfg(target_arch = "x86_64")]
     match simd_level() {
         // SAFETY: the level says the CPU has the variant's features.
-        Simd::Avx512 => return unsafe { fwd_avx512(cell, r) },
+        Simd::Avx512 => return unsafe { fwd_avx512(cell, rows, row) },
         // SAFETY: as above.
-        Simd::Avx2 => return unsafe { fwd_avx2(cell, r) },
+        Simd::Avx2 => return unsafe { fwd_avx2(cell, rows, row) },
         Simd::Plain => {}
     }
-    fwd(cell, r)
+    for i in 0..rows {
+        fwd::<T, false>(cell, row(i))
+    }
 }
 
-/// The backward gate math of one row, at the CPU's vector width.
-pub(super) fn backward<T: Float>(cell: Cell, r: BwdRow<'_, T>) {
+/// The backward gate math of `rows` rows, as `forward`.
+pub(super) fn backward<'a, T: Float, F: Fn(usize) -> BwdRow<'a, T>>(cell: Cell, rows: usize, row: &F) {
     #[cfg(target_arch = "x86_64")]
     match simd_level() {
         // SAFETY: the level says the CPU has the variant's features.
-        Simd::Avx512 => return unsafe { bwd_avx512(cell, r) },
+        Simd::Avx512 => return unsafe { bwd_avx512(cell, rows, row) },
         // SAFETY: as above.
-        Simd::Avx2 => return unsafe { bwd_avx2(cell, r) },
+        Simd::Avx2 => return unsafe { bwd_avx2(cell, rows, row) },
         Simd::Plain => {}
     }
-    bwd(cell, r)
+    for i in 0..rows {
+        bwd::<T, false>(cell, row(i))
+    }
 }

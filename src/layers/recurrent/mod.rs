@@ -124,29 +124,32 @@ pub struct Layer<'a> {
 }
 
 /// The fused forward of `l` over the input projection `xp` (steps, batch, gates * hidden).
-pub fn forward(l: &Layer<'_>, xp: &Tensor) -> Result<Ran> {
+/// `keep_all`: a backward will run, so every step's gates are kept (`Ran::kept`);
+/// without it `kept` holds the last two steps' only.
+pub fn forward(l: &Layer<'_>, xp: &Tensor, keep_all: bool) -> Result<Ran> {
     match xp.dtype() {
-        DType::F32 => forward_t::<f32>(l, xp),
-        DType::F64 => forward_t::<f64>(l, xp),
+        DType::F32 => forward_t::<f32>(l, xp, keep_all),
+        DType::F64 => forward_t::<f64>(l, xp, keep_all),
         dt => candle_core::bail!("[{}] the fused kernel takes float32 or float64, got {dt:?}", l.cell.layer()),
     }
 }
 
-fn forward_t<T: Float>(l: &Layer<'_>, xp: &Tensor) -> Result<Ran> {
+fn forward_t<T: Float>(l: &Layer<'_>, xp: &Tensor, keep_all: bool) -> Result<Ran> {
     let Layer { cell, reverse, h0, c0, w_hh, b_hh } = *l;
     let d = dims(xp, h0, reverse);
     let (b, h) = (d.batch, d.hidden);
     let (sx, sh, sw) = (guard(xp), guard(h0), guard(w_hh));
     let (sc, sb) = (c0.map(guard), b_hh.map(guard));
     let r = Recurrence::<T> { cell, w_hh: slice(&sw, w_hh)?, b_hh: opt(sb.as_deref(), b_hh)? };
-    let f = kernel::forward(r, d, slice(&sx, xp)?, slice(&sh, h0)?, opt(sc.as_deref(), c0)?);
+    let f = kernel::forward(r, d, slice(&sx, xp)?, slice(&sh, h0)?, opt(sc.as_deref(), c0)?, keep_all);
     let cpu = Device::Cpu;
     let last = d.time(d.steps.saturating_sub(1));
     let out = Tensor::from_vec(f.out, (d.steps, b, h), &cpu)?;
     let h_n = out.get(last)?.dense_copy()?;
-    let kept = Tensor::from_vec(f.kept, (d.steps, b, cell.kept() * h), &cpu)?;
+    let kept = Tensor::from_vec(f.kept, (kernel::kept_slots(keep_all, d.steps), b, cell.kept() * h), &cpu)?;
     // LSTM's kept row is (i, f, g, o, c): the last step's c.
-    let c_n = if cell == Cell::Lstm { Some(kept.get(last)?.narrow(1, 4 * h, h)?.dense()?) } else { None };
+    let at = kernel::slot(keep_all, d.steps - 1, last);
+    let c_n = if cell == Cell::Lstm { Some(kept.get(at)?.narrow(1, 4 * h, h)?.dense()?) } else { None };
     Ok(Ran { out, kept, h_n, c_n })
 }
 

@@ -1,0 +1,106 @@
+//! Transposes of float32 blocks: `dst[p][c] = src[c][p]`, 16 x 16 at a time in
+//! AVX-512 registers. The convolutions' channels-last copies and the packing of a
+//! recurrent layer's gate columns use it.
+
+/// Floats per AVX-512 register: the block is LANES x LANES.
+const LANES: usize = 16;
+
+/// `dst[p * dst_ps + c] = src[c * src_rs + p]` for `c < chans`, `p < len`: 16 x 16 blocks
+/// in registers (`transpose16`), the ragged edges element by element.
+///
+/// # Safety
+/// The CPU has AVX-512F; `src` holds `chans` rows of `len` floats, `src_rs` apart; `dst`
+/// holds `len` rows of `chans` floats, `dst_ps` apart.
+pub(crate) unsafe fn transpose(src: *const f32, src_rs: usize, chans: usize, len: usize, dst: *mut f32, dst_ps: usize) {
+    for c0 in (0..chans).step_by(LANES) {
+        let c1 = (c0 + LANES).min(chans);
+        for p0 in (0..len).step_by(LANES) {
+            let p1 = (p0 + LANES).min(len);
+            // SAFETY: rows c0..c1 and positions p0..p1 lie in both buffers (the caller's bounds).
+            #[cfg(target_arch = "x86_64")]
+            if c1 - c0 == LANES && p1 - p0 == LANES {
+                unsafe { transpose16(src.add(c0 * src_rs + p0), src_rs, dst.add(p0 * dst_ps + c0), dst_ps) };
+                continue;
+            }
+            for c in c0..c1 {
+                for p in p0..p1 {
+                    // SAFETY: c < chans, p < len (the caller's bounds).
+                    unsafe { *dst.add(p * dst_ps + c) = *src.add(c * src_rs + p) };
+                }
+            }
+        }
+    }
+}
+
+/// One 16 x 16 block: `dst[j * dst_ps + i] = src[i * src_rs + j]`. Pairs of rows are
+/// interleaved (`unpack`), then 4 x 4 blocks formed within each 128-bit lane
+/// (`shuffle_ps`), then the lanes gathered (two rounds of `shuffle_f32x4`). Written
+/// element by element, the two copies took a quarter of the kernel's time.
+///
+/// # Safety
+/// The CPU has AVX-512F; 16 rows of 16 floats at `src` (`src_rs` apart) and at `dst`
+/// (`dst_ps` apart).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn transpose16(src: *const f32, src_rs: usize, dst: *mut f32, dst_ps: usize) {
+    use std::arch::x86_64::*;
+    let mut r = [_mm512_setzero_ps(); 16];
+    for (i, x) in r.iter_mut().enumerate() {
+        // SAFETY: row i of the block (the caller).
+        *x = unsafe { _mm512_loadu_ps(src.add(i * src_rs)) };
+    }
+    // t[2q], t[2q + 1]: rows 2q and 2q + 1 interleaved, elements 0-1 and 2-3 of each lane.
+    let mut t = [_mm512_setzero_ps(); 16];
+    for q in 0..8 {
+        t[2 * q] = _mm512_unpacklo_ps(r[2 * q], r[2 * q + 1]);
+        t[2 * q + 1] = _mm512_unpackhi_ps(r[2 * q], r[2 * q + 1]);
+    }
+    // u[4q + m], lane L: column 4L + m of rows 4q..4q + 4.
+    let mut u = [_mm512_setzero_ps(); 16];
+    for q in 0..4 {
+        let b = 4 * q;
+        u[b] = _mm512_shuffle_ps::<0x44>(t[b], t[b + 2]);
+        u[b + 1] = _mm512_shuffle_ps::<0xEE>(t[b], t[b + 2]);
+        u[b + 2] = _mm512_shuffle_ps::<0x44>(t[b + 1], t[b + 3]);
+        u[b + 3] = _mm512_shuffle_ps::<0xEE>(t[b + 1], t[b + 3]);
+    }
+    // Column 4L + m is lane L of u[m], u[4 + m], u[8 + m] and u[12 + m], in that order.
+    for m in 0..4 {
+        let (x, y) = (_mm512_shuffle_f32x4::<0x88>(u[m], u[4 + m]), _mm512_shuffle_f32x4::<0xDD>(u[m], u[4 + m]));
+        let (x2, y2) = (_mm512_shuffle_f32x4::<0x88>(u[8 + m], u[12 + m]), _mm512_shuffle_f32x4::<0xDD>(u[8 + m], u[12 + m]));
+        // SAFETY: rows m, 4 + m, 8 + m and 12 + m of the destination block (the caller).
+        unsafe {
+            _mm512_storeu_ps(dst.add(m * dst_ps), _mm512_shuffle_f32x4::<0x88>(x, x2));
+            _mm512_storeu_ps(dst.add((4 + m) * dst_ps), _mm512_shuffle_f32x4::<0x88>(y, y2));
+            _mm512_storeu_ps(dst.add((8 + m) * dst_ps), _mm512_shuffle_f32x4::<0xDD>(x, x2));
+            _mm512_storeu_ps(dst.add((12 + m) * dst_ps), _mm512_shuffle_f32x4::<0xDD>(y, y2));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::cpu::has_avx512;
+
+    /// The copies' transpose, whole 16 x 16 blocks and ragged edges, against indexing.
+    #[test]
+    fn transpose_matches_indexing() {
+        if !has_avx512() {
+            return;
+        }
+        for (chans, len) in [(16, 16), (32, 48), (17, 35), (5, 70), (40, 3)] {
+            let (src_rs, dst_ps) = (len + 3, chans + 5);
+            let src: Vec<f32> = (0..chans * src_rs).map(|v| v as f32).collect();
+            let mut dst = vec![-1f32; len * dst_ps];
+            // SAFETY: chans rows of len floats, src_rs apart; len rows of chans, dst_ps apart.
+            unsafe { transpose(src.as_ptr(), src_rs, chans, len, dst.as_mut_ptr(), dst_ps) };
+            for p in 0..len {
+                for c in 0..dst_ps {
+                    let want = if c < chans { src[c * src_rs + p] } else { -1.0 };
+                    assert_eq!(dst[p * dst_ps + c], want, "{chans}x{len} at p={p} c={c}");
+                }
+            }
+        }
+    }
+}
