@@ -295,6 +295,31 @@ def test_rnn_half_precision_and_edge_values_follow_the_float64_run() -> None:
     assert np.isfinite(e[0, 0]).all()
 
 
+def test_rnn_inference_keeps_two_steps_and_equals_the_recorded_run() -> None:
+    """Under no_grad the time loop keeps only the last two steps' gates (the backward's
+    record is not needed); its outputs and final states equal the recording run's bit for
+    bit, and the float64 run's to 1e-5, for 1 to 3 steps and more, both directions, and
+    widths that split into uneven per-thread parts (gate columns packed by transposes)."""
+    cp.manual_seed(1)
+    for cls in (nn.LSTM, nn.GRU, nn.RNN):
+        for steps, hidden, batch in ((1, 40, 3), (2, 17, 1), (3, 200, 20), (9, 70, 5)):
+            m = cls(8, hidden, 2, bidirectional=True)
+            m64 = cls(8, hidden, 2, bidirectional=True, dtype=cp.float64)
+            m64.load_state_dict({k: v.double() for k, v in m.state_dict().items()})
+            x = cp.randn(steps, batch, 8)
+            rec_out, rec_state = m(x.clone().requires_grad_(True))
+            with cp.no_grad():
+                out, state = m(x)
+            ref_out, ref_state = m64(x.double())
+            states = (state, rec_state, ref_state) if cls is not nn.LSTM else None
+            np.testing.assert_array_equal(out.numpy(), rec_out.detach().numpy())
+            np.testing.assert_allclose(out.numpy(), ref_out.detach().numpy(), rtol=1e-5, atol=1e-5)
+            pairs = zip(state, rec_state, ref_state) if cls is nn.LSTM else [states]
+            for got, rec, ref in pairs:
+                np.testing.assert_array_equal(got.numpy(), rec.detach().numpy())
+                np.testing.assert_allclose(got.numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_square_subsequent_mask() -> None:
     m = nn.Transformer.generate_square_subsequent_mask(4)
     assert m.dtype == cp.float32 and tuple(m.shape) == (4, 4)
