@@ -209,6 +209,13 @@ impl Float for f64 {
     }
 }
 
+/// `v` as a mutable `&mut [f32]` when `T` is f32, None otherwise (as `as_f32`).
+pub(crate) fn as_f32_mut<T: Float>(v: &mut [T]) -> Option<&mut [f32]> {
+    // SAFETY: `T` is f32 (same type id), so the slice is a slice of f32.
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
+        .then(|| unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut f32, v.len()) })
+}
+
 /// `v` viewed as f32 when `T` is f32 (the same slice, no copy), None otherwise: how a
 /// generic kernel hands its data to an f32-only path (our GEMM, AVX-512 attention).
 pub(crate) fn as_f32<T: Float>(v: &[T]) -> Option<&[f32]> {
