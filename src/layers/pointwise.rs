@@ -10,6 +10,7 @@ use crate::ops::float::Float;
 use crate::ops::layout::Dense;
 use crate::ops::simd_map::{map_fma, zip_map_fma};
 use crate::ops::storage::{data, float_dispatch};
+use crate::ops::unary::sigmoid;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};
 
 /// An activation and its parameters.
@@ -56,11 +57,6 @@ fn nan_grad<T: Float>(g: T) -> T {
     } else {
         g
     }
-}
-
-#[inline(always)]
-fn sigmoid<T: Float, const FMA: bool>(x: T) -> T {
-    T::ONE / (T::ONE + (-x).exp::<FMA>())
 }
 
 impl Act {

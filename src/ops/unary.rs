@@ -124,12 +124,19 @@ fn fexp<T: Float>(x: T) -> T {
     Float::exp::<false>(x)
 }
 #[inline(always)]
-pub(crate) fn ftanh<T: Float>(x: T) -> T {
+fn ftanh<T: Float>(x: T) -> T {
     Float::tanh::<false>(x)
 }
 #[inline(always)]
-pub(crate) fn fsigmoid<T: Float>(x: T) -> T {
-    T::ONE / (T::ONE + Float::exp::<false>(-x))
+fn fsigmoid<T: Float>(x: T) -> T {
+    sigmoid::<T, false>(x)
+}
+
+/// `1 / (1 + exp(-x))`; `FMA`: the exponential's polynomial fused (for callers compiled
+/// with FMA: the activations' and recurrent gates' vector loops), half its instructions.
+#[inline(always)]
+pub(crate) fn sigmoid<T: Float, const FMA: bool>(x: T) -> T {
+    T::ONE / (T::ONE + Float::exp::<FMA>(-x))
 }
 
 impl Fast {

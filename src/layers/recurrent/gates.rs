@@ -5,6 +5,7 @@
 use super::Cell;
 use crate::ops::cpu::{simd_level, Simd};
 use crate::ops::float::Float;
+use crate::ops::unary::sigmoid;
 
 /// One row's inputs and outputs of the forward, each slice `n` units long (`n` the
 /// length of `out`); entries past the cell's gate count are empty.
@@ -21,18 +22,6 @@ pub(super) struct FwdRow<'a, T> {
     pub out: &'a mut [T],
     /// What the backward reads (`Cell::kept`: LSTM i, f, g, o, c; GRU r, z, n, hn).
     pub kept: [&'a mut [T]; 5],
-}
-
-/// `1 / (1 + exp(-x))`, with fused multiply-adds in the exponential's polynomial
-/// where `FMA` (the `#[target_feature]` variants below): half its instructions.
-#[inline(always)]
-fn sigmoid<T: Float, const FMA: bool>(x: T) -> T {
-    T::ONE / (T::ONE + (-x).exp::<FMA>())
-}
-
-#[inline(always)]
-fn tanh<T: Float, const FMA: bool>(x: T) -> T {
-    x.tanh::<FMA>()
 }
 
 #[inline(always)]
@@ -53,10 +42,10 @@ fn fwd<T: Float, const FMA: bool>(cell: Cell, r: FwdRow<'_, T>) {
             for j in 0..n {
                 let i = sigmoid::<T, FMA>(x0[j] + p0[j] + b0[j]);
                 let f = sigmoid::<T, FMA>(x1[j] + p1[j] + b1[j]);
-                let g = tanh::<T, FMA>(x2[j] + p2[j] + b2[j]);
+                let g = (x2[j] + p2[j] + b2[j]).tanh::<FMA>();
                 let o = sigmoid::<T, FMA>(x3[j] + p3[j] + b3[j]);
                 let c = f * cp[j] + i * g;
-                out[j] = o * tanh::<T, FMA>(c);
+                out[j] = o * c.tanh::<FMA>();
                 (k0[j], k1[j], k2[j], k3[j], k4[j]) = (i, f, g, o, c);
             }
         }
@@ -70,7 +59,7 @@ fn fwd<T: Float, const FMA: bool>(cell: Cell, r: FwdRow<'_, T>) {
                 let r = sigmoid::<T, FMA>(x0[j] + p0[j] + b0[j]);
                 let z = sigmoid::<T, FMA>(x1[j] + p1[j] + b1[j]);
                 let hn = p2[j] + b2[j];
-                let nn = tanh::<T, FMA>(x2[j] + r * hn);
+                let nn = (x2[j] + r * hn).tanh::<FMA>();
                 out[j] = (T::ONE - z) * nn + z * hp[j];
                 (k0[j], k1[j], k2[j], k3[j]) = (r, z, nn, hn);
             }
@@ -78,7 +67,7 @@ fn fwd<T: Float, const FMA: bool>(cell: Cell, r: FwdRow<'_, T>) {
         Cell::RnnTanh => {
             let (x0, p0, b0) = (&x0[..n], &p0[..n], &b0[..n]);
             for j in 0..n {
-                out[j] = tanh::<T, FMA>(x0[j] + p0[j] + b0[j]);
+                out[j] = (x0[j] + p0[j] + b0[j]).tanh::<FMA>();
             }
         }
         Cell::RnnRelu => {
@@ -127,7 +116,7 @@ fn bwd<T: Float, const FMA: bool>(cell: Cell, r: BwdRow<'_, T>) {
             for j in 0..n {
                 let d = dh[j] + up[j];
                 let (i, f, g, o) = (k0[j], k1[j], k2[j], k3[j]);
-                let tc = tanh::<T, FMA>(k4[j]);
+                let tc = k4[j].tanh::<FMA>();
                 let dct = dc[j] + d * o * (one - tc * tc);
                 g0[j] = dct * g * i * (one - i);
                 g1[j] = dct * cp[j] * f * (one - f);
