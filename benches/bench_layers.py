@@ -1,6 +1,8 @@
 """Layer benchmarks (convolution, pooling, normalisation), candle_py side by side
 with torch in one run. Ratios are candle_py time / torch time (lower is better),
-medians of repeats; "fwd" is a forward pass without autograd, "fwd+bwd" a forward,
+medians of rounds (short ops called several times a round so that a round lasts
+about 10 ms, each library warmed up on its own calls first, see `_calls_per_round`);
+"fwd" is a forward pass without autograd, "fwd+bwd" a forward,
 `(y * g).sum().backward()`, with every input and parameter requiring grad.
 
 Run: python benches/bench_layers.py [--quick]
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -23,11 +26,28 @@ torch = try_torch()
 QUICK = "--quick" in sys.argv
 # `--only WORD`: only the rows whose name contains WORD.
 ONLY = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
+# Seconds a timed round of one library lasts at least (several calls of a short op).
+ROUND = 0.004 if QUICK else 0.01
+# Seconds of warm-up calls before a library's timed rounds.
+WARM = 0.03
 
 
 def _first(y: Any) -> Any:
     """A recurrent layer's output sequence (it returns `(output, state)`)."""
     return y[0] if isinstance(y, tuple) else y
+
+
+def _calls_per_round(f: Callable[[], None]) -> tuple[int, int]:
+    """(calls per timed round, warm-up calls) for `f`: rounds of about `ROUND` seconds,
+    after `WARM` seconds of warm-up calls. A single call of a short op is timed mostly
+    by what ran before it: on the 2-core VM the same 30 us pooling call took 25 us
+    after one of ours, 54 us right after torch's (whose OpenMP workers spin for
+    milliseconds after a parallel op, holding the cores) and 200 us after 10 ms idle.
+    So each library warms up on its own calls, then is timed in back-to-back runs."""
+    t0 = time.perf_counter()
+    f()
+    one = max(time.perf_counter() - t0, 1e-7)
+    return max(1, min(1000, int(ROUND / one))), max(1, min(5000, int(WARM / one)))
 
 
 def _pair(name: str, shape: tuple, make_cp: Callable[[], Any], make_t: Optional[Callable[[], Any]], repeat: int):
@@ -50,8 +70,8 @@ def _pair(name: str, shape: tuple, make_cp: Callable[[], Any], make_t: Optional[
         y = _first(m(xg))
         (y * g).sum().backward()
 
-    rows = [(f"{name} fwd", median_time(c_fwd, repeat=repeat)), (f"{name} fwd+bwd", median_time(c_bwd, repeat=repeat))]
-    t_times: list[Optional[float]] = [None, None]
+    fwd: dict[str, Optional[Callable[[], None]]] = {"cp": c_fwd, "torch": None}
+    bwd: dict[str, Optional[Callable[[], None]]] = {"cp": c_bwd, "torch": None}
     if torch and make_t is not None:
         tm = make_t()
         with torch.no_grad():
@@ -74,8 +94,18 @@ def _pair(name: str, shape: tuple, make_cp: Callable[[], Any], make_t: Optional[
         with torch.no_grad():
             ty = _first(tm(tx))
         np.testing.assert_allclose(np.asarray(y0.detach()), ty.numpy(), atol=2e-3, rtol=2e-3)
-        t_times = [median_time(t_fwd, repeat=repeat), median_time(t_bwd, repeat=repeat)]
-    return [(n, c, t, "-") for (n, c), t in zip(rows, t_times)]
+        fwd["torch"], bwd["torch"] = t_fwd, t_bwd
+    out = []
+    for label, fns in (("fwd", fwd), ("fwd+bwd", bwd)):
+        times: dict[str, Optional[float]] = {}
+        for side, f in fns.items():
+            if f is None:
+                times[side] = None
+                continue
+            number, warmup = _calls_per_round(f)
+            times[side] = median_time(f, repeat=repeat, number=number, warmup=warmup)
+        out.append((f"{name} {label}", times["cp"], times["torch"], "-"))
+    return out
 
 
 def main() -> None:
@@ -158,7 +188,7 @@ def main() -> None:
         if ONLY is not None and ONLY not in name:
             continue
         try:
-            rows += _pair(name, shape, mk_cp, mk_t if torch else None, repeat=3 if QUICK else 5)
+            rows += _pair(name, shape, mk_cp, mk_t if torch else None, repeat=3 if QUICK else 7)
         except Exception as e:  # a missing layer elsewhere must not hide the others
             print(f"{name}: skipped ({type(e).__name__}: {e})")
     print_table(rows)
