@@ -64,23 +64,12 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
     // co.div_ceil(12) strips of 12 x depth floats that `pack_left` writes.
     unsafe { crate::ops::sgemm::pack_left(mr, crate::ops::sgemm::Mat::new(w.as_ptr(), depth as isize, 1), (0, co), (0, depth), &mut wp) };
     let strips = oplane.div_ceil(L * nv);
-    let geo = Strip {
-        c,
-        kv,
-        d: g.ins[0],
-        h,
-        wd,
-        ow,
-        plane,
-        oplane,
-        ivol,
-        ovol,
-        co,
-        k: [g.k[0], g.k[1], g.k[2]],
-        pad: [g.pad[0], g.pad[1], g.pad[2]],
-        sz: g.stride[0],
-        sy: g.stride[1],
-    };
+    let mut taps = [[0isize; 3]; MAX_TAPS];
+    for (t, tap) in taps.iter_mut().enumerate().take(kv) {
+        let at = [t / (g.k[1] * g.k[2]), (t / g.k[2]) % g.k[1], t % g.k[2]];
+        *tap = std::array::from_fn(|a| at[a] as isize - g.pad[a] as isize);
+    }
+    let geo = Strip { c, kv, d: g.ins[0], h, wd, ow, plane, oplane, ivol, ovol, co, kx: g.k[2], taps, sz: g.stride[0], sy: g.stride[1] };
     let od = g.outs[0];
     let s2 = g.stride[2] == 2;
     // Rows a multiple of 16 wide: one run per vector; rows of 8 (every vector starts a
@@ -93,20 +82,26 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
     } else {
         3
     };
+    // A task is one strip of one output slice for a run of `nb` samples, which share
+    // its tables of offsets and masks (with 8 input channels and 27 taps, building them
+    // per sample took a quarter of a 3-D convolution's time): all samples where the
+    // strips alone make enough tasks to balance the threads.
+    let per = od * strips;
+    let nb = if par { g.n.div_ceil((16 * rayon::current_num_threads()).div_ceil(per).clamp(1, g.n.max(1))) } else { g.n }.max(1);
     // Every position of every output plane is written: the strips cover each plane
     // (the last one's store masks stop at the plane's end).
     crate::ops::parallel::filled_plain(g.n * co * ovol, |out: &mut [f32]| {
         let dst = SyncPtr(out.as_mut_ptr());
         let task = |t: usize| {
-            let (n, oz, s) = (t / (od * strips), (t / strips) % od, t % strips);
+            let (n, oz, s) = (t / per * nb, (t / strips) % od, t % strips);
+            let at = (oz, s, nb.min(g.n - n));
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: AVX-512 was checked by `applies` (the caller's condition); sample
-            // n's image volumes lie inside `img` (asserted above); the strip's outputs
-            // (positions s * 16 nv.. of output slice oz of each of the co volumes of sample
-            // n) are inside `out`, and no other task writes them.
+            // SAFETY: AVX-512 was checked by `applies` (the caller's condition); samples
+            // n..n + at.2 lie inside `img` (asserted above); the strip's outputs
+            // (positions s * 16 nv.. of output slice oz of each of the co volumes of those
+            // samples) are inside `out`, and no other task writes them.
             unsafe {
                 let (src, o) = (img.as_ptr().add(n * c * ivol), dst.ptr().add(n * co * ovol + oz * oplane));
-                let at = (oz, s);
                 match (runs, s2, mr) {
                     (1, false, 12) => strip_avx512::<1, 1, 12, 2>(&geo, src, &wp, bias, o, at),
                     (2, false, 12) => strip_avx512::<2, 1, 12, 2>(&geo, src, &wp, bias, o, at),
@@ -125,7 +120,7 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
             #[cfg(not(target_arch = "x86_64"))]
             unreachable!("conv (direct) without AVX-512 (applies says no): {n} {oz} {s}");
         };
-        let tasks = g.n * od * strips;
+        let tasks = g.n.div_ceil(nb) * per;
         if par {
             (0..tasks).into_par_iter().for_each(task);
         } else {
@@ -149,17 +144,18 @@ struct Strip {
     ivol: usize,
     ovol: usize,
     co: usize,
-    /// Window (kd, kh, kw) and padding (z, y, x).
-    k: [usize; 3],
-    pad: [usize; 3],
+    /// Window width, and each tap's (z, y, x) offset minus the padding, in tap order.
+    kx: usize,
+    taps: [[isize; 3]; MAX_TAPS],
     /// Input slices from one output slice to the next, and rows from one row to the next.
     sz: usize,
     sy: usize,
 }
 
 /// Outputs `s * 16 NV ..` (`16 NV` of them, clipped to the slice) of output slice `oz`
-/// of every output channel of one sample, `MR` channels per tile: `img` is the sample's
-/// first input volume, `out` slice `oz` of its first output volume. Each vector's lanes are up to `P` runs along output rows (1 where rows are a multiple of
+/// of every output channel of `samples` consecutive samples, `MR` channels per tile:
+/// `img` is the first sample's first input volume, `out` slice `oz` of its first
+/// output volume. Each vector's lanes are up to `P` runs along output rows (1 where rows are a multiple of
 /// 16 wide, 2 where they are 8 or 16+ wide, else 3), each loaded from its input row by
 /// one masked load; at x-stride `S` = 2 a run's inputs are every other float of
 /// `2 * len`, loaded as two vectors of 16 whose even lanes a permute then gathers.
@@ -176,7 +172,7 @@ unsafe fn strip_avx512<const P: usize, const S: usize, const MR: usize, const NV
     wp: &[f32],
     bias: Option<&[f32]>,
     out: *mut f32,
-    (oz, s): (usize, usize),
+    (oz, s, samples): (usize, usize, usize),
 ) {
     use std::arch::x86_64::*;
     // Per vector, run and tap: where loaded lane 0 would read inside a plane (so loaded
@@ -186,8 +182,6 @@ unsafe fn strip_avx512<const P: usize, const S: usize, const MR: usize, const NV
     // keep an empty mask.
     let mut off = [[[0isize; MAX_TAPS]; P]; NV];
     let mut mask = [[[0u32; MAX_TAPS]; P]; NV];
-    // Even lanes of (lo, hi): lane j takes lane 2j of the 32.
-    let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     let mut live = [0 as __mmask16; NV];
     for v in 0..NV {
         let pos = (s * NV + v) * L;
@@ -199,10 +193,10 @@ unsafe fn strip_avx512<const P: usize, const S: usize, const MR: usize, const NV
             let (oy, ox) = ((pos + j) / g.ow, (pos + j) % g.ow);
             let len = (g.ow - ox).min(lanes - j);
             for t in 0..g.kv {
-                let (kz, ky, kx) = (t / (g.k[1] * g.k[2]), (t / g.k[2]) % g.k[1], t % g.k[2]);
-                let iz = (oz * g.sz) as isize + kz as isize - g.pad[0] as isize;
-                let iy = (oy * g.sy) as isize + ky as isize - g.pad[1] as isize;
-                let x0 = (ox * S) as isize + kx as isize - g.pad[2] as isize;
+                let [tz, ty, tx] = g.taps[t];
+                let iz = (oz * g.sz) as isize + tz;
+                let iy = (oy * g.sy) as isize + ty;
+                let x0 = (ox * S) as isize + tx;
                 off[v][r][t] = iz * g.plane as isize + iy * g.wd as isize + x0 - (S * j) as isize;
                 mask[v][r][t] = if iy < 0 || iy >= g.h as isize || iz < 0 || iz >= g.d as isize {
                     0
@@ -217,23 +211,55 @@ unsafe fn strip_avx512<const P: usize, const S: usize, const MR: usize, const NV
             r += 1;
         }
     }
-    // The next strip's inputs, into L2 while this one computes: each input channel is
-    // its own stream (64 of them in a 64-channel layer, 1-D), more than the hardware
-    // prefetcher follows, and a strip's first tile otherwise waited on them. The next
-    // strip reads 16 NV S floats further along the same rows (or its rows' successors,
-    // where a hint at the wrong line only costs the hint).
-    for ch in 0..g.c {
-        let base = img.wrapping_add(ch * g.ivol);
-        for run in off.iter().flatten() {
-            for &o in run[..g.kv].iter().step_by(g.k[2]) {
-                let p = base.wrapping_offset(o + (NV * L * S) as isize);
-                // A prefetch is a hint: it never faults, whatever the address.
-                _mm_prefetch::<_MM_HINT_T1>(p as *const i8);
-                _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(L * S + g.k[2] - 1) as *const i8);
+    let steps = g.c * g.kv;
+    let (istride, ostride) = (g.c * g.ivol, g.co * g.ovol);
+    for smp in 0..samples {
+        // SAFETY: sample smp < samples lies inside the image and the output.
+        let (img, out) = unsafe { (img.add(smp * istride), out.add(smp * ostride)) };
+        // The next sample's inputs (or, after the last, the next strip's), into L2 while
+        // this one computes: each input channel is its own stream (64 of them in a
+        // 64-channel layer, 1-D), more than the hardware prefetcher follows, and a
+        // strip's first tile otherwise waited on them. The next strip reads 16 NV S
+        // floats further along the same rows (or its rows' successors, where a hint at
+        // the wrong line only costs the hint).
+        let (next, ahead) =
+            if smp + 1 < samples { (img.wrapping_add(istride), 0) } else { (img.wrapping_sub(smp * istride), (NV * L * S) as isize) };
+        for ch in 0..g.c {
+            let base = next.wrapping_add(ch * g.ivol);
+            for run in off.iter().flatten() {
+                for &o in run[..g.kv].iter().step_by(g.kx) {
+                    let p = base.wrapping_offset(o + ahead);
+                    // A prefetch is a hint: it never faults, whatever the address.
+                    _mm_prefetch::<_MM_HINT_T1>(p as *const i8);
+                    _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(L * S + g.kx - 1) as *const i8);
+                }
             }
         }
+        // SAFETY: the caller's conditions, for sample smp.
+        unsafe { sample_tiles::<P, S, MR, NV>(g, img, wp, bias, out, s, (&off, &mask, &live), steps) };
     }
-    let steps = g.c * g.kv;
+}
+
+/// The tiles of one strip of one sample (see `strip_avx512`), from the strip's tables.
+///
+/// # Safety
+/// As `strip_avx512`, for one sample.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+unsafe fn sample_tiles<const P: usize, const S: usize, const MR: usize, const NV: usize>(
+    g: &Strip,
+    img: *const f32,
+    wp: &[f32],
+    bias: Option<&[f32]>,
+    out: *mut f32,
+    s: usize,
+    (off, mask, live): (&[[[isize; MAX_TAPS]; P]; NV], &[[[u32; MAX_TAPS]; P]; NV], &[std::arch::x86_64::__mmask16; NV]),
+    steps: usize,
+) {
+    use std::arch::x86_64::*;
+    // Even lanes of (lo, hi): lane j takes lane 2j of the 32.
+    let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     for (b, wb) in wp.chunks_exact(steps * MR).enumerate() {
         let mut acc = [[_mm512_setzero_ps(); NV]; MR];
         let mut wq = wb.as_ptr();
@@ -309,7 +335,9 @@ mod tests {
         };
         // (n, c, w_rows, ins, k, pad)
         type Case = (usize, usize, usize, [usize; 3], [usize; 3], [usize; 3]);
-        let cases: [Case; 11] = [
+        let cases: [Case; 12] = [
+            // Five samples, 16 strips a plane: tasks of three samples and of two.
+            (5, 3, 16, [1, 12, 64], [1, 3, 3], [0, 1, 1]),
             (2, 3, 20, [1, 5, 32], [1, 3, 3], [0, 1, 1]),
             // 64 output channels: 8 x 48 tiles (12s would idle an eighth); 1-D, k5, past a strip.
             (2, 6, 64, [1, 1, 150], [1, 1, 5], [0, 0, 2]),
