@@ -180,6 +180,17 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     ("conv2d_winograd_wide", "Conv2d", [64, 64, 3], {"padding": 1}, (2, 64, 16, 16), {}),
     ("conv2d_winograd_deep", "Conv2d", [160, 96, 3], {"padding": 1, "bias": False}, (1, 160, 6, 6), {}),
     ("convt2d_winograd", "ConvTranspose2d", [16, 24, 3], {"padding": 1}, (2, 16, 7, 9), {}),
+    # Strided, one group, 16+ input and 32+ output channels: the f32 forward runs as
+    # register tiles over a channels-last copy (src/layers/conv/fwd_cl.rs). Tiles of 64,
+    # 32 and 16 output channels with partial vectors, runs of positions with tails, 1x1,
+    # dilation, 1-D and 3-D, and a transposed convolution (whose input gradient is such
+    # a forward: 16 gradient channels into 32).
+    ("conv2d_fwd_cl_k4", "Conv2d", [16, 64, 4], {"stride": 2, "padding": 1}, (3, 16, 10, 10), {}),
+    ("conv2d_fwd_cl_odd", "Conv2d", [24, 40, 3], {"stride": 2, "padding": 1}, (2, 24, 9, 11), {}),
+    ("conv2d_fwd_cl_1x1", "Conv2d", [32, 32, 1], {"stride": 2, "bias": False}, (2, 32, 7, 7), {}),
+    ("conv1d_fwd_cl_dil", "Conv1d", [16, 33, 5], {"stride": 3, "padding": 2, "dilation": 2}, (2, 16, 31), {}),
+    ("conv3d_fwd_cl", "Conv3d", [17, 32, 3], {"stride": (2, 1, 2), "padding": 1}, (2, 17, 4, 5, 6), {}),
+    ("convt2d_fwd_cl", "ConvTranspose2d", [32, 16, 4], {"stride": 2, "padding": 1}, (2, 32, 5, 5), {}),
 ]
 
 

@@ -19,8 +19,9 @@
 //! An f32 3x3 stride-1 forward with 16+ channels on each side runs as Winograd
 //! F(4x4, 3x3) (`winograd`: a quarter of the multiplies, as 36 GEMMs over transformed
 //! tiles), and so does its input gradient; outputs that come out non-finite there are
-//! recomputed by a direct method. Other f32 forwards with rows of 8+ read the image in
-//! place (`direct`).
+//! recomputed by a direct method. A strided f32 forward with 16+ input and 32+ output
+//! channels runs as register tiles over a channels-last copy of each sample (`fwd_cl`).
+//! Other f32 forwards with rows of 8+ read the image in place (`direct`).
 //! An f32 forward with output rows of 16+ positions runs as an implicit GEMM instead
 //! (`implicit`: the columns are packed straight from the image, never materialised);
 //! it keeps no columns, so its weight gradient gathers them itself. The adjoint of a
@@ -41,6 +42,7 @@
 mod adj_cl;
 mod depthwise;
 mod direct;
+mod fwd_cl;
 mod im2col;
 mod implicit;
 mod passes;
@@ -230,6 +232,9 @@ impl ConvOp {
                 // Where an output is not finite, the im2col path below (a direct sum).
                 Kind::Fwd if winograd::applies(&self.g, self.w_rows) => {
                     in_pool(par, || winograd::conv_fwd_winograd(a, b, bias, &self.g, self.w_rows, par))
+                }
+                Kind::Fwd if fwd_cl::applies(&self.g, self.w_rows, par) => {
+                    Some(in_pool(par, || fwd_cl::conv_fwd_cl(a, b, bias, &self.g, self.w_rows, par)))
                 }
                 Kind::Fwd if direct::applies(&self.g, self.w_rows) => {
                     Some(in_pool(par, || direct::conv_fwd_direct(a, b, bias, &self.g, self.w_rows, par)))

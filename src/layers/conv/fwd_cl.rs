@@ -1,0 +1,222 @@
+//! The f32 forward of a strided convolution with 16+ input channels (one group), as
+//! register tiles over a channels-last, zero-padded copy of each sample:
+//! `out[p, o] = sum over taps and c of img[origin(p) + tap, c] * w[o, c, tap]`. A tile
+//! is a run of output positions (6, or 12 where the output channels are fewer than 64)
+//! times 64 (or 32, 16) output channels; each step (tap, input channel) broadcasts one
+//! input float per position and loads the output channels' weights as vectors of a
+//! once-transposed (c, tap, o) weight, and the whole sum stays in registers. The tile's
+//! result is written channels-last and turned channel-major (bias added) once per sample.
+//!
+//! Why: the in-place strip kernel (`direct`) at x-stride 2 loads two vectors and
+//! permutes their even lanes for each of its broadcast vectors, and with rows narrower
+//! than a vector two runs of each: on the input gradient of a 64 -> 32 channel k4 s2
+//! transposed convolution at 28x28 it spent more loads than multiply-adds (36% of that
+//! layer's forward and backward). Here a step is 10 loads for 24 multiply-adds.
+use super::wgrad_cl::Padded;
+use super::Geom;
+use crate::ops::cpu::has_avx512;
+use crate::ops::transpose::transpose;
+use rayon::prelude::*;
+
+/// Lanes of one vector.
+const LANES: usize = 16;
+/// Input channels from which this kernel runs (it pads them to 16s), and output channels.
+const MIN_C: usize = 16;
+const MIN_CO: usize = 32;
+
+/// Whether `conv_fwd_cl` runs: AVX-512, one group, a stride above 1 on some axis, 16+
+/// input channels, 32+ output channels (with fewer, a tile is 12 broadcasts for 12
+/// multiply-adds, no better than `direct`'s), and (when it splits over threads) a sample
+/// per thread at least.
+pub(crate) fn applies(g: &Geom, co: usize, par: bool) -> bool {
+    let threads = if par { crate::ops::pool::num_threads() } else { 1 };
+    has_avx512() && g.groups == 1 && g.stride != [1, 1, 1] && g.c >= MIN_C && co >= MIN_CO && g.n >= threads && g.ovol() > 0
+}
+
+/// out (N, co, *outs) = the convolution `g` of `img` (N, C, *ins) with `w` (co, C, *k),
+/// plus `bias` (co) when given. Samples are split over the threads when `par`. Call only
+/// where `applies(g, co, par)` (any co works; fewer than 32 run slower than `direct`).
+pub(crate) fn conv_fwd_cl(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, co: usize, par: bool) -> Vec<f32> {
+    assert!(has_avx512() && g.groups == 1 && g.c >= MIN_C, "conv_fwd_cl: AVX-512, one group and {MIN_C}+ channels only");
+    let (l, iv, kv, c) = (g.ovol(), g.ivol(), g.kvol(), g.c);
+    assert!(img.len() >= g.n * c * iv && w.len() >= co * c * kv, "conv_fwd_cl: operand sizes");
+    let pd = Padded::new(g);
+    let cop = co.next_multiple_of(LANES);
+    // w (co, C taps) -> (C taps, co padded to 16s): one transpose (zeros past co).
+    let mut wt = vec![0f32; c * kv * cop];
+    // SAFETY: `w` holds co rows of C taps floats (asserted); `wt` C taps rows of cop >= co.
+    unsafe { transpose(w.as_ptr(), c * kv, co, c * kv, wt.as_mut_ptr(), cop) };
+    // Each step's (channel, tap) offset in a window of the padded image, channel-major
+    // as the weight's rows (channels past C are zeros on both sides: skipped).
+    let offs: Vec<usize> = (0..c).flat_map(|ch| pd.taps.iter().map(move |t| t + ch)).collect();
+    // Each output position's window origin in the padded image (floats, tap excluded).
+    let step = g.stride[2] * pd.cp;
+    let origin: Vec<usize> = pd.out_row_origins(g).into_iter().flat_map(|row| (0..g.outs[2]).map(move |ox| row + ox * step)).collect();
+    let threads = if par { rayon::current_num_threads().min(g.n).max(1) } else { 1 };
+    let per = g.n.div_ceil(threads);
+    let ins_w = g.ins[2];
+    crate::ops::parallel::filled_plain(g.n * co * l, |out: &mut [f32]| {
+        let part = |t: usize, chunk: &mut [f32]| {
+            // Zeroed once: the padding (borders, channels past C) is never written.
+            let mut im = vec![0f32; pd.pixels() * pd.cp];
+            let mut ocl = vec![0f32; l * cop];
+            for (s, dst) in chunk.chunks_exact_mut(co * l).enumerate() {
+                let img_n = &img[(t * per + s) * c * iv..][..c * iv];
+                for (r, pix) in pd.interior_rows(g) {
+                    assert!((pix + ins_w) * pd.cp <= im.len());
+                    // SAFETY: the channel rows `img_n[ch * iv + r * ins_w..][..ins_w]` lie in
+                    // the sample, and the `ins_w` pixels from `pix` (of `cp >= C` floats) in `im`.
+                    unsafe { transpose(img_n[r * ins_w..].as_ptr(), iv, c, ins_w, im[pix * pd.cp..].as_mut_ptr(), pd.cp) };
+                }
+                sample(&im, &wt, &pd, &offs, &origin, cop, &mut ocl);
+                // SAFETY: `ocl` holds l rows of `cop >= co` floats; `dst` co rows of l.
+                unsafe { transpose(ocl.as_ptr(), cop, l, co, dst.as_mut_ptr(), l) };
+                if let Some(bias) = bias {
+                    for (plane, b) in dst.chunks_exact_mut(l).zip(bias) {
+                        plane.iter_mut().for_each(|v| *v += b);
+                    }
+                }
+            }
+        };
+        if threads > 1 {
+            out.par_chunks_mut(per * co * l).enumerate().with_max_len(1).for_each(|(t, chunk)| part(t, chunk));
+        } else {
+            part(0, out);
+        }
+    })
+}
+
+/// One sample's output, channels-last (`l` rows of `cop` floats), from its padded
+/// channels-last image: per run of positions and block of output-channel vectors, a tile.
+fn sample(im: &[f32], wt: &[f32], pd: &Padded, offs: &[usize], origin: &[usize], cop: usize, ocl: &mut [f32]) {
+    let cv = cop / LANES;
+    let l = origin.len();
+    // Output-channel vectors per tile and positions per tile (24 accumulators, or 12).
+    let (nv, mr) = if cv.is_multiple_of(4) {
+        (4, 6)
+    } else if cv.is_multiple_of(2) {
+        (2, 12)
+    } else {
+        (1, 12)
+    };
+    assert!(im.len() >= pd.pixels() * pd.cp && wt.len() >= offs.len() * cop && ocl.len() >= l * cop);
+    // Output-channel blocks outermost: a block's weights (taps x cp x 16 nv floats) stay
+    // in L2 for all of the sample's positions (with 128 -> 256 channels and 4 x 4 taps
+    // all the weights are 2 MB, streamed once per run of positions the other way round).
+    for v0 in (0..cv).step_by(nv) {
+        for p0 in (0..l).step_by(mr) {
+            let live = mr.min(l - p0);
+            // A short last run repeats its last position (computed, not stored).
+            let org: [usize; 12] = std::array::from_fn(|i| origin[p0 + i.min(live - 1)]);
+            let (b, o) = (wt[v0 * LANES..].as_ptr(), ocl[p0 * cop + v0 * LANES..].as_mut_ptr());
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: AVX-512 (`applies`); every position's window (origin + step offset)
+            // lies in the padded image `im`; the weight has a row per step, read from
+            // vector v0, `nv` vectors each (v0 + nv <= cv); the tile writes `live` rows of
+            // `nv` vectors from `o`, inside `ocl`.
+            unsafe {
+                match nv {
+                    4 => tile::<6, 4>(im.as_ptr(), &org, offs, b, cop, o, live),
+                    2 => tile::<12, 2>(im.as_ptr(), &org, offs, b, cop, o, live),
+                    _ => tile::<12, 1>(im.as_ptr(), &org, offs, b, cop, o, live),
+                }
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            unreachable!("conv_fwd_cl off x86-64 ({b:?} {o:?})");
+        }
+    }
+}
+
+/// `out[i, v] = sum over steps k of im[org[i] + offs[k]] * w[k * w_rs + 16 v ..]` for
+/// the first `live` of `MR` positions and `NV` vectors, stored `w_rs` floats apart per
+/// position.
+///
+/// # Safety
+/// The CPU has AVX-512F and FMA; `im[org[i] + offs[k]]` is readable for every i < MR and
+/// step k; `w` has `offs.len()` rows of `w_rs` floats with `NV` vectors readable from
+/// each; `out` has `live` writable rows of `NV * 16` floats, `w_rs` apart.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn tile<const MR: usize, const NV: usize>(
+    im: *const f32,
+    org: &[usize; 12],
+    offs: &[usize],
+    w: *const f32,
+    w_rs: usize,
+    out: *mut f32,
+    live: usize,
+) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); NV]; MR];
+    // SAFETY (every read below): inside the windows and the weight (the caller).
+    let pa: [*const f32; MR] = std::array::from_fn(|i| unsafe { im.add(org[i]) });
+    let mut pw = w;
+    for &off in offs {
+        let mut wv = [_mm512_setzero_ps(); NV];
+        for (v, x) in wv.iter_mut().enumerate() {
+            *x = unsafe { _mm512_loadu_ps(pw.add(v * LANES)) };
+        }
+        for (i, row) in acc.iter_mut().enumerate() {
+            let a = _mm512_set1_ps(unsafe { *pa[i].add(off) });
+            for (x, wx) in row.iter_mut().zip(wv) {
+                *x = _mm512_fmadd_ps(a, wx, *x);
+            }
+        }
+        pw = unsafe { pw.add(w_rs) };
+    }
+    for (i, row) in acc.iter().enumerate().take(live) {
+        for (v, x) in row.iter().enumerate() {
+            // SAFETY: row i < live, vector v < NV (the caller).
+            unsafe { _mm512_storeu_ps(out.add(i * w_rs + v * LANES), *x) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::passes::conv_fwd;
+    use super::*;
+
+    /// Equal to the im2col forward (checked against PyTorch's fixtures) with and without
+    /// bias, on 1-3 d geometries with strides 2 and 3, padding, dilation, 1 x 1 windows,
+    /// channel counts off the 16s, output channels of every tile shape (64s, 32s, 16s and
+    /// partial vectors), position tails and threads.
+    #[test]
+    fn matches_the_im2col_path() {
+        if !has_avx512() {
+            return;
+        }
+        let mut seed = 41u64;
+        let mut rnd = |len: usize| {
+            seed += 1;
+            crate::ops::test_values(len, seed)
+        };
+        // (n, c, co, ins, k, stride, pad, dil)
+        type Case = (usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
+        let cases: [Case; 7] = [
+            (4, 32, 64, [1, 16, 16], [1, 3, 3], [1, 2, 2], [0, 1, 1], [1, 1, 1]),
+            (3, 32, 64, [1, 14, 14], [1, 4, 4], [1, 2, 2], [0, 1, 1], [1, 1, 1]),
+            (2, 64, 20, [1, 9, 9], [1, 1, 1], [1, 2, 2], [0, 0, 0], [1, 1, 1]),
+            (3, 20, 7, [1, 11, 10], [1, 4, 4], [1, 2, 3], [0, 1, 2], [1, 1, 1]),
+            (2, 48, 30, [1, 1, 50], [1, 1, 5], [1, 1, 3], [0, 0, 2], [1, 1, 2]),
+            (2, 17, 128, [5, 6, 7], [3, 3, 3], [2, 2, 2], [1, 1, 1], [1, 1, 1]),
+            (2, 16, 5, [1, 7, 7], [1, 3, 3], [1, 2, 1], [0, 1, 1], [2, 1, 1]),
+        ];
+        for (n, c, co, ins, k, stride, pad, dil) in cases {
+            let g = Geom::for_test(n, c, 1, ins, k, stride, pad, dil);
+            let img: Vec<f32> = rnd(n * c * g.ivol());
+            let w: Vec<f32> = rnd(co * c * g.kvol());
+            let bias: Vec<f32> = rnd(co);
+            for b in [None, Some(&bias[..])] {
+                let want = conv_fwd(&img, &w, b, &g, co, None);
+                for par in [false, true] {
+                    let got = super::super::on_two_threads(|| {
+                        assert_eq!(applies(&g, co, par), co >= MIN_CO);
+                        conv_fwd_cl(&img, &w, b, &g, co, par)
+                    });
+                    super::super::assert_close(&got, &want, &format!("{g:?} co={co} bias={} par={par}", b.is_some()));
+                }
+            }
+        }
+    }
+}
