@@ -42,3 +42,13 @@ pub(crate) fn test_values(len: usize, seed: u64) -> Vec<f32> {
         })
         .collect()
 }
+
+/// A source of `test_values` for a test's operands: each call takes the next seed after
+/// `seed`, so every operand gets its own sequence.
+#[cfg(test)]
+pub(crate) fn test_stream(mut seed: u64) -> impl FnMut(usize) -> Vec<f32> {
+    move |len| {
+        seed += 1;
+        test_values(len, seed)
+    }
+}

@@ -182,11 +182,7 @@ mod tests {
         if !has_avx512() {
             return;
         }
-        let mut seed = 21u64;
-        let mut rnd = |len: usize| {
-            seed += 1;
-            crate::ops::test_values(len, seed)
-        };
+        let mut rnd = crate::ops::test_stream(21);
         // (n, c, rows, ins, k, stride, pad, dil)
         type Case = (usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
         let cases: [Case; 6] = [

@@ -433,11 +433,7 @@ mod tests {
             (3, 2, 3, [1, 1, 20], [1, 1, 4], [1, 1, 3], [0, 0, 1], [1, 1, 1]),
             (1, 3, 1, [4, 5, 6], [3, 3, 3], [2, 1, 1], [1, 1, 1], [1, 1, 1]),
         ];
-        let mut seed = 21u64;
-        let mut rnd = |len: usize| {
-            seed += 1;
-            crate::ops::test_values(len, seed)
-        };
+        let mut rnd = crate::ops::test_stream(21);
         for (n, c, mult, ins, k, stride, pad, dil) in cases {
             let g = Geom::for_test(n, c, c, ins, k, stride, pad, dil);
             assert!(applies(&g));

@@ -155,8 +155,8 @@ struct Strip {
 /// Outputs `s * 16 NV ..` (`16 NV` of them, clipped to the slice) of output slice `oz`
 /// of every output channel of `samples` consecutive samples, `MR` channels per tile:
 /// `img` is the first sample's first input volume, `out` slice `oz` of its first
-/// output volume. Each vector's lanes are up to `P` runs along output rows (1 where rows are a multiple of
-/// 16 wide, 2 where they are 8 or 16+ wide, else 3), each loaded from its input row by
+/// output volume. Each vector's lanes are up to `P` runs along output rows (1 where
+/// rows are a multiple of 16 wide, 2 where they are 8 or 16+ wide, else 3), each loaded from its input row by
 /// one masked load; at x-stride `S` = 2 a run's inputs are every other float of
 /// `2 * len`, loaded as two vectors of 16 whose even lanes a permute then gathers.
 ///
@@ -328,11 +328,7 @@ mod tests {
         if !crate::ops::cpu::has_avx512() {
             return;
         }
-        let mut seed = 21u64;
-        let mut rnd = |len: usize| {
-            seed += 1;
-            crate::ops::test_values(len, seed)
-        };
+        let mut rnd = crate::ops::test_stream(21);
         // (n, c, w_rows, ins, k, pad)
         type Case = (usize, usize, usize, [usize; 3], [usize; 3], [usize; 3]);
         let cases: [Case; 12] = [

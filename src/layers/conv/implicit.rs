@@ -251,11 +251,7 @@ mod tests {
         if !takes(16, 64) {
             return;
         }
-        let mut seed = 7u64;
-        let mut rnd = |len: usize| {
-            seed += 1;
-            crate::ops::test_values(len, seed)
-        };
+        let mut rnd = crate::ops::test_stream(7);
         // (n, c, groups, w_rows, ins, k, stride, pad, dil)
         type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
         let cases: [Case; 8] = [
@@ -292,11 +288,7 @@ mod tests {
         if !takes(16, 64) {
             return;
         }
-        let mut seed = 11u64;
-        let mut rnd = |len: usize| {
-            seed += 1;
-            crate::ops::test_values(len, seed)
-        };
+        let mut rnd = crate::ops::test_stream(11);
         // (n, c, groups, w_rows, ins, k, pad, dil)
         type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
         let cases: [Case; 5] = [
