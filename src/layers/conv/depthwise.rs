@@ -81,7 +81,7 @@ fn forward_f32(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, w_rows: u
     let [od, oh, ow] = g.outs;
     let [d, h, wd] = g.ins.map(|v| v as isize);
     // Each tap's (z, y, x) offset from an output position's window origin.
-    let taps: Vec<[isize; 3]> = g.tap_offsets().into_iter().collect();
+    let taps = g.tap_offsets();
     // Per tap and vector of 16 output positions (a whole number of blocks): the lanes
     // whose input column lies inside the row and whose output lies inside the output row.
     let nv = ow.div_ceil(BLOCK) * (BLOCK / 16);

@@ -64,11 +64,9 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
     // co.div_ceil(12) strips of 12 x depth floats that `pack_left` writes.
     unsafe { crate::ops::sgemm::pack_left(mr, crate::ops::sgemm::Mat::new(w.as_ptr(), depth as isize, 1), (0, co), (0, depth), &mut wp) };
     let strips = oplane.div_ceil(L * nv);
+    // Dilation is 1 here (`applies`): a tap's offset is its index minus the padding.
     let mut taps = [[0isize; 3]; MAX_TAPS];
-    for (t, tap) in taps.iter_mut().enumerate().take(kv) {
-        let at = [t / (g.k[1] * g.k[2]), (t / g.k[2]) % g.k[1], t % g.k[2]];
-        *tap = std::array::from_fn(|a| at[a] as isize - g.pad[a] as isize);
-    }
+    taps[..kv].copy_from_slice(&g.tap_offsets());
     let geo = Strip { c, kv, d: g.ins[0], h, wd, ow, plane, oplane, ivol, ovol, co, kx: g.k[2], taps, sz: g.stride[0], sy: g.stride[1] };
     let od = g.outs[0];
     let s2 = g.stride[2] == 2;

@@ -1,8 +1,8 @@
 //! The f32 forward of a strided convolution with 16+ input channels (one group), as
 //! register tiles over a channels-last, zero-padded copy of each sample:
 //! `out[p, o] = sum over taps and c of img[origin(p) + tap, c] * w[o, c, tap]`. A tile
-//! is a run of output positions (6, or 12 where the output channels are fewer than 64)
-//! times 64 (or 32, 16) output channels; each step (tap, input channel) broadcasts one
+//! is a run of 6 output positions times 64 output channels where the output channels
+//! pad (to 16s) to a multiple of 64, else 12 positions times 32 (or 16) channels; each step (tap, input channel) broadcasts one
 //! input float per position and loads the output channels' weights as vectors of a
 //! once-transposed (c, tap, o) weight, and the whole sum stays in registers. The tile's
 //! result is written channels-last and turned channel-major (bias added) once per sample.
@@ -54,20 +54,13 @@ pub(crate) fn conv_fwd_cl(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom
     let origin: Vec<usize> = pd.out_row_origins(g).into_iter().flat_map(|row| (0..g.outs[2]).map(move |ox| row + ox * step)).collect();
     let threads = if par { rayon::current_num_threads().min(g.n).max(1) } else { 1 };
     let per = g.n.div_ceil(threads);
-    let ins_w = g.ins[2];
     crate::ops::parallel::filled_plain(g.n * co * l, |out: &mut [f32]| {
         let part = |t: usize, chunk: &mut [f32]| {
             // Zeroed once: the padding (borders, channels past C) is never written.
             let mut im = vec![0f32; pd.pixels() * pd.cp];
             let mut ocl = vec![0f32; l * cop];
             for (s, dst) in chunk.chunks_exact_mut(co * l).enumerate() {
-                let img_n = &img[(t * per + s) * c * iv..][..c * iv];
-                for (r, pix) in pd.interior_rows(g) {
-                    assert!((pix + ins_w) * pd.cp <= im.len());
-                    // SAFETY: the channel rows `img_n[ch * iv + r * ins_w..][..ins_w]` lie in
-                    // the sample, and the `ins_w` pixels from `pix` (of `cp >= C` floats) in `im`.
-                    unsafe { transpose(img_n[r * ins_w..].as_ptr(), iv, c, ins_w, im[pix * pd.cp..].as_mut_ptr(), pd.cp) };
-                }
+                pd.copy_in(g, &img[(t * per + s) * c * iv..][..c * iv], &mut im);
                 sample(&im, &wt, &pd, &offs, &origin, cop, &mut ocl);
                 // SAFETY: `ocl` holds l rows of `cop >= co` floats; `dst` co rows of l.
                 unsafe { transpose(ocl.as_ptr(), cop, l, co, dst.as_mut_ptr(), l) };

@@ -80,6 +80,21 @@ impl Padded {
         let [d, h, _] = g.ins;
         (0..d * h).map(move |r| (r, ((r / h + g.pad[0]) * self.dims[1] + r % h + g.pad[1]) * self.dims[2] + g.pad[2]))
     }
+    /// Copies one sample `img_n` (C, *ins) into `dst`, its padded channels-last image
+    /// (each group's channels from its own block of `cgp`); the padding is left as it is.
+    pub(super) fn copy_in(&self, g: &Geom, img_n: &[f32], dst: &mut [f32]) {
+        let (iv, ins_w, cg) = (g.ivol(), g.ins[2], g.c / g.groups);
+        for gi in 0..g.groups {
+            for (r, pix) in self.interior_rows(g) {
+                let src = &img_n[gi * cg * iv + r * ins_w..];
+                assert!(src.len() > (cg - 1) * iv + ins_w - 1 && (pix + ins_w) * self.cp <= dst.len());
+                // SAFETY: the channel rows `src[c * iv..][..ins_w]` lie in the sample
+                // (asserted), and the `ins_w` pixels from `pix` in `dst`, each of
+                // `cp >= gi * cgp + cg` channels.
+                unsafe { transpose(src.as_ptr(), iv, cg, ins_w, dst[pix * self.cp + gi * self.cgp..].as_mut_ptr(), self.cp) };
+            }
+        }
+    }
     /// Every output row (oz, oy) of `g`, in order: where its first window starts in the
     /// padded image, in floats (tap offset excluded).
     pub(super) fn out_row_origins(&self, g: &Geom) -> Vec<usize> {
@@ -118,7 +133,7 @@ pub(crate) fn conv_wgrad_cl(a: &[f32], img: &[f32], g: &Geom, w_rows: usize, par
 #[allow(clippy::too_many_arguments)]
 fn samples(a: &[f32], img: &[f32], g: &Geom, pd: &Padded, w_rows: usize, (n0, n1): (usize, usize), dwt: &mut [f32], db: &mut [f32]) {
     let (l, iv) = (g.ovol(), g.ivol());
-    let (mg, cg) = (w_rows / g.groups, g.c / g.groups);
+    let mg = w_rows / g.groups;
     let block = (BLOCK_POS / l).clamp(1, n1 - n0);
     let ap = w_rows + A_PAD;
     let (a_sample, b_sample) = (l * ap, pd.pixels() * pd.cp);
@@ -127,7 +142,6 @@ fn samples(a: &[f32], img: &[f32], g: &Geom, pd: &Padded, w_rows: usize, (n0, n1
     let mut at = vec![0f32; block * a_sample];
     let mut im = vec![0f32; block * b_sample];
     let mut walk = Walk { samples: 0, ow: g.outs[2], ap, a_sample, b_sample, b_step: g.stride[2] * pd.cp, rows: pd.out_row_origins(g) };
-    let ins_w = g.ins[2];
     for s0 in (n0..n1).step_by(block) {
         let nb = block.min(n1 - s0);
         for s in 0..nb {
@@ -141,18 +155,7 @@ fn samples(a: &[f32], img: &[f32], g: &Geom, pd: &Padded, w_rows: usize, (n0, n1
                     *b += crate::ops::reduce::sum_slice(row);
                 }
             }
-            let img_n = &img[n * g.c * iv..(n + 1) * g.c * iv];
-            let dst = &mut im[s * b_sample..(s + 1) * b_sample];
-            for gi in 0..g.groups {
-                for (r, pix) in pd.interior_rows(g) {
-                    let src = &img_n[gi * cg * iv + r * ins_w..];
-                    assert!(src.len() > (cg - 1) * iv + ins_w - 1 && (pix + ins_w) * pd.cp <= dst.len());
-                    // SAFETY: the channel rows `src[c * iv..][..ins_w]` lie in the sample
-                    // (asserted), and the `ins_w` pixels from `pix` in `dst`, each of
-                    // `cp >= gi * cgp + cg` channels.
-                    unsafe { transpose(src.as_ptr(), iv, cg, ins_w, dst[pix * pd.cp + gi * pd.cgp..].as_mut_ptr(), pd.cp) };
-                }
-            }
+            pd.copy_in(g, &img[n * g.c * iv..(n + 1) * g.c * iv], &mut im[s * b_sample..(s + 1) * b_sample]);
         }
         walk.samples = nb;
         tiles(g, pd, &walk, &at, &im, mg, dwt);
