@@ -24,8 +24,6 @@ ARRAYS: Dict[str, np.ndarray] = {k: v.numpy() for k, v in cp.safetensors.load_fi
 # Cases where candle_py still differs from PyTorch (each would need a change in Rust,
 # or a larger one): strict, so a fix turns them red until this entry is removed.
 XFAIL: Dict[str, str] = {
-    "sparse": "torch.sparse_coo_tensor / Tensor.to_sparse: candle_py has no sparse layouts "
-    "(Candle stores dense tensors only); both raise RuntimeError instead of building a COO tensor",
     "view[dtype]": "Tensor.view(dtype) (reinterpreting the bytes as another dtype of the same size) "
     "is refused with TypeError; it needs a bit-cast storage view in Rust",
     "complex_views": "torch.view_as_complex / view_as_real: candle_py has no complex dtypes "

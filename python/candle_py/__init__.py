@@ -35,6 +35,7 @@ from . import (
     random,
     safetensors,
     serialization,
+    sparse,
     utils,
 )
 from ._compile import compile
@@ -103,6 +104,7 @@ from ._settings import (
     use_deterministic_algorithms,
 )
 from ._size import Size
+from ._sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided
 from ._tensor_types import *  # noqa: F403 - FloatTensor, LongTensor, ... named in _tensor_types.__all__
 from ._threading import get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads
 from .amp.autocast_mode import (
@@ -211,6 +213,7 @@ __all__ = [
     "is_deterministic_algorithms_warn_only_enabled", "autocast", "is_autocast_enabled",
     "get_autocast_dtype", "set_autocast_enabled", "set_autocast_dtype", "is_autocast_available",
     "amp", "backends", "accelerator", "cpu", "mps", "distributed", "onnx", "multiprocessing",
+    "sparse", "sparse_coo_tensor", "spmm", "layout", "strided", "sparse_coo",
 ]  # fmt: skip
 __all__ += _functions.__all__
 __all__ += _tensor_types.__all__

@@ -1,7 +1,7 @@
 """Functions PyTorch has that are compositions of tensor ops: `einsum` (a planner
 lowering to diagonal/sum/permute/reshape/matmul), `meshgrid`, `cdist`, `trapezoid`;
 the function forms of the Tensor methods of src/bindings/misc_ops.rs; and the
-sparse/complex entry points, which raise (candle_py has neither layout nor dtype).
+complex entry points, which raise (candle_py has no complex dtype).
 
 Every result is built from differentiable tensor ops, so gradients flow through
 each as through PyTorch's.
@@ -19,7 +19,7 @@ Number = Union[int, float, bool]
 __all__ = [
     "einsum", "meshgrid", "cdist", "trapezoid", "trapz", "select", "repeat_interleave", "diag", "diagonal",
     "diag_embed", "trace", "lerp", "masked_select", "masked_scatter", "index_add", "index_copy", "index_fill", "scatter_reduce",
-    "fliplr", "flipud", "roll", "rot90", "less_equal", "greater_equal", "not_equal", "sparse_coo_tensor",
+    "fliplr", "flipud", "roll", "rot90", "less_equal", "greater_equal", "not_equal",
     "view_as_complex", "view_as_real",
 ]  # fmt: skip
 
@@ -75,11 +75,6 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: Optional[int] = N
         n = 1 if input.ndim == 0 else input.shape[0]
         return arange(n, device=input.device).repeat_interleave(input, output_size=output_size)
     return input.repeat_interleave(repeats, dim, output_size=output_size)
-
-
-def sparse_coo_tensor(*args: Any, **kwargs: Any) -> Tensor:
-    """Not available: candle_py stores dense tensors only (Candle has no sparse layouts)."""
-    raise RuntimeError("sparse_coo_tensor: candle_py has no sparse layouts (Candle stores dense tensors only)")
 
 
 def view_as_complex(input: Tensor) -> Tensor:

@@ -42,6 +42,7 @@ from typing import IO, Any, Callable, Dict, Iterable, List, Optional, Tuple, Uni
 from . import _core
 from ._core import Tensor
 from ._size import Size
+from ._sparse import SparseTensor, layout, sparse_coo, sparse_coo_tensor, strided
 
 __all__ = [
     "save",
@@ -222,6 +223,27 @@ def _rebuild_tensor_v3(
     return _rebuild_from(storage, storage_offset, size, stride, dtype, bool(requires_grad))
 
 
+def _get_layout(name: Any) -> Any:
+    """`torch.serialization._get_layout`: a layout by its name."""
+    found = {"torch.sparse_coo": sparse_coo, "torch.strided": strided}.get(name)
+    if found is None:
+        raise UnpicklingError(f"load: layout {name!r} is not supported (torch.strided and torch.sparse_coo are)")
+    return found
+
+
+def _rebuild_sparse_tensor(layout: Any, data: Any) -> SparseTensor:
+    """`torch._utils._rebuild_sparse_tensor`: a sparse COO tensor from (indices, values,
+    size[, is_coalesced]), checked like any other (a bad index is a broken file)."""
+    if layout is not sparse_coo:
+        raise UnpicklingError(f"load: sparse layout {layout!r} is not supported (sparse_coo only)")
+    if not isinstance(data, tuple) or len(data) not in (3, 4) or not all(isinstance(t, Tensor) for t in data[:2]):
+        raise UnpicklingError("load: a sparse tensor record is not (indices, values, size[, is_coalesced])")
+    try:
+        return sparse_coo_tensor(data[0], data[1], data[2], is_coalesced=bool(data[3]) if len(data) == 4 else None)
+    except (RuntimeError, ValueError, TypeError) as e:
+        raise UnpicklingError(f"load: bad sparse tensor: {e}") from None
+
+
 def _rebuild_parameter(data: Any, requires_grad: bool, backward_hooks: Any = None) -> Any:
     """`torch._utils._rebuild_parameter`: an `nn.Parameter` around the rebuilt tensor."""
     from .nn.parameter import Parameter
@@ -285,6 +307,8 @@ _SAFE: Dict[Tuple[str, str], Any] = {
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
     ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter_with_state,
     ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
+    ("torch._utils", "_rebuild_sparse_tensor"): _rebuild_sparse_tensor,
+    ("torch.serialization", "_get_layout"): _get_layout,
     ("torch", "Size"): _torch_size,
     ("torch", "device"): _torch_device,
 }
@@ -705,6 +729,11 @@ class _Pickler(_PurePickler):  # type: ignore[misc]
         return (_Global.of("torch._utils", "_rebuild_tensor_v2"), (ref, 0, shape, stride_t, requires_grad, hooks))
 
     def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, SparseTensor):  # as torch pickles one: its parts, by layout
+            parts = (obj._indices(), obj._values().detach(), Size(obj.shape), obj.is_coalesced())
+            return (_Global.of("torch._utils", "_rebuild_sparse_tensor"), (sparse_coo, parts))
+        if isinstance(obj, layout):  # as torch writes one: by name
+            return (_Global.of("torch.serialization", "_get_layout"), (f"torch.{obj._name}",))
         if isinstance(obj, Tensor):
             if _dtype_name(obj.dtype) not in _DTYPE_STORAGE and _dtype_name(obj.dtype) != "uint32":
                 raise TypeError(f"save: cannot save a tensor of dtype {obj.dtype}")

@@ -3,8 +3,8 @@
 //! `masked_select`/`masked_scatter`, `index_add`/`index_copy`/`index_fill` (and in-place forms),
 //! `scatter_`/`scatter_add_`/`scatter_reduce`, `lerp`, `roll`/`rot90`/`fliplr`/`flipud`,
 //! the `new_*` constructors, `type_as`, `data_ptr`, `where`, the comparison aliases,
-//! `__contains__`/`__reversed__`, and the layouts we do not have (`to_sparse`,
-//! `pin_memory`), which raise naming why.
+//! `__contains__`/`__reversed__`, the sparse layout's entry points (`to_sparse`, `layout`),
+//! and `pin_memory`, which raises naming why.
 //!
 //! The index arithmetic is `ops::index_write`; the results are built from the
 //! differentiable ops of `autograd` (gathers as flat-offset takes, writes as
@@ -948,11 +948,24 @@ impl PyTensor {
         Ok(PyTensor::wrap_vdt(out, self.dt()))
     }
 
-    /// Not available: candle_py stores dense tensors only.
+    /// This tensor in the sparse COO layout (`candle_py._sparse.to_sparse`: its nonzero
+    /// entries over the first `sparse_dim` dims, composed of our ops).
     #[pyo3(signature = (*args, **kwargs))]
-    fn to_sparse(&self, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<PyTensor> {
-        let _ = (args, kwargs);
-        Err(runtime_err("to_sparse", "candle_py has no sparse layouts (Candle stores dense tensors only)"))
+    fn to_sparse<'py>(
+        slf: &Bound<'py, Self>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let f = slf.py().import("candle_py._sparse")?.getattr("to_sparse")?;
+        let mut all = vec![slf.clone().into_any()];
+        all.extend(args.iter());
+        f.call(PyTuple::new(slf.py(), all)?, kwargs)
+    }
+    /// The memory layout: `torch.strided` (`torch.sparse_coo` for a `SparseTensor`).
+    #[getter]
+    fn layout<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let name = if slf.get().is_sparse_coo() { "sparse_coo" } else { "strided" };
+        slf.py().import("candle_py._sparse")?.getattr(name)
     }
 
     /// Not available: there is no accelerator whose transfers pinned host memory would speed up.

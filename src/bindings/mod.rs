@@ -28,6 +28,7 @@ pub(crate) mod select;
 pub(crate) mod shape_ops;
 pub(crate) mod size;
 pub(crate) mod sorting;
+pub(crate) mod sparse;
 pub(crate) mod tensor;
 pub(crate) mod threads;
 pub(crate) mod torch_format;
@@ -55,6 +56,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     safetensors_io::register(m)?;
     quantized::register(m)?;
     torch_format::register(m)?;
+    sparse::register(m)?;
     threads::register(m)?;
     nn::register(m)?;
     optim::register(m)?;

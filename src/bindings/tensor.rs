@@ -33,6 +33,9 @@ pub struct PyTensor {
     /// (`bindings::views`), so that in-place writes reach the base and the view follows
     /// writes into the base.
     view_of: OnceLock<Arc<crate::bindings::views::ViewLink>>,
+    /// For a sparse COO tensor: its indices and values (`bindings::sparse`), from which
+    /// the value is built on first read.
+    coo: OnceLock<crate::bindings::sparse::Coo>,
 }
 
 /// Candle slices storage from a view's start offset even when the view holds no
@@ -58,7 +61,7 @@ impl PyTensor {
         if v.data.layout().start_offset() != 0 && v.data.elem_count() == 0 {
             v.data = fresh_if_empty_view(v.data);
         }
-        PyTensor { inner: Arc::new(RwLock::new(v)), is_bool, plain_grad: Mutex::new(None), view_of: OnceLock::new() }
+        PyTensor { inner: Arc::new(RwLock::new(v)), is_bool, plain_grad: Mutex::new(None), view_of: OnceLock::new(), coo: OnceLock::new() }
     }
 
     pub fn wrap_dt(t: Tensor, dt: DT) -> PyTensor {
@@ -73,7 +76,13 @@ impl PyTensor {
     /// not a view, so none of `wrap`'s checks apply. The dispatch fast path uses it.
     pub fn wrap_fresh(t: Tensor) -> PyTensor {
         debug_assert!(t.layout().start_offset() == 0);
-        PyTensor { inner: Arc::new(RwLock::new(Value::plain(t))), is_bool: false, plain_grad: Mutex::new(None), view_of: OnceLock::new() }
+        PyTensor {
+            inner: Arc::new(RwLock::new(Value::plain(t))),
+            is_bool: false,
+            plain_grad: Mutex::new(None),
+            view_of: OnceLock::new(),
+            coo: OnceLock::new(),
+        }
     }
 
     /// The current value, borrowed under the read lock (no clone: two atomics fewer
@@ -82,6 +91,8 @@ impl PyTensor {
     pub fn read(&self) -> std::sync::RwLockReadGuard<'_, Value> {
         if let Some(l) = self.view_of.get() {
             crate::bindings::views::sync(&self.inner, l);
+        } else if let Some(c) = self.coo.get() {
+            crate::bindings::sparse::sync(&self.inner, c);
         }
         self.inner.read().unwrap_or_else(|p| p.into_inner())
     }
@@ -129,6 +140,16 @@ impl PyTensor {
     pub fn set_view_of(&self, base: &PyTensor, region: Region) {
         let seen = base.read().version_now();
         let _ = self.view_of.set(crate::bindings::views::ViewLink::new(base.inner.clone(), base.view_of.get().cloned(), region, seen));
+    }
+
+    /// Give this fresh tensor its sparse parts (once).
+    pub fn set_coo(&self, c: crate::bindings::sparse::Coo) -> Result<(), crate::bindings::sparse::Coo> {
+        self.coo.set(c)
+    }
+
+    /// Whether this tensor has sparse parts.
+    pub fn is_sparse_coo(&self) -> bool {
+        self.coo.get().is_some()
     }
 
     /// Whether this tensor is a view of another one in the autograd graph.
@@ -220,6 +241,11 @@ impl PyTensor {
     #[getter]
     fn ndim(&self) -> usize {
         self.t().rank()
+    }
+    /// Whether this is a sparse COO tensor (`SparseTensor`).
+    #[getter]
+    fn is_sparse(&self) -> bool {
+        self.is_sparse_coo()
     }
     #[getter]
     fn is_cuda(&self) -> bool {
