@@ -133,6 +133,7 @@ def conversions(lib: Any) -> Dict[str, Any]:
         "to_f64": _sp(s.to(lib.float64)),
         "long": _sp(s.long()),
         "t": _sp(s.t()),
+        "T": _sp(s.T),
         "transpose": _sp(s.transpose(0, 1)),
         "hybrid_t": _err(lambda: lib.sparse_coo_tensor([[0, 1]], _r(lib, 2, 3, 2, seed="ht"), (2, 3, 2)).transpose(1, 2)),
         "clone": _sp(s.clone()),

@@ -329,6 +329,11 @@ class SparseTensor(Tensor):
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
         return self.transpose(0, 1) if self.dim() == 2 else self
 
+    @property
+    def T(self) -> "SparseTensor":  # type: ignore[override]
+        """The transpose of a 2-D sparse matrix (`t()`)."""
+        return self.t()
+
     def transpose(self, dim0: builtins.int, dim1: builtins.int) -> "SparseTensor":  # type: ignore[override]
         """Swap two sparse dims (their index rows); dense dims cannot be, as in PyTorch."""
         n, sd = self.dim(), self.sparse_dim()
