@@ -9,6 +9,19 @@ use crate::ops::parallel::filled_plain;
 use candle_core::{CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
+/// The sum of 16 lanes, halves onto halves (constant trip counts, so it stays in
+/// registers): a running sum over the lanes is a chain of dependent adds per row.
+#[inline(always)]
+fn fold16<T: Float>(mut acc: [T; 16]) -> T {
+    for k in 0..8 {
+        acc[k] += acc[k + 8];
+    }
+    for k in 0..4 {
+        acc[k] += acc[k + 4];
+    }
+    (acc[0] + acc[2]) + (acc[1] + acc[3])
+}
+
 #[inline(always)]
 fn softmax_row<T: Float, const FMA: bool>(src: &[T], dst: &mut [T], log: bool) {
     let m = max_slice(src);
@@ -29,13 +42,7 @@ fn softmax_row<T: Float, const FMA: bool>(src: &[T], dst: &mut [T], log: bool) {
         *d = e;
         acc[k] += e;
     }
-    for k in 0..8 {
-        acc[k] += acc[k + 8];
-    }
-    for k in 0..4 {
-        acc[k] += acc[k + 4];
-    }
-    let s = (acc[0] + acc[2]) + (acc[1] + acc[3]);
+    let s = fold16(acc);
     if log {
         let ls = s.ln();
         for (d, &v) in dst.iter_mut().zip(src) {
@@ -265,13 +272,7 @@ fn row_grad<T: Float>(y: &[T], g: &[T], o: &mut [T], log: bool) {
             acc[k] += gv * yv;
         }
     }
-    for k in 0..8 {
-        acc[k] += acc[k + 8];
-    }
-    for k in 0..4 {
-        acc[k] += acc[k + 4];
-    }
-    let s = (acc[0] + acc[2]) + (acc[1] + acc[3]);
+    let s = fold16(acc);
     if log {
         for ((o, &yv), &gv) in o.iter_mut().zip(y).zip(g) {
             *o = gv - yv.exp::<false>() * s;
