@@ -1350,6 +1350,28 @@ def softmax(lib: Any) -> Dict[str, Any]:
     }
 
 
+@case("torch.softmax", "F.softmax", "F.log_softmax", cid="softmax_mid")
+def softmax_mid(lib: Any) -> Dict[str, Any]:
+    """Over a middle dim (the strided kernel): inner rows of 37 (two vectors and a
+    tail), a segmentation-style (N, classes, H, W) input, -inf and NaN, gradients."""
+    x = _r(lib, 2, 5, 37, seed="smid", grad=True) * 4
+    y = lib.softmax(x, 1)
+    z = _F(lib).log_softmax(x, dim=0)
+    loss = (y * _w(lib, y)).sum() + (z * _w(lib, z)).sum()
+    loss.backward()
+    seg = _r(lib, 2, 21, 8, 9, seed="sseg") * 10
+    edge = lib.tensor([[[0.0, -math.inf, math.nan], [1.0, -math.inf, 2.0]]])
+    return {
+        "y": y,
+        "z": z,
+        "gx": x.grad,
+        "seg": _F(lib).softmax(seg, dim=1),
+        "seg_log": _F(lib).log_softmax(seg, dim=1),
+        "edge": lib.softmax(edge, 1),
+        "edge_log": lib.log_softmax(edge, 1),
+    }
+
+
 # =====================================================================================
 # Random number functions: properties only
 # =====================================================================================

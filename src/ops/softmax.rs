@@ -108,32 +108,86 @@ fn softmax_rows<T: Float>(src: &[T], dst: &mut [T], n: usize, log: bool) {
     dst.par_chunks_mut(per * n).zip(src.par_chunks(per * n)).for_each(run);
 }
 
+/// One (outer) block of a softmax over a middle dim: an r x inner matrix reduced over
+/// r, every pass along the contiguous inner rows (`m` and `sum` are inner-long scratch).
+#[inline(always)]
+fn strided_block<T: Float, const FMA: bool>(s: &[T], d: &mut [T], r: usize, inner: usize, log: bool, m: &mut [T], sum: &mut [T]) {
+    m.fill(T::NEG_INF);
+    for row in s.chunks_exact(inner).take(r) {
+        for (mj, &v) in m.iter_mut().zip(row) {
+            *mj = mj.maximum(v);
+        }
+    }
+    sum.fill(T::ZERO);
+    for (row, out) in s.chunks_exact(inner).zip(d.chunks_exact_mut(inner)).take(r) {
+        for (((o, &v), &mj), sj) in out.iter_mut().zip(row).zip(m.iter()).zip(sum.iter_mut()) {
+            let e = (v - mj).exp::<FMA>();
+            *o = e;
+            *sj += e;
+        }
+    }
+    // `log` tested outside the loops, which then vectorize over the inner rows.
+    if log {
+        for sj in sum.iter_mut() {
+            *sj = sj.ln();
+        }
+        for (row, out) in s.chunks_exact(inner).zip(d.chunks_exact_mut(inner)).take(r) {
+            for (((o, &v), &mj), &ls) in out.iter_mut().zip(row).zip(m.iter()).zip(sum.iter()) {
+                *o = v - mj - ls;
+            }
+        }
+    } else {
+        for sj in sum.iter_mut() {
+            *sj = T::ONE / *sj;
+        }
+        for out in d.chunks_exact_mut(inner).take(r) {
+            for (o, &inv) in out.iter_mut().zip(sum.iter()) {
+                *o *= inv;
+            }
+        }
+    }
+}
+
+/// `strided_block` compiled for AVX2+FMA.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn strided_block_avx2<T: Float>(s: &[T], d: &mut [T], r: usize, inner: usize, log: bool, m: &mut [T], sum: &mut [T]) {
+    strided_block::<T, true>(s, d, r, inner, log, m, sum)
+}
+
+/// `strided_block` compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX2 and FMA (`ops::cpu::has_avx512`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn strided_block_avx512<T: Float>(s: &[T], d: &mut [T], r: usize, inner: usize, log: bool, m: &mut [T], sum: &mut [T]) {
+    strided_block::<T, true>(s, d, r, inner, log, m, sum)
+}
+
 /// Softmax over a middle dim: each (outer) block is an r x inner matrix, reduced over r.
+/// The block's passes run along its contiguous inner rows at the CPU's vector width;
+/// the portable build with `log` tested per element ran 3-4x torch's time on
+/// (8, 21, 64, 64) over dim 1 (a segmentation net's classes).
 fn softmax_strided<T: Float>(src: &[T], dst: &mut [T], r: usize, inner: usize, log: bool) {
+    let (wide, simd) = (has_avx512(), has_avx2_fma());
     dst.par_chunks_mut(r * inner).zip(src.par_chunks(r * inner)).for_each(|(d, s)| {
-        let mut m = vec![T::NEG_INF; inner];
-        for i in 0..r {
-            for (mj, &v) in m.iter_mut().zip(&s[i * inner..(i + 1) * inner]) {
-                *mj = mj.maximum(v);
-            }
+        let (mut m, mut sum) = (vec![T::ZERO; inner], vec![T::ZERO; inner]);
+        #[cfg(target_arch = "x86_64")]
+        if wide {
+            // SAFETY: `wide` is `has_avx512()`: the CPU supports AVX-512F, AVX2 and FMA.
+            return unsafe { strided_block_avx512(s, d, r, inner, log, &mut m, &mut sum) };
         }
-        let mut sum = vec![T::ZERO; inner];
-        for i in 0..r {
-            let row = &s[i * inner..(i + 1) * inner];
-            let out = &mut d[i * inner..(i + 1) * inner];
-            for j in 0..inner {
-                let e = (row[j] - m[j]).exp::<false>();
-                out[j] = e;
-                sum[j] += e;
-            }
+        #[cfg(target_arch = "x86_64")]
+        if simd {
+            // SAFETY: `simd` is `has_avx2_fma()`: the CPU supports AVX2 and FMA.
+            return unsafe { strided_block_avx2(s, d, r, inner, log, &mut m, &mut sum) };
         }
-        for i in 0..r {
-            let row = &s[i * inner..(i + 1) * inner];
-            let out = &mut d[i * inner..(i + 1) * inner];
-            for j in 0..inner {
-                out[j] = if log { row[j] - m[j] - sum[j].ln() } else { out[j] / sum[j] };
-            }
-        }
+        let _ = (wide, simd);
+        strided_block::<T, false>(s, d, r, inner, log, &mut m, &mut sum);
     });
 }
 
