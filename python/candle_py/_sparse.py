@@ -356,8 +356,10 @@ class SparseTensor(Tensor):
         return -self
 
     def mul(self, other: Any) -> Tensor:  # type: ignore[override]
-        """Elementwise product: by a scalar, a dense tensor of the same shape (read at the
-        entries), or a sparse tensor (through the coalesced intersection)."""
+        """Elementwise product: by a scalar or a dense tensor of the same shape (read at
+        the entries: sparse); by a sparse tensor, through both dense values (dense memory;
+        the product's zeros are not stored); by a dense tensor of another (broadcast)
+        shape, through the dense value (a dense result)."""
         if isinstance(other, SparseTensor):
             _same_shape(self, other, "mul")
             return to_sparse(self.to_dense() * other.to_dense(), self.sparse_dim())

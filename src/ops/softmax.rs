@@ -89,7 +89,7 @@ fn softmax_rows<T: Float>(src: &[T], dst: &mut [T], n: usize, log: bool) {
     let per = (GRAIN / n.max(1)).max(1);
     let simd = has_avx2_fma();
     let wide = has_avx512();
-    let run = |(d, s): (&mut [T], &[T])| {
+    dst.par_chunks_mut(per * n).zip(src.par_chunks(per * n)).for_each(|(d, s)| {
         #[cfg(target_arch = "x86_64")]
         if wide {
             // SAFETY: `wide` is `has_avx512()`: the CPU supports AVX-512F, AVX2 and FMA.
@@ -104,8 +104,7 @@ fn softmax_rows<T: Float>(src: &[T], dst: &mut [T], n: usize, log: bool) {
         }
         let _ = (simd, wide);
         rows_chunk::<T, false>(s, d, n, log);
-    };
-    dst.par_chunks_mut(per * n).zip(src.par_chunks(per * n)).for_each(run);
+    });
 }
 
 /// One (outer) block of a softmax over a middle dim: an r x inner matrix reduced over
