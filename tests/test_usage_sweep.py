@@ -24,8 +24,6 @@ ARRAYS: Dict[str, np.ndarray] = {k: v.numpy() for k, v in cp.safetensors.load_fi
 # Cases where candle_py still differs from PyTorch (each would need a change in Rust,
 # or a larger one): strict, so a fix turns them red until this entry is removed.
 XFAIL: Dict[str, str] = {
-    "view[dtype]": "Tensor.view(dtype) (reinterpreting the bytes as another dtype of the same size) "
-    "is refused with TypeError; it needs a bit-cast storage view in Rust",
     "complex_views": "torch.view_as_complex / view_as_real: candle_py has no complex dtypes "
     "(Candle has none); view_as_complex raises RuntimeError",
 }

@@ -592,7 +592,28 @@ def view_reshape(lib: Any) -> Dict[str, Any]:
 
 @case("Tensor.view", cid="view[dtype]")
 def view_dtype(lib: Any) -> Dict[str, Any]:
-    return {"i": lib.tensor([1.0, -2.0]).view(lib.int32), "f": lib.tensor([1065353216], dtype=lib.int32).view(lib.float32)}
+    x = lib.tensor([[1.0, -2.0, math.inf, math.nan], [0.0, -0.0, 1e-40, 65504.0]])
+    base = lib.zeros(2, 3)
+    w = base.view(lib.int32)
+    w[1] = 1065353216
+    base[0, 2] = -1.0
+    return {
+        "i": lib.tensor([1.0, -2.0]).view(lib.int32),
+        "f": lib.tensor([1065353216], dtype=lib.int32).view(lib.float32),
+        "u8": x.view(lib.uint8),
+        "h": x.view(lib.float16),
+        "i64": x.view(lib.int64),
+        "f64": lib.arange(4).view(lib.float64),
+        "b": lib.tensor([1, 0, 2], dtype=lib.uint8).view(lib.bool),
+        "t": lib.arange(6.0).reshape(2, 3).t().view(lib.int32),
+        "i_0d": lib.tensor(1.5).view(lib.int32),
+        "empty": lib.zeros(0, 4).view(lib.int16),
+        "base": base,
+        "w": w,
+        "odd_err": _err(lambda: lib.zeros(2, 3).view(lib.int64)),
+        "0d_err": _err(lambda: lib.tensor(1.0).view(lib.uint8)),
+        "stride_err": _err(lambda: lib.zeros(2, 3).t().view(lib.float16)),
+    }
 
 
 @case("Tensor.unsqueeze", "Tensor.squeeze", "Tensor.flatten", "torch.flatten")

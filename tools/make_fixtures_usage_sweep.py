@@ -6,6 +6,9 @@ result arrays) and results.json (each case's encoded results, or the exception t
 raised when a case cannot run on torch at all).
 
 Run from the repository root:  python tools/make_fixtures_usage_sweep.py
+To remake only some cases, keeping every other case's arrays as they are (a full run
+on another torch build can move unrelated results by an ULP):
+    python tools/make_fixtures_usage_sweep.py --only CASE [CASE ...]
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import sys
 
 import numpy as np
 import torch
-from safetensors.numpy import save_file
+from safetensors.numpy import load_file, save_file
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 from usage_cases import CASES, run_case  # noqa: E402
@@ -42,7 +45,16 @@ def main() -> None:
     results = {}
     arrays: dict[str, np.ndarray] = {}
     failed = []
-    for cid in CASES:
+    only = sys.argv[sys.argv.index("--only") + 1 :] if "--only" in sys.argv else None
+    if only is not None:
+        unknown = [c for c in only if c not in CASES]
+        if unknown:
+            sys.exit(f"unknown cases: {unknown}")
+        with open(os.path.join(OUT, "results.json")) as f:
+            results = {k: v for k, v in json.load(f)["results"].items() if k not in only and k in CASES}
+        old = load_file(os.path.join(OUT, "results.safetensors"))
+        arrays = {k: v for k, v in old.items() if k.split("/", 1)[0] in results}
+    for cid in only if only is not None else CASES:
         try:
             enc, arr = run_case(torch, cid)
         except Exception as e:  # noqa: BLE001 - a case torch cannot run is a defect of the case

@@ -220,6 +220,14 @@ pub(crate) fn offsets(shape: &[usize], strides: &[usize], offset: usize) -> Vec<
     out
 }
 
+/// Write the elements of `src` (row-major, contiguous, `dst`'s dtype) into the storage
+/// of the CPU tensor `dst` at its layout, outside the autograd graph and the version
+/// counters (the caller keeps those).
+pub(crate) fn write_region(dst: &Tensor, src: &Tensor, op: &str) -> PyResult<()> {
+    let offs = offsets(dst.dims(), dst.stride(), dst.layout().start_offset());
+    crate::bindings::errors::guard(op, || dst.inplace_op2(src, &WriteOffsets { offsets: offs }).op(op))
+}
+
 /// Copy a contiguous source into given storage offsets of the destination.
 struct WriteOffsets {
     offsets: Vec<usize>,
@@ -289,6 +297,7 @@ fn write(dst: &PyTensor, src: Value, storage_offs: Vec<usize>, logical_offs: imp
         return Err(runtime_err(op, LEAF_INPLACE));
     }
     if tracked || src.requires_grad() && grad_enabled() || !t.device().is_cpu() {
+        crate::bindings::bitcast::check_graph_write(&tv.version, op)?;
         let offs: Vec<u32> = logical_offs().into_iter().map(|o| o as u32).collect();
         let new = put(&tv, offs, &src).op(op)?;
         dst.replace_v(new);
@@ -297,7 +306,7 @@ fn write(dst: &PyTensor, src: Value, storage_offs: Vec<usize>, logical_offs: imp
     let src = src.data.dense_copy().op(op)?;
     crate::bindings::errors::guard(op, || t.inplace_op2(&src, &WriteOffsets { offsets: storage_offs }).op(op))?;
     tv.bump_version();
-    Ok(())
+    crate::bindings::bitcast::after_write(&tv.version)
 }
 
 /// PyTorch's refusal of an in-place change to a leaf that requires grad.
@@ -357,11 +366,12 @@ pub fn overwrite(dst: &PyTensor, src: Value, op: &str) -> PyResult<()> {
         let n = t.elem_count();
         crate::bindings::errors::detach_if(n, || t.inplace_op2(&src, &WriteRange { start, len: n })).op(op)?;
         tv.bump_version();
-        return Ok(());
+        return crate::bindings::bitcast::after_write(&tv.version);
     }
     // In the graph, overwriting every element is a replacement: the new value is `src`
     // with its own history, and the old value gets no gradient (as torch's `copy_`).
     if (dst_tracked || src_tracked) && same {
+        crate::bindings::bitcast::check_graph_write(&tv.version, op)?;
         dst.replace_v(src);
         return dst.write_back(op);
     }

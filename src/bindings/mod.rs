@@ -7,6 +7,7 @@ pub(crate) mod args;
 pub(crate) mod arith;
 pub(crate) mod autocast;
 pub(crate) mod autograd;
+pub(crate) mod bitcast;
 pub(crate) mod compare;
 pub(crate) mod creation;
 pub(crate) mod device;

@@ -77,7 +77,9 @@ fn run_all(lists: &[(&str, &[Bound<'_, PyTensor>])], each: impl Fn(usize, &[Tens
     // In-place updates: saved copies of these tensors are now stale.
     for (_, list) in lists.iter().enumerate().filter(|(k, _)| *k != 1).map(|(_, l)| l) {
         for t in list.iter() {
-            t.get().read().bump_version();
+            let version = t.get().read().version.clone();
+            version.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            crate::bindings::bitcast::after_write(&version)?;
         }
     }
     Ok(())

@@ -115,12 +115,14 @@ impl PyTensor {
     }
     /// `view` reshapes where PyTorch's `view` can: when the new shape can be laid over
     /// the existing strides (`view_strides`); otherwise it raises as PyTorch does.
+    /// `view(dtype)` reads the bytes as another dtype (`bindings::bitcast`).
     #[pyo3(signature = (*shape))]
     fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
         if shape.len() == 1 {
             let a = shape.get_item(0)?;
-            if a.cast::<crate::bindings::dtype::PyDType>().is_ok() {
-                return Err(type_err("view", "view(dtype) is not supported; use .to(dtype)"));
+            if let Ok(d) = a.cast::<crate::bindings::dtype::PyDType>() {
+                let to = d.get().dt;
+                return crate::bindings::errors::detach(py, "view", || crate::bindings::bitcast::view_dtype(self, to));
             }
         }
         let t = self.t();
