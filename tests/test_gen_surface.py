@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import numpy as np
+
 import candle_py as cp
 import candle_py.nn as nn
 import candle_py.nn.functional as F
@@ -63,7 +65,8 @@ def test_every_tensor_method_row_reaches_the_method_its_stub_and_its_function() 
     for name in names:
         assert f"    def {name}(self) -> Tensor: ..." in stub, name
         assert name in cp.__all__, name
-        assert getattr(cp, name)(x).tolist() == getattr(x, name)().tolist(), name
+        # NaN where x is outside the domain (asin(1.5)): equal as arrays, NaN included.
+        np.testing.assert_array_equal(getattr(cp, name)(x).numpy(), getattr(x, name)().numpy(), err_msg=name)
 
 
 def test_a_new_method_row_makes_the_files_stale() -> None:

@@ -12,6 +12,8 @@ from importlib import metadata as _metadata
 
 from . import (
     _composed,
+    _composed_linalg,
+    _composed_math,
     _core,
     _format,
     _functions,
@@ -40,6 +42,8 @@ from . import (
 )
 from ._compile import compile
 from ._composed import *  # noqa: F403 - einsum, meshgrid, cdist, ... and the function forms of src/bindings/misc_ops.rs
+from ._composed_linalg import *  # noqa: F403 - outer, kron, addmm, tensordot, block_diag, tensor_split, cov, ...
+from ._composed_math import *  # noqa: F403 - addcmul, nan_to_num, logaddexp, xlogy, ... (and their Tensor methods)
 from ._core import (
     BackendError,
     DeviceError,
@@ -218,3 +222,5 @@ __all__ = [
 __all__ += _functions.__all__
 __all__ += _tensor_types.__all__
 __all__ += _composed.__all__
+__all__ += _composed_linalg.__all__
+__all__ += _composed_math.__all__

@@ -18,7 +18,7 @@ __all__ = [
     "abs", "neg", "negative", "relu", "sign", "square", "logical_not",
     # binary
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide",
-    "remainder", "fmod", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+    "remainder", "fmod", "pow", "atan2", "arctan2", "polygamma", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
     "greater", "less", "logical_and", "logical_or", "logical_xor", "matmul", "mm", "bmm", "dot",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift", "bitwise_not",
     # reductions
@@ -60,7 +60,9 @@ neg = negative = _unary("neg")
 # <generated: tensor_unary (tools/gen_surface.py)>
 __all__ += [
     "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos",
-    "tan", "tanh", "sigmoid", "erf", "reciprocal", "frac", "floor", "ceil", "round", "trunc",
+    "tan", "tanh", "sigmoid", "erf", "reciprocal", "frac", "atan", "asin", "acos", "sinh",
+    "cosh", "asinh", "acosh", "atanh", "arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh",
+    "exp2", "erfc", "erfinv", "lgamma", "digamma", "floor", "ceil", "round", "trunc",
 ]  # fmt: skip
 exp = _unary("exp")
 log = _unary("log")
@@ -78,6 +80,25 @@ sigmoid = _unary("sigmoid")
 erf = _unary("erf")
 reciprocal = _unary("reciprocal")
 frac = _unary("frac")
+atan = _unary("atan")
+asin = _unary("asin")
+acos = _unary("acos")
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+asinh = _unary("asinh")
+acosh = _unary("acosh")
+atanh = _unary("atanh")
+arctan = _unary("arctan")
+arcsin = _unary("arcsin")
+arccos = _unary("arccos")
+arcsinh = _unary("arcsinh")
+arccosh = _unary("arccosh")
+arctanh = _unary("arctanh")
+exp2 = _unary("exp2")
+erfc = _unary("erfc")
+erfinv = _unary("erfinv")
+lgamma = _unary("lgamma")
+digamma = _unary("digamma")
 floor = _unary("floor")
 ceil = _unary("ceil")
 round = _unary("round")
@@ -132,6 +153,8 @@ def fmod(input: Any, other: Any) -> Tensor:
 
 
 pow = _binary("pow")
+atan2 = _binary("atan2")
+arctan2 = _binary("arctan2")
 maximum = _binary("maximum")
 minimum = _binary("minimum")
 eq = _binary("eq")
@@ -152,6 +175,11 @@ matmul = _binary("matmul")
 mm = _binary("mm")
 bmm = _binary("bmm")
 dot = _binary("dot")
+
+
+def polygamma(n: int, input: Tensor) -> Tensor:
+    """The n-th derivative of the digamma function of `input`, elementwise (n >= 0)."""
+    return _check(input, "polygamma").polygamma(n)
 
 
 def _method(name: str) -> Callable[..., Any]:

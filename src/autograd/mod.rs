@@ -29,6 +29,7 @@ pub mod node;
 pub mod ops;
 pub mod pointwise;
 pub mod recurrent;
+pub mod special;
 pub mod value;
 
 #[cfg(test)]

@@ -55,6 +55,10 @@ inplace_twins! {
     tril_ => tril, triu_ => triu, cumsum_ => cumsum,
     eq_ => eq, ne_ => ne, lt_ => lt, le_ => le, gt_ => gt, ge_ => ge,
     multiply_ => multiply, subtract_ => subtract, divide_ => divide, true_divide_ => true_divide,
+    atan_ => atan, asin_ => asin, acos_ => acos, sinh_ => sinh, cosh_ => cosh, asinh_ => asinh, acosh_ => acosh,
+    atanh_ => atanh, arctan_ => arctan, arcsin_ => arcsin, arccos_ => arccos, arcsinh_ => arcsinh, arccosh_ => arccosh,
+    arctanh_ => arctanh, exp2_ => exp2, erfc_ => erfc, erfinv_ => erfinv, lgamma_ => lgamma, digamma_ => digamma,
+    atan2_ => atan2, arctan2_ => arctan2, polygamma_ => polygamma,
     fmod_ => fmod, logical_not_ => logical_not, bitwise_not_ => bitwise_not,
 }
 // `scatter_` / `scatter_add_` (with torch's `reduce=` forms) are `misc_ops`' own.

@@ -1,6 +1,6 @@
 //! Unary methods (`exp`, `floor`, `clamp`, ...) and `where`: integer inputs
 //! compute in float32 where PyTorch does.
-use crate::autograd::{composed, custom, ops, Value};
+use crate::autograd::{composed, custom, ops, special, Value};
 use crate::bindings::args::cast;
 use crate::bindings::arith::Operand;
 use crate::bindings::arith::{assign_inplace, binop_strict, operand, result_dt};
@@ -60,6 +60,72 @@ unary_float! {
     erf => ops::erf,
     reciprocal => ops::recip,
     frac => |t| crate::autograd::pointwise::frac(t, crate::ops::unary::trunc(&t.data).and_then(|w| t.data.sub(&w))?),
+    atan => special::atan,
+    asin => special::asin,
+    acos => special::acos,
+    sinh => special::sinh,
+    cosh => special::cosh,
+    asinh => special::asinh,
+    acosh => special::acosh,
+    atanh => special::atanh,
+    arctan => special::atan,
+    arcsin => special::asin,
+    arccos => special::acos,
+    arcsinh => special::asinh,
+    arccosh => special::acosh,
+    arctanh => special::atanh,
+    exp2 => special::exp2,
+    erfc => special::erfc,
+    erfinv => special::erfinv,
+    lgamma => special::lgamma,
+    digamma => special::digamma,
+}
+
+/// `atan2(y, x)` with PyTorch's promotion (integers compute in the default float dtype).
+fn atan2_of(y: &PyTensor, other: &Bound<'_, PyAny>, op: &'static str) -> PyResult<PyTensor> {
+    let Some(o @ Operand::T(..)) = operand(other)? else {
+        return Err(type_err(op, format!("argument 'other' must be Tensor, not {}", other.get_type().name()?)));
+    };
+    let (yv, ydt) = y.v_dt();
+    let dt = result_dt(ydt, yv.data.rank() == 0, &o);
+    let dt = if dt.is_float() { dt } else { crate::bindings::dtype::default_float() };
+    let Operand::T(xv, xdt) = o else { unreachable!("matched above") };
+    crate::bindings::errors::same_device(op, [&yv.data, &xv.data])?;
+    let (a, b) = (crate::bindings::args::cast_v(&yv, ydt, dt)?, crate::bindings::args::cast_v(&xv, xdt, dt)?);
+    if a.data.shape().broadcast_shape_binary_op(b.data.shape(), op).is_err() {
+        return Err(shape_err(
+            op,
+            format!(
+                "the size of tensor a {:?} must match the size of tensor b {:?} at a non-singleton dimension",
+                a.data.dims(),
+                b.data.dims()
+            ),
+        ));
+    }
+    let n = a.data.elem_count().max(b.data.elem_count());
+    let out = detach_if(n, || special::atan2(&a, &b)).op(op)?;
+    Ok(PyTensor::wrap_vdt(out, dt))
+}
+
+#[pymethods]
+impl PyTensor {
+    /// The angle of the point (other, self), elementwise with broadcasting: `atan2(self, other)`.
+    fn atan2(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        atan2_of(self, other, "atan2")
+    }
+    /// Alias of `atan2`.
+    fn arctan2(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        atan2_of(self, other, "arctan2")
+    }
+    /// The n-th derivative of `digamma` (n = 0 is digamma itself), elementwise.
+    fn polygamma(&self, n: i64) -> PyResult<PyTensor> {
+        if n < 0 {
+            return Err(value_err("polygamma", format!("polygamma(n, x) does not support negative n, got n={n}")));
+        }
+        let (v, dt) = float_input(self)?;
+        let out = detach_if(v.data.elem_count(), || special::polygamma(n as u32, &v)).op("polygamma")?;
+        Ok(PyTensor::wrap_vdt(out, dt))
+    }
 }
 
 macro_rules! unary_round {

@@ -24,6 +24,7 @@ pub(crate) mod sgemm;
 pub(crate) mod simd_map;
 pub(crate) mod softmax;
 pub(crate) mod sort;
+pub(crate) mod special;
 pub(crate) mod storage;
 pub(crate) mod team;
 pub(crate) mod transpose;
