@@ -9,29 +9,16 @@ Inputs come from usage_cases' seeded NumPy arrays, so both libraries see the sam
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Dict
 
 import numpy as np
 
-from usage_cases import TOL, TOL_MM, _err, _np, _r, _w, encode
+from fixture_cases import Cases
+from usage_cases import TOL_MM, _err, _np, _r, _w
 
-Case = Callable[[Any], Dict[str, Any]]
-CASES: Dict[str, Tuple[Case, float]] = {}
-
-
-def case(tol: float = TOL) -> Callable[[Case], Case]:
-    def reg(fn: Case) -> Case:
-        CASES[fn.__name__] = (fn, tol)
-        return fn
-
-    return reg
-
-
-def run_case(lib: Any, cid: str) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
-    lib.manual_seed(0)
-    res = CASES[cid][0](lib)
-    arrays: Dict[str, np.ndarray] = {}
-    return {k: encode(lib, v, arrays, f"{cid}/{k}") for k, v in res.items()}, arrays
+CASES = Cases()
+case = CASES.case
+run_case = CASES.run
 
 
 def _sp(s: Any) -> Dict[str, Any]:

@@ -8,31 +8,18 @@ candle_py and compares. Gradients are those of a weighted sum (`_back`).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Dict, Tuple
 
 import numpy as np
 
-from usage_cases import TOL, _back, _err, _np, encode
+from fixture_cases import Case, Cases
+from usage_cases import _back, _err, _np
 
-Case = Callable[[Any], Dict[str, Any]]
-CASES: Dict[str, Tuple[Case, float]] = {}
+CASES = Cases()
+case = CASES.case
+run_case = CASES.run
 
 INF, NAN = math.inf, math.nan
-
-
-def case(tol: float = TOL) -> Callable[[Case], Case]:
-    def reg(fn: Case) -> Case:
-        CASES[fn.__name__] = (fn, tol)
-        return fn
-
-    return reg
-
-
-def run_case(lib: Any, cid: str) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
-    lib.manual_seed(0)
-    res = CASES[cid][0](lib)
-    arrays: Dict[str, np.ndarray] = {}
-    return {k: encode(lib, v, arrays, f"{cid}/{k}") for k, v in res.items()}, arrays
 
 
 # name -> (typical inputs inside the domain, edge inputs)

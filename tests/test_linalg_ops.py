@@ -5,22 +5,17 @@ shapes) and what the fixture cannot hold (vander's gradient: torch's own backwar
 
 from __future__ import annotations
 
-import json
 import math
-import warnings
-from pathlib import Path
-from typing import Any, Dict
+from typing import Any
 
 import numpy as np
 import pytest
 
 import candle_py as cp
-from linalg_cases import CASES, run_case
-from usage_cases import compare
+from fixture_cases import check_case, load_fixture
+from linalg_cases import CASES
 
-FIXTURE = Path(__file__).parent / "fixtures" / "linalg"
-META: Dict[str, Any] = json.loads((FIXTURE / "results.json").read_text())
-ARRAYS: Dict[str, np.ndarray] = {k: v.numpy() for k, v in cp.safetensors.load_file(str(FIXTURE / "results.safetensors")).items()}
+META, ARRAYS = load_fixture("linalg")
 
 
 def test_fixture_covers_every_case() -> None:
@@ -29,13 +24,7 @@ def test_fixture_covers_every_case() -> None:
 
 @pytest.mark.parametrize("cid", list(CASES))
 def test_case(cid: str) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        got, arrays = run_case(cp, cid)
-    exp = META["results"][cid]
-    assert sorted(got) == sorted(exp), f"{cid}: results {sorted(got)} != {sorted(exp)}"
-    for k in exp:
-        compare(got[k], exp[k], arrays, ARRAYS, CASES[cid][1], f"{cid}.{k}")
+    check_case(CASES, cid, META, ARRAYS)
 
 
 @pytest.mark.parametrize(

@@ -4,32 +4,19 @@ tools/make_fixtures_math.py), then the messages of their errors."""
 
 from __future__ import annotations
 
-import json
-import warnings
-from pathlib import Path
-from typing import Any, Dict
-
 import numpy as np
 import pytest
 
 import candle_py as cp
-from math_cases import CASES, run_case
-from usage_cases import compare
+from fixture_cases import check_case, load_fixture
+from math_cases import CASES
 
-FIXTURE = Path(__file__).parent / "fixtures" / "math"
-META: Dict[str, Any] = json.loads((FIXTURE / "results.json").read_text())
-ARRAYS: Dict[str, np.ndarray] = {k: v.numpy() for k, v in cp.safetensors.load_file(str(FIXTURE / "results.safetensors")).items()}
+META, ARRAYS = load_fixture("math")
 
 
 @pytest.mark.parametrize("cid", list(CASES))
 def test_case(cid: str) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        got, arrays = run_case(cp, cid)
-    exp = META["results"][cid]
-    assert sorted(got) == sorted(exp), f"{cid}: results {sorted(got)} != {sorted(exp)}"
-    for k in exp:
-        compare(got[k], exp[k], arrays, ARRAYS, CASES[cid][1], f"{cid}.{k}")
+    check_case(CASES, cid, META, ARRAYS)
 
 
 def test_every_name_is_public_with_its_methods() -> None:

@@ -5,33 +5,24 @@ beyond PyTorch (ops without a sparse kernel read the dense value) and its refusa
 from __future__ import annotations
 
 import copy
-import json
 import pickle
-import warnings
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any
 
 import numpy as np
 import pytest
 
 import candle_py as cp
-from sparse_cases import CASES, run_case
-from usage_cases import compare
+from fixture_cases import FIXTURES, check_case, load_fixture
+from sparse_cases import CASES
 
-FIXTURE = Path(__file__).parent / "fixtures" / "sparse"
-META: Dict[str, Any] = json.loads((FIXTURE / "results.json").read_text())
-ARRAYS: Dict[str, np.ndarray] = {k: v.numpy() for k, v in cp.safetensors.load_file(str(FIXTURE / "results.safetensors")).items()}
+META, ARRAYS = load_fixture("sparse")
+FIXTURE = FIXTURES / "sparse"
 
 
 @pytest.mark.parametrize("cid", list(CASES))
 def test_case(cid: str) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        got, arrays = run_case(cp, cid)
-    exp = META["results"][cid]
-    assert sorted(got) == sorted(exp), f"{cid}: results {sorted(got)} != {sorted(exp)}"
-    for k in exp:
-        compare(got[k], exp[k], arrays, ARRAYS, CASES[cid][1], f"{cid}.{k}")
+    check_case(CASES, cid, META, ARRAYS)
 
 
 def _s() -> Any:

@@ -10,36 +10,16 @@ Run from the repository root:  python tools/make_fixtures_sparse.py
 
 from __future__ import annotations
 
-import json
 import os
-import sys
-import warnings
 
-import numpy as np
 import torch
-from safetensors.numpy import save_file
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-from sparse_cases import CASES, run_case  # noqa: E402
-
-OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "sparse")
+from _fixture_tool import write
+from sparse_cases import CASES
 
 
 def main() -> None:
-    torch.set_num_threads(1)
-    results = {}
-    arrays: dict[str, np.ndarray] = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch's note that invariant checks are off by default
-        for cid in CASES:
-            enc, arr = run_case(torch, cid)
-            results[cid] = enc
-            arrays.update(arr)
-    os.makedirs(OUT, exist_ok=True)
-    save_file(arrays, os.path.join(OUT, "results.safetensors"), metadata={"torch": torch.__version__})
-    with open(os.path.join(OUT, "results.json"), "w") as f:
-        json.dump({"torch": torch.__version__, "results": results}, f, indent=0, sort_keys=True)
-        f.write("\n")
+    out = write(CASES, "sparse")
     i = torch.tensor([[0, 1, 1, 0], [2, 0, 2, 2]])
     parts = {
         "coalesced": torch.sparse_coo_tensor(i, torch.tensor([3.0, 4.0, 5.0, 1.0]), (2, 3)).coalesce(),
@@ -52,8 +32,7 @@ def main() -> None:
         "dense": {k: v.to_dense() for k, v in parts.items()},
         "coalesced": {k: v.is_coalesced() for k, v in parts.items()},
     }
-    torch.save(saved, os.path.join(OUT, "torch_saved.pt"))
-    print(f"{len(results)} cases, {len(arrays)} arrays")
+    torch.save(saved, os.path.join(out, "torch_saved.pt"))
 
 
 if __name__ == "__main__":
