@@ -139,3 +139,19 @@ def test_python_shape_errors_are_shape_errors_with_list_shapes(case):
     with pytest.raises(cp.ShapeError) as ei:
         call()
     assert shown in str(ei.value), str(ei.value)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda: cp.ones(2, 2) @ cp.ones(2, 2, dtype=cp.int64),
+        lambda: cp.ones(2, 2).mm(cp.ones(2, 2, dtype=cp.float64)),
+        lambda: cp.bmm(cp.ones(1, 2, 2), cp.ones(1, 2, 2, dtype=cp.float16)),
+        lambda: cp.ones(3).dot(cp.ones(3, dtype=cp.float64)),
+    ],
+)
+def test_products_of_mixed_dtypes_refuse_as_torch(op) -> None:
+    """PyTorch does not promote between the operands of matmul/mm/bmm/dot: it raises."""
+    msg = r"(matmul|dot): expected both operands to have the same dtype, but got: float32 != (int64|float64|float16)"
+    with pytest.raises(cp.DTypeError, match=msg):
+        op()

@@ -861,8 +861,16 @@ fn matmul_ac(py: Python<'_>, a: &PyTensor, b: &PyTensor, autocast: bool) -> PyRe
             (bv, bdt) = (cast_v(&bv, bdt, low)?, low);
         }
     }
+    let op = if autocast { "matmul" } else { "dot" };
+    if adt != bdt {
+        // As PyTorch, which does not promote between the operands of a product.
+        return Err(crate::bindings::errors::dtype_err(
+            op,
+            format!("expected both operands to have the same dtype, but got: {} != {}", adt.name(), bdt.name()),
+        ));
+    }
     let (at, bt) = (&av.data, &bv.data);
-    let dt = DT::promote(adt, bdt);
+    let dt = adt;
     if at.rank() == 0 || bt.rank() == 0 {
         return Err(shape_err("matmul", format!("both arguments need at least 1 dimension, got {:?} and {:?}", at.dims(), bt.dims())));
     }
