@@ -166,3 +166,28 @@ def atan2(lib: Any) -> Dict[str, Any]:
         "shape_err": _err(lambda: lib.atan2(lib.zeros(2, 3), lib.zeros(4))),
         "scalar_err": _err(lambda: lib.atan2(lib.zeros(2), 2.0)),
     }
+
+
+@case()
+def torch_special(lib: Any) -> Dict[str, Any]:
+    sp = lib.special
+    x = lib.tensor(_np(3, 4, seed="tsp") * 2, requires_grad=True)
+    y = sp.ndtr(x) + sp.multigammaln(x.abs() + 2, 3) + sp.expit(x) + sp.log_softmax(x, 1) + sp.softmax(x, 0)
+    _back(lib, y)
+    u = lib.tensor(_np(5, seed="tsp_u", kind="unit"))
+    p = lib.tensor(_np(5, seed="tsp_p", kind="pos"))
+    e = lib.tensor([0.0, -0.0, INF, -INF, NAN, -40.0, 40.0])
+    return {
+        "y": y,
+        "gx": x.grad,
+        "ndtr_edges": sp.ndtr(e),
+        "ndtr_int": sp.ndtr(lib.tensor([0, 1])),
+        "mvlgamma": sp.multigammaln(p + 1, 4),
+        "aliases": lib.stack(
+            [sp.logit(u), sp.erf(u), sp.erfc(u), sp.erfinv(u), sp.gammaln(p), sp.digamma(p), sp.psi(p), sp.polygamma(2, p)]
+        ),
+        "more": lib.stack([sp.xlogy(u, p), sp.exp2(u), sp.expm1(u), sp.log1p(u), sp.round(p * 3), sp.sinc(u)]),
+        "lse": sp.logsumexp(x.detach(), 1),
+        "lsm64": sp.log_softmax(x.detach(), 1, dtype=lib.float64),
+        "p_err": _err(lambda: sp.multigammaln(p, 0)),
+    }

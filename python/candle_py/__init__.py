@@ -38,6 +38,7 @@ from . import (
     safetensors,
     serialization,
     sparse,
+    special,
     utils,
 )
 from ._compile import compile
