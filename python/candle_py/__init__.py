@@ -218,7 +218,7 @@ __all__ = [
     "is_deterministic_algorithms_warn_only_enabled", "autocast", "is_autocast_enabled",
     "get_autocast_dtype", "set_autocast_enabled", "set_autocast_dtype", "is_autocast_available",
     "amp", "backends", "accelerator", "cpu", "mps", "distributed", "onnx", "multiprocessing",
-    "sparse", "sparse_coo_tensor", "spmm", "layout", "strided", "sparse_coo",
+    "sparse", "special", "sparse_coo_tensor", "spmm", "layout", "strided", "sparse_coo",
 ]  # fmt: skip
 __all__ += _functions.__all__
 __all__ += _tensor_types.__all__
