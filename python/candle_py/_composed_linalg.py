@@ -110,11 +110,6 @@ def _scaled_sum(op: str, input: Tensor, prod: Tensor, beta: Any, alpha: Any, oth
     return prod + (inp if b == 1 else inp * b)
 
 
-def _mm_dtypes(op: str, input: Tensor, m1: Tensor, m2: Tensor) -> None:
-    if m1.dtype != m2.dtype or input.dtype != m1.dtype:
-        raise DTypeError(f"{op}: input tensors must have the same dtype, got {input.dtype}, {m1.dtype} and {m2.dtype}")
-
-
 # -- products --------------------------------------------------------------------------
 
 
@@ -255,7 +250,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha:
         raise ShapeError(f"addmm: mat1 and mat2 must be matrices, got shapes {_shape(mat1)} and {_shape(mat2)}")
     if mat1.shape[1] != mat2.shape[0]:
         raise ShapeError(f"addmm: mat1 and mat2 shapes cannot be multiplied ({_shape(mat1)} and {_shape(mat2)})")
-    _mm_dtypes("addmm", input, mat1, mat2)
+    _same_dtype("addmm", input, mat1, mat2)
     return _scaled_sum("addmm", input, mat1.matmul(mat2), beta, alpha, f"mat1 @ mat2 ({_shape(mat1)} @ {_shape(mat2)})")
 
 
@@ -267,7 +262,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: N
         raise ShapeError(f"addmv: vector + matrix @ vector expected, got shapes {_shape(input)}, {_shape(mat)} and {_shape(vec)}")
     if mat.shape[1] != vec.shape[0]:
         raise ShapeError(f"addmv: size mismatch, got input {_shape(input)}, mat {_shape(mat)}, vec {_shape(vec)}")
-    _mm_dtypes("addmv", input, mat, vec)
+    _same_dtype("addmv", input, mat, vec)
     return _scaled_sum("addmv", input, mat.matmul(vec), beta, alpha, f"mat @ vec ({_shape(mat)} @ {_shape(vec)})")
 
 
@@ -299,7 +294,7 @@ def _bmm_check(op: str, input: Tensor, b1: Tensor, b2: Tensor) -> None:
         raise ShapeError(f"{op}: batch1 and batch2 must be 3-D tensors, got shapes {_shape(b1)} and {_shape(b2)}")
     if b1.shape[0] != b2.shape[0] or b1.shape[2] != b2.shape[1]:
         raise ShapeError(f"{op}: batch1 and batch2 shapes cannot be multiplied ({_shape(b1)} and {_shape(b2)})")
-    _mm_dtypes(op, input, b1, b2)
+    _same_dtype(op, input, b1, b2)
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
