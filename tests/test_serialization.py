@@ -112,6 +112,33 @@ def test_torch_files_we_refuse_say_why(name: str, msg: str) -> None:
         cp.load(FIX / name)
 
 
+def test_torch_complex_tensors_load_as_complex() -> None:
+    got = cp.load(FIX / "complex.pt")
+    exp = cp.load_file(str(FIX / "complex_expected.safetensors"))
+    for k, v in exp.items():
+        assert isinstance(got[k], cp.ComplexTensor), k
+        assert got[k].dtype == (cp.complex128 if k == "c128" else cp.complex64), k
+        same(cp.view_as_real(got[k]), v)
+    assert got["scalar"].shape == () and got["empty"].shape == (0, 3)
+    assert got["leaf"].requires_grad and got["leaf"].is_leaf and not got["c64"].requires_grad
+    assert got["dtypes"] == [cp.complex64, cp.complex128]
+
+
+def test_complex_round_trip_keeps_torch_storage_names(tmp_path: Path) -> None:
+    z = cp.view_as_complex(cp.arange(12.0).reshape(2, 3, 2))
+    obj = {"z": z, "zt": z.t(), "z128": z.cdouble(), "dt": cp.complex64, "leaf": z.detach().requires_grad_()}
+    cp.save(obj, tmp_path / "c.pt")
+    pkl = zipfile.ZipFile(tmp_path / "c.pt").read("c/data.pkl")
+    globals_used = {a for op, a, _ in __import__("pickletools").genops(pkl) if op.name == "GLOBAL"}
+    assert {"torch ComplexFloatStorage", "torch ComplexDoubleStorage", "torch complex64"} <= globals_used
+    assert not any("candle_py" in g for g in globals_used)
+    got = cp.load(tmp_path / "c.pt")
+    for k in ("z", "zt", "z128", "leaf"):
+        assert got[k].dtype == obj[k].dtype and tuple(got[k].shape) == tuple(obj[k].shape)
+        np.testing.assert_array_equal(got[k].numpy(force=True), obj[k].numpy(force=True))
+    assert got["dt"] is cp.complex64 and got["leaf"].requires_grad
+
+
 # -- files written here -------------------------------------------------------------------
 
 

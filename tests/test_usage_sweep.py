@@ -23,10 +23,7 @@ ARRAYS: Dict[str, np.ndarray] = {k: v.numpy() for k, v in cp.safetensors.load_fi
 
 # Cases where candle_py still differs from PyTorch (each would need a change in Rust,
 # or a larger one): strict, so a fix turns them red until this entry is removed.
-XFAIL: Dict[str, str] = {
-    "complex_views": "torch.view_as_complex / view_as_real: candle_py has no complex dtypes "
-    "(Candle has none); view_as_complex raises RuntimeError",
-}
+XFAIL: Dict[str, str] = {}
 
 
 def _params() -> List[Any]:

@@ -145,7 +145,8 @@ def _F(lib: Any) -> Any:
 
 def encode(lib: Any, v: Any, arrays: Dict[str, np.ndarray], key: str) -> Any:
     """A JSON-able form of `v`; tensors go to `arrays[key]` as NumPy."""
-    if isinstance(v, lib.Tensor):
+    # candle_py's complex tensors and dtypes are classes of their own (python/candle_py/_complex.py)
+    if isinstance(v, (lib.Tensor, getattr(lib, "ComplexTensor", lib.Tensor))):
         t = v.detach().cpu()
         if getattr(t, "is_sparse", False):
             t = t.to_dense()
@@ -157,7 +158,7 @@ def encode(lib: Any, v: Any, arrays: Dict[str, np.ndarray], key: str) -> Any:
             a = np.stack([a.real, a.imag], axis=-1)
         arrays[key] = np.ascontiguousarray(a)
         return {"tensor": key, "dtype": dtype, "shape": list(v.shape)}
-    if isinstance(v, lib.dtype):
+    if isinstance(v, (lib.dtype, getattr(lib, "ComplexDType", lib.dtype))):
         return {"dtype_name": _dt(v)}
     if isinstance(v, lib.Size):
         return {"size": list(v)}

@@ -14,6 +14,9 @@ Writes tests/fixtures/serialization/:
   legacy.pt           the pre-1.6 non-zip format (must be refused with a clear message)
   script.pt           a TorchScript archive (must be refused with a clear message)
   int8.pt             an int8 tensor (a dtype candle_py lacks: a clear error)
+  complex.pt          complex64/complex128 tensors (0-d, empty, a transposed view sharing
+                      its base's storage, a leaf that requires grad) and the complex
+                      dtypes; complex_expected.safetensors: their `view_as_real` values
 
 Run from the repository root:  python tools/make_fixtures_serialization.py
 Then `python tools/make_fixtures_serialization.py --check-ours DIR` loads with torch
@@ -121,6 +124,22 @@ def refused() -> None:
     torch.save({"q": torch.tensor([1, -2], dtype=torch.int8)}, OUT / "int8.pt")
 
 
+def complex_file() -> None:
+    base = torch.view_as_complex(torch.arange(24.0).reshape(3, 4, 2) / 4 - 1)
+    obj = {
+        "c64": base,
+        "c64_t": base.t(),
+        "c128": torch.polar(torch.tensor([1.0, 2.0], dtype=torch.float64), torch.tensor([0.5, -3.0], dtype=torch.float64)),
+        "scalar": torch.view_as_complex(torch.tensor([1.5, -0.5])),
+        "empty": torch.view_as_complex(torch.zeros(0, 3, 2)),
+        "leaf": torch.view_as_complex(torch.ones(2, 2)).detach().requires_grad_(),
+        "dtypes": [torch.complex64, torch.cdouble],
+    }
+    torch.save(obj, OUT / "complex.pt")
+    exp = {k: torch.view_as_real(v.detach()).contiguous() for k, v in obj.items() if isinstance(v, torch.Tensor)}
+    save_file(exp, OUT / "complex_expected.safetensors")
+
+
 def check_ours(folder: str) -> None:
     for p in sorted(Path(folder).glob("*.pt")):
         obj = torch.load(p)  # weights_only=True: torch's own safe loader
@@ -135,4 +154,5 @@ if __name__ == "__main__":
     mixed()
     model_files()
     refused()
+    complex_file()
     print("wrote", sorted(p.name for p in OUT.iterdir()))

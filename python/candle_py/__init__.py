@@ -11,6 +11,7 @@ import math as _math
 from importlib import metadata as _metadata
 
 from . import (
+    _complex,
     _composed,
     _composed_linalg,
     _composed_math,
@@ -42,6 +43,7 @@ from . import (
     utils,
 )
 from ._compile import compile
+from ._complex import *  # noqa: F403 - ComplexTensor, complex64/complex128, view_as_complex/real, complex, polar, ...
 from ._composed import *  # noqa: F403 - einsum, meshgrid, cdist, ... and the function forms of src/bindings/misc_ops.rs
 from ._composed_linalg import *  # noqa: F403 - outer, kron, addmm, tensordot, block_diag, tensor_split, cov, ...
 from ._composed_math import *  # noqa: F403 - addcmul, nan_to_num, logaddexp, xlogy, ... (and their Tensor methods)
@@ -223,5 +225,6 @@ __all__ = [
 __all__ += _functions.__all__
 __all__ += _tensor_types.__all__
 __all__ += _composed.__all__
+__all__ += _complex.__all__
 __all__ += _composed_linalg.__all__
 __all__ += _composed_math.__all__

@@ -1,7 +1,7 @@
 """Functions PyTorch has that are compositions of tensor ops: `einsum` (a planner
 lowering to diagonal/sum/permute/reshape/matmul), `meshgrid`, `cdist`, `trapezoid`;
-the function forms of the Tensor methods of src/bindings/misc_ops.rs; and the
-complex entry points, which raise (candle_py has no complex dtype).
+and the function forms of the Tensor methods of src/bindings/misc_ops.rs (complex
+tensors are in _complex.py).
 
 Every result is built from differentiable tensor ops, so gradients flow through
 each as through PyTorch's.
@@ -20,7 +20,6 @@ __all__ = [
     "einsum", "meshgrid", "cdist", "trapezoid", "trapz", "select", "repeat_interleave", "diag", "diagonal",
     "diag_embed", "trace", "lerp", "masked_select", "masked_scatter", "index_add", "index_copy", "index_fill", "scatter_reduce",
     "fliplr", "flipud", "roll", "rot90", "less_equal", "greater_equal", "not_equal",
-    "view_as_complex", "view_as_real",
 ]  # fmt: skip
 
 
@@ -75,19 +74,6 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: Optional[int] = N
         n = 1 if input.ndim == 0 else input.shape[0]
         return arange(n, device=input.device).repeat_interleave(input, output_size=output_size)
     return input.repeat_interleave(repeats, dim, output_size=output_size)
-
-
-def view_as_complex(input: Tensor) -> Tensor:
-    """Not available: candle_py has no complex dtypes (Candle has none)."""
-    if isinstance(input, Tensor) and (input.ndim == 0 or input.shape[-1] != 2):
-        raise ShapeError(f"view_as_complex: Tensor must have a last dimension of size 2, got shape {list(input.shape)}")
-    raise RuntimeError("view_as_complex: candle_py has no complex dtypes (Candle has none)")
-
-
-def view_as_real(input: Tensor) -> Tensor:
-    """Only complex tensors have a real view, and candle_py has no complex dtypes: always a TypeError, as
-    PyTorch's for a real tensor."""
-    raise DTypeError("view_as_real: view_as_real is only supported for complex tensors (candle_py has no complex dtypes)")
 
 
 # ----------------------------------------------------------------------------- einsum

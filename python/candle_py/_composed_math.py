@@ -20,6 +20,7 @@ import inspect
 import math
 from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
+from ._complex import ComplexTensor
 from ._core import (
     DTypeError,
     ShapeError,
@@ -502,7 +503,9 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
 
 
 def sgn(input: Tensor) -> Tensor:
-    """The sign of each element (for real tensors the same as `sign`)."""
+    """The sign of each element (for real tensors the same as `sign`; `z / |z|` for complex ones)."""
+    if isinstance(input, ComplexTensor):
+        return input.sgn()  # type: ignore[return-value]
     return _need(input, "sgn").sign()
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 from . import _core
 
-__all__ = ["set_printoptions", "get_printoptions", "printoptions", "tensor_repr"]
+__all__ = ["set_printoptions", "get_printoptions", "printoptions", "tensor_repr", "complex_repr"]
 
 # The print options (module globals, read at each repr; `set_printoptions` sets them).
 PRECISION = 4
@@ -255,6 +255,49 @@ def tensor_repr(t: "Tensor") -> str:
         f = _Formatter(_summarized(a) if summarize else a)
         body = _tensor_str(a, indent, summarize, f, cut)
         if not _implicit(name):
+            suffixes.append(f"dtype=candle_py.{name}")
+    if t.requires_grad:
+        node = t.grad_fn
+        suffixes.append(f"grad_fn=<{node.name()}>" if node is not None else "requires_grad=True")
+    return _add_suffixes(prefix + body, suffixes, indent)
+
+
+class _ComplexFormatter:
+    """PyTorch's complex layout: the real and imaginary parts each sized by a formatter of
+    their own, printed as `re+imj` (`re-imj` for a negative imaginary part)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.re = _Formatter(np.ascontiguousarray(a.real))
+        self.im = _Formatter(np.ascontiguousarray(a.imag))
+        self.max_width = self.re.max_width + self.im.max_width + 1
+
+    def format(self, value: Any) -> str:
+        re = self.re.format(value.real)
+        im = (self.im.format(value.imag) + "j").lstrip()
+        return re + im if im[0] in "+-" else re + "+" + im
+
+
+def complex_repr(t: Any) -> str:
+    """`repr` of a complex tensor (`candle_py.ComplexTensor`) in PyTorch's layout."""
+    a = t.numpy(force=True)
+    name = t.dtype._name
+    prefix = "tensor("
+    indent = len(prefix)
+    suffixes: List[str] = []
+    if t.device.type != "cpu":
+        suffixes.append(f"device='{t.device}'")
+    # the default complex dtype (complex64 beside float32) is left out, as in PyTorch
+    default = "complex128" if _core.get_default_dtype().name == "float64" else "complex64"
+    if a.size == 0:
+        if a.ndim != 1:
+            suffixes.append(f"size={tuple(t.shape)}")
+        suffixes.append(f"dtype=candle_py.{name}")  # an empty tensor names every dtype but the default float one
+        body = "[]"
+    else:
+        summarize = a.size > THRESHOLD
+        f = _ComplexFormatter(_summarized(a) if summarize else a)
+        body = _tensor_str(a, indent, summarize, f)  # type: ignore[arg-type]
+        if name != default:
             suffixes.append(f"dtype=candle_py.{name}")
     if t.requires_grad:
         node = t.grad_fn

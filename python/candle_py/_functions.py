@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Union
 
+from ._complex import ComplexTensor, _as_complex
 from ._core import Tensor, tensor
 
 Number = Union[int, float, bool]
@@ -37,13 +38,21 @@ __all__ = [
 
 
 def _check(x: Any, op: str) -> Tensor:
-    if not isinstance(x, Tensor):
+    if not isinstance(x, (Tensor, ComplexTensor)):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
-    return x
+    return x  # type: ignore[return-value]  # a complex tensor answers the same methods
 
 
 def _t(x: Any) -> Tensor:
-    return x if isinstance(x, Tensor) else tensor(x)
+    return x if isinstance(x, (Tensor, ComplexTensor)) else tensor(x)  # type: ignore[return-value]
+
+
+def _lhs(input: Any, other: Any) -> Tensor:
+    """The operand whose method a binary function calls: a complex `other` makes a real
+    `input` complex first (`mul(x, z)`), as PyTorch promotes it."""
+    if isinstance(other, ComplexTensor) and not isinstance(input, ComplexTensor):
+        return _as_complex(input, other._p.dtype, "binary op")  # type: ignore[return-value]
+    return _t(input)
 
 
 def _unary(name: str) -> Callable[..., Tensor]:
@@ -113,9 +122,7 @@ bitwise_not = _unary("bitwise_not")
 
 def _binary(name: str) -> Callable[..., Tensor]:
     def f(input: Any, other: Any) -> Tensor:
-        if not isinstance(input, Tensor):
-            input = tensor(input)
-        return getattr(input, name)(other)  # type: ignore[no-any-return]
+        return getattr(_lhs(input, other), name)(other)  # type: ignore[no-any-return]
 
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"`{name}(input, other)`: elementwise with broadcasting, as `torch.{name}`."
@@ -124,12 +131,12 @@ def _binary(name: str) -> Callable[..., Tensor]:
 
 def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
     """`input + alpha * other`."""
-    return _t(input).add(other if alpha == 1 else other * alpha)
+    return _lhs(input, other).add(other if alpha == 1 else other * alpha)
 
 
 def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
     """`input - alpha * other`."""
-    return _t(input).sub(other if alpha == 1 else other * alpha)
+    return _lhs(input, other).sub(other if alpha == 1 else other * alpha)
 
 
 subtract = sub
@@ -139,7 +146,7 @@ true_divide = _binary("div")
 
 def div(input: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Tensor:
     """Division; `rounding_mode` is None (true division), "floor" or "trunc"."""
-    return _t(input).divide(other, rounding_mode=rounding_mode)
+    return _lhs(input, other).divide(other, rounding_mode=rounding_mode)
 
 
 divide = div
@@ -268,12 +275,12 @@ def isfinite(input: Tensor) -> Tensor:
 
 def isclose(input: Tensor, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
     """`|input - other| <= atol + rtol * |other|`, elementwise."""
-    return _check(input, "isclose").isclose(other, rtol, atol, equal_nan)
+    return _lhs(_check(input, "isclose"), other).isclose(other, rtol, atol, equal_nan)
 
 
 def allclose(input: Tensor, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     """True when every element is `isclose`."""
-    return _check(input, "allclose").allclose(other, rtol, atol, equal_nan)
+    return _lhs(_check(input, "allclose"), other).allclose(other, rtol, atol, equal_nan)
 
 
 def equal(input: Tensor, other: Tensor) -> bool:

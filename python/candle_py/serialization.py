@@ -40,6 +40,7 @@ import zipfile
 from typing import IO, Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from . import _core
+from ._complex import ComplexDType, ComplexTensor, complex64, complex128, view_as_real
 from ._core import Tensor
 from ._size import Size
 from ._sparse import SparseTensor, layout, sparse_coo, sparse_coo_tensor, strided
@@ -81,6 +82,8 @@ _STORAGE_DTYPE = {
     "ShortStorage": _core.int16,
     "ByteStorage": _core.uint8,
     "BoolStorage": _core.bool,
+    "ComplexFloatStorage": complex64,
+    "ComplexDoubleStorage": complex128,
 }
 _DTYPE_STORAGE = {str(dt).replace("candle_py.", ""): name for name, dt in _STORAGE_DTYPE.items()}
 _TORCH_DTYPE = {
@@ -100,17 +103,20 @@ _TORCH_DTYPE = {
     "uint8": _core.uint8,
     "bool": _core.bool,
     "uint32": _core.uint32,
+    "complex64": complex64,
+    "cfloat": complex64,
+    "complex128": complex128,
+    "cdouble": complex128,
 }
 # torch dtypes we cannot hold: loading a tensor of one raises, naming it.
 _TORCH_DTYPE_UNSUPPORTED = (
-    "int8 uint16 uint64 complex32 complex64 complex128 cfloat cdouble chalf float8_e4m3fn "
+    "int8 uint16 uint64 complex32 chalf float8_e4m3fn "
     "float8_e5m2 float8_e4m3fnuz float8_e5m2fnuz float8_e8m0fnu float4_e2m1fn_x2 qint8 quint8 qint32 "
     "quint4x2 quint2x4 bits8 bits16"
 ).split()
 _UNSUPPORTED_STORAGE = {
     "CharStorage": "int8",
-    "ComplexFloatStorage": "complex64",
-    "ComplexDoubleStorage": "complex128",
+    "ComplexHalfStorage": "complex32",
     "QInt8Storage": "qint8",
     "QUInt8Storage": "quint8",
     "QInt32Storage": "qint32",
@@ -176,8 +182,7 @@ def _rebuild_from(storage: Any, offset: int, size: Any, stride: Any, dtype: Any,
         raise UnpicklingError("load: an untyped storage used without a dtype")
     numel = storage.numel
     if storage.dtype is None:  # untyped storage: numel counts bytes
-        item = _core.tensor([], dtype=dtype).element_size()
-        numel = numel // item
+        numel = numel // _itemsize(dtype)
     try:
         size_l = [int(s) for s in size]
         stride_l = [int(s) for s in stride]
@@ -186,13 +191,26 @@ def _rebuild_from(storage: Any, offset: int, size: Any, stride: Any, dtype: Any,
         raise UnpicklingError(f"load: bad tensor layout (size {size!r}, stride {stride!r}, offset {offset!r}): {e}") from None
     if off < 0 or any(s < 0 for s in size_l):
         raise UnpicklingError(f"load: negative size or offset (size {size_l}, offset {off})")
+    if isinstance(dtype, ComplexDType):  # read as its real (..., 2) layout
+        dtype, numel, off = dtype.to_real(), 2 * numel, 2 * off
+        size_l, stride_l = size_l + [2], [2 * s for s in stride_l] + [1]
+        complex_ = True
+    else:
+        complex_ = False
     try:
         t = _core._tensor_from_storage(storage.data, dtype, numel, off, size_l, stride_l, storage.device)
     except ValueError as e:
         raise UnpicklingError(str(e)) from None
     if requires_grad:
         t.requires_grad_(True)
-    return t
+    return ComplexTensor(t) if complex_ else t  # type: ignore[return-value]
+
+
+def _itemsize(dtype: Any) -> int:
+    """Bytes per element of one of our dtypes (complex ones too)."""
+    if isinstance(dtype, ComplexDType):
+        return dtype.itemsize
+    return int(_core.tensor([], dtype=dtype).element_size())
 
 
 def _rebuild_tensor_v2(
@@ -520,7 +538,7 @@ class _Unpickler(pickle.Unpickler):
         location = str(location)
         if key in self.loaded:
             return self.loaded[key]
-        item = 1 if stype.dtype is None else _core.tensor([], dtype=stype.dtype).element_size()
+        item = 1 if stype.dtype is None else _itemsize(stype.dtype)
         data = self.archive.read(f"data/{key}", expect=numel * item)
         st = _device_of(location, self.map_location, _Storage(data, stype.dtype, numel, location, "cpu"))
         self.loaded[key] = st
@@ -695,12 +713,12 @@ class _Pickler(_PurePickler):  # type: ignore[misc]
             self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode("utf-8"))
             self.memoize(obj)
             return
-        if isinstance(obj, _core.dtype):  # torch.float32 etc., by name
+        if isinstance(obj, (_core.dtype, ComplexDType)):  # torch.float32 etc., by name
             self.save(_Global.of("torch", _dtype_name(obj)))
             return
         super().save(obj, save_persistent_id)
 
-    def _storage(self, t: Tensor) -> Tuple[_StorageRef, Any]:
+    def _storage(self, t: Any) -> Tuple[_StorageRef, Any]:
         ref = self.keys.get(id(t))
         if ref is None:
             dt = _dtype_name(t.dtype)
@@ -710,10 +728,11 @@ class _Pickler(_PurePickler):  # type: ignore[misc]
             else:
                 ref = _StorageRef(key, _DTYPE_STORAGE[dt], t.numel(), _location(t))
             self.keys[id(t)] = ref
-            self.records.append((key, t))
+            # a complex tensor's bytes are those of its real (..., 2) layout
+            self.records.append((key, view_as_real(t) if isinstance(t, ComplexTensor) else t))
         return ref, t.dtype
 
-    def _tensor_reduce(self, t: Tensor, requires_grad: bool) -> Any:
+    def _tensor_reduce(self, t: Any, requires_grad: bool) -> Any:
         ref, dt = self._storage(t)
         shape = tuple(t.shape)
         stride = []
@@ -732,6 +751,8 @@ class _Pickler(_PurePickler):  # type: ignore[misc]
         if isinstance(obj, SparseTensor):  # as torch pickles one: its parts, by layout
             parts = (obj._indices(), obj._values().detach(), Size(obj.shape), obj.is_coalesced())
             return (_Global.of("torch._utils", "_rebuild_sparse_tensor"), (sparse_coo, parts))
+        if isinstance(obj, ComplexTensor):
+            return self._tensor_reduce(obj, obj.requires_grad and obj.is_leaf)
         if isinstance(obj, layout):  # as torch writes one: by name
             return (_Global.of("torch.serialization", "_get_layout"), (f"torch.{obj._name}",))
         if isinstance(obj, Tensor):

@@ -285,6 +285,16 @@ pub fn reshape(x: &Value, shape: &Shape) -> Result<Value> {
     Ok(record_view("ViewBackward0", &[x], out, &[], false, version, move |_, g, _| Ok(vec![c(reshape(g, &from)?)])))
 }
 
+/// `x.view(x.shape)` as the user wrote it: a new view node (PyTorch's `ViewBackward0`), so
+/// the result of a leaf is not itself a leaf. Internal callers use `reshape`, which
+/// returns `x` unchanged for its own shape.
+pub fn view_same_shape(x: &Value) -> Result<Value> {
+    if !x.requires_grad() {
+        return Ok(x.clone());
+    }
+    Ok(record_view("ViewBackward0", &[x], x.data.clone(), &[], false, Some(x.version.clone()), |_, g, _| Ok(vec![c(g.clone())])))
+}
+
 pub fn transpose(x: &Value, d0: usize, d1: usize) -> Result<Value> {
     if d0 == d1 {
         return Ok(x.clone());

@@ -664,12 +664,9 @@ impl PyTensor {
         };
         match operand(other)? {
             Some(o) => Ok(Py::new(py, binary(self, o, b, false)?)?.into_any()),
-            None => match op {
-                // `t == None` is False, as for any Python object.
-                C::Eq => Ok(false.into_pyobject(py)?.to_owned().into_any().unbind()),
-                C::Ne => Ok(true.into_pyobject(py)?.to_owned().into_any().unbind()),
-                _ => Ok(py.NotImplemented()),
-            },
+            // Python then asks `other` (a complex tensor compares itself with a real one)
+            // and falls back to identity: `t == None` is False, as for any Python object.
+            None => Ok(py.NotImplemented()),
         }
     }
     fn eq(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {

@@ -58,6 +58,15 @@ impl PyDType {
     fn is_floating_point(&self) -> bool {
         self.dt.is_float()
     }
+    /// Always False: complex dtypes are `candle_py.ComplexDType` objects.
+    #[getter]
+    fn is_complex(&self) -> bool {
+        false
+    }
+    /// The real dtype of this real dtype: itself.
+    fn to_real(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
     #[getter]
     fn is_signed(&self) -> bool {
         matches!(self.dt, DT::I16 | DT::I32 | DT::I64) || self.dt.is_float()

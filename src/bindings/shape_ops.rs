@@ -97,8 +97,12 @@ pub(crate) fn wrap_like(me: &PyTensor, v: Value) -> PyTensor {
     out
 }
 
-/// `v` reshaped to `dims` (a view where the layout allows, as `view`/`reshape`).
+/// `v` reshaped to `dims` (a view where the layout allows, as `view`/`reshape`; its own
+/// shape gives a new view node, as in PyTorch).
 fn to_shape(v: &Value, dims: Vec<usize>) -> candle_core::Result<Value> {
+    if v.data.dims() == dims.as_slice() {
+        return ops::view_same_shape(v);
+    }
     ops::reshape(v, &Shape::from(dims))
 }
 

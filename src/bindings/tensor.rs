@@ -296,6 +296,11 @@ impl PyTensor {
         }
     }
 
+    /// The offset of the first element in the storage, in elements.
+    fn storage_offset(&self) -> usize {
+        self.read().data.layout().start_offset()
+    }
+
     fn __len__(&self) -> PyResult<usize> {
         let t = self.t();
         if t.rank() == 0 {
