@@ -880,6 +880,8 @@ def sum_(lib: Any) -> Dict[str, Any]:
         "empty": lib.zeros(0, 3).sum(0),
         "nan": _special(lib).sum(),
         "dtype": lib.tensor([1, 2]).sum(dtype=lib.float64),
+        "no_dims": x.detach().sum(()),  # an empty list of dims reduces every dim
+        "mean_no_dims": x.detach().mean(dim=()),
     }
 
 
@@ -897,6 +899,9 @@ def var_std(lib: Any) -> Dict[str, Any]:
         "std": x.detach().std(),
         "std_d": x.detach().std(dim=-1, keepdim=True),
         "one": lib.tensor([2.0]).var(),
+        "unbiased_pos": x.detach().var(False),  # the var(unbiased: bool) overload
+        "std_unbiased_pos": x.detach().std(True),
+        "no_dims": x.detach().var(()),
     }
 
 
@@ -918,6 +923,7 @@ def max_min(lib: Any) -> Dict[str, Any]:
         "nan": _special(lib).max(),
         "int": lib.tensor([3, 9, 2]).max(),
         "empty_err": _err(lambda: lib.zeros(0).max()),
+        "amax_no_dims": x.detach().amax(()),
     }
 
 
@@ -962,6 +968,9 @@ def norm(lib: Any) -> Dict[str, Any]:
         "gx": x.grad,
         "n0": _F(lib).normalize(lib.zeros(2, 3)),
         "n_p1": _F(lib).normalize(x.detach(), p=1.0, dim=0),
+        "no_dims": x.detach().norm(dim=()),
+        "int_err": _err(lambda: lib.tensor([1, 2]).norm()),
+        "bool_err": _err(lambda: lib.tensor([True]).norm(p=1)),
     }
 
 
@@ -1332,6 +1341,34 @@ def copy_fill(lib: Any) -> Dict[str, Any]:
     }
 
 
+@case("Tensor.pow", "torch.pow", "Tensor.round", "torch.round", "Tensor.frac", "Tensor.trunc")
+def pow_round_edges(lib: Any) -> Dict[str, Any]:
+    """C's pow values with tensor exponents (`1 ** nan`, `(-1) ** inf`, `nan ** 0`, ...),
+    `round(decimals=)`, and the rounding family on bool and integer tensors."""
+    nan, inf = math.nan, math.inf
+    b = lib.tensor([1.0, 1.0, nan, 0.0, -1.0, 2.0, -8.0, 0.0, -2.0, -0.0])
+    e = lib.tensor([nan, inf, 0.0, 0.0, inf, -inf, 1 / 3, -1.0, 3.0, -3.0])
+    x = lib.tensor([1.2345, -2.5, 1234.5, 0.125, 0.135, 2.675, 1.55, nan, -inf], requires_grad=True)
+    r = x.round(decimals=2)
+    (r.sum() + lib.round(x, decimals=-2).sum()).backward()
+    bools, ints = lib.tensor([True, False]), lib.tensor([3, -4])
+    return {
+        "pow": b**e,
+        "fn": lib.pow(b, e),
+        "f64": lib.pow(b.double(), e.double()),
+        "half": (b.half() ** e.half()).float(),
+        "r2": r,
+        "r_neg": lib.round(x.detach(), decimals=-2),
+        "r0": x.detach().round(decimals=0),
+        "r": lib.round(x.detach()),
+        "gx": x.grad,
+        "r_int": ints.round(),
+        "r_int_dec": _err(lambda: ints.round(decimals=1)),
+        "bool": [_err(lambda n=n: getattr(bools, n)()) for n in ("floor", "ceil", "round", "trunc", "frac", "abs")],
+        "int": [ints.floor(), ints.ceil(), ints.trunc(), ints.abs(), _err(lambda: ints.frac())],
+    }
+
+
 @case("Tensor.clamp", "torch.clamp", "torch.clip", "Tensor.clamp_")
 def clamp(lib: Any) -> Dict[str, Any]:
     x = _r(lib, 3, 4, grad=True)
@@ -1351,7 +1388,49 @@ def clamp(lib: Any) -> Dict[str, Any]:
         "same": r is z,
         "nan": _special(lib).clamp(-1, 1),
         "err": _err(lambda: x.clamp()),
+        "g_bounds": _clamp_bound_grads(lib),
     }
+
+
+@case("F.relu", "F.hardtanh", "F.relu6", "F.hardswish", "nn.ReLU6")
+def activation_bound_grads(lib: Any) -> Dict[str, Any]:
+    """Values and gradients of the piecewise activations at their kinks and at NaN:
+    relu and hardtanh pass NaN's gradient, hardswish is 0 at -3 and 1 at 3."""
+    out: Dict[str, Any] = {}
+    fs = {
+        "relu": lambda t: _F(lib).relu(t),
+        "relu_inplace": lambda t: _F(lib).relu(t * 1, inplace=True),
+        "hardtanh": lambda t: _F(lib).hardtanh(t, -1.0, 1.0),
+        "relu6": lambda t: _F(lib).relu6(t * 3),
+        "relu6_layer": lambda t: lib.nn.ReLU6()(t * 3),
+        "hardswish": lambda t: _F(lib).hardswish(t * 3),
+        "leaky": lambda t: _F(lib).leaky_relu(t, 0.1),
+    }
+    for k, f in fs.items():
+        t = lib.tensor([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, math.nan], requires_grad=True)
+        y = f(t)
+        y.sum().backward()
+        out[k] = y
+        out["g_" + k] = t.grad
+    return out
+
+
+def _clamp_bound_grads(lib: Any) -> List[Any]:
+    """Gradients of number-bounded clamps at the bounds, inside, outside and at NaN
+    (PyTorch's pass only strictly inside), and of tensor-bounded ones (split at ties)."""
+    out = []
+    for f in (
+        lambda t: t.clamp(0.5, 1.0),
+        lambda t: t.clamp(min=0.5),
+        lambda t: lib.clamp(t, max=1.0),
+        lambda t: lib.clip(t, 0.5, 1),
+        lambda t: t.clamp_min(0.5),
+        lambda t: t.clamp(lib.tensor(0.5), lib.tensor(1.0)),
+    ):
+        t = lib.tensor([0.0, 0.5, 0.75, 1.0, 2.0, math.nan], requires_grad=True)
+        f(t).sum().backward()
+        out.append(t.grad)
+    return out
 
 
 @case("Tensor.softmax", "torch.softmax", "F.softmax")

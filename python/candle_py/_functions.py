@@ -16,7 +16,7 @@ Number = Union[int, float, bool]
 
 __all__ = [
     # unary (and the Tensor-method tables of src/bindings/unary.rs, added below: generated)
-    "abs", "neg", "negative", "relu", "sign", "square", "logical_not",
+    "abs", "neg", "negative", "relu", "sign", "square", "logical_not", "round",
     # binary
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide",
     "remainder", "fmod", "pow", "atan2", "arctan2", "polygamma", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
@@ -71,7 +71,7 @@ __all__ += [
     "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos",
     "tan", "tanh", "sigmoid", "erf", "reciprocal", "frac", "atan", "asin", "acos", "sinh",
     "cosh", "asinh", "acosh", "atanh", "arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh",
-    "exp2", "erfc", "erfinv", "lgamma", "digamma", "floor", "ceil", "round", "trunc",
+    "exp2", "erfc", "erfinv", "lgamma", "digamma", "floor", "ceil", "trunc",
 ]  # fmt: skip
 exp = _unary("exp")
 log = _unary("log")
@@ -110,10 +110,14 @@ lgamma = _unary("lgamma")
 digamma = _unary("digamma")
 floor = _unary("floor")
 ceil = _unary("ceil")
-round = _unary("round")
 trunc = _unary("trunc")
 # </generated>
 relu = _unary("relu")
+
+
+def round(input: Tensor, *, decimals: Optional[int] = None) -> Tensor:
+    """Round half to even (to `decimals` decimal places when given), as `torch.round`."""
+    return _t(input).round(decimals=decimals)
 sign = _unary("sign")
 square = _unary("square")
 logical_not = _unary("logical_not")

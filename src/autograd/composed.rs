@@ -40,9 +40,9 @@ fn zeros(x: &Value) -> Result<Value> {
     Ok(Value::plain(x.data.zeros_like()?))
 }
 
-/// `max(x, 0)`.
+/// `max(x, 0)`; NaN stays NaN and passes its gradient, as PyTorch's.
 pub fn relu(x: &Value) -> Result<Value> {
-    where_cond(&mask(x, |t| t.gt(0.0))?, x, &zeros(x)?)
+    where_cond(&mask(x, |t| t.le(0.0))?, &zeros(x)?, x)
 }
 
 /// `x` clamped to `[lo, hi]`.

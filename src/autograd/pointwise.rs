@@ -33,6 +33,45 @@ pub fn logsigmoid(x: &Value, out: Tensor) -> Result<Value> {
     Ok(record("LogSigmoidBackward0", &[x], out, &[x], false, |s, g, _| Ok(vec![c(mul(g, &sigmoid(&neg(&s[0])?)?)?)])))
 }
 
+/// `x` clamped to number bounds, given as `out`: PyTorch's `ClampBackward1` (and
+/// `ClampMinBackward0`/`ClampMaxBackward0`) passes the gradient only strictly inside
+/// the bounds, so it is 0 at a bound and at NaN.
+pub fn clamp_scalar(x: &Value, out: Tensor, lo: Option<f64>, hi: Option<f64>) -> Result<Value> {
+    let name = match (lo, hi) {
+        (Some(_), Some(_)) => "ClampBackward1",
+        (Some(_), None) => "ClampMinBackward0",
+        _ => "ClampMaxBackward0",
+    };
+    clamp_grad_inside(name, x, out, lo, hi, false)
+}
+
+/// `hardtanh(x, lo, hi)` given as `out`: PyTorch's `HardtanhBackward0` passes the
+/// gradient strictly inside the bounds and, unlike clamp's, at NaN.
+pub fn hardtanh(x: &Value, out: Tensor, lo: f64, hi: f64) -> Result<Value> {
+    clamp_grad_inside("HardtanhBackward0", x, out, Some(lo), Some(hi), true)
+}
+
+/// The gradient of a clamp, passed where `lo < x < hi` (a missing bound always holds),
+/// and at NaN when `nan_passes` (there every comparison is false).
+fn clamp_grad_inside(name: &'static str, x: &Value, out: Tensor, lo: Option<f64>, hi: Option<f64>, nan_passes: bool) -> Result<Value> {
+    Ok(record(name, &[x], out, &[x], false, move |s, g, _| {
+        let t = &s[0].data;
+        // 1 where an element leaves the open interval, as u8 (NaN compares false)
+        let mut outside = t.ne(t)?.zeros_like()?;
+        if let Some(lo) = lo {
+            outside = outside.maximum(&t.le(lo)?)?;
+        }
+        if let Some(hi) = hi {
+            outside = outside.maximum(&t.ge(hi)?)?;
+        }
+        if !nan_passes {
+            outside = outside.maximum(&t.ne(t)?)?;
+        }
+        let inside = outside.eq(0u8)?.to_dtype(g.data.dtype())?;
+        Ok(vec![c(mul(g, &Value::plain(inside))?)])
+    }))
+}
+
 /// The binary ops other than + - * / whose gradients `binary` records.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Binary {

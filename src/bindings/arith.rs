@@ -786,8 +786,11 @@ impl PyTensor {
     }
     pub(crate) fn abs(&self) -> PyResult<PyTensor> {
         let v = self.v();
-        if matches!(self.dt(), DT::Bool | DT::U8 | DT::U32) {
-            return Ok(PyTensor::wrap(v.data, self.is_bool));
+        if self.dt() == DT::Bool {
+            return Err(crate::bindings::errors::dtype_err("abs", "\"abs\" is not implemented for bool"));
+        }
+        if matches!(self.dt(), DT::U8 | DT::U32) {
+            return Ok(PyTensor::wrap(v.data, false));
         }
         Ok(PyTensor::wrap_v(crate::autograd::pointwise::abs(&v).op("abs")?, false))
     }

@@ -37,6 +37,12 @@ pub fn reduce_dims(dim: Option<&Bound<'_, PyAny>>, rank: usize, op: &str) -> PyR
     Ok(Some(out))
 }
 
+/// `reduce_dims` for the reductions, where PyTorch reads an empty list of dims
+/// (`x.sum(())`) as every dim.
+fn reduction_dims(dim: Option<&Bound<'_, PyAny>>, rank: usize, op: &str) -> PyResult<Option<Vec<usize>>> {
+    Ok(reduce_dims(dim, rank, op)?.filter(|d| !d.is_empty()))
+}
+
 fn squeeze_dims(t: Tensor, dims: &[usize]) -> candle_core::Result<Tensor> {
     let mut t = t;
     for &d in dims.iter().rev() {
@@ -165,7 +171,7 @@ impl PyTensor {
     fn var_impl(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, correction: f64, keepdim: bool, op: &str) -> PyResult<PyTensor> {
         let (t, dt) = float_input(self)?;
         let rank = t.data.rank();
-        let dims = reduce_dims(dim, rank, op)?;
+        let dims = reduction_dims(dim, rank, op)?;
         let all: Vec<usize> = (0..rank).collect();
         let dl = dims.clone().unwrap_or(all);
         let n: usize = dl.iter().map(|&d| t.data.dims()[d]).product::<usize>().max(if rank == 0 { 1 } else { 0 });
@@ -187,6 +193,23 @@ fn pow_zero_safe(v: &Value, q: f64) -> candle_core::Result<Value> {
     ops::mul(&ops::powf(&safe, q)?, &nonzero)
 }
 
+/// PyTorch's `var(unbiased: bool)` overload: a bool where `dim` goes is `unbiased`.
+fn unbiased_first<'a, 'py>(
+    dim: Option<&'a Bound<'py, PyAny>>,
+    unbiased: Option<bool>,
+    op: &str,
+) -> PyResult<(Option<&'a Bound<'py, PyAny>>, Option<bool>)> {
+    match dim {
+        Some(d) if d.is_instance_of::<pyo3::types::PyBool>() => {
+            if unbiased.is_some() {
+                return Err(type_err(op, "unbiased was given twice (a bool in place of dim, and unbiased=)"));
+            }
+            Ok((None, Some(d.extract::<bool>()?)))
+        }
+        _ => Ok((dim, unbiased)),
+    }
+}
+
 fn correction_of(unbiased: Option<bool>, correction: Option<f64>) -> f64 {
     match (correction, unbiased) {
         (Some(c), _) => c,
@@ -206,7 +229,7 @@ impl PyTensor {
             None => DT::I64,
         };
         let t = cast_v(&self.v(), src_dt, dt)?;
-        let dims = reduce_dims(dim, t.data.rank(), "sum")?;
+        let dims = reduction_dims(dim, t.data.rank(), "sum")?;
         let out = sum_dims(py, &t, dims.as_deref(), keepdim)?;
         Ok(PyTensor::wrap_vdt(out, dt))
     }
@@ -222,7 +245,7 @@ impl PyTensor {
             ));
         }
         let t = cast_v(&self.v(), src_dt, dt)?;
-        let dims = reduce_dims(dim, t.data.rank(), "mean")?;
+        let dims = reduction_dims(dim, t.data.rank(), "mean")?;
         let n: usize = match &dims {
             None => t.data.elem_count(),
             Some(d) => d.iter().map(|&i| t.data.dims()[i]).product(),
@@ -272,6 +295,7 @@ impl PyTensor {
         keepdim: bool,
         correction: Option<f64>,
     ) -> PyResult<PyTensor> {
+        let (dim, unbiased) = unbiased_first(dim, unbiased, "var")?;
         self.var_impl(py, dim, correction_of(unbiased, correction), keepdim, "var")
     }
     #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
@@ -283,6 +307,7 @@ impl PyTensor {
         keepdim: bool,
         correction: Option<f64>,
     ) -> PyResult<PyTensor> {
+        let (dim, unbiased) = unbiased_first(dim, unbiased, "std")?;
         let v = self.var_impl(py, dim, correction_of(unbiased, correction), keepdim, "std")?;
         let dt = v.dt();
         Ok(PyTensor::wrap_vdt(ops::sqrt(&v.v()).op("std")?, dt))
@@ -372,9 +397,12 @@ impl PyTensor {
     }
     #[pyo3(signature = (p=None, dim=None, keepdim=false))]
     fn norm(&self, py: Python<'_>, p: Option<f64>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+        if !self.dt().is_float() {
+            return Err(dtype_err("norm", format!("Expected a floating point tensor as input. Got {}", self.dt().name())));
+        }
         let (t, dt) = float_input(self)?;
         let p = p.unwrap_or(2.0);
-        let dims = reduce_dims(dim, t.data.rank(), "norm")?;
+        let dims = reduction_dims(dim, t.data.rank(), "norm")?;
         if p.is_infinite() {
             // max |x| (min |x| for -inf): the gradient is shared among the extreme elements.
             let a = crate::autograd::pointwise::abs(&t).op("norm")?;
@@ -409,7 +437,7 @@ impl PyTensor {
         let name = if is_max { "amax" } else { "amin" };
         let v = self.v();
         let t = v.data.clone();
-        let dims = reduce_dims(dim, t.rank(), name)?.unwrap_or_else(|| (0..t.rank()).collect());
+        let dims = reduction_dims(dim, t.rank(), name)?.unwrap_or_else(|| (0..t.rank()).collect());
         if t.elem_count() != 0 && self.dt().is_float() && v.requires_grad() {
             let ds = dims.clone();
             let out = crate::bindings::errors::detach_op(py, name, || {

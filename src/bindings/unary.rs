@@ -27,12 +27,19 @@ pub(crate) fn float_input(a: &PyTensor) -> PyResult<(Value, DT)> {
     }
 }
 
+/// Rows of `unary_float!` that PyTorch has no integer or bool kernel for (it raises
+/// NotImplementedError); the others compute integers in the default float dtype.
+const FLOAT_ONLY: &[&str] = &["frac"];
+
 macro_rules! unary_float {
     ($($name:ident => $f:expr),* $(,)?) => {
         #[pymethods]
         impl PyTensor {
             $(
             fn $name(&self) -> PyResult<PyTensor> {
+                if FLOAT_ONLY.contains(&stringify!($name)) && !self.dt().is_float() {
+                    return Err(dtype_err(stringify!($name), format!("\"{}\" is not implemented for {}", stringify!($name), self.dt().name())));
+                }
                 let (v, dt) = float_input(self)?;
                 let f: fn(&Value) -> candle_core::Result<Value> = $f;
                 let out = detach_if(v.data.elem_count(), || f(&v)).op(stringify!($name))?;
@@ -133,9 +140,13 @@ macro_rules! unary_round {
         #[pymethods]
         impl PyTensor {
             $(
-            /// Integer inputs are already whole: returned unchanged, keeping their dtype (as PyTorch).
+            /// Integer inputs are already whole: returned unchanged, keeping their dtype (as
+            /// PyTorch); bools raise, as PyTorch has no kernel for them.
             fn $name(&self) -> PyResult<PyTensor> {
                 let (v, dt) = self.v_dt();
+                if dt == DT::Bool {
+                    return Err(dtype_err(stringify!($name), format!("\"{}\" is not implemented for bool", stringify!($name))));
+                }
                 if !dt.is_float() {
                     return Ok(PyTensor::wrap_dt(v.data.dense_copy().op(stringify!($name))?, dt));
                 }
@@ -151,12 +162,41 @@ macro_rules! unary_round {
 unary_round! {
     floor, "FloorBackward0" => |t| t.floor(),
     ceil, "CeilBackward0" => |t| t.ceil(),
-    round, "RoundBackward0" => round_half_even,
     trunc, "TruncBackward0" => crate::ops::unary::trunc,
 }
 
 #[pymethods]
 impl PyTensor {
+    /// Round half to even; with `decimals`, to that many decimal places (negative: to
+    /// tens, hundreds, ...), computed as PyTorch does: `round(x * 10**d) / 10**d` in the
+    /// input's dtype (`round(x / 10**-d) * 10**-d` for d < 0). Integer inputs are
+    /// returned unchanged without `decimals` and raise with it, as in PyTorch.
+    #[pyo3(signature = (*, decimals=None))]
+    fn round(&self, decimals: Option<i64>) -> PyResult<PyTensor> {
+        let (v, dt) = self.v_dt();
+        if dt == DT::Bool || (decimals.is_some() && !dt.is_float()) {
+            return Err(dtype_err("round", format!("\"round\" is not implemented for {}", dt.name())));
+        }
+        if !dt.is_float() {
+            return Ok(PyTensor::wrap_dt(v.data.dense_copy().op("round")?, dt));
+        }
+        let t = &v.data;
+        let Some(d) = decimals else {
+            let out = round_half_even(t).and_then(|o| crate::autograd::pointwise::constant_pieces(&v, o, "RoundBackward0")).op("round")?;
+            return Ok(PyTensor::wrap_vdt(out, dt));
+        };
+        let out = (|| {
+            let p = Tensor::new(10f64.powi(d.unsigned_abs().min(400) as i32), t.device())?.to_dtype(t.dtype())?;
+            if d >= 0 {
+                round_half_even(&t.broadcast_mul(&p)?)?.broadcast_div(&p)
+            } else {
+                round_half_even(&t.broadcast_div(&p)?)?.broadcast_mul(&p)
+            }
+        })()
+        .and_then(|o| crate::autograd::pointwise::constant_pieces(&v, o, "RoundBackward1"))
+        .op("round")?;
+        Ok(PyTensor::wrap_vdt(out, dt))
+    }
     /// Exact GELU, `x * Phi(x)`: the parallel kernel behind `F.gelu` / `nn.GELU`.
     fn _gelu(&self, py: Python<'_>) -> PyResult<PyTensor> {
         let (v, dt) = float_input(self)?;
@@ -215,22 +255,36 @@ impl PyTensor {
         if min.is_none() && max.is_none() {
             return Err(value_err("clamp", "At least one of 'min' or 'max' must not be None"));
         }
-        let mut cur = PyTensor::wrap_v(self.v(), self.is_bool);
-        if let Some(m) = min {
-            cur = binop_strict(&cur, m, Bin::Max)?;
+        let v = self.v();
+        let scalar = |b: Option<&Bound<'_, PyAny>>| b.filter(|b| b.cast::<PyTensor>().is_err()).and_then(|b| b.extract::<f64>().ok());
+        let (lo, hi) = (scalar(min), scalar(max));
+        // Number bounds on a tensor in the graph: PyTorch's clamp gradient (0 at the bounds).
+        let numbers = (min.is_none() || lo.is_some()) && (max.is_none() || hi.is_some());
+        if numbers && v.requires_grad() && crate::autograd::grad_enabled() {
+            let plain = PyTensor::wrap(v.data.detach(), self.is_bool);
+            let out = clamp_by_extremes(plain, min, max)?.t();
+            return Ok(PyTensor::wrap_v(crate::autograd::pointwise::clamp_scalar(&v, out, lo, hi).op("clamp")?, self.is_bool));
         }
-        if let Some(m) = max {
-            cur = binop_strict(&cur, m, Bin::Min)?;
+        clamp_by_extremes(PyTensor::wrap_v(v, self.is_bool), min, max)
+    }
+    /// `F.hardtanh`'s clamp (also `relu6`): on a tensor in the graph, PyTorch's
+    /// `HardtanhBackward0`, which passes the gradient strictly inside and at NaN.
+    fn _hardtanh(&self, py: Python<'_>, min_val: f64, max_val: f64) -> PyResult<PyTensor> {
+        let (lo, hi) = (pyo3::types::PyFloat::new(py, min_val), pyo3::types::PyFloat::new(py, max_val));
+        let v = self.v();
+        if !(v.requires_grad() && crate::autograd::grad_enabled()) {
+            return self.clamp(Some(lo.as_any()), Some(hi.as_any()));
         }
-        Ok(cur)
+        let out = clamp_by_extremes(PyTensor::wrap(v.data.detach(), self.is_bool), Some(lo.as_any()), Some(hi.as_any()))?.t();
+        Ok(PyTensor::wrap_v(crate::autograd::pointwise::hardtanh(&v, out, min_val, max_val).op("hardtanh")?, self.is_bool))
     }
     /// `max(self, min)` elementwise (`clamp(min=min)`).
     fn clamp_min(&self, min: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binop_strict(self, min, Bin::Max)
+        self.clamp(Some(min), None)
     }
     /// `min(self, max)` elementwise (`clamp(max=max)`).
     fn clamp_max(&self, max: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binop_strict(self, max, Bin::Min)
+        self.clamp(None, Some(max))
     }
     #[pyo3(signature = (min=None, max=None))]
     fn clip(&self, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
@@ -397,4 +451,17 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(where_fn, m)?)?;
     register_functional(m)?;
     Ok(())
+}
+
+/// `clamp` as `maximum(x, min)` then `minimum(_, max)`: NaN-propagating, with PyTorch's
+/// type promotion and, for tensor bounds, its gradient (split at ties).
+fn clamp_by_extremes(x: PyTensor, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    let mut cur = x;
+    if let Some(m) = min {
+        cur = binop_strict(&cur, m, Bin::Max)?;
+    }
+    if let Some(m) = max {
+        cur = binop_strict(&cur, m, Bin::Min)?;
+    }
+    Ok(cur)
 }

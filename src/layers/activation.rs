@@ -16,7 +16,7 @@ use crate::ops::storage::float_dispatch;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};
 
 struct Relu;
-/// `(x, grad) -> grad * (x > 0)`.
+/// `(x, grad) -> grad * !(x <= 0)`.
 struct ReluGrad;
 
 fn relu_fwd<T: Float>(x: &[T]) -> Vec<T> {
@@ -25,7 +25,8 @@ fn relu_fwd<T: Float>(x: &[T]) -> Vec<T> {
 }
 
 fn relu_bwd<T: Float>(x: &[T], g: &[T]) -> Vec<T> {
-    zip_map(x, g, |xv, gv| if xv > T::ZERO { gv } else { T::ZERO })
+    // PyTorch's threshold_backward: 0 where x <= 0, so the gradient passes at NaN.
+    zip_map(x, g, |xv, gv| if xv <= T::ZERO { T::ZERO } else { gv })
 }
 
 impl CustomOp1 for Relu {

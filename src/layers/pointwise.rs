@@ -138,9 +138,9 @@ impl Act {
             Act::Hardswish => {
                 if x.is_nan() {
                     nan_grad(g)
-                } else if x < -three {
+                } else if x <= -three {
                     T::ZERO
-                } else if x <= three {
+                } else if x < three {
                     g * (x / three + T::of(0.5))
                 } else {
                     g

@@ -170,23 +170,21 @@ fn pow_map<T: crate::ops::float::Float>(v: &[T], n: i64) -> Vec<T> {
     }
 }
 
-/// Elementwise `x ** y` (same shapes, float dtype) with PyTorch's values: negative
-/// bases with integral exponents keep their sign, `x ** 0 == 1`, negative bases with
-/// fractional exponents give NaN. Built from differentiable ops: |x|^y = exp(y ln|x|).
+/// `x ** y` for two float tensors of one dtype and shape: C's `pow` elementwise, whose
+/// special values are PyTorch's (`1 ** nan` and `(-1) ** inf` are 1, `x ** 0` is 1, a
+/// negative base to a fractional power NaN, `0 ** -1` inf). Half types compute in
+/// float32 as PyTorch's kernels do; other devices' operands go through the CPU.
 pub(crate) fn pow_tensor(x: &Tensor, y: &Tensor) -> candle_core::Result<Tensor> {
-    let mag = y.mul(&x.abs()?.log()?)?.exp()?;
-    let neg = x.lt(&x.zeros_like()?)?;
-    let fractional = y.floor()?.ne(y)?;
-    let half = y.affine(0.5, 0.0)?;
-    let odd = half.floor()?.ne(&half)?;
-    // sign = 1 - 2 * (negative base and odd exponent)
-    let flip = neg.mul(&odd)?.to_dtype(x.dtype())?;
-    let signed = mag.mul(&flip.affine(-2.0, 1.0)?)?;
-    let nan = Tensor::full(f64::NAN, (), x.device())?.to_dtype(x.dtype())?.broadcast_as(x.shape())?;
-    let one = x.ones_like()?;
-    let bad = neg.mul(&fractional)?;
-    let out = bad.where_cond(&nan, &signed)?;
-    y.eq(&y.zeros_like()?)?.where_cond(&one, &out)
+    let (dt, dev) = (x.dtype(), x.device().clone());
+    let work = if dt == DType::F64 { DType::F64 } else { DType::F32 };
+    let cpu = |t: &Tensor| t.to_dtype(work)?.flatten_all()?.to_device(&candle_core::Device::Cpu);
+    let (a, b) = (cpu(x)?, cpu(y)?);
+    let out = if work == DType::F64 {
+        Tensor::from_vec(zip_map(&a.to_vec1::<f64>()?, &b.to_vec1::<f64>()?, f64::powf), x.dims(), &candle_core::Device::Cpu)?
+    } else {
+        Tensor::from_vec(zip_map(&a.to_vec1::<f32>()?, &b.to_vec1::<f32>()?, f32::powf), x.dims(), &candle_core::Device::Cpu)?
+    };
+    out.to_dtype(dt)?.to_device(&dev)
 }
 
 /// `a[i] (op) b[i]` for the four arithmetic ops, one parallel pass

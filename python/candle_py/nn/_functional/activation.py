@@ -38,7 +38,8 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
         # PyTorch keeps an integer input's dtype (its bounds cast to the integer type,
         # truncating), so relu6 of an int64 tensor stays int64; float bounds would promote.
         min_val, max_val = int(min_val), int(max_val)
-    return _result(input, lambda input: input.clamp(min_val, max_val), inplace)
+        return _result(input, lambda input: input.clamp(min_val, max_val), inplace)
+    return _result(input, lambda input: input._hardtanh(float(min_val), float(max_val)), inplace)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
