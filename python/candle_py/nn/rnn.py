@@ -8,7 +8,7 @@ Rust. A cell is the same call over one step."""
 from __future__ import annotations
 
 import math
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple, Union
 
 from .. import _autocast, _core
 from .._core import ShapeError, Tensor
@@ -16,8 +16,12 @@ from . import functional as F
 from . import init
 from .module import Module
 from .parameter import Parameter
+from .utils import rnn as rnn_utils
 
 __all__ = ["RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
+
+# A layer's input: a padded batch, or a packed one (output of the same kind).
+_Input = Union[Tensor, "rnn_utils.PackedSequence"]
 
 
 def _scan(
@@ -87,8 +91,10 @@ class _RNNBase(Module):
             init.uniform_(p, -stdv, stdv)
 
     def _run_direction(
-        self, xs: Tensor, h: Tensor, c: Optional[Tensor], suffix: str, reverse: bool
+        self, xs: Tensor, h: Tensor, c: Optional[Tensor], suffix: str, reverse: bool, lengths: Optional[List[int]] = None
     ) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+        if lengths is not None:
+            return self._run_packed(xs, h, c, suffix, reverse, lengths)
         w_ih = getattr(self, "weight_ih" + suffix)
         w_hh = getattr(self, "weight_hh" + suffix)
         b_ih = getattr(self, "bias_ih" + suffix) if self.bias else None
@@ -101,23 +107,68 @@ class _RNNBase(Module):
             return _scan(mode, F.linear(xs, w_ih), h, c, w_hh, b_ih + b_hh, reverse)
         return _scan(mode, F.linear(xs, w_ih, b_ih), h, c, w_hh, b_hh, reverse)
 
+    def _run_packed(
+        self, xs: Tensor, h: Tensor, c: Optional[Tensor], suffix: str, reverse: bool, lengths: List[int]
+    ) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+        """One direction over a padded batch sorted by decreasing `lengths`: each stretch
+        of time with a fixed set of live sequences is one scan of those rows, so a
+        sequence's state stops at its last step (and, backwards, starts there)."""
+        runs = list(rnn_utils._runs(lengths))
+        steps, batch = int(xs.shape[0]), int(xs.shape[1])
+        outs: List[Optional[Tensor]] = [None] * len(runs)
+        for k in reversed(range(len(runs))) if reverse else range(len(runs)):
+            start, stop, alive = runs[k]
+            seg_c = None if c is None else c[:alive]
+            out, h_a, c_a = self._run_direction(xs[start:stop, :alive], h[:alive], seg_c, suffix, reverse)
+            h = h_a if alive == batch else _core.cat([h_a, h[alive:]], 0)
+            if c is not None and c_a is not None:
+                c = c_a if alive == batch else _core.cat([c_a, c[alive:]], 0)
+            if alive < batch:
+                out = _core.cat([out, _core.zeros(stop - start, batch - alive, out.shape[2], dtype=out.dtype, device=out.device)], 1)
+            outs[k] = out
+        parts = [o for o in outs if o is not None]
+        if steps > runs[-1][1]:
+            parts.append(_core.zeros(steps - runs[-1][1], batch, parts[0].shape[2], dtype=parts[0].dtype, device=parts[0].device))
+        return _core.cat(parts, 0), h, c
+
     def _scan_mode(self) -> str:
         return self._mode
 
-    def forward(self, input: Tensor, hx: Any = None) -> Tuple[Tensor, Any]:
+    def forward(self, input: Any, hx: Any = None) -> Tuple[Any, Any]:
         # PyTorch's autocast does not cast the RNN layers; ours are composed from
         # linear, which autocast would cast, so they run with autocast off.
         with _autocast.disabled():
+            if isinstance(input, rnn_utils.PackedSequence):
+                return self._forward_packed(input, hx)
+            if not isinstance(input, Tensor):
+                raise TypeError(f"[{self._mode}] forward(): argument 'input' must be Tensor or PackedSequence, not {type(input).__name__}")
             return self._forward(input, hx)
 
-    def _forward(self, input: Tensor, hx: Any) -> Tuple[Tensor, Any]:
+    def _forward_packed(self, packed: "rnn_utils.PackedSequence", hx: Any) -> Tuple[Any, Any]:
+        """A `PackedSequence` in, one out (same `batch_sizes` and indices); `hx` and the
+        final states are in the batch's original order, as PyTorch's."""
+        lengths = rnn_utils._sorted_lengths(packed.batch_sizes)
+        padded = rnn_utils._unpack(packed.data, lengths, lengths[0], 0.0)
+        if hx is not None and packed.sorted_indices is not None:
+            idx = packed.sorted_indices
+            hx = tuple(t.index_select(1, idx) for t in hx) if isinstance(hx, tuple) else hx.index_select(1, idx)
+        out, state = self._forward(padded, hx, lengths)
+        rows = _core.tensor(rnn_utils._packed_rows(lengths, len(lengths)).tolist(), dtype=_core.int64, device=out.device)
+        data = out.reshape(-1, out.shape[2]).index_select(0, rows)
+        if packed.unsorted_indices is not None:
+            idx = packed.unsorted_indices
+            state = tuple(t.index_select(1, idx) for t in state) if isinstance(state, tuple) else state.index_select(1, idx)
+        return type(packed)(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices), state
+
+    def _forward(self, input: Tensor, hx: Any, lengths: Optional[List[int]] = None) -> Tuple[Tensor, Any]:
         name = self._mode
         if input.ndim not in (2, 3):
             raise ShapeError(f"[{name}] expected 2-D (L, H_in) or 3-D input, got shape {list(input.shape)}")
         if input.shape[-1] != self.input_size:
             raise ShapeError(f"[{name}] expected input with last dimension {self.input_size} (input_size), got {list(input.shape)}")
         unbatched = input.ndim == 2
-        x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
+        batch_first = self.batch_first and lengths is None  # packed input is time-major
+        x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if batch_first else input)
         batch = x.shape[1]
         dirs = 2 if self.bidirectional else 1
         h0, c0 = self._initial(hx, batch, dirs, unbatched, x)
@@ -129,7 +180,7 @@ class _RNNBase(Module):
             for d in range(dirs):
                 idx = layer * dirs + d
                 suffix = f"_l{layer}" + ("_reverse" if d == 1 else "")
-                out, h, c = self._run_direction(layer_in, h0[idx], None if c0 is None else c0[idx], suffix, d == 1)
+                out, h, c = self._run_direction(layer_in, h0[idx], None if c0 is None else c0[idx], suffix, d == 1, lengths)
                 outs.append(out)
                 h_n.append(h)
                 if c is not None:
@@ -143,7 +194,7 @@ class _RNNBase(Module):
         if unbatched:
             output, hn = output.squeeze(1), hn.squeeze(1)
             cn = cn.squeeze(1) if cn is not None else None
-        elif self.batch_first:
+        elif batch_first:
             output = output.transpose(0, 1)
         return output, ((hn, cn) if cn is not None else hn)
 
@@ -209,7 +260,7 @@ class RNN(_RNNBase):
     def _scan_mode(self) -> str:
         return _elman_mode(self.nonlinearity)
 
-    def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:  # type: ignore[override]
+    def forward(self, input: _Input, hx: Optional[Tensor] = None) -> Tuple[Any, Tensor]:  # type: ignore[override]
         """Run the RNN over `input` (L, N, H_in), (N, L, H_in) with `batch_first`, or
         unbatched (L, H_in); `hx` defaults to zeros. Returns the output and the final hidden state."""
         return super().forward(input, hx)  # type: ignore[return-value]
@@ -221,7 +272,7 @@ class LSTM(_RNNBase):
     _gates = 4
     _mode = "LSTM"
 
-    def forward(self, input: Tensor, hx: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:  # type: ignore[override]
+    def forward(self, input: _Input, hx: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Any, Tuple[Tensor, Tensor]]:  # type: ignore[override]
         """Run the LSTM over `input` (L, N, H_in), (N, L, H_in) with `batch_first`, or
         unbatched (L, H_in); `hx = (h0, c0)` defaults to zeros. Returns the output
         (top layer's h at every step) and the final `(h_n, c_n)`."""
@@ -234,7 +285,7 @@ class GRU(_RNNBase):
     _gates = 3
     _mode = "GRU"
 
-    def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:  # type: ignore[override]
+    def forward(self, input: _Input, hx: Optional[Tensor] = None) -> Tuple[Any, Tensor]:  # type: ignore[override]
         """Run the GRU over `input` (L, N, H_in), (N, L, H_in) with `batch_first`, or
         unbatched (L, H_in); `hx` defaults to zeros. Returns the output and the final hidden state."""
         return super().forward(input, hx)  # type: ignore[return-value]
