@@ -35,3 +35,13 @@ def test_packed_sequence_to_and_casts() -> None:
     assert pk.to(cp.float64).data.dtype == cp.float64 and pk.double().data.dtype == cp.float64
     assert pk.cpu() is pk and not pk.is_cuda and pk.batch_sizes.tolist() == [2, 1, 1]
     assert isinstance(pk, tuple) and pk._fields == ("data", "batch_sizes", "sorted_indices", "unsorted_indices")
+
+
+def test_lstm_takes_hx_as_a_list() -> None:
+    # yunjey/pytorch-tutorial's language model passes [h.detach(), c.detach()]; torch indexes hx
+    cp.manual_seed(0)
+    m = cp.nn.LSTM(3, 4, batch_first=True)
+    x, h, c = cp.randn(2, 5, 3), cp.randn(1, 2, 4), cp.randn(1, 2, 4)
+    out_t, (hn_t, cn_t) = m(x, (h, c))
+    out_l, (hn_l, cn_l) = m(x, [h, c])
+    assert out_l.equal(out_t) and hn_l.equal(hn_t) and cn_l.equal(cn_t)

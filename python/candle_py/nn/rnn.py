@@ -151,7 +151,7 @@ class _RNNBase(Module):
         padded = rnn_utils._unpack(packed.data, lengths, lengths[0], 0.0)
         if hx is not None and packed.sorted_indices is not None:
             idx = packed.sorted_indices
-            hx = tuple(t.index_select(1, idx) for t in hx) if isinstance(hx, tuple) else hx.index_select(1, idx)
+            hx = tuple(t.index_select(1, idx) for t in hx) if isinstance(hx, (tuple, list)) else hx.index_select(1, idx)
         out, state = self._forward(padded, hx, lengths)
         rows = _core.tensor(rnn_utils._packed_rows(lengths, len(lengths)).tolist(), dtype=_core.int64, device=out.device)
         data = out.reshape(-1, out.shape[2]).index_select(0, rows)
@@ -203,7 +203,7 @@ class _RNNBase(Module):
         zeros = _core.zeros(*shape, dtype=x.dtype, device=x.device)
         if hx is None:
             return zeros, (zeros if self._gates == 4 else None)
-        pair = hx if isinstance(hx, tuple) else (hx, None)
+        pair = tuple(hx) if isinstance(hx, (tuple, list)) else (hx, None)  # torch indexes hx: a list works too
         h0, c0 = pair
         if unbatched:
             h0 = h0.unsqueeze(1)
