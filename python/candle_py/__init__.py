@@ -40,6 +40,7 @@ from . import (
     serialization,
     sparse,
     special,
+    testing,
     utils,
 )
 from ._compile import compile
@@ -220,7 +221,7 @@ __all__ = [
     "is_deterministic_algorithms_warn_only_enabled", "autocast", "is_autocast_enabled",
     "get_autocast_dtype", "set_autocast_enabled", "set_autocast_dtype", "is_autocast_available",
     "amp", "backends", "accelerator", "cpu", "mps", "distributed", "onnx", "multiprocessing",
-    "sparse", "special", "sparse_coo_tensor", "spmm", "layout", "strided", "sparse_coo",
+    "sparse", "special", "testing", "sparse_coo_tensor", "spmm", "layout", "strided", "sparse_coo",
 ]  # fmt: skip
 __all__ += _functions.__all__
 __all__ += _tensor_types.__all__
