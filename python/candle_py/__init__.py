@@ -15,6 +15,7 @@ from . import (
     _composed,
     _composed_linalg,
     _composed_math,
+    _composed_more,
     _core,
     _format,
     _functions,
@@ -28,6 +29,7 @@ from . import (
     distributed,
     jit,
     keras,
+    linalg,
     metal,
     mps,
     multiprocessing,
@@ -48,6 +50,7 @@ from ._complex import *  # noqa: F403 - ComplexTensor, complex64/complex128, vie
 from ._composed import *  # noqa: F403 - einsum, meshgrid, cdist, ... and the function forms of src/bindings/misc_ops.rs
 from ._composed_linalg import *  # noqa: F403 - outer, kron, addmm, tensordot, block_diag, tensor_split, cov, ...
 from ._composed_math import *  # noqa: F403 - addcmul, nan_to_num, logaddexp, xlogy, ... (and their Tensor methods)
+from ._composed_more import *  # noqa: F403 - torch.conv2d/layer_norm/... aliases, relu_/exp_/..., cummax, quantile, searchsorted, ...
 from ._core import (
     BackendError,
     DeviceError,
@@ -124,6 +127,8 @@ from .amp.autocast_mode import (
     set_autocast_enabled,
 )
 from .autograd import enable_grad, inference_mode, is_inference_mode_enabled, no_grad, set_grad_enabled
+from .linalg import cholesky_inverse, cholesky_solve, det, logdet, matrix_power, slogdet
+from .linalg import inv as inverse
 from .random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .safetensors import load_file, save_file
 from .serialization import load, save
@@ -221,7 +226,8 @@ __all__ = [
     "is_deterministic_algorithms_warn_only_enabled", "autocast", "is_autocast_enabled",
     "get_autocast_dtype", "set_autocast_enabled", "set_autocast_dtype", "is_autocast_available",
     "amp", "backends", "accelerator", "cpu", "mps", "distributed", "onnx", "multiprocessing",
-    "sparse", "special", "testing", "sparse_coo_tensor", "spmm", "layout", "strided", "sparse_coo",
+    "sparse", "special", "testing", "linalg", "det", "logdet", "slogdet", "inverse",
+    "cholesky_solve", "cholesky_inverse", "matrix_power", "sparse_coo_tensor", "spmm", "layout", "strided", "sparse_coo",
 ]  # fmt: skip
 __all__ += _functions.__all__
 __all__ += _tensor_types.__all__
@@ -229,3 +235,4 @@ __all__ += _composed.__all__
 __all__ += _complex.__all__
 __all__ += _composed_linalg.__all__
 __all__ += _composed_math.__all__
+__all__ += _composed_more.__all__

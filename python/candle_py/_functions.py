@@ -118,6 +118,8 @@ relu = _unary("relu")
 def round(input: Tensor, *, decimals: Optional[int] = None) -> Tensor:
     """Round half to even (to `decimals` decimal places when given), as `torch.round`."""
     return _t(input).round(decimals=decimals)
+
+
 sign = _unary("sign")
 square = _unary("square")
 logical_not = _unary("logical_not")

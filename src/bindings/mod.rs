@@ -17,6 +17,7 @@ pub(crate) mod formatting;
 pub(crate) mod grad_fn;
 pub(crate) mod indexing;
 pub(crate) mod inplace;
+pub(crate) mod linalg;
 pub(crate) mod misc_ops;
 pub(crate) mod nn;
 pub(crate) mod numpy_interop;
@@ -58,6 +59,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     quantized::register(m)?;
     torch_format::register(m)?;
     sparse::register(m)?;
+    linalg::register(m)?;
     threads::register(m)?;
     nn::register(m)?;
     optim::register(m)?;

@@ -12,6 +12,7 @@ pub(crate) mod gather;
 pub(crate) mod gemm;
 pub(crate) mod index_write;
 pub(crate) mod layout;
+pub(crate) mod linalg;
 pub(crate) mod optim;
 pub(crate) mod optim_rules;
 pub(crate) mod parallel;
