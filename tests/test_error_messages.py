@@ -155,3 +155,21 @@ def test_products_of_mixed_dtypes_refuse_as_torch(op) -> None:
     msg = r"(matmul|dot): expected both operands to have the same dtype, but got: float32 != (int64|float64|float16)"
     with pytest.raises(cp.DTypeError, match=msg):
         op()
+
+
+def test_found_by_the_sweeps_of_session_27() -> None:
+    # a repeated index in a write keeps the last value (PyTorch's CPU order), once
+    x = cp.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    y[cp.tensor([0, 0])] = cp.tensor([10.0, 20.0])
+    y.sum().backward()
+    assert y.tolist() == [20.0, 2.0, 3.0] and x.grad.tolist() == [0.0, 1.0, 1.0]
+    # `-` with a bool tensor on either side raises, as in PyTorch
+    for f in (lambda: 5 - cp.tensor([True]), lambda: cp.tensor([True]) - 1.5, lambda: cp.tensor([1]) - cp.tensor([True])):
+        with pytest.raises(TypeError, match="Subtraction.*bool"):
+            f()
+    # sizes that cannot be allocated raise instead of aborting the process
+    with pytest.raises(RuntimeError, match="allocate"):
+        cp.nn.functional.adaptive_avg_pool1d(cp.ones(1, 1, 4), 2**40)
+    with pytest.raises(RuntimeError, match="allocate"):
+        cp.nn.functional.conv1d(cp.ones(1, 1, 4), cp.ones(1, 1, 2), padding=2**40)

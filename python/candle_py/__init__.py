@@ -27,6 +27,7 @@ from . import (
     cpu,
     cuda,
     distributed,
+    distributions,
     jit,
     keras,
     linalg,
@@ -226,7 +227,7 @@ __all__ = [
     "is_deterministic_algorithms_warn_only_enabled", "autocast", "is_autocast_enabled",
     "get_autocast_dtype", "set_autocast_enabled", "set_autocast_dtype", "is_autocast_available",
     "amp", "backends", "accelerator", "cpu", "mps", "distributed", "onnx", "multiprocessing",
-    "sparse", "special", "testing", "linalg", "det", "logdet", "slogdet", "inverse",
+    "sparse", "special", "distributions", "testing", "linalg", "det", "logdet", "slogdet", "inverse",
     "cholesky_solve", "cholesky_inverse", "matrix_power", "sparse_coo_tensor", "spmm", "layout", "strided", "sparse_coo",
 ]  # fmt: skip
 __all__ += _functions.__all__

@@ -98,6 +98,10 @@ fn any_zero(t: &Tensor) -> PyResult<bool> {
 /// `a (op) b` with `a` a tensor and `b` any operand; `reflected` swaps the sides.
 pub fn binary(a: &PyTensor, b: Operand, op: Bin, reflected: bool) -> PyResult<PyTensor> {
     let (av, adt) = a.v_dt();
+    if op == Bin::Sub && (adt == DT::Bool || matches!(&b, Operand::T(_, DT::Bool))) {
+        // PyTorch refuses `-` with a bool tensor on either side, whatever the other operand
+        return Err(dtype_err("sub", "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."));
+    }
     if grad_enabled() && (av.requires_grad() || b.tracked()) {
         return binary_tracked(av, adt, b, op, reflected);
     }

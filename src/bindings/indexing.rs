@@ -161,12 +161,25 @@ fn read_basic(t: &Value, plan: &[Dim]) -> candle_core::Result<Value> {
 }
 
 /// `t` with the elements at row-major `offs` replaced by `src` (flattened), in the graph.
+/// A repeated offset takes its last value (PyTorch's order on the CPU): each element is
+/// written once, so the delta added below is right and `t`'s gradient there is 0.
 pub(crate) fn put(t: &Value, offs: Vec<u32>, src: &Value) -> candle_core::Result<Value> {
+    let mut last = std::collections::HashMap::with_capacity(offs.len());
+    for (i, &o) in offs.iter().enumerate() {
+        last.insert(o, i);
+    }
+    let (offs, src) = if last.len() == offs.len() {
+        (offs, flat(src)?)
+    } else {
+        let keep: Vec<usize> = (0..offs.len()).filter(|&i| last[&offs[i]] == i).collect();
+        let pos = Tensor::from_vec(keep.iter().map(|&i| i as u32).collect::<Vec<_>>(), keep.len(), t.data.device())?;
+        (keep.iter().map(|&i| offs[i]).collect(), ops::index_select(&flat(src)?, &pos, 0)?)
+    };
     let n = offs.len();
     let idx = Tensor::from_vec(offs, n, t.data.device())?;
     let f = flat(t)?;
     let old = ops::index_select(&f, &idx, 0)?;
-    let delta = ops::sub(&flat(src)?, &old)?;
+    let delta = ops::sub(&src, &old)?;
     ops::reshape(&ops::index_add(&f, &idx, &delta, 0)?, t.data.shape())
 }
 

@@ -142,6 +142,13 @@ fn _conv(
     let (g, c_arg, cout, outs) = out;
     let mut shape = vec![n, cout];
     shape.extend_from_slice(&outs[3 - nd..]);
+    // A huge padding, stride or dilation must raise, not abort the process on allocation:
+    // the output and the padded input are the buffers the kernels allocate.
+    let elems = |v: &[usize]| v.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).unwrap_or(usize::MAX);
+    let padded: Vec<usize> = (0..3).map(|a| ins[a].saturating_add(plo[a]).saturating_add(phi[a])).collect();
+    let item = dt.itemsize();
+    crate::bindings::args::check_alloc(elems(&shape), item, op)?;
+    crate::bindings::args::check_alloc(elems(&[n, cin.max(cout), padded[0], padded[1], padded[2]]), item, op)?;
     let has_b = b.is_some();
     // The kernels run on the CPU: other devices' tensors go there and the result comes back.
     let (g_node, shape_node, home_node) = (g.clone(), shape.clone(), home.clone());

@@ -312,6 +312,9 @@ fn _adaptive_pool<'py>(
     }
     let (t, dims, dt, home) = prepare(input, nd, op)?;
     let os = per_axis(&output_size, nd, "output_size", 1, op)?;
+    // a huge output_size must raise, not abort the process on allocation
+    let planes_out = dims[..dims.len() - nd].iter().chain(&os).try_fold(1usize, |a, &d| a.checked_mul(d)).unwrap_or(usize::MAX);
+    crate::bindings::args::check_alloc(planes_out, dt.itemsize() * if return_indices { 3 } else { 1 }, op)?;
     let ins = &dims[dims.len() - nd..];
     let axes: Vec<Axis> = os
         .iter()
