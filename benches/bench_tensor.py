@@ -15,7 +15,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 import candle_py as cp
-from _harness import interleaved, print_table, try_torch
+from _harness import interleaved, median_time, print_table, try_torch
 
 torch = try_torch()
 
@@ -67,6 +67,38 @@ def main() -> None:
     tr = torch.rand(4096, 4096) if torch else None
     c_t, t_t = side_by_side(lambda: r.sum(1), (lambda: tr.sum(1)) if torch else None, number=5, repeat=9)
     rows.append(("sum(dim=1) of (4096, 4096) f32", c_t, t_t, "<= 1.0x"))
+
+    # 6. mid-size ops (issue 21's list): where per-call overhead and the threading
+    # policy, not the arithmetic, decide. Back-to-back calls in rounds of ~10 ms.
+    def mid(name: str, ours: Callable[[], object], theirs: Optional[Callable[[], object]], target: str) -> None:
+        ours()
+        n = max(1, int(0.01 / max(median_time(ours, repeat=3), 1e-7)))
+        c_t, t_t = side_by_side(ours, theirs, number=n, repeat=9)
+        rows.append((name, c_t, t_t, target))
+
+    def pair(*shape: int) -> tuple[object, object]:
+        a = np.random.rand(*shape).astype(np.float32)
+        return cp.from_numpy(a), (torch.from_numpy(a.copy()) if torch else None)
+
+    lin, tlin = cp.nn.Linear(128, 384), (torch.nn.Linear(128, 384) if torch else None)
+    x, tx = pair(8, 64, 128)
+    with cp.no_grad():
+        mid("Linear(128->384) on (8, 64, 128)", lambda: lin(x), (lambda: tlin(tx)) if torch else None, "<= 1.0x")
+    a, ta = pair(512, 256)
+    b, tb = pair(256, 512)
+    mid("matmul 512x256 @ 256x512", lambda: a @ b, (lambda: ta @ tb) if torch else None, "<= 1.0x")
+    g, tg = pair(1024, 1152)
+    h, th = pair(1024, 384)
+    mid("matmul 1152x1024 (transposed) @ 1024x384", lambda: g.t() @ h, (lambda: tg.t() @ th) if torch else None, "<= 1.0x")
+    for bs in ((24, 256, 64, 256), (192, 65, 32, 65)):
+        q, tq = pair(bs[0], bs[1], bs[2])
+        k, tk = pair(bs[0], bs[2], bs[3])
+        mid(f"bmm ({bs[0]},{bs[1]},{bs[2]}) @ ({bs[0]},{bs[2]},{bs[3]})", lambda: q @ k, (lambda: tq @ tk) if torch else None, "<= 1.0x")
+    v, tv = pair(65536)
+    mid("x + x, 65536 f32", lambda: v + v, (lambda: tv + tv) if torch else None, "<= 1.0x")
+    for shp in ((8, 64, 128), (2048, 64)):
+        y, ty = pair(*shp)
+        mid(f"softmax(-1) of {shp}", lambda: y.softmax(-1), (lambda: ty.softmax(-1)) if torch else None, "<= 1.0x")
 
     print_table(rows)
 

@@ -1104,6 +1104,39 @@ def matmul(lib: Any) -> Dict[str, Any]:
     }
 
 
+@case("torch.matmul", "torch.bmm", tol=TOL_MM, cid="batched_matmul")
+def batched_matmul(lib: Any) -> Dict[str, Any]:
+    """Batched products as attention writes them: heads split by a transpose, keys
+    transposed in place, batches that broadcast (also across ranks), small matrices
+    (makemore's 32 x 16 heads) and large ones, with gradients of both operands."""
+    out: Dict[str, Any] = {}
+    for name, (bs, t, d) in {"small": ((4, 4), 32, 16), "large": ((2, 2), 48, 24)}.items():
+        x = _r(lib, bs[0], t, bs[1] * d, seed="x" + name, grad=True)
+        q = x.view(bs[0], t, bs[1], d).transpose(1, 2)
+        k = _r(lib, bs[0], bs[1], t, d, seed="k" + name, grad=True)
+        att = (q @ k.transpose(-2, -1)).softmax(-1)
+        y = att @ k
+        _back(lib, y)
+        out[name] = y
+        out[name + "_gx"] = x.grad
+        out[name + "_gk"] = k.grad
+    a = _r(lib, 2, 3, 3, seed="a", grad=True)
+    b = _r(lib, 2, 3, 2, 3, 1, seed="b", grad=True)
+    y = a @ b
+    _back(lib, y)
+    out.update(cross_rank=y, cross_ga=a.grad, cross_gb=b.grad)
+    w = _r(lib, 5, 7, seed="w", grad=True)
+    z = _r(lib, 3, 7, 4, seed="z").transpose(1, 2)
+    y = z @ w.t()
+    _back(lib, y)
+    out.update(strided_left=y, strided_gw=w.grad)
+    out["f64"] = _r(lib, 6, 9, 5, seed="f").double() @ _r(lib, 1, 5, 3, seed="g").double()
+    out["zero_k"] = lib.matmul(lib.zeros(2, 3, 0), lib.zeros(2, 0, 4))
+    out["zero_batch"] = lib.matmul(lib.zeros(0, 3, 2), lib.zeros(2, 4))
+    out["err"] = _err(lambda: lib.matmul(lib.zeros(2, 3, 4), lib.zeros(3, 4, 5)))
+    return out
+
+
 @case("torch.einsum", tol=TOL_MM)
 def einsum(lib: Any) -> Dict[str, Any]:
     a = _r(lib, 2, 3, 4, seed="a", grad=True)

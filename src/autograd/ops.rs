@@ -212,9 +212,25 @@ pub fn powf(x: &Value, e: f64) -> Result<Value> {
     }))
 }
 
-/// Candle's gemm takes transposed matrices but not every batch striding (e.g. heads
-/// split with transpose(1, 2)): such operands are retried as contiguous copies.
+/// The product of two operands of rank >= 2: 2-D float products through the linear
+/// kernel, batched float ones through `ops::bmm` (any strides, broadcast batches),
+/// other dtypes and devices through Candle's matmul, whose gemm takes transposed
+/// matrices but not every batch striding (e.g. heads split with transpose(1, 2)):
+/// such operands are retried there as contiguous copies.
 fn mm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if (a.rank() > 2 || b.rank() > 2) && crate::ops::bmm::takes(a, b) {
+        let (ra, rb) = (a.rank(), b.rank());
+        if rb == 2 && ra > 2 && a.is_contiguous() && a.dims()[ra - 1] > 0 {
+            // (batch..., m, k) @ (k, n) with a dense left operand: one product over all
+            // the rows (one GEMM of batch * m rows splits better than many of m).
+            let k = a.dims()[ra - 1];
+            let y = crate::layers::linear::matmul2d(&a.reshape((a.elem_count() / k.max(1), k))?, b)?;
+            let mut dims = a.dims()[..ra - 1].to_vec();
+            dims.push(b.dims()[1]);
+            return y.reshape(dims);
+        }
+        return crate::ops::bmm::batched(a, b);
+    }
     let run =
         |l: &Tensor, r: &Tensor| if l.rank() == 2 && r.rank() == 2 { crate::layers::linear::matmul2d(l, r) } else { l.broadcast_matmul(r) };
     match run(a, b) {

@@ -5,6 +5,7 @@ pub(crate) mod advanced_index;
 pub(crate) mod approx;
 pub(crate) mod binary;
 pub(crate) mod bitwise;
+pub(crate) mod bmm;
 pub(crate) mod broadcast;
 pub(crate) mod cpu;
 pub(crate) mod float;
