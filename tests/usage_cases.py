@@ -1137,6 +1137,31 @@ def batched_matmul(lib: Any) -> Dict[str, Any]:
     return out
 
 
+@case("torch.clamp", "torch.relu", "torch.nn.functional.hardtanh", cid="nan_incoming_grads")
+def nan_incoming_grads(lib: Any) -> Dict[str, Any]:
+    """Gradients of the bounded activations when the incoming gradient is NaN or
+    infinite: PyTorch selects (0 where the bound holds), it does not multiply by a mask."""
+    F = _F(lib)
+    nan, inf = float("nan"), float("inf")
+    x = lib.tensor([1.0, 5.0, nan, -3.0, 0.0, 2.0], requires_grad=True)
+    g = lib.tensor([nan, inf, nan, nan, nan, -inf])
+    out: Dict[str, Any] = {}
+    fns = {
+        "clamp": lambda t: t.clamp(0, 2),
+        "clamp_min": lambda t: t.clamp(min=0),
+        "clamp_max": lambda t: lib.clamp(t, max=2),
+        "hardtanh": lambda t: F.hardtanh(t),
+        "relu": lambda t: lib.relu(t),
+        "relu6": lambda t: F.relu6(t),
+        "threshold": lambda t: F.threshold(t, 0.5, 0.0),
+    }
+    for name, f in fns.items():
+        x.grad = None
+        f(x).backward(g)
+        out[name] = x.grad
+    return out
+
+
 @case("torch.einsum", tol=TOL_MM)
 def einsum(lib: Any) -> Dict[str, Any]:
     a = _r(lib, 2, 3, 4, seed="a", grad=True)

@@ -67,8 +67,10 @@ fn clamp_grad_inside(name: &'static str, x: &Value, out: Tensor, lo: Option<f64>
         if !nan_passes {
             outside = outside.maximum(&t.ne(t)?)?;
         }
-        let inside = outside.eq(0u8)?.to_dtype(g.data.dtype())?;
-        Ok(vec![c(mul(g, &Value::plain(inside))?)])
+        // A select, not a product with the mask: a NaN or infinite incoming gradient
+        // gives 0 outside, as PyTorch's `(x <= lo || x >= hi) ? 0 : grad`.
+        let zeros = Value::plain(g.data.zeros_like()?);
+        Ok(vec![c(where_cond(&outside.eq(0u8)?, g, &zeros)?)])
     }))
 }
 
