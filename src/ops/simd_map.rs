@@ -72,7 +72,8 @@ pub(crate) fn map_fma<A: Copy + Sync, U: Copy + Send, F: Fn(A, bool) -> U + Sync
     map_fma_weighted(a, 1, f)
 }
 
-fn map_fma_weighted<A: Copy + Sync, U: Copy + Send, F: Fn(A, bool) -> U + Sync + Send>(a: &[A], weight: usize, f: F) -> Vec<U> {
+/// `map_fma` for an `f` costing about `weight` simple passes per element.
+pub(crate) fn map_fma_weighted<A: Copy + Sync, U: Copy + Send, F: Fn(A, bool) -> U + Sync + Send>(a: &[A], weight: usize, f: F) -> Vec<U> {
     let (wide, simd) = (has_avx512(), has_avx2_fma());
     filled(a.len(), |out| {
         for_chunks(out, CHUNK, par_ok(a.len().saturating_mul(weight)), |i, dst| {
