@@ -1162,6 +1162,23 @@ def nan_incoming_grads(lib: Any) -> Dict[str, Any]:
     return out
 
 
+@case("torch.pow", "Tensor.pow", cid="pow_special_exponents")
+def pow_special_exponents(lib: Any) -> Dict[str, Any]:
+    """The exponents PyTorch's CPU pow computes by formula (3: x*x*x, -2, -1, -0.5) and
+    a general one, at edge values, with gradients (the tanh GELU's `pow(x, 3.0)`)."""
+    vals = [0.0, -0.0, 1.0, -1.5, 2.5, 1e-20, -1e20, float("inf"), float("-inf"), float("nan"), 3.0, 0.25]
+    out: Dict[str, Any] = {}
+    for e in (3.0, -2.0, -1.0, -0.5, 1.5):
+        x = lib.tensor(vals)
+        out[f"e{e}"] = lib.pow(x, e)
+        g = _r(lib, 64, seed=f"g{e}", grad=True)
+        y = g.pow(e) if e in (3.0, -2.0, -1.0) else g.abs().add(0.5).pow(e)
+        _back(lib, y)
+        out[f"e{e}_y"] = y
+        out[f"e{e}_grad"] = g.grad
+    return out
+
+
 @case("torch.einsum", tol=TOL_MM)
 def einsum(lib: Any) -> Dict[str, Any]:
     a = _r(lib, 2, 3, 4, seed="a", grad=True)

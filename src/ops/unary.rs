@@ -198,17 +198,33 @@ pub(crate) fn powf(x: &Tensor, e: f64) -> Result<Tensor> {
         let (st, l) = x.storage_and_layout();
         let dev = candle_core::Device::Cpu;
         return match &*st {
-            candle_core::Storage::Cpu(CpuStorage::F32(v)) => {
-                let e = e as f32;
-                Tensor::from_vec(map_weighted(data(v, l, "pow")?, 16, move |b: f32| b.powf(e)), x.shape(), &dev)
-            }
-            candle_core::Storage::Cpu(CpuStorage::F64(v)) => {
-                Tensor::from_vec(map_weighted(data(v, l, "pow")?, 16, move |b: f64| b.powf(e)), x.shape(), &dev)
-            }
+            candle_core::Storage::Cpu(CpuStorage::F32(v)) => Tensor::from_vec(pow_slice(data(v, l, "pow")?, e as f32), x.shape(), &dev),
+            candle_core::Storage::Cpu(CpuStorage::F64(v)) => Tensor::from_vec(pow_slice(data(v, l, "pow")?, e), x.shape(), &dev),
             _ => candle_core::bail!("pow: expected a float32 or float64 CPU tensor"),
         };
     }
     x.powf(e)
+}
+
+/// `x ** e` elementwise with PyTorch's special exponents (its CPU pow kernel): 3 as
+/// `x * x * x`, -2 as `1 / (x * x)`, 0.5 / -0.5 as `sqrt` / `1 / sqrt`, -1 as `1 / x`;
+/// the same values as torch's to the bit, and no libm call (GPT-2's tanh GELU writes
+/// `torch.pow(x, 3.0)`: libm's `powf` was a fifth of makemore's training step).
+fn pow_slice<T: Float>(v: &[T], e: T) -> Vec<T> {
+    let f = e.f();
+    if f == 3.0 {
+        map(v, |b: T| b * b * b)
+    } else if f == -2.0 {
+        map(v, |b: T| T::ONE / (b * b))
+    } else if f == 0.5 {
+        map(v, |b: T| b.sqrt())
+    } else if f == -0.5 {
+        map(v, |b: T| T::ONE / b.sqrt())
+    } else if f == -1.0 {
+        map(v, |b: T| T::ONE / b)
+    } else {
+        map_weighted(v, 16, move |b: T| b.powf(e))
+    }
 }
 
 /// `f(x)` elementwise: the parallel pass for float32/float64 on the CPU, Candle's op elsewhere.
