@@ -224,7 +224,7 @@ fn mm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             // (batch..., m, k) @ (k, n) with a dense left operand: one product over all
             // the rows (one GEMM of batch * m rows splits better than many of m).
             let k = a.dims()[ra - 1];
-            let y = crate::layers::linear::matmul2d(&a.reshape((a.elem_count() / k.max(1), k))?, b)?;
+            let y = crate::layers::linear::matmul2d(&a.reshape((a.elem_count() / k, k))?, b)?;
             let mut dims = a.dims()[..ra - 1].to_vec();
             dims.push(b.dims()[1]);
             return y.reshape(dims);

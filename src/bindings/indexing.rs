@@ -18,7 +18,7 @@ use crate::bindings::args::{cast, cast_v, extract_scalar};
 use crate::bindings::errors::{index_err, runtime_err, shape_err, type_err, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::ops::advanced_index::row_major;
-use crate::ops::layout::Dense;
+use crate::ops::layout::{strided_offsets, Dense};
 use candle_core::{CpuStorage, DType, InplaceOp2, Layout, Shape, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::{PyEllipsis, PyInt, PyList, PySlice, PySliceMethods, PyTuple};
@@ -209,35 +209,11 @@ fn region(t: &Tensor, plan: &[Dim], strides: &[usize], offset: usize) -> (Vec<us
     (shape, st, off)
 }
 
-/// Every offset of a strided region, in row-major order of the region.
-pub(crate) fn offsets(shape: &[usize], strides: &[usize], offset: usize) -> Vec<usize> {
-    let n: usize = shape.iter().product();
-    let mut out = Vec::with_capacity(n);
-    if n == 0 {
-        return out;
-    }
-    let mut idx = vec![0usize; shape.len()];
-    let mut cur = offset;
-    for _ in 0..n {
-        out.push(cur);
-        for k in (0..shape.len()).rev() {
-            idx[k] += 1;
-            cur += strides[k];
-            if idx[k] < shape[k] {
-                break;
-            }
-            cur -= strides[k] * shape[k];
-            idx[k] = 0;
-        }
-    }
-    out
-}
-
 /// Write the elements of `src` (row-major, contiguous, `dst`'s dtype) into the storage
 /// of the CPU tensor `dst` at its layout, outside the autograd graph and the version
 /// counters (the caller keeps those).
 pub(crate) fn write_region(dst: &Tensor, src: &Tensor, op: &str) -> PyResult<()> {
-    let offs = offsets(dst.dims(), dst.stride(), dst.layout().start_offset());
+    let offs = strided_offsets(dst.dims(), dst.stride(), dst.layout().start_offset());
     crate::bindings::errors::guard(op, || dst.inplace_op2(src, &WriteOffsets { offsets: offs }).op(op))
 }
 
@@ -390,7 +366,7 @@ pub fn overwrite(dst: &PyTensor, src: Value, op: &str) -> PyResult<()> {
     }
     let (strides, start) = (t.stride().to_vec(), t.layout().start_offset());
     let dims = t.dims().to_vec();
-    let storage_offs = if dst_tracked || !t.device().is_cpu() { Vec::new() } else { offsets(&dims, &strides, start) };
+    let storage_offs = if dst_tracked || !t.device().is_cpu() { Vec::new() } else { strided_offsets(&dims, &strides, start) };
     let n = t.elem_count();
     write(dst, src, storage_offs, || (0..n).collect(), op)
 }
@@ -432,7 +408,7 @@ impl PyTensor {
             let plan = resolve(items, &dims)?;
             let (shape, st, off) = region(&t, &plan, &strides, start);
             let src = value_tensor(me, value, &shape, "setitem")?;
-            let storage = offsets(&shape, &st, off);
+            let storage = strided_offsets(&shape, &st, off);
             let rm = row_major(&dims);
             return write(
                 me,
@@ -440,7 +416,7 @@ impl PyTensor {
                 storage,
                 || {
                     let (s2, st2, o2) = region(&t, &plan, &rm, 0);
-                    offsets(&s2, &st2, o2)
+                    strided_offsets(&s2, &st2, o2)
                 },
                 "setitem",
             );
@@ -508,7 +484,7 @@ impl PyTensor {
             return Err(shape_err("slice_assign", format!("src has shape {:?} but the region has shape {shape:?}", s.data.dims())));
         }
         let s = cast_v(&s, sd, self.dt())?;
-        let logical: Vec<u32> = offsets(&shape, &st, off).into_iter().map(|o| o as u32).collect();
+        let logical: Vec<u32> = strided_offsets(&shape, &st, off).into_iter().map(|o| o as u32).collect();
         let tv = self.v();
         let tv = if tv.data.is_contiguous() { tv } else { ops::force_contiguous(&tv, "CloneBackward0").op("slice_assign")? };
         let new = crate::bindings::errors::detach_op(py, "slice_assign", || put(&tv, logical, &s))?;

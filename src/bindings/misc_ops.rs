@@ -42,7 +42,7 @@ fn check_out(dims: &[usize], itemsize: usize, op: &str) -> PyResult<()> {
 /// The elements of `v` (made contiguous) at the strided `region`, shaped as it.
 fn take_region(v: &Value, region: &(Vec<usize>, Vec<usize>, usize), name: &'static str, op: &str) -> PyResult<Value> {
     let (shape, st, off) = region;
-    let offs: Vec<u32> = crate::bindings::indexing::offsets(shape, st, *off).into_iter().map(|o| o as u32).collect();
+    let offs: Vec<u32> = crate::ops::layout::strided_offsets(shape, st, *off).into_iter().map(|o| o as u32).collect();
     take_offsets(v, offs, shape, name, op)
 }
 
@@ -375,7 +375,7 @@ impl PyTensor {
                     .ok_or_else(|| value_err(OP, format!("diagonal {diagonal} is too large")))?;
                 check_out(&[m, m], self.dt().itemsize(), OP)?;
                 let region = iw::diagonal_region(&[m, m], diagonal, 0, 1);
-                let offs = crate::bindings::indexing::offsets(&region.0, &region.1, region.2).into_iter().map(|o| o as u32).collect();
+                let offs = crate::ops::layout::strided_offsets(&region.0, &region.1, region.2).into_iter().map(|o| o as u32).collect();
                 Ok(PyTensor::wrap_vdt(put_offsets(&v, offs, &[m, m], OP)?, self.dt()))
             }
             2 => self.diagonal(diagonal, 0, 1),
@@ -404,7 +404,7 @@ impl PyTensor {
         let out_dims: Vec<usize> = (0..=r).map(|k| if k == a || k == b { m } else { *others.next().unwrap_or(&0) }).collect();
         check_out(&out_dims, self.dt().itemsize(), OP)?;
         let region = iw::diagonal_region(&out_dims, offset, a, b);
-        let offs = crate::bindings::indexing::offsets(&region.0, &region.1, region.2).into_iter().map(|o| o as u32).collect();
+        let offs = crate::ops::layout::strided_offsets(&region.0, &region.1, region.2).into_iter().map(|o| o as u32).collect();
         Ok(PyTensor::wrap_vdt(put_offsets(&v, offs, &out_dims, OP)?, self.dt()))
     }
 

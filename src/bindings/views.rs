@@ -47,7 +47,7 @@ impl ViewLink {
 
     fn offsets(&self) -> Vec<u32> {
         let (shape, st, off) = &self.region;
-        crate::bindings::indexing::offsets(shape, st, *off).into_iter().map(|o| o as u32).collect()
+        crate::ops::layout::strided_offsets(shape, st, *off).into_iter().map(|o| o as u32).collect()
     }
 }
 

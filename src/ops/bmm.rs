@@ -9,7 +9,7 @@
 //! broadcasts (`(2, 3, 3) @ (2, 3, 2, 3, 1)`). Here the batches (and, when they
 //! are fewer than the threads, row blocks of each) are split over the threads
 //! once, and each task is a single-threaded GEMM on the operands' own strides.
-use super::float::Float;
+use super::float::{as_f32, Float};
 use super::gemm::{gemm, Parallelism};
 use super::parallel::SyncPtr;
 use candle_core::{CpuStorage, CustomOp2, DType, Layout, Result, Shape, Tensor};
@@ -35,24 +35,7 @@ fn matrix_offsets(l: &Layout, batch: &[usize]) -> Vec<usize> {
     let skip = batch.len() - lead;
     // The stride of each output batch dim in this operand (0 where it broadcasts).
     let bs: Vec<usize> = (0..batch.len()).map(|i| if i < skip || dims[i - skip] == 1 { 0 } else { stride[i - skip] }).collect();
-    let total: usize = batch.iter().product();
-    let mut out = Vec::with_capacity(total);
-    let mut idx = vec![0usize; batch.len()];
-    let mut off = l.start_offset();
-    for _ in 0..total {
-        out.push(off);
-        // Advance the multi-index (last dim fastest), keeping `off` in step.
-        for d in (0..batch.len()).rev() {
-            idx[d] += 1;
-            off += bs[d];
-            if idx[d] < batch[d] {
-                break;
-            }
-            off -= bs[d] * batch[d];
-            idx[d] = 0;
-        }
-    }
-    out
+    super::layout::strided_offsets(batch, &bs, l.start_offset())
 }
 
 /// Products of at most this many multiply-adds per matrix take `small_product`: the
@@ -200,9 +183,9 @@ fn forward<T: Float>(a: &[T], al: &Layout, b: &[T], bl: &Layout, batch: &[usize]
         return vec![T::ZERO; nb * m * n];
     }
     let (ao, bo) = (matrix_offsets(al, batch), matrix_offsets(bl, batch));
-    let threads = if super::parallel::par_gemm(nb * m * n * k) { super::pool::num_threads() } else { 1 };
     if m * n * k <= SMALL_MACS {
-        let wide = super::cpu::has_avx512();
+        // The float32 operands where the AVX-512 kernel runs (Some only when T is f32).
+        let f32_ops = as_f32(a).zip(as_f32(b)).filter(|_| super::cpu::has_avx512());
         let mut out: Vec<T> = Vec::with_capacity(nb * m * n);
         let dst = SyncPtr(out.as_mut_ptr());
         let run = |range: std::ops::Range<usize>| {
@@ -211,17 +194,16 @@ fn forward<T: Float>(a: &[T], al: &Layout, b: &[T], bl: &Layout, batch: &[usize]
                 // SAFETY: matrix i of each operand lies at its offset (as for the GEMM
                 // below); output matrix i is written by this task only.
                 unsafe {
-                    let args =
-                        ((m, n, k), dst.ptr().add(i * m * n), (a.as_ptr().add(ao[i]), a_rs, a_cs), (b.as_ptr().add(bo[i]), b_rs, b_cs));
+                    let d = dst.ptr().add(i * m * n);
                     #[cfg(target_arch = "x86_64")]
-                    if wide {
-                        if let (Some(d), Some(av), Some(bv)) = (as_f32_ptr(args.1), as_f32_cptr(args.2 .0), as_f32_cptr(args.3 .0)) {
-                            small_product_f32_avx512(args.0, d, (av, a_rs, a_cs), (bv, b_rs, b_cs), &mut scratch32);
-                            continue;
-                        }
+                    if let Some((a32, b32)) = f32_ops {
+                        // `T` is f32 here (`as_f32` said so), so `d` points to f32s.
+                        let (av, bv) = (a32.as_ptr().add(ao[i]), b32.as_ptr().add(bo[i]));
+                        small_product_f32_avx512((m, n, k), d as *mut f32, (av, a_rs, a_cs), (bv, b_rs, b_cs), &mut scratch32);
+                        continue;
                     }
-                    let _ = wide;
-                    small_product(args.0, args.1, args.2, args.3, &mut scratch);
+                    let _ = f32_ops;
+                    small_product((m, n, k), d, (a.as_ptr().add(ao[i]), a_rs, a_cs), (b.as_ptr().add(bo[i]), b_rs, b_cs), &mut scratch);
                 }
             }
         };
@@ -238,6 +220,7 @@ fn forward<T: Float>(a: &[T], al: &Layout, b: &[T], bl: &Layout, batch: &[usize]
         unsafe { out.set_len(nb * m * n) };
         return out;
     }
+    let threads = if super::parallel::par_gemm(nb * m * n * k) { super::pool::num_threads() } else { 1 };
     // Enough tasks to keep every thread busy: whole matrices when there are plenty,
     // else row blocks (of at least 16 rows: thinner ones waste the kernel's tile).
     let blocks = if nb >= 2 * threads { 1 } else { (2 * threads).div_ceil(nb).min(m.div_ceil(16)).max(1) };
@@ -277,16 +260,6 @@ fn forward<T: Float>(a: &[T], al: &Layout, b: &[T], bl: &Layout, batch: &[usize]
     // up to m, for each of the nb matrices), all written above.
     unsafe { out.set_len(nb * m * n) };
     out
-}
-
-/// `p` as a float32 pointer when `T` is f32.
-fn as_f32_ptr<T: Float>(p: *mut T) -> Option<*mut f32> {
-    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()).then_some(p as *mut f32)
-}
-
-/// `p` as a float32 pointer when `T` is f32.
-fn as_f32_cptr<T: Float>(p: *const T) -> Option<*const f32> {
-    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()).then_some(p as *const f32)
 }
 
 struct Bmm;

@@ -209,6 +209,30 @@ fn cat_slices<T: Copy + Send + Sync>(srcs: &[Option<&[T]>], pieces: &[usize], ou
     })
 }
 
+/// Every offset of a strided region, in row-major order of the region.
+pub(crate) fn strided_offsets(shape: &[usize], strides: &[usize], offset: usize) -> Vec<usize> {
+    let n: usize = shape.iter().product();
+    let mut out = Vec::with_capacity(n);
+    if n == 0 {
+        return out;
+    }
+    let mut idx = vec![0usize; shape.len()];
+    let mut cur = offset;
+    for _ in 0..n {
+        out.push(cur);
+        for k in (0..shape.len()).rev() {
+            idx[k] += 1;
+            cur += strides[k];
+            if idx[k] < shape[k] {
+                break;
+            }
+            cur -= strides[k] * shape[k];
+            idx[k] = 0;
+        }
+    }
+    out
+}
+
 /// The elements of the view (`dims`, `strides`, `off`) of `src`, in row-major order.
 pub(crate) fn strided<T: Copy + Send + Sync>(src: &[T], dims: &[usize], strides: &[usize], off: usize) -> Vec<T> {
     let total: usize = dims.iter().product();
