@@ -283,7 +283,7 @@ fn _sdpa(
         });
         f
     });
-    let op = Sdpa { geo, geo_c, interleave, cfg, mask, out_shape, lse: Mutex::new(None) };
+    let op = Sdpa { geo, geo_c, cfg, mask, out_shape, lse: Mutex::new(None) };
     // Released GIL, on the active pool (`ops::pool`: ours after set_num_threads or a fork).
     let y = py
         .detach(|| {

@@ -22,12 +22,15 @@ pub(crate) struct BwdIo<'a, T> {
 
 /// One backward task: batch entry `n`, key blocks `c, c + stride, ...`; dK and dV
 /// of those blocks are owned by the task, dQ goes to `dq_base` (exclusive to the task).
+/// Inputs are read where the forward read them (`g`'s offsets and row strides); the
+/// gradients are written as contiguous rows of d / dv elements.
 ///
 /// # Safety
-/// `g` must be the contiguous geometry of `io`: entry `n`'s q / k / v rows (d or dv
-/// elements each, at `q_off` / `k_off` / `v_off`) lie inside `io.x`, its mask rows and
-/// columns inside `io.x.mask`, and `io.d_o`, `io.lse`, `io.delta` hold `n * l` rows
-/// (of dv, 1, 1 elements). `dq_base` must point to `l * d` elements, `dk_base` /
+/// `g` must be the geometry of `io`: entry `n`'s q / k / v rows (d or dv elements
+/// each, at `q_off + i * q_rs` / `k_off + j * k_rs` / `v_off + j * v_rs`) lie inside
+/// `io.x`, its mask rows and columns inside `io.x.mask`, its output-gradient rows
+/// (dv elements at `o_off + i * o_rs`) inside `io.d_o`, and `io.lse`, `io.delta` hold
+/// `n * l` elements. `dq_base` must point to `l * d` elements, `dk_base` /
 /// `dv_base` to `s * d` / `s * dv` elements, readable and writable; no other task may
 /// access the `dq_base` ones, nor the rows of key blocks `chunk, chunk + stride, ...`
 /// (`BK_B` keys each) of `dk_base` / `dv_base`, while this runs. Each of `ws`'s
@@ -46,6 +49,7 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool>(
     ws: &mut BwdWs<T>,
 ) {
     let (l, s, d, dvn) = (g.l, g.s, g.d, g.dv);
+    let (q_rs, k_rs, v_rs, o_rs) = (g.q_rs as isize, g.k_rs as isize, g.v_rs as isize, g.o_rs as isize);
     let x = &io.x;
     let scale = T::of(c.scale);
     let fast = fast_exp::<T>();
@@ -59,22 +63,25 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool>(
         // SAFETY: j0 < s: key row j0 of entry n is inside `x.k` / `x.v` (`g` describes
         // them), and inside the s rows of `dk_base` / `dv_base`.
         let (kp, vp, dkp, dvp) = unsafe {
-            (x.k.as_ptr().add(g.k_off[n] + j0 * d), x.v.as_ptr().add(g.v_off[n] + j0 * dvn), dk_base.add(j0 * d), dv_base.add(j0 * dvn))
+            (
+                x.k.as_ptr().add(g.k_off[n] + j0 * g.k_rs),
+                x.v.as_ptr().add(g.v_off[n] + j0 * g.v_rs),
+                dk_base.add(j0 * d),
+                dv_base.add(j0 * dvn),
+            )
         };
         let mut i0 = if c.causal { (j0 / BQ_B) * BQ_B } else { 0 };
         while i0 < l {
             // As `q_blocks`: a remainder under BQ_B / 2 joins the block before it.
             let rest = l - i0;
             let h = if rest < BQ_B + BQ_B / 2 { rest } else { BQ_B };
-            // SAFETY: i0 < l: query row i0 of entry n is inside `x.q`, and row n * l + i0
-            // inside `d_o`.
-            let (qp, dop) = unsafe { (x.q.as_ptr().add(g.q_off[n] + i0 * d), io.d_o.as_ptr().add((n * l + i0) * dvn)) };
+            // SAFETY: i0 < l: query row i0 of entry n is inside `x.q`, and its
+            // output-gradient row inside `d_o` (`g` describes both).
+            let (qp, dop) = unsafe { (x.q.as_ptr().add(g.q_off[n] + i0 * g.q_rs), io.d_o.as_ptr().add(g.o_off[n] + i0 * g.o_rs)) };
             // SAFETY: S = Q K^T reads the h query rows at `qp` and the w key rows at `kp`
             // (inside `x.q` / `x.k`), and writes the h x w tile into `p` (q_block_max(BQ_B) x BK_B
             // scratch, disjoint from the inputs).
-            unsafe {
-                gemm((h, w, d), p.as_mut_ptr(), w as isize, false, (qp, d as isize, 1), (kp, 1, d as isize), scale, Parallelism::None)
-            };
+            unsafe { gemm((h, w, d), p.as_mut_ptr(), w as isize, false, (qp, q_rs, 1), (kp, 1, k_rs), scale, Parallelism::None) };
             for r in 0..h {
                 let i = i0 + r;
                 let row = &mut p[r * w..(r + 1) * w];
@@ -91,18 +98,7 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool>(
             // dP = dO V^T (h x w).
             // SAFETY: h rows of dO (inside `d_o`) times the w rows of V (inside `x.v`),
             // transposed, into the h x w tile of the scratch `dp`.
-            unsafe {
-                gemm(
-                    (h, w, dvn),
-                    dp.as_mut_ptr(),
-                    w as isize,
-                    false,
-                    (dop, dvn as isize, 1),
-                    (vp, 1, dvn as isize),
-                    T::ONE,
-                    Parallelism::None,
-                )
-            };
+            unsafe { gemm((h, w, dvn), dp.as_mut_ptr(), w as isize, false, (dop, o_rs, 1), (vp, 1, v_rs), T::ONE, Parallelism::None) };
             for r in 0..h {
                 let i = i0 + r;
                 let di = io.delta[n * l + i];
@@ -129,15 +125,15 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool>(
             // owned by the task), dQ the query rows i0..i0 + h of `dq_base` (i0 + h <= l,
             // exclusive to the task). Outputs and sources are distinct buffers.
             unsafe {
-                gemm((w, dvn, h), dvp, dvn as isize, true, (pk, 1, w as isize), (dop, dvn as isize, 1), T::ONE, Parallelism::None);
-                gemm((w, d, h), dkp, d as isize, true, (dp.as_ptr(), 1, w as isize), (qp, d as isize, 1), scale, Parallelism::None);
+                gemm((w, dvn, h), dvp, dvn as isize, true, (pk, 1, w as isize), (dop, o_rs, 1), T::ONE, Parallelism::None);
+                gemm((w, d, h), dkp, d as isize, true, (dp.as_ptr(), 1, w as isize), (qp, q_rs, 1), scale, Parallelism::None);
                 gemm(
                     (h, d, w),
                     dq_base.add(i0 * d),
                     d as isize,
                     true,
                     (dp.as_ptr(), w as isize, 1),
-                    (kp, d as isize, 1),
+                    (kp, k_rs, 1),
                     scale,
                     Parallelism::None,
                 );
@@ -216,8 +212,11 @@ pub(crate) fn scatter_add<T: Float>(dst: &mut [T], full: &[T], off: &[usize], bl
     });
 }
 
-/// Gradients of q, k, v (each the size of its input).
-pub(crate) fn backward<T: Float>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &[T], lse: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+/// Gradients of q, k, v (each the size of its input, contiguous). `g` says where
+/// the inputs' rows and the output's and its gradient's rows are (`o` and `d_o` share
+/// the output's stored layout); `gc` is the inputs' contiguous geometry, where their
+/// gradients go.
+pub(crate) fn backward<T: Float>(g: &Geo, gc: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &[T], lse: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
     let (n_, l, s, d, dvn) = (g.n, g.l, g.s, g.d, g.dv);
     // delta_i = rowsum(dO * O).
     let mut delta = vec![T::ZERO; n_ * l];
@@ -225,8 +224,8 @@ pub(crate) fn backward<T: Float>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &
         delta.par_chunks_mut(1024).enumerate().for_each(|(ci, dch)| {
             for (k, dd) in dch.iter_mut().enumerate() {
                 let row = ci * 1024 + k;
-                let a = &o[row * dvn..(row + 1) * dvn];
-                let b = &d_o[row * dvn..(row + 1) * dvn];
+                let at = g.o_off[row / l] + (row % l) * g.o_rs;
+                let (a, b) = (&o[at..at + dvn], &d_o[at..at + dvn]);
                 let mut acc = T::ZERO;
                 for (&u, &v) in a.iter().zip(b) {
                     acc += u * v;
@@ -240,12 +239,12 @@ pub(crate) fn backward<T: Float>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &
     // Key-block chunks per batch entry: enough tasks to fill the threads.
     let chunks = threads.div_ceil(n_.max(1)).min(nkb).max(1);
     // Targets: in place when an input has no broadcasting, else full-size then reduced.
-    let mut dq_in = crate::ops::parallel::zeros(g.q_len);
-    let mut dk_in = crate::ops::parallel::zeros(g.k_len);
-    let mut dv_in = crate::ops::parallel::zeros(g.v_len);
-    let mut dq_full = if g.q_inj && chunks == 1 { Vec::new() } else { vec![T::ZERO; n_ * chunks * l * d] };
-    let mut dk_full = if g.k_inj { Vec::new() } else { vec![T::ZERO; n_ * s * d] };
-    let mut dv_full = if g.v_inj { Vec::new() } else { vec![T::ZERO; n_ * s * dvn] };
+    let mut dq_in = crate::ops::parallel::zeros(gc.q_len);
+    let mut dk_in = crate::ops::parallel::zeros(gc.k_len);
+    let mut dv_in = crate::ops::parallel::zeros(gc.v_len);
+    let mut dq_full = if gc.q_inj && chunks == 1 { Vec::new() } else { vec![T::ZERO; n_ * chunks * l * d] };
+    let mut dk_full = if gc.k_inj { Vec::new() } else { vec![T::ZERO; n_ * s * d] };
+    let mut dv_full = if gc.v_inj { Vec::new() } else { vec![T::ZERO; n_ * s * dvn] };
     let io = BwdIo {
         x,
         d_o,
@@ -265,16 +264,16 @@ pub(crate) fn backward<T: Float>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &
         },
         |ws, t| {
             let (n, ch) = (t / chunks, t % chunks);
-            // SAFETY: `g` is the contiguous geometry of `io` and `ws` holds q_block_max(BQ_B) x BK_B per
+            // SAFETY: `g` is the geometry of `io`, `gc` the contiguous one of the outputs, and `ws` holds q_block_max(BQ_B) x BK_B per
             // buffer. Each task owns its key blocks of dk/dv: chunk `ch` of entry n, inside
-            // entry n's slice (`k_off` / `v_off` distinct when direct, else its own
+            // entry n's slice (`gc`'s `k_off` / `v_off` distinct when direct, else its own
             // s x d block of the full buffer); dq is entry n's slice (direct: one chunk, and
             // distinct `q_off`) or its own l x d block. Each arm runs where `simd_level()`
             // found its features.
             unsafe {
-                let dq = if q_direct { io_ref.dq.ptr().add(g.q_off[n]) } else { io_ref.dq.ptr().add((n * chunks + ch) * l * d) };
-                let dk = if k_direct { io_ref.dk.ptr().add(g.k_off[n]) } else { io_ref.dk.ptr().add(n * s * d) };
-                let dv = if v_direct { io_ref.dv.ptr().add(g.v_off[n]) } else { io_ref.dv.ptr().add(n * s * dvn) };
+                let dq = if q_direct { io_ref.dq.ptr().add(gc.q_off[n]) } else { io_ref.dq.ptr().add((n * chunks + ch) * l * d) };
+                let dk = if k_direct { io_ref.dk.ptr().add(gc.k_off[n]) } else { io_ref.dk.ptr().add(n * s * d) };
+                let dv = if v_direct { io_ref.dv.ptr().add(gc.v_off[n]) } else { io_ref.dv.ptr().add(n * s * dvn) };
                 match simd {
                     #[cfg(target_arch = "x86_64")]
                     Simd::Avx512 => bwd_task_avx512(g, c, io_ref, n, ch, chunks, dq, dk, dv, ws),
@@ -297,7 +296,7 @@ pub(crate) fn backward<T: Float>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &
                 }
             });
         }
-        let offs: Vec<usize> = (0..n_).map(|n| g.q_off[n]).collect();
+        let offs: Vec<usize> = (0..n_).map(|n| gc.q_off[n]).collect();
         let firsts: Vec<T> = if chunks > 1 {
             dq_full.chunks(chunks * l * d).flat_map(|b| b[..l * d].iter().copied()).collect()
         } else {
@@ -306,10 +305,10 @@ pub(crate) fn backward<T: Float>(g: &Geo, c: &Cfg, x: Inputs<T>, o: &[T], d_o: &
         scatter_add(&mut dq_in, &firsts, &offs, l * d);
     }
     if !dk_full.is_empty() {
-        scatter_add(&mut dk_in, &dk_full, &g.k_off, s * d);
+        scatter_add(&mut dk_in, &dk_full, &gc.k_off, s * d);
     }
     if !dv_full.is_empty() {
-        scatter_add(&mut dv_in, &dv_full, &g.v_off, s * dvn);
+        scatter_add(&mut dv_in, &dv_full, &gc.v_off, s * dvn);
     }
     (dq_in, dk_in, dv_in)
 }

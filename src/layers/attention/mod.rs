@@ -105,8 +105,8 @@ pub(crate) struct Geo {
     pub(crate) k_len: usize,
     pub(crate) v_len: usize,
     /// Elements between consecutive rows (sequence positions) of q, k, v and the
-    /// output. The forward reads transposed head views in place, so these need not
-    /// be d / dv; the backward's geometry is always the contiguous one.
+    /// output. Both passes read transposed head views in place, so these need not
+    /// be d / dv; the backward writes its gradients in the contiguous geometry.
     pub(crate) q_rs: usize,
     pub(crate) k_rs: usize,
     pub(crate) v_rs: usize,
@@ -181,6 +181,14 @@ pub(crate) fn cpu_slice_from<'a, T: Float>(s: &'a CpuStorage, l: &Layout) -> Res
     Ok(&v[l.start_offset()..])
 }
 
+/// `cpu_slice_from` of a storage that must be on the CPU.
+pub(crate) fn storage_from<'a, T: Float>(s: &'a Storage, l: &Layout) -> Result<&'a [T]> {
+    match s {
+        Storage::Cpu(c) => cpu_slice_from(c, l),
+        _ => candle_core::bail!("{OP}: the fused kernel runs on the CPU"),
+    }
+}
+
 pub(crate) fn storage_slice<'a, T: Float>(s: &'a Storage, l: &Layout) -> Result<&'a [T]> {
     match s {
         Storage::Cpu(c) => cpu_slice(c, l),
@@ -190,10 +198,9 @@ pub(crate) fn storage_slice<'a, T: Float>(s: &'a Storage, l: &Layout) -> Result<
 
 pub(crate) struct Sdpa {
     pub(crate) geo: Geo,
-    /// The backward's geometry (contiguous inputs and output) when the forward's differs.
+    /// The contiguous geometry of the inputs (where the backward writes their
+    /// gradients) when the forward's differs.
     pub(crate) geo_c: Option<Geo>,
-    /// The output is stored as (..., L, H, dv) and handed out as its transposed view.
-    pub(crate) interleave: bool,
     pub(crate) cfg: Cfg,
     /// The additive mask in the compute dtype (its own, unexpanded shape).
     pub(crate) mask: Option<Tensor>,
@@ -215,15 +222,11 @@ impl Sdpa {
     }
 
     fn bwd_t<T: Float>(&self, q: &Tensor, k: &Tensor, v: &Tensor, o: &Tensor, d_o: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
-        let (q, k, v) = (q.dense()?, k.dense()?, v.dense()?);
-        let (o, d_o) = if self.interleave {
-            // (..., L, H, dv) back to the (..., H, L, dv) the backward reads.
-            let r = o.rank();
-            (o.transpose(r - 3, r - 2)?.dense()?, d_o.transpose(r - 3, r - 2)?.dense()?)
-        } else {
-            (o.clone(), d_o.dense()?)
-        };
-        let geo = self.geo_c.as_ref().unwrap_or(&self.geo);
+        // q, k, v are the tensors the forward read, and `self.geo` says where their rows
+        // are (transposed head views of a fused projection included): they are read in
+        // place, as are the output and its gradient, in the output's stored layout
+        // (`o_off` / `o_rs`). The gradients are written contiguously (`geo_c`).
+        let d_o = d_o.dense()?;
         let (gq, lq) = q.storage_and_layout();
         let (gk, lk) = k.storage_and_layout();
         let (gv, lv) = v.storage_and_layout();
@@ -237,8 +240,9 @@ impl Sdpa {
         let lse_guard = self.lse.lock().unwrap_or_else(|p| p.into_inner());
         let Some(lse) = lse_guard.as_ref() else { candle_core::bail!("{OP}: backward without a forward") };
         let lse = T::slice(lse).ok_or_else(|| candle_core::Error::Msg(format!("{OP}: logsumexp dtype")))?;
-        let x = Inputs { q: storage_slice::<T>(&gq, lq)?, k: storage_slice::<T>(&gk, lk)?, v: storage_slice::<T>(&gv, lv)?, mask };
-        let (dq, dk, dv) = backward(geo, &self.cfg, x, storage_slice::<T>(&go, lo)?, storage_slice::<T>(&gd, ld)?, lse);
+        let x = Inputs { q: storage_from::<T>(&gq, lq)?, k: storage_from::<T>(&gk, lk)?, v: storage_from::<T>(&gv, lv)?, mask };
+        let geo_out = self.geo_c.as_ref().unwrap_or(&self.geo);
+        let (dq, dk, dv) = backward(&self.geo, geo_out, &self.cfg, x, storage_slice::<T>(&go, lo)?, storage_slice::<T>(&gd, ld)?, lse);
         let dev = Device::Cpu;
         Ok((Tensor::from_vec(dq, q.shape(), &dev)?, Tensor::from_vec(dk, k.shape(), &dev)?, Tensor::from_vec(dv, v.shape(), &dev)?))
     }
