@@ -376,3 +376,70 @@ def test_leaf_gradients_never_alias_other_tensors() -> None:
     bump(p.grad)
     np.testing.assert_array_equal(q.grad.numpy(), [3.0, 4.0])
     np.testing.assert_array_equal(p.grad.numpy(), [100.0, 101.0, 102.0])
+
+
+def test_summed_gradients_never_write_into_a_tensor_seen_elsewhere() -> None:
+    """A tensor used several times gets its gradients summed in place into one the
+    engine alone holds; every gradient someone else can see (the caller's, a hook's,
+    an autograd.Function's incoming one, a retained one) must stay as it was."""
+    # The caller's gradient reaches x twice (add hands it to both sides).
+    x = cp.ones(3, requires_grad=True)
+    g = cp.tensor([1.0, 2.0, 3.0])
+    (x + x).backward(g)
+    np.testing.assert_array_equal(g.numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0, 6.0])
+    # A Function's backward returns the gradient it keeps; x is also used directly.
+    kept: list = []
+
+    class Ident(cp.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):  # noqa: ANN001, ANN205
+            return t * 1.0
+
+        @staticmethod
+        def backward(ctx, go):  # noqa: ANN001, ANN205
+            kept.append(go)
+            return go
+
+    x = cp.ones(4, requires_grad=True)
+    (Ident.apply(x) * 7.0 + x * 3.0 + x.exp()).sum().backward()
+    np.testing.assert_array_equal(kept[0].numpy(), np.full(4, 7.0))
+    np.testing.assert_allclose(x.grad.numpy(), np.full(4, 10.0 + np.e), rtol=1e-6)
+    # An intermediate used three times, with a hook that keeps what it sees and a
+    # retained gradient; then its own gradient flows on to a leaf used twice.
+    seen: list = []
+    x = cp.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3)).requires_grad_(True)
+    y = x * 2.0
+    y.retain_grad()
+    y.register_hook(lambda t: seen.append(t))
+    (y * 3.0 + y * 4.0 + y.sum(0, keepdim=True) + x).sum().backward()
+    np.testing.assert_array_equal(seen[0].numpy(), np.full((2, 3), 9.0))
+    np.testing.assert_array_equal(y.grad.numpy(), np.full((2, 3), 9.0))
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 3), 19.0))
+    x.grad.add_(100.0)
+    np.testing.assert_array_equal(seen[0].numpy(), np.full((2, 3), 9.0))
+    np.testing.assert_array_equal(y.grad.numpy(), np.full((2, 3), 9.0))
+    # Residual stream: each block's input gets the skip's and the branch's gradient.
+    rng = np.random.default_rng(0)
+    w = [cp.from_numpy(rng.standard_normal((8, 8)).astype(np.float32)).requires_grad_(True) for _ in range(3)]
+    xn = rng.standard_normal((5, 8)).astype(np.float32)
+    h = cp.from_numpy(xn).requires_grad_(True)
+    z = h
+    for wi in w:
+        z = z + (z @ wi).tanh()
+    z.pow(2).sum().backward()
+    # The same in float64 numpy, by hand.
+    ws = [wi.detach().numpy().astype(np.float64) for wi in w]
+    zs = [xn.astype(np.float64)]
+    for wi in ws:
+        zs.append(zs[-1] + np.tanh(zs[-1] @ wi))
+    gz = 2 * zs[-1]
+    gws = []
+    for i in reversed(range(3)):
+        t = np.tanh(zs[i] @ ws[i])
+        gb = gz * (1 - t * t)
+        gws.insert(0, zs[i].T @ gb)
+        gz = gz + gb @ ws[i].T
+    np.testing.assert_allclose(h.grad.numpy(), gz, rtol=1e-4, atol=1e-5)
+    for wi, gw in zip(w, gws):
+        np.testing.assert_allclose(wi.grad.numpy(), gw, rtol=1e-4, atol=1e-5)

@@ -208,12 +208,21 @@ fn run_pre_hooks(node: &dyn Node, buf: &mut [Option<Value>]) -> Result<bool> {
     Ok(seen)
 }
 
-/// Add `g` (owned or not) into slot `nr`: the first is kept, later ones summed into a
-/// new (owned) tensor.
+/// Add `g` (owned or not) into slot `nr`: the first is kept, later ones summed into
+/// it in place when the engine holds the only reference to it (and neither is
+/// recorded for a double backward), else into a new (owned) tensor.
 fn add_to(buf: &mut [Option<Value>], own: &mut [bool], nr: usize, g: Value, owned: bool) -> Result<()> {
     (buf[nr], own[nr]) = match buf[nr].take() {
         None => (Some(g), owned),
-        Some(old) => (Some(crate::autograd::ops::add(&old, &g)?), true),
+        Some(old) => {
+            if own[nr] && old.meta.is_none() && g.meta.is_none() && crate::ops::binary::add_assign(&old.data, &g.data)? {
+                (Some(old), true)
+            } else if owned && old.meta.is_none() && g.meta.is_none() && crate::ops::binary::add_assign(&g.data, &old.data)? {
+                (Some(g), true)
+            } else {
+                (Some(crate::autograd::ops::add(&old, &g)?), true)
+            }
+        }
     };
     Ok(())
 }
