@@ -11,7 +11,7 @@ use crate::ops::float::Float;
 use crate::ops::layout::Dense;
 use crate::ops::parallel::{filled_plain, for_chunks, par_ok};
 use crate::ops::reduce::GRAIN;
-use crate::ops::simd_map::{map, zip_map};
+use crate::ops::simd_map::{map, zip_map, zip_map_fma};
 use crate::ops::storage::float_dispatch;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};
 
@@ -207,7 +207,13 @@ impl CustomOp2 for GeluGrad {
         };
         match (s1, s2) {
             (CpuStorage::F32(x), CpuStorage::F32(g)) => {
-                let out = zip_map(&x[a..b], &g[c..d], |x, g| g * gelu_derivative::<false>(x));
+                // The AVX2 / AVX-512 variants take the fused-multiply-add polynomials, as the forward.
+                let out =
+                    zip_map_fma(
+                        &x[a..b],
+                        &g[c..d],
+                        |x, g, fma| if fma { g * gelu_derivative::<true>(x) } else { g * gelu_derivative::<false>(x) },
+                    );
                 Ok((CpuStorage::F32(out), l1.shape().clone()))
             }
             _ => candle_core::bail!("gelu_backward: fast path supports f32"),
