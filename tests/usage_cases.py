@@ -1998,6 +1998,42 @@ def cross_entropy(lib: Any) -> Dict[str, Any]:
     }
 
 
+@case("F.cross_entropy", cid="cross_entropy_wide_rows")
+def cross_entropy_wide_rows(lib: Any) -> Dict[str, Any]:
+    """A batch large enough to split over threads (66 x 1003 logits: rows with a
+    16-lane tail), ignored rows, a row with -inf logits, float64, and the gradients of
+    "mean", "none" (weighted upstream) and weighted label smoothing; each gradient as
+    five whole rows and a weighted sum of every row (a small fixture)."""
+    F = _F(lib)
+    xn = _np(66, 1003, seed="ce_wide") * 3.0
+    xn[7, ::2] = -math.inf
+    tn = (np.arange(66) * 37) % 1003
+    tn[7] = 1
+    tn[::11] = -100
+    t = lib.tensor(tn)
+    rows = lib.tensor([0, 7, 11, 40, 65])
+    wcol = lib.cos(lib.arange(1003.0) * 0.37)
+
+    def summary(g: Any) -> Tuple[Any, Any]:
+        return g[rows], (g.double() * wcol.double()).sum(1)
+
+    out: Dict[str, Any] = {}
+    for name, kw in (("mean", {}), ("wsmooth", {"label_smoothing": 0.2, "weight": lib.cos(lib.arange(1003.0) * 0.1) + 1.5})):
+        x = lib.tensor(xn, requires_grad=True)
+        loss = F.cross_entropy(x, t, **kw)
+        loss.backward()
+        out[name], (out[f"g_{name}_rows"], out[f"g_{name}_sums"]) = loss, summary(x.grad)
+    x = lib.tensor(xn, requires_grad=True)
+    none = F.cross_entropy(x, t, reduction="none")
+    _back(lib, none)
+    out["none"], (out["g_none_rows"], out["g_none_sums"]) = none, summary(x.grad)
+    x64 = lib.tensor(xn.astype(np.float64), requires_grad=True)
+    l64 = F.cross_entropy(x64, t)
+    l64.backward()
+    out["f64"], (out["g_f64_rows"], out["g_f64_sums"]) = l64, summary(x64.grad)
+    return out
+
+
 @case("F.nll_loss", "nn.NLLLoss", "F.kl_div")
 def nll_kl(lib: Any) -> Dict[str, Any]:
     F = _F(lib)

@@ -190,7 +190,7 @@ fn tensor_op_form_matches_fused_op() -> Result<()> {
             let run = |fused: bool| -> Result<(Vec<f64>, Vec<f64>)> {
                 let x = Value::leaf(Tensor::from_vec(xs.clone(), (n, c), &Device::Cpu)?);
                 let y = if fused {
-                    apply("NllLoss", Op::one(CrossEntropy(spec.clone())), &[&x])?
+                    apply("NllLoss", Op::one(CrossEntropy::new(spec.clone())), &[&x])?
                 } else {
                     let logp = crate::autograd::ops::softmax(&x, 1, true)?;
                     nll_rows(&logp, &spec, weight.then_some(&wt), &[n])?

@@ -11,9 +11,11 @@
 //! "mean" divides by the sum of `w[t]` over the counted rows.
 use crate::ops::float::Float;
 use crate::ops::layout::Dense;
-use crate::ops::parallel::{for_chunks, par_ok};
+use crate::ops::parallel::{filled_plain, par_ok};
+use crate::ops::reduce::max_slice;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
-use std::sync::Arc;
+use rayon::prelude::*;
+use std::sync::{Arc, Mutex};
 
 #[derive(Clone, Copy, PartialEq)]
 pub(crate) enum Reduction {
@@ -43,51 +45,31 @@ impl Spec {
     }
 }
 
-/// Row `i`'s max and log of the sum of `exp(x - max)`.
-/// The max and the sum of exponentials run in the element type, 8 lanes at a time
-/// (AVX2 where the CPU has it; f32's exp is `approx::fast_exp`), as PyTorch's
-/// vectorized log-softmax; libm's f64 exp per element took most of the loss's time.
-pub(crate) fn row_stats<T: Float + Into<f64>>(row: &[T]) -> (f64, f64) {
-    #[cfg(target_arch = "x86_64")]
-    if crate::ops::cpu::has_avx2_fma() {
-        // SAFETY: checked just above.
-        return unsafe { row_stats_avx2(row) };
-    }
-    row_stats_lanes(row)
-}
-
-/// # Safety
-/// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn row_stats_avx2<T: Float + Into<f64>>(row: &[T]) -> (f64, f64) {
-    row_stats_lanes(row)
-}
-
+/// Row `i`'s max and log of the sum of `exp(x - max)`: the max and the sum of
+/// exponentials in the element type, 16 lanes at a time (f32's exp is
+/// `approx::fast_exp`, its fused-multiply-add form in the AVX2 / AVX-512 variants), as
+/// PyTorch's vectorized log-softmax; the lanes are summed in f64.
 #[inline(always)]
-fn row_stats_lanes<T: Float + Into<f64>>(row: &[T]) -> (f64, f64) {
-    const L: usize = 8;
-    let n8 = row.len() / L * L;
-    let mut m = [T::NEG_INF; L];
-    for c in row[..n8].chunks_exact(L) {
-        for l in 0..L {
-            m[l] = m[l].maximum(c[l]);
-        }
-    }
-    let max = m.iter().chain(&row[n8..]).fold(T::NEG_INF, |a, &b| a.maximum(b));
+fn row_stats<T: Float + Into<f64>, const FMA: bool>(row: &[T]) -> (f64, f64) {
+    let max = max_slice(row);
     if max == T::NEG_INF || max.is_nan() {
         // All -inf (or a NaN): the f64 formula's own result (NaN or -inf), no shortcut.
         let mf: f64 = max.into();
         let sum: f64 = row.iter().map(|&v| (v.into() - mf).exp()).sum();
         return (mf, sum.ln());
     }
-    let mut acc = [T::ZERO; L];
-    for c in row[..n8].chunks_exact(L) {
-        for l in 0..L {
-            acc[l] += (c[l] - max).exp::<false>();
+    let mut acc = [T::ZERO; 16];
+    let chunks = row.chunks_exact(16);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for k in 0..16 {
+            acc[k] += (c[k] - max).exp::<FMA>();
         }
     }
-    let sum = acc.iter().map(|&v| v.into()).sum::<f64>() + row[n8..].iter().map(|&v| (v - max).exp::<false>().into()).sum::<f64>();
+    for (k, &v) in tail.iter().enumerate() {
+        acc[k] += (v - max).exp::<FMA>();
+    }
+    let sum: f64 = acc.iter().map(|&v| v.into()).sum();
     (max.into(), sum.ln())
 }
 
@@ -96,27 +78,91 @@ pub(crate) fn rows_per_task(c: usize) -> usize {
     ((1 << 14) / c.max(1)).max(1)
 }
 
-pub(crate) fn forward<T: Float + Into<f64>>(x: &[T], s: &Spec) -> Vec<T> {
-    let mut per = vec![0.0f64; s.n];
-    let rows = rows_per_task(s.c);
-    for_chunks(&mut per, rows, par_ok(x.len()), |ci, out| {
-        for (j, o) in out.iter_mut().enumerate() {
-            let i = ci * rows + j;
-            *o = row_loss(&x[i * s.c..(i + 1) * s.c], i, s);
+/// Whether a pass over `elems` logits splits over threads: an exponential per element
+/// costs about four plain passes, so from a quarter of the usual size on
+/// (a (700, 1000) batch of word-LM logits, not a (32, 10) one).
+fn par_rows(elems: usize) -> bool {
+    par_ok(elems.saturating_mul(4))
+}
+
+/// Run `$body` (a generic function call with a `FMA` const) in the AVX-512 or AVX2
+/// variant the CPU has, else the portable one.
+macro_rules! simd_rows {
+    ($avx512:ident, $avx2:ident, $portable:ident($($arg:expr),*)) => {{
+        #[cfg(target_arch = "x86_64")]
+        if crate::ops::cpu::has_avx512() {
+            // SAFETY: the CPU supports AVX-512F, AVX2 and FMA (checked just above).
+            return unsafe { $avx512($($arg),*) };
+        } else if crate::ops::cpu::has_avx2_fma() {
+            // SAFETY: the CPU supports AVX2 and FMA (checked just above).
+            return unsafe { $avx2($($arg),*) };
         }
-    });
-    match s.reduction {
-        Reduction::None => per.into_iter().map(T::of).collect(),
-        Reduction::Sum => vec![T::of(per.iter().sum())],
-        Reduction::Mean => vec![T::of(per.iter().sum::<f64>() / s.denom())],
+        $portable::<_, false>($($arg),*)
+    }};
+}
+
+/// Forward rows `r0..r0 + loss.len()`: each row's loss and its `max + lse` (the
+/// backward's shift: `p = exp(x - shift)`; NaN for an ignored row).
+#[inline(always)]
+fn fwd_rows<T: Float + Into<f64>, const FMA: bool>(x: &[T], s: &Spec, r0: usize, loss: &mut [f64], shift: &mut [f64]) {
+    for (j, (l, sh)) in loss.iter_mut().zip(shift.iter_mut()).enumerate() {
+        let i = r0 + j;
+        if s.target[i].is_none() {
+            (*l, *sh) = (0.0, f64::NAN);
+            continue;
+        }
+        let row = &x[i * s.c..(i + 1) * s.c];
+        let (max, lse) = row_stats::<T, FMA>(row);
+        *sh = max + lse;
+        *l = row_loss(row, i, s, max + lse);
     }
 }
 
-/// Row `i`'s loss (0 for an ignored row).
-pub(crate) fn row_loss<T: Float + Into<f64>>(row: &[T], i: usize, s: &Spec) -> f64 {
+/// # Safety
+/// The CPU must support AVX-512F, AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn fwd_rows_avx512<T: Float + Into<f64>>(x: &[T], s: &Spec, r0: usize, loss: &mut [f64], shift: &mut [f64]) {
+    fwd_rows::<T, true>(x, s, r0, loss, shift)
+}
+
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fwd_rows_avx2<T: Float + Into<f64>>(x: &[T], s: &Spec, r0: usize, loss: &mut [f64], shift: &mut [f64]) {
+    fwd_rows::<T, true>(x, s, r0, loss, shift)
+}
+
+fn fwd_rows_best<T: Float + Into<f64>>(x: &[T], s: &Spec, r0: usize, loss: &mut [f64], shift: &mut [f64]) {
+    simd_rows!(fwd_rows_avx512, fwd_rows_avx2, fwd_rows(x, s, r0, loss, shift))
+}
+
+/// The loss (per row for "none", else reduced) and each row's `max + lse`.
+pub(crate) fn forward<T: Float + Into<f64>>(x: &[T], s: &Spec) -> (Vec<T>, Vec<f64>) {
+    let mut per = vec![0.0f64; s.n];
+    let mut shift = vec![0.0f64; s.n];
+    let rows = rows_per_task(s.c);
+    if par_rows(x.len()) {
+        per.par_chunks_mut(rows)
+            .zip(shift.par_chunks_mut(rows))
+            .enumerate()
+            .for_each(|(ci, (l, sh))| fwd_rows_best(x, s, ci * rows, l, sh));
+    } else {
+        fwd_rows_best(x, s, 0, &mut per, &mut shift);
+    }
+    let loss = match s.reduction {
+        Reduction::None => per.into_iter().map(T::of).collect(),
+        Reduction::Sum => vec![T::of(per.iter().sum())],
+        Reduction::Mean => vec![T::of(per.iter().sum::<f64>() / s.denom())],
+    };
+    (loss, shift)
+}
+
+/// Row `i`'s loss (0 for an ignored row), given its `max + lse`.
+fn row_loss<T: Float + Into<f64>>(row: &[T], i: usize, s: &Spec, shift: f64) -> f64 {
     let Some(t) = s.target[i] else { return 0.0 };
-    let (max, lse) = row_stats(row);
-    let logp = |k: usize| row[k].into() - max - lse;
+    let logp = |k: usize| row[k].into() - shift;
     let mut loss = -s.w(t) * logp(t) * (1.0 - s.smoothing);
     if s.smoothing > 0.0 {
         let smooth: f64 = match &s.weight {
@@ -128,84 +174,131 @@ pub(crate) fn row_loss<T: Float + Into<f64>>(row: &[T], i: usize, s: &Spec) -> f
     loss
 }
 
-/// `d = k * exp(x - shift)` over a row (AVX2 where the CPU has it).
-fn probs_scaled<T: Float>(x: &[T], d: &mut [T], shift: T, k: T) {
-    #[inline(always)]
-    fn run<T: Float>(x: &[T], d: &mut [T], shift: T, k: T) {
-        for (dv, &xv) in d.iter_mut().zip(x) {
-            *dv = k * (xv - shift).exp::<false>();
-        }
-    }
-    /// # Safety
-    /// The CPU must support AVX2 and FMA.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn run_avx2<T: Float>(x: &[T], d: &mut [T], shift: T, k: T) {
-        run(x, d, shift, k)
-    }
-    #[cfg(target_arch = "x86_64")]
-    if crate::ops::cpu::has_avx2_fma() {
-        // SAFETY: checked just above.
-        return unsafe { run_avx2(x, d, shift, k) };
-    }
-    run(x, d, shift, k)
+/// The backward's constants: "mean"'s scale and the class weights' sum.
+struct BwdScale {
+    scale0: f64,
+    wsum: f64,
 }
 
-/// d loss / d x for upstream gradient `g` (one value, or one per row for "none"):
+/// Backward rows `r0..`, one row of `s.c` per chunk of `out`, each written whole:
 /// `scale * [(1 - ls) * w[t] * (p - onehot(t)) + ls / C * (p * sum(w) - w)]`.
-pub(crate) fn backward<T: Float + Into<f64>>(x: &[T], g: &[T], s: &Spec) -> Vec<T> {
-    let mut out = vec![T::ZERO; x.len()];
-    let wsum: f64 = s.weight.as_ref().map_or(s.c as f64, |w| w.iter().sum());
-    let scale0 = match s.reduction {
-        Reduction::Mean => g[0].into() / s.denom(),
-        _ => g[0].into(),
+#[inline(always)]
+fn bwd_rows<T: Float + Into<f64>, const FMA: bool>(x: &[T], g: &[T], s: &Spec, shift: &[f64], k: &BwdScale, r0: usize, out: &mut [T]) {
+    for (j, d) in out.chunks_exact_mut(s.c).enumerate() {
+        let i = r0 + j;
+        let Some(t) = s.target[i] else {
+            d.iter_mut().for_each(|v| *v = T::ZERO);
+            continue;
+        };
+        let row = &x[i * s.c..(i + 1) * s.c];
+        let scale = if s.reduction == Reduction::None { g[i].into() } else { k.scale0 };
+        let (wt, ls, sh) = (s.w(t) * (1.0 - s.smoothing), s.smoothing, shift[i]);
+        if ls == 0.0 {
+            // scale * wt * (p - onehot(t)), p = exp(x - shift) in the element type.
+            let (f, shift_t) = (T::of(scale * wt), T::of(sh));
+            for (dv, &xv) in d.iter_mut().zip(row) {
+                *dv = f * (xv - shift_t).exp::<FMA>();
+            }
+            d[t] = T::of(scale * wt * ((row[t].into() - sh).exp() - 1.0));
+            continue;
+        }
+        for (c, (dv, &xv)) in d.iter_mut().zip(row).enumerate() {
+            let p = (xv.into() - sh).exp();
+            let v = wt * (p - if c == t { 1.0 } else { 0.0 }) + ls / s.c as f64 * (p * k.wsum - s.w(c));
+            *dv = T::of(scale * v);
+        }
+    }
+}
+
+/// # Safety
+/// The CPU must support AVX-512F, AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn bwd_rows_avx512<T: Float + Into<f64>>(x: &[T], g: &[T], s: &Spec, shift: &[f64], k: &BwdScale, r0: usize, out: &mut [T]) {
+    bwd_rows::<T, true>(x, g, s, shift, k, r0, out)
+}
+
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn bwd_rows_avx2<T: Float + Into<f64>>(x: &[T], g: &[T], s: &Spec, shift: &[f64], k: &BwdScale, r0: usize, out: &mut [T]) {
+    bwd_rows::<T, true>(x, g, s, shift, k, r0, out)
+}
+
+fn bwd_rows_best<T: Float + Into<f64>>(x: &[T], g: &[T], s: &Spec, shift: &[f64], k: &BwdScale, r0: usize, out: &mut [T]) {
+    simd_rows!(bwd_rows_avx512, bwd_rows_avx2, bwd_rows(x, g, s, shift, k, r0, out))
+}
+
+/// d loss / d x for upstream gradient `g` (one value, or one per row for "none"), from
+/// the forward's per-row shifts (`None`: computed again).
+pub(crate) fn backward<T: Float + Into<f64>>(x: &[T], g: &[T], s: &Spec, shift: Option<&[f64]>) -> Vec<T> {
+    let fresh;
+    let shift = match shift {
+        Some(sh) if sh.len() == s.n => sh,
+        _ => {
+            fresh = forward(x, s).1;
+            &fresh[..]
+        }
+    };
+    let k = BwdScale {
+        scale0: match s.reduction {
+            Reduction::Mean => g[0].into() / s.denom(),
+            _ => g[0].into(),
+        },
+        wsum: s.weight.as_ref().map_or(s.c as f64, |w| w.iter().sum()),
     };
     let rows = rows_per_task(s.c);
-    for_chunks(&mut out, rows * s.c, par_ok(x.len()), |ci, block| {
-        for (j, d) in block.chunks_exact_mut(s.c).enumerate() {
-            let i = ci * rows + j;
-            let Some(t) = s.target[i] else { continue };
-            let row = &x[i * s.c..(i + 1) * s.c];
-            let scale = if s.reduction == Reduction::None { g[i].into() } else { scale0 };
-            let (max, lse) = row_stats(row);
-            let (wt, ls) = (s.w(t) * (1.0 - s.smoothing), s.smoothing);
-            if ls == 0.0 {
-                // scale * wt * (p - onehot(t)), p = exp(x - max - lse) in the element type.
-                probs_scaled(row, d, T::of(max + lse), T::of(scale * wt));
-                d[t] = T::of(scale * wt * ((row[t].into() - max - lse).exp() - 1.0));
-                continue;
-            }
-            for (k, (dv, &xv)) in d.iter_mut().zip(row).enumerate() {
-                let p = (xv.into() - max - lse).exp();
-                let mut v = wt * (p - if k == t { 1.0 } else { 0.0 });
-                if ls > 0.0 {
-                    v += ls / s.c as f64 * (p * wsum - s.w(k));
-                }
-                *dv = T::of(scale * v);
-            }
+    // Every row is written whole (ignored ones as zeros): no zero fill first.
+    filled_plain(x.len(), |out| {
+        if s.c == 0 {
+            return;
         }
-    });
-    out
+        if par_rows(x.len()) {
+            out.par_chunks_mut(rows * s.c).enumerate().for_each(|(ci, block)| bwd_rows_best(x, g, s, shift, &k, ci * rows, block));
+        } else {
+            bwd_rows_best(x, g, s, shift, &k, 0, out);
+        }
+    })
 }
 
-pub(crate) struct CrossEntropy(pub(crate) Arc<Spec>);
-pub(crate) struct CrossEntropyGrad(pub(crate) Arc<Spec>);
+/// The fused cross-entropy op; keeps the forward's per-row `max + lse` for its backward.
+pub(crate) struct CrossEntropy {
+    spec: Arc<Spec>,
+    shift: Mutex<Option<Arc<Vec<f64>>>>,
+}
+
+impl CrossEntropy {
+    pub(crate) fn new(spec: Arc<Spec>) -> Self {
+        CrossEntropy { spec, shift: Mutex::new(None) }
+    }
+}
+
+pub(crate) struct CrossEntropyGrad(Arc<Spec>, Option<Arc<Vec<f64>>>);
 
 impl CustomOp1 for CrossEntropy {
     fn name(&self) -> &'static str {
         "cross_entropy"
     }
     fn cpu_fwd(&self, st: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let out = match st {
-            CpuStorage::F32(v) => CpuStorage::F32(forward(crate::ops::storage::data(v, l, "cross_entropy")?, &self.0)),
-            CpuStorage::F64(v) => CpuStorage::F64(forward(crate::ops::storage::data(v, l, "cross_entropy")?, &self.0)),
+        let (out, shift) = match st {
+            CpuStorage::F32(v) => {
+                let (o, sh) = forward(crate::ops::storage::data(v, l, "cross_entropy")?, &self.spec);
+                (CpuStorage::F32(o), sh)
+            }
+            CpuStorage::F64(v) => {
+                let (o, sh) = forward(crate::ops::storage::data(v, l, "cross_entropy")?, &self.spec);
+                (CpuStorage::F64(o), sh)
+            }
             _ => candle_core::bail!("cross_entropy: only float32 and float64 logits are supported"),
         };
-        let shape = if self.0.reduction == Reduction::None { Shape::from(self.0.n) } else { Shape::from(()) };
+        *self.shift.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(shift));
+        let shape = if self.spec.reduction == Reduction::None { Shape::from(self.spec.n) } else { Shape::from(()) };
         Ok((out, shape))
     }
     fn bwd(&self, x: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
-        Ok(Some(x.apply_op2_no_bwd(&grad.dense()?, &CrossEntropyGrad(self.0.clone()))?))
+        let shift = self.shift.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        Ok(Some(x.apply_op2_no_bwd(&grad.dense()?, &CrossEntropyGrad(self.spec.clone(), shift))?))
     }
 }
 
@@ -214,16 +307,19 @@ impl CustomOp2 for CrossEntropyGrad {
         "cross_entropy_backward"
     }
     fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
+        let shift = self.1.as_deref().map(|v| &v[..]);
         let out = match (s1, s2) {
             (CpuStorage::F32(x), CpuStorage::F32(g)) => CpuStorage::F32(backward(
                 crate::ops::storage::data(x, l1, "cross_entropy")?,
                 crate::ops::storage::data(g, l2, "cross_entropy")?,
                 &self.0,
+                shift,
             )),
             (CpuStorage::F64(x), CpuStorage::F64(g)) => CpuStorage::F64(backward(
                 crate::ops::storage::data(x, l1, "cross_entropy")?,
                 crate::ops::storage::data(g, l2, "cross_entropy")?,
                 &self.0,
+                shift,
             )),
             _ => candle_core::bail!("cross_entropy: only float32 and float64 logits are supported"),
         };

@@ -161,7 +161,7 @@ fn _cross_entropy(
             let wide = if matches!(x.dtype(), DType::F32 | DType::F64) { x2 } else { ops::to_dtype(&x2, DType::F32)? };
             let y = custom::apply_with(
                 "NllLossBackward0",
-                custom::Op::one(CrossEntropy(spec.clone())),
+                custom::Op::one(CrossEntropy::new(spec.clone())),
                 &[&ops::contiguous(&wide)?],
                 Some(composed),
             )?;
