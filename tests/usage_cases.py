@@ -2034,6 +2034,25 @@ def cross_entropy_wide_rows(lib: Any) -> Dict[str, Any]:
     return out
 
 
+@case("F.layer_norm", cid="layer_norm_row_tails")
+def layer_norm_row_tails(lib: Any) -> Dict[str, Any]:
+    """Rows whose length is not a multiple of the 16/64-float blocks (masked tails),
+    shorter than one block, a constant row, and an offset mean; values and gradients
+    (d = 1 left out: its normalized value is 0 exactly, torch's is rounding noise)."""
+    F = _F(lib)
+    out: Dict[str, Any] = {}
+    for d in (5, 17, 100, 129):
+        xn = _np(9, d, seed=f"ln{d}") * 0.5 + 10.0
+        xn[4] = 3.0
+        x = lib.tensor(xn, requires_grad=True)
+        w = _r(lib, d, seed=f"lnw{d}", grad=True)
+        b = _r(lib, d, seed=f"lnb{d}", grad=True)
+        y = F.layer_norm(x, (d,), w, b)
+        _back(lib, y)
+        out[f"y{d}"], out[f"gx{d}"], out[f"gw{d}"], out[f"gb{d}"] = y, x.grad, w.grad, b.grad
+    return out
+
+
 @case("F.nll_loss", "nn.NLLLoss", "F.kl_div")
 def nll_kl(lib: Any) -> Dict[str, Any]:
     F = _F(lib)
