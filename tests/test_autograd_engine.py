@@ -283,6 +283,40 @@ def test_new_formulas_name_their_nodes_as_torch() -> None:
     assert (x.abs() ** x).grad_fn.name() == "PowBackward1"
 
 
+def test_pooling_results_are_the_pooling_nodes_as_in_torch() -> None:
+    """The pooled tensor's grad_fn is the pooling node with torch's name (not a reshape
+    of a per-plane result); 1-D poolings end in SqueezeBackward1 over the 2-D node, as
+    torch runs them (names read off torch 2.15)."""
+    F = cp.nn.functional
+    x1, x2, x3 = (cp.randn(*s, requires_grad=True) for s in ((2, 3, 8), (2, 3, 8, 8), (2, 3, 4, 8, 8)))
+    chain = {
+        "SqueezeBackward1": [
+            F.avg_pool1d(x1, 2),
+            F.max_pool1d(x1, 2),
+            F.max_pool1d(x1, 2, return_indices=True)[0],
+            F.adaptive_avg_pool1d(x1, 3),
+            F.adaptive_max_pool1d(x1, 3),
+        ],
+        "AvgPool2DBackward0": [F.avg_pool2d(x2, 2), F.avg_pool2d(x2[0], 2)],
+        "AvgPool3DBackward0": [F.avg_pool3d(x3, 2)],
+        "MaxPool2DWithIndicesBackward0": [F.max_pool2d(x2, 2), F.max_pool2d(x2, 2, return_indices=True)[0]],
+        "MaxPool3DWithIndicesBackward0": [F.max_pool3d(x3, 2)],
+        "AdaptiveAvgPool2DBackward0": [F.adaptive_avg_pool2d(x2, 1), cp.nn.AdaptiveAvgPool2d((3, 5))(x2)],
+        "AdaptiveAvgPool3DBackward0": [F.adaptive_avg_pool3d(x3, 2)],
+        "AdaptiveMaxPool2DBackward0": [F.adaptive_max_pool2d(x2, 3)],
+        "AdaptiveMaxPool3DBackward0": [F.adaptive_max_pool3d(x3, 2)],
+    }
+    for name, ys in chain.items():
+        for y in ys:
+            assert y.grad_fn.name() == name, (name, y.grad_fn.name(), tuple(y.shape))
+    inner = F.avg_pool1d(x1, 2).grad_fn.next_functions[0][0]
+    assert inner.name() == "AvgPool2DBackward0"
+    assert F.adaptive_max_pool1d(x1, 3).grad_fn.next_functions[0][0].name() == "AdaptiveMaxPool2DBackward0"
+    # The gradient still flows through: mean pooling to 1 spreads 1/64 to each input.
+    F.adaptive_avg_pool2d(x2, 1).sum().backward()
+    np.testing.assert_allclose(x2.grad.numpy(), np.full((2, 3, 8, 8), 1 / 64), rtol=1e-6)
+
+
 def test_floor_divide_has_no_derivative_as_in_torch() -> None:
     x = cp.randn(3, requires_grad=True)
     y = cp.floor_divide(x, cp.tensor([2.0, 2.0, 2.0]))

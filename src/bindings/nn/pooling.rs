@@ -72,11 +72,16 @@ impl Pooled {
 
     /// The pooling kernel `op` as one fused node (its backward is the kernel's own).
     #[allow(clippy::too_many_arguments)]
+    /// The pooling node over `x`, its output in the caller's shape (`g.result`): the
+    /// result's `grad_fn` is the node, named as torch names it (`name` is the 2-D name
+    /// for a 1-D pooling, which torch runs as an unsqueezed 2-D one and squeezes, so
+    /// its result's `grad_fn` is `SqueezeBackward1`; so is ours).
+    #[allow(clippy::too_many_arguments)]
     fn fused(
         x: &Value,
         g: &PoolGeom,
         name: &'static str,
-        op: custom::Op,
+        op: impl FnOnce(Arc<PoolGeom>) -> custom::Op,
         composed: Option<crate::autograd::composed::Composed>,
         dims: &[usize],
         nd: usize,
@@ -85,14 +90,27 @@ impl Pooled {
     ) -> Result<Value> {
         let planes = Shape::from((g.planes, g.ins[0], g.ins[1], g.ins[2]));
         let xc = ops::contiguous(&ops::reshape(&ops::to_device(x, &Device::Cpu)?, &planes)?)?;
-        let y = custom::apply_with(name, op, &[&xc], composed)?;
         let mut shape = dims[..dims.len() - nd].to_vec();
+        if nd == 1 {
+            shape.push(1);
+        }
         shape.extend_from_slice(&outs[3 - nd..]);
-        ops::to_device(&ops::reshape(&y, &Shape::from(shape))?, home)
+        let mut g = g.clone();
+        g.result = Some(shape.clone());
+        // The create_graph form computes on the planes too: its result takes the same shape.
+        let composed = composed.map(|f| -> crate::autograd::composed::Composed {
+            let target = Shape::from(shape.clone());
+            Arc::new(move |v: &[Value]| ops::reshape(&f(v)?, &target))
+        });
+        let mut y = custom::apply_with(name, op(Arc::new(g)), &[&xc], composed)?;
+        if nd == 1 {
+            y = ops::squeeze(&y, shape.len() - 2)?;
+        }
+        ops::to_device(&y, home)
     }
 
     /// Max pooling: the output in the graph, and the argmax indices when asked for.
-    fn max(self, py: Python<'_>, g: PoolGeom, return_indices: bool, op: &str) -> PyResult<(PyTensor, Option<PyTensor>)> {
+    fn max(self, py: Python<'_>, g: PoolGeom, return_indices: bool, adaptive: bool, op: &str) -> PyResult<(PyTensor, Option<PyTensor>)> {
         let g = Arc::new(g);
         let Pooled { composed, x, dims, nd, outs, dt, home } = self;
         let (g2, dims2, home2) = (g.clone(), dims.clone(), home.clone());
@@ -100,8 +118,13 @@ impl Pooled {
             if ops::records(&[&x]) {
                 // Keep the argmaxes for the backward (u32 plane offsets).
                 let keep = (g.ivol() < u32::MAX as usize).then(|| Arc::new(OnceLock::new()));
-                let name = ["MaxPool1DWithIndicesBackward0", "MaxPool2DWithIndicesBackward0", "MaxPool3DWithIndicesBackward0"][nd - 1];
-                return Self::fused(&x, &g, name, custom::Op::one(MaxPool(g.clone(), keep)), composed, &dims, nd, outs, &home).op(op);
+                let name = match (adaptive, nd) {
+                    (true, 3) => "AdaptiveMaxPool3DBackward0",
+                    (true, _) => "AdaptiveMaxPool2DBackward0",
+                    (false, 3) => "MaxPool3DWithIndicesBackward0",
+                    (false, _) => "MaxPool2DWithIndicesBackward0",
+                };
+                return Self::fused(&x, &g, name, |g| custom::Op::one(MaxPool(g, keep)), composed, &dims, nd, outs, &home).op(op);
             }
             // Outside the graph: the forward kernel alone (no argmaxes kept).
             let p = Self::planes(&x.data, &g2).op(op)?;
@@ -122,13 +145,18 @@ impl Pooled {
     }
 
     /// Average pooling (windows and divisors in `g`).
-    fn avg(self, py: Python<'_>, g: PoolGeom, op: &str) -> PyResult<PyTensor> {
+    fn avg(self, py: Python<'_>, g: PoolGeom, adaptive: bool, op: &str) -> PyResult<PyTensor> {
         let g = Arc::new(g);
         let Pooled { composed, x, dims, nd, outs, dt, home } = self;
         let y = crate::bindings::errors::detach(py, op, || {
             if ops::records(&[&x]) {
-                let name = ["AvgPool1DBackward0", "AvgPool2DBackward0", "AvgPool3DBackward0"][nd - 1];
-                return Self::fused(&x, &g, name, custom::Op::one(AvgPool(g.clone())), composed, &dims, nd, outs, &home).op(op);
+                let name = match (adaptive, nd) {
+                    (true, 3) => "AdaptiveAvgPool3DBackward0",
+                    (true, _) => "AdaptiveAvgPool2DBackward0",
+                    (false, 3) => "AvgPool3DBackward0",
+                    (false, _) => "AvgPool2DBackward0",
+                };
+                return Self::fused(&x, &g, name, |g| custom::Op::one(AvgPool(g)), composed, &dims, nd, outs, &home).op(op);
             }
             let p = Self::planes(&x.data, &g).op(op)?;
             finish(p.apply_op1_no_bwd(&AvgPool(g.clone())).op(op)?, &dims, nd, outs, &home).map(Value::plain).op(op)
@@ -223,7 +251,7 @@ fn _max_pool<'py>(
     let wins = win.clone();
     let composed: crate::autograd::composed::Composed =
         Arc::new(move |v: &[Value]| crate::autograd::composed::pool(&v[0], &wins, true, None));
-    let (y, idx) = Pooled { composed: Some(composed), x: t, dims, nd, outs, dt, home }.max(py, g, return_indices, op)?;
+    let (y, idx) = Pooled { composed: Some(composed), x: t, dims, nd, outs, dt, home }.max(py, g, return_indices, false, op)?;
     match idx {
         Some(i) => Ok((y, i).into_pyobject(py)?.into_any()),
         None => Ok(Bound::new(py, y)?.into_any()),
@@ -291,7 +319,7 @@ fn _avg_pool(
     let composed: crate::autograd::composed::Composed =
         Arc::new(move |v: &[Value]| crate::autograd::composed::pool(&v[0], &wins, false, Some(&divisors)));
     let g = PoolGeom::new(planes(&dims, nd), pad3(&dims[dims.len() - nd..], 1), outs, axes3(axes), divisor_override.map(|d| d as f64));
-    Pooled { composed: Some(composed), x: t, dims, nd, outs, dt, home }.avg(py, g, op)
+    Pooled { composed: Some(composed), x: t, dims, nd, outs, dt, home }.avg(py, g, false, op)
 }
 
 /// `_core._adaptive_pool(input, output_size, is_max, return_indices, op)`: PyTorch's
@@ -333,13 +361,13 @@ fn _adaptive_pool<'py>(
     // Adaptive windows are irregular: no gathered-windows form (create_graph raises).
     let p = Pooled { composed: None, x: t, dims, nd, outs, dt, home };
     if is_max {
-        let (y, idx) = p.max(py, g, return_indices, op)?;
+        let (y, idx) = p.max(py, g, return_indices, true, op)?;
         return match idx {
             Some(i) => Ok((y, i).into_pyobject(py)?.into_any()),
             None => Ok(Bound::new(py, y)?.into_any()),
         };
     }
-    Ok(Bound::new(py, p.avg(py, g, op)?)?.into_any())
+    Ok(Bound::new(py, p.avg(py, g, true, op)?)?.into_any())
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

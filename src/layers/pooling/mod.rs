@@ -34,7 +34,7 @@ pub(crate) struct Win {
 
 /// One axis: the window of each output position, and (for averages) that axis's
 /// factor of the divisor.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Axis {
     win: Vec<Win>,
     factor: Vec<f64>,
@@ -54,7 +54,7 @@ impl Axis {
     }
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct PoolGeom {
     pub(crate) planes: usize,
     pub(crate) ins: [usize; 3],
@@ -65,6 +65,10 @@ pub(crate) struct PoolGeom {
     /// `rows[row_at[zy]..row_at[zy + 1]]` (made once; every plane walks them).
     pub(crate) rows: Vec<usize>,
     pub(crate) row_at: Vec<usize>,
+    /// The shape the forward reports its result in, when not (planes, D', H', W'):
+    /// the caller's own (batch, channels, ...) shape, so that the result is the
+    /// pooling node's output itself (torch's `grad_fn`), not a reshape of it.
+    pub(crate) result: Option<Vec<usize>>,
 }
 
 impl PoolGeom {
@@ -81,7 +85,7 @@ impl PoolGeom {
                 row_at.push(rows.len());
             }
         }
-        PoolGeom { planes, ins, outs, axes, divisor, rows, row_at }
+        PoolGeom { planes, ins, outs, axes, divisor, rows, row_at, result: None }
     }
     pub(crate) fn ivol(&self) -> usize {
         self.ins.iter().product()
@@ -250,6 +254,9 @@ pub(crate) fn sum_run<T: Float>(v: &[T]) -> T {
 }
 
 pub(crate) fn out_shape(g: &PoolGeom, of_input: bool) -> Shape {
+    if let (false, Some(r)) = (of_input, &g.result) {
+        return Shape::from(r.clone());
+    }
     let s = if of_input { g.ins } else { g.outs };
     Shape::from((g.planes, s[0], s[1], s[2]))
 }
