@@ -2053,6 +2053,37 @@ def layer_norm_row_tails(lib: Any) -> Dict[str, Any]:
     return out
 
 
+@case("F.lp_pool1d", "F.lp_pool2d", "F.lp_pool3d", "nn.LPPool1d", "nn.LPPool2d", "nn.LPPool3d")
+def lp_pool(lib: Any) -> Dict[str, Any]:
+    """Power-average pooling: p = 2, 1.5 (NaN where a window's sum of x ** p is), 3 on
+    positive inputs, +-inf (max pooling of |x|), ceil_mode, a stride, an unbatched
+    input; values and gradients; the layers' reprs."""
+    F = _F(lib)
+    out: Dict[str, Any] = {}
+    x1, x2 = _r(lib, 2, 3, 9, grad=True), _r(lib, 2, 3, 7, 9, seed="lp2", grad=True)
+    x3 = _r(lib, 2, 2, 5, 6, 7, seed="lp3", kind="pos", grad=True)
+    ys = {
+        "p2_1d": F.lp_pool1d(x1, 2, 2),
+        "p15_1d": F.lp_pool1d(x1, 1.5, 3, 2, True),
+        "inf_1d": F.lp_pool1d(x1, float("inf"), 2),
+        "p2_2d": F.lp_pool2d(x2, 2.0, (2, 3), stride=(2, 1)),
+        "ninf_2d": F.lp_pool2d(x2, -float("inf"), 3, 2, True),
+        "p3_3d": F.lp_pool3d(x3, 3, 2),
+        "unbatched_2d": F.lp_pool2d(x2[0], 2, 2),
+        "layer_2d": lib.nn.LPPool2d(2, 3, stride=2)(x2),
+    }
+    total = None
+    for k, y in ys.items():
+        out[k] = y
+        term = (lib.nan_to_num(y) * _w(lib, y)).sum()
+        total = term if total is None else total + term
+    total.backward()
+    out["g1"], out["g2"], out["g3"] = x1.grad, x2.grad, x3.grad
+    out["repr"] = [repr(lib.nn.LPPool2d(2, 3, stride=2)), repr(lib.nn.LPPool1d(1.5, 2)), repr(lib.nn.LPPool3d(2, (1, 2, 2)))]
+    out["zero_err"] = _err(lambda: F.lp_pool2d(x2, 0, 2))
+    return out
+
+
 @case("F.nll_loss", "nn.NLLLoss", "F.kl_div")
 def nll_kl(lib: Any) -> Dict[str, Any]:
     F = _F(lib)

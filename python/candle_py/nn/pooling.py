@@ -1,5 +1,5 @@
 """Pooling layers: `MaxPool1d/2d/3d`, `AvgPool1d/2d/3d`, `AdaptiveAvgPool1d/2d/3d`,
-`AdaptiveMaxPool1d/2d/3d` — PyTorch's signatures, attributes and `extra_repr`;
+`AdaptiveMaxPool1d/2d/3d`, `LPPool1d/2d/3d` — PyTorch's signatures, attributes and `extra_repr`;
 the windows are computed in Rust (`_core._max_pool` / `_avg_pool` / `_adaptive_pool`)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ __all__ = [
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+    "LPPool1d", "LPPool2d", "LPPool3d",
 ]  # fmt: skip
 
 _SPATIAL = {1: "L", 2: "H, W", 3: "D, H, W"}
@@ -245,3 +246,43 @@ class AdaptiveMaxPool3d(_AdaptivePoolNd):
 
     _nd = 3
     _max = True
+
+
+class _LPPoolNd(Module):
+    _nd = 0
+
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> None:
+        super().__init__()
+        if norm_type == 0:
+            raise ValueError(f"norm_type must be a non-zero value, but got {norm_type}")
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input: Tensor) -> Tensor:
+        name = type(self).__name__
+        _check_input(name, self._nd, input)
+        return F._lp_pool_nd(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode, self._nd, f"[{name}]")
+
+    def extra_repr(self) -> str:
+        return f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, ceil_mode={self.ceil_mode}"
+
+
+class LPPool1d(_LPPoolNd):
+    """`F.lp_pool1d` as a layer: power-average pooling with `norm_type` p over
+    `kernel_size` windows (`stride` defaults to the kernel size)."""
+
+    _nd = 1
+
+
+class LPPool2d(_LPPoolNd):
+    """`F.lp_pool2d` as a layer (see `LPPool1d`)."""
+
+    _nd = 2
+
+
+class LPPool3d(_LPPoolNd):
+    """`F.lp_pool3d` as a layer (see `LPPool1d`)."""
+
+    _nd = 3

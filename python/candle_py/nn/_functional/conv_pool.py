@@ -404,3 +404,39 @@ def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = 
         bool(return_indices),
         "adaptive_max_pool3d:",
     )
+
+
+def _lp_pool_nd(input: Tensor, norm_type: Any, kernel_size: Any, stride: Any, ceil_mode: bool, nd: int, op: str) -> Tensor:
+    """PyTorch's power-average pooling, composed as torch composes it: the mean of
+    x ** p over each window times the window's size, to the power 1 / p (p = +-inf:
+    max of |x|, -max of -|x|). Padding is always 0."""
+    _check_tensor(input, op)
+    if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)):
+        raise TypeError(f"{op} norm_type must be a number, got {type(norm_type).__name__}")
+    if norm_type == 0:
+        raise ValueError(f"norm_type must be a non-zero value, but got {norm_type}")
+    if norm_type == float("inf"):
+        return _max_pool_nd(input.abs(), kernel_size, stride, 0, 1, ceil_mode, False, nd, op)
+    if norm_type == -float("inf"):
+        return -_max_pool_nd(-input.abs(), kernel_size, stride, 0, 1, ceil_mode, False, nd, op)
+    window = 1
+    for k in _tuple_n(kernel_size, nd, op, "kernel_size"):
+        window *= k
+    out = _avg_pool_nd(input.pow(norm_type), kernel_size, stride, 0, ceil_mode, True, None, nd, op)
+    return (out.sign() * out.abs().relu()).mul(window).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over the last dim: `(sum over the window of x ** p) ** (1 / p)`
+    (p = `norm_type`; inf gives max pooling of |x|); `stride` defaults to the kernel size."""
+    return _lp_pool_nd(input, norm_type, kernel_size, stride, ceil_mode, 1, "lp_pool1d:")
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over the last two dims (see `lp_pool1d`)."""
+    return _lp_pool_nd(input, norm_type, kernel_size, stride, ceil_mode, 2, "lp_pool2d:")
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over the last three dims (see `lp_pool1d`)."""
+    return _lp_pool_nd(input, norm_type, kernel_size, stride, ceil_mode, 3, "lp_pool3d:")
