@@ -347,6 +347,23 @@ def test_split_pieces_share_one_node_and_its_gradient() -> None:
     np.testing.assert_allclose(x.grad.numpy(), want)
 
 
+def _identity_keeping(kept: list) -> type:
+    """An autograd.Function whose backward returns its incoming gradient as is,
+    after appending it to `kept` (the caller then holds it too)."""
+
+    class Ident(cp.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):  # noqa: ANN001, ANN205
+            return t * 1.0
+
+        @staticmethod
+        def backward(ctx, go):  # noqa: ANN001, ANN205
+            kept.append(go)
+            return go
+
+    return Ident
+
+
 def test_leaf_gradients_never_alias_other_tensors() -> None:
     """A leaf takes its first gradient without a copy only when nothing else can see
     it; every way a gradient is shared must still give each `.grad` its own storage
@@ -383,17 +400,7 @@ def test_leaf_gradients_never_alias_other_tensors() -> None:
     np.testing.assert_array_equal(seen[0].numpy(), np.full(4, 5.0))
     # autograd.Function returning its incoming gradient (held by the caller too).
     kept: list = []
-
-    class Ident(cp.autograd.Function):
-        @staticmethod
-        def forward(ctx, t):  # noqa: ANN001, ANN205
-            return t * 1.0
-
-        @staticmethod
-        def backward(ctx, go):  # noqa: ANN001, ANN205
-            kept.append(go)
-            return go
-
+    Ident = _identity_keeping(kept)
     x = cp.ones(4, requires_grad=True)
     (Ident.apply(x) * 7.0).sum().backward()
     bump(x.grad)
@@ -424,17 +431,7 @@ def test_summed_gradients_never_write_into_a_tensor_seen_elsewhere() -> None:
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0, 6.0])
     # A Function's backward returns the gradient it keeps; x is also used directly.
     kept: list = []
-
-    class Ident(cp.autograd.Function):
-        @staticmethod
-        def forward(ctx, t):  # noqa: ANN001, ANN205
-            return t * 1.0
-
-        @staticmethod
-        def backward(ctx, go):  # noqa: ANN001, ANN205
-            kept.append(go)
-            return go
-
+    Ident = _identity_keeping(kept)
     x = cp.ones(4, requires_grad=True)
     (Ident.apply(x) * 7.0 + x * 3.0 + x.exp()).sum().backward()
     np.testing.assert_array_equal(kept[0].numpy(), np.full(4, 7.0))

@@ -215,9 +215,10 @@ fn add_to(buf: &mut [Option<Value>], own: &mut [bool], nr: usize, g: Value, owne
     (buf[nr], own[nr]) = match buf[nr].take() {
         None => (Some(g), owned),
         Some(old) => {
-            if own[nr] && old.meta.is_none() && g.meta.is_none() && crate::ops::binary::add_assign(&old.data, &g.data)? {
+            let plain = old.meta.is_none() && g.meta.is_none();
+            if plain && own[nr] && crate::ops::binary::add_assign(&old.data, &g.data)? {
                 (Some(old), true)
-            } else if owned && old.meta.is_none() && g.meta.is_none() && crate::ops::binary::add_assign(&g.data, &old.data)? {
+            } else if plain && owned && crate::ops::binary::add_assign(&g.data, &old.data)? {
                 (Some(g), true)
             } else {
                 (Some(crate::autograd::ops::add(&old, &g)?), true)

@@ -50,23 +50,9 @@ fn element_offsets(numel: usize, offset: usize, size: &[usize], stride: &[isize]
             "a view of size {size:?}, stride {stride:?} at offset {offset} reaches element {last} of a storage of {numel} elements"
         ));
     }
-    let mut out = Vec::with_capacity(count);
-    let mut idx = vec![0usize; size.len()];
-    let mut at = offset;
-    for _ in 0..count {
-        out.push(at);
-        // Odometer step over the dims, last fastest.
-        for d in (0..size.len()).rev() {
-            idx[d] += 1;
-            at += stride[d] as usize;
-            if idx[d] < size[d] {
-                break;
-            }
-            at -= idx[d] * stride[d] as usize;
-            idx[d] = 0;
-        }
-    }
-    Ok(out)
+    // Every stride is non-negative (checked above).
+    let stride: Vec<usize> = stride.iter().map(|&s| s as usize).collect();
+    Ok(crate::ops::layout::strided_offsets(size, &stride, offset))
 }
 
 /// A new tensor holding the view (`offset`, `size`, `stride`, in elements) of the

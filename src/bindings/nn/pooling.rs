@@ -1,4 +1,5 @@
 //! Python entry points of `layers::pooling`: argument checks, GIL release, errors.
+use crate::autograd::composed::Composed;
 use crate::autograd::{custom, ops, Value};
 use crate::bindings::args::{pad3, per_axis};
 use crate::bindings::errors::{labelled_dtype_err, labelled_shape_err, OpResult};
@@ -52,10 +53,24 @@ fn finish(y: Tensor, dims: &[usize], nd: usize, outs: [usize; 3], home: &Device)
     y.reshape(shape)?.to_device(home)
 }
 
+/// torch's name for the pooling node (1-D poolings run as 2-D ones there).
+fn node_name(max: bool, adaptive: bool, nd: usize) -> &'static str {
+    match (max, adaptive, nd == 3) {
+        (true, true, true) => "AdaptiveMaxPool3DBackward0",
+        (true, true, false) => "AdaptiveMaxPool2DBackward0",
+        (true, false, true) => "MaxPool3DWithIndicesBackward0",
+        (true, false, false) => "MaxPool2DWithIndicesBackward0",
+        (false, true, true) => "AdaptiveAvgPool3DBackward0",
+        (false, true, false) => "AdaptiveAvgPool2DBackward0",
+        (false, false, true) => "AvgPool3DBackward0",
+        (false, false, false) => "AvgPool2DBackward0",
+    }
+}
+
 /// What every pooling result needs: the input (with its autograd side), its dims, dtype and device.
 struct Pooled {
     /// The gathered-windows form for create_graph, where the windows are regular.
-    composed: Option<crate::autograd::composed::Composed>,
+    composed: Option<Composed>,
     x: Value,
     dims: Vec<usize>,
     nd: usize,
@@ -70,61 +85,57 @@ impl Pooled {
         t.to_device(&Device::Cpu)?.reshape((g.planes, g.ins[0], g.ins[1], g.ins[2]))?.dense()
     }
 
-    /// The pooling kernel `op` as one fused node (its backward is the kernel's own).
-    #[allow(clippy::too_many_arguments)]
-    /// The pooling node over `x`, its output in the caller's shape (`g.result`): the
-    /// result's `grad_fn` is the node, named as torch names it (`name` is the 2-D name
-    /// for a 1-D pooling, which torch runs as an unsqueezed 2-D one and squeezes, so
-    /// its result's `grad_fn` is `SqueezeBackward1`; so is ours).
-    #[allow(clippy::too_many_arguments)]
+    /// The pooling node `op` over `x` (`g.result` set by `with_result`): the node's
+    /// output is the result, so its `grad_fn` is the node, named as torch names it
+    /// (`name`; a 1-D pooling, which torch runs as an unsqueezed 2-D one and squeezes,
+    /// gets the 2-D name under a `SqueezeBackward1`, as in torch).
     fn fused(
         x: &Value,
         g: &PoolGeom,
         name: &'static str,
-        op: impl FnOnce(Arc<PoolGeom>) -> custom::Op,
-        composed: Option<crate::autograd::composed::Composed>,
-        dims: &[usize],
+        op: custom::Op,
+        composed: Option<Composed>,
         nd: usize,
-        outs: [usize; 3],
         home: &Device,
     ) -> Result<Value> {
         let planes = Shape::from((g.planes, g.ins[0], g.ins[1], g.ins[2]));
         let xc = ops::contiguous(&ops::reshape(&ops::to_device(x, &Device::Cpu)?, &planes)?)?;
-        let mut shape = dims[..dims.len() - nd].to_vec();
-        if nd == 1 {
-            shape.push(1);
-        }
-        shape.extend_from_slice(&outs[3 - nd..]);
-        let mut g = g.clone();
-        g.result = Some(shape.clone());
-        // The create_graph form computes on the planes too: its result takes the same shape.
-        let composed = composed.map(|f| -> crate::autograd::composed::Composed {
-            let target = Shape::from(shape.clone());
+        let result = g.result.clone().unwrap_or_default();
+        // The create_graph form computes on the planes: its result takes the same shape.
+        let composed = composed.map(|f| -> Composed {
+            let target = Shape::from(result.clone());
             Arc::new(move |v: &[Value]| ops::reshape(&f(v)?, &target))
         });
-        let mut y = custom::apply_with(name, op(Arc::new(g)), &[&xc], composed)?;
+        let mut y = custom::apply_with(name, op, &[&xc], composed)?;
         if nd == 1 {
-            y = ops::squeeze(&y, shape.len() - 2)?;
+            y = ops::squeeze(&y, result.len() - 2)?;
         }
         ops::to_device(&y, home)
     }
 
+    /// `g` reporting its forward result in the caller's (N, C, ...) shape (with the
+    /// 2-D form's extra 1 for a 1-D pooling; see `fused`).
+    fn with_result(&self, mut g: PoolGeom) -> Arc<PoolGeom> {
+        let mut shape = self.dims[..self.dims.len() - self.nd].to_vec();
+        if self.nd == 1 {
+            shape.push(1);
+        }
+        shape.extend_from_slice(&self.outs[3 - self.nd..]);
+        g.result = Some(shape);
+        Arc::new(g)
+    }
+
     /// Max pooling: the output in the graph, and the argmax indices when asked for.
     fn max(self, py: Python<'_>, g: PoolGeom, return_indices: bool, adaptive: bool, op: &str) -> PyResult<(PyTensor, Option<PyTensor>)> {
-        let g = Arc::new(g);
+        let g = self.with_result(g);
         let Pooled { composed, x, dims, nd, outs, dt, home } = self;
         let (g2, dims2, home2) = (g.clone(), dims.clone(), home.clone());
         let y = crate::bindings::errors::detach(py, op, || {
             if ops::records(&[&x]) {
                 // Keep the argmaxes for the backward (u32 plane offsets).
                 let keep = (g.ivol() < u32::MAX as usize).then(|| Arc::new(OnceLock::new()));
-                let name = match (adaptive, nd) {
-                    (true, 3) => "AdaptiveMaxPool3DBackward0",
-                    (true, _) => "AdaptiveMaxPool2DBackward0",
-                    (false, 3) => "MaxPool3DWithIndicesBackward0",
-                    (false, _) => "MaxPool2DWithIndicesBackward0",
-                };
-                return Self::fused(&x, &g, name, |g| custom::Op::one(MaxPool(g, keep)), composed, &dims, nd, outs, &home).op(op);
+                let op1 = custom::Op::one(MaxPool(g.clone(), keep));
+                return Self::fused(&x, &g, node_name(true, adaptive, nd), op1, composed, nd, &home).op(op);
             }
             // Outside the graph: the forward kernel alone (no argmaxes kept).
             let p = Self::planes(&x.data, &g2).op(op)?;
@@ -146,17 +157,12 @@ impl Pooled {
 
     /// Average pooling (windows and divisors in `g`).
     fn avg(self, py: Python<'_>, g: PoolGeom, adaptive: bool, op: &str) -> PyResult<PyTensor> {
-        let g = Arc::new(g);
+        let g = self.with_result(g);
         let Pooled { composed, x, dims, nd, outs, dt, home } = self;
         let y = crate::bindings::errors::detach(py, op, || {
             if ops::records(&[&x]) {
-                let name = match (adaptive, nd) {
-                    (true, 3) => "AdaptiveAvgPool3DBackward0",
-                    (true, _) => "AdaptiveAvgPool2DBackward0",
-                    (false, 3) => "AvgPool3DBackward0",
-                    (false, _) => "AvgPool2DBackward0",
-                };
-                return Self::fused(&x, &g, name, |g| custom::Op::one(AvgPool(g)), composed, &dims, nd, outs, &home).op(op);
+                let op1 = custom::Op::one(AvgPool(g.clone()));
+                return Self::fused(&x, &g, node_name(false, adaptive, nd), op1, composed, nd, &home).op(op);
             }
             let p = Self::planes(&x.data, &g).op(op)?;
             finish(p.apply_op1_no_bwd(&AvgPool(g.clone())).op(op)?, &dims, nd, outs, &home).map(Value::plain).op(op)
@@ -249,8 +255,7 @@ fn _max_pool<'py>(
     let outs = pad3(&win.iter().map(|w| w.4).collect::<Vec<_>>(), 1);
     let g = PoolGeom::new(planes(&dims, nd), pad3(&dims[dims.len() - nd..], 1), outs, axes3(axes), None);
     let wins = win.clone();
-    let composed: crate::autograd::composed::Composed =
-        Arc::new(move |v: &[Value]| crate::autograd::composed::pool(&v[0], &wins, true, None));
+    let composed: Composed = Arc::new(move |v: &[Value]| crate::autograd::composed::pool(&v[0], &wins, true, None));
     let (y, idx) = Pooled { composed: Some(composed), x: t, dims, nd, outs, dt, home }.max(py, g, return_indices, false, op)?;
     match idx {
         Some(i) => Ok((y, i).into_pyobject(py)?.into_any()),
@@ -316,8 +321,7 @@ fn _avg_pool(
         divisors.iter_mut().for_each(|x| *x = d as f64);
     }
     let wins = win.clone();
-    let composed: crate::autograd::composed::Composed =
-        Arc::new(move |v: &[Value]| crate::autograd::composed::pool(&v[0], &wins, false, Some(&divisors)));
+    let composed: Composed = Arc::new(move |v: &[Value]| crate::autograd::composed::pool(&v[0], &wins, false, Some(&divisors)));
     let g = PoolGeom::new(planes(&dims, nd), pad3(&dims[dims.len() - nd..], 1), outs, axes3(axes), divisor_override.map(|d| d as f64));
     Pooled { composed: Some(composed), x: t, dims, nd, outs, dt, home }.avg(py, g, false, op)
 }

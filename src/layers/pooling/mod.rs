@@ -34,7 +34,7 @@ pub(crate) struct Win {
 
 /// One axis: the window of each output position, and (for averages) that axis's
 /// factor of the divisor.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct Axis {
     win: Vec<Win>,
     factor: Vec<f64>,
@@ -54,7 +54,7 @@ impl Axis {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct PoolGeom {
     pub(crate) planes: usize,
     pub(crate) ins: [usize; 3],
