@@ -2053,6 +2053,36 @@ def layer_norm_row_tails(lib: Any) -> Dict[str, Any]:
     return out
 
 
+@case("F.avg_pool2d", "F.avg_pool3d", "F.adaptive_avg_pool3d", "nn.AvgPool3d", cid="avg_pool_rows_first")
+def avg_pool_rows_first(lib: Any) -> Dict[str, Any]:
+    """Average pooling whose windows span several rows and most of each row (3x3 and
+    3-d windows, overlapping or not, padded, ceil_mode, count_include_pad=False,
+    divisor_override, adaptive 3-d): the path that adds a window's rows first; values
+    and gradients."""
+    F = _F(lib)
+    out: Dict[str, Any] = {}
+    x2 = _r(lib, 2, 3, 9, 11, seed="ar2", grad=True)
+    x3 = _r(lib, 2, 2, 7, 9, 10, seed="ar3", grad=True)
+    ys = {
+        "k3s2p1_3d": F.avg_pool3d(x3, 3, 2, 1),
+        "k3s2p1_nocount_3d": F.avg_pool3d(x3, 3, 2, 1, count_include_pad=False),
+        "ceil_3d": F.avg_pool3d(x3, (2, 3, 3), (2, 2, 3), (1, 1, 0), ceil_mode=True),
+        "div_3d": F.avg_pool3d(x3, 2, divisor_override=5),
+        "k3s1p1_2d": F.avg_pool2d(x2, 3, 1, 1),
+        "k3s2_ceil_2d": F.avg_pool2d(x2, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+        "adaptive_3d": F.adaptive_avg_pool3d(x3, (3, 4, 4)),
+        "layer_3d": lib.nn.AvgPool3d((3, 2, 2), stride=(1, 2, 2))(x3),
+    }
+    total = None
+    for k, y in ys.items():
+        out[k] = y
+        term = (y * _w(lib, y)).sum()
+        total = term if total is None else total + term
+    total.backward()
+    out["g2"], out["g3"] = x2.grad, x3.grad
+    return out
+
+
 @case("F.lp_pool1d", "F.lp_pool2d", "F.lp_pool3d", "nn.LPPool1d", "nn.LPPool2d", "nn.LPPool3d")
 def lp_pool(lib: Any) -> Dict[str, Any]:
     """Power-average pooling: p = 2, 1.5 (NaN where a window's sum of x ** p is), 3 on

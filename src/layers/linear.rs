@@ -87,8 +87,7 @@ pub(crate) fn forward<T: Float>(x: &[T], xl: &Layout, w: &[T], wl: &Layout, b: O
         }
     };
     if threads > 1 {
-        use rayon::prelude::*;
-        (0..threads).into_par_iter().for_each(block);
+        crate::ops::parallel::for_tasks(threads, true, block);
     } else {
         block(0);
     }

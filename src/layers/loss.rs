@@ -14,7 +14,6 @@ use crate::ops::layout::Dense;
 use crate::ops::parallel::{filled_plain, par_ok};
 use crate::ops::reduce::max_slice;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
-use rayon::prelude::*;
 use std::sync::{Arc, Mutex};
 
 #[derive(Clone, Copy, PartialEq)]
@@ -144,10 +143,7 @@ pub(crate) fn forward<T: Float + Into<f64>>(x: &[T], s: &Spec) -> (Vec<T>, Vec<f
     let mut shift = vec![0.0f64; s.n];
     let rows = rows_per_task(s.c);
     if par_rows(x.len()) {
-        per.par_chunks_mut(rows)
-            .zip(shift.par_chunks_mut(rows))
-            .enumerate()
-            .for_each(|(ci, (l, sh))| fwd_rows_best(x, s, ci * rows, l, sh));
+        crate::ops::parallel::for_chunks2(&mut per, rows, &mut shift, rows, true, |ci, l, sh| fwd_rows_best(x, s, ci * rows, l, sh));
     } else {
         fwd_rows_best(x, s, 0, &mut per, &mut shift);
     }
@@ -255,7 +251,7 @@ pub(crate) fn backward<T: Float + Into<f64>>(x: &[T], g: &[T], s: &Spec, shift: 
             return;
         }
         if par_rows(x.len()) {
-            out.par_chunks_mut(rows * s.c).enumerate().for_each(|(ci, block)| bwd_rows_best(x, g, s, shift, &k, ci * rows, block));
+            crate::ops::parallel::for_chunks(out, rows * s.c, true, |ci, block| bwd_rows_best(x, g, s, shift, &k, ci * rows, block));
         } else {
             bwd_rows_best(x, g, s, shift, &k, 0, out);
         }

@@ -210,9 +210,8 @@ fn forward<T: Float>(a: &[T], al: &Layout, b: &[T], bl: &Layout, batch: &[usize]
         // Split from a million multiply-adds (~0.1 ms here): lower than the GEMM policy's
         // threshold, since these tasks need no packing and share no operand.
         if super::pool::num_threads() > 1 && nb > 1 && nb * m * n * k >= 1 << 20 {
-            use rayon::prelude::*;
             let per = nb.div_ceil(2 * super::pool::num_threads()).max(1);
-            (0..nb.div_ceil(per)).into_par_iter().for_each(|c| run(c * per..((c + 1) * per).min(nb)));
+            super::parallel::for_tasks(nb.div_ceil(per), true, |c| run(c * per..((c + 1) * per).min(nb)));
         } else {
             run(0..nb);
         }
@@ -250,12 +249,7 @@ fn forward<T: Float>(a: &[T], al: &Layout, b: &[T], bl: &Layout, batch: &[usize]
             )
         }
     };
-    if threads > 1 {
-        use rayon::prelude::*;
-        (0..nb * blocks).into_par_iter().for_each(task);
-    } else {
-        (0..nb * blocks).for_each(task);
-    }
+    super::parallel::for_tasks(nb * blocks, threads > 1, task);
     // SAFETY: the tasks cover every row of every output matrix (blocks of `step` rows
     // up to m, for each of the nb matrices), all written above.
     unsafe { out.set_len(nb * m * n) };

@@ -14,7 +14,6 @@
 use crate::ops::parallel::{filled_plain, for_chunks, for_row_runs, par_ok, SyncPtr};
 use candle_core::{CpuStorage, Device, Result, Storage, Tensor};
 use half::{bf16, f16};
-use rayon::prelude::*;
 
 /// The zero of each element type the copies handle, as a constant (converting 0.0
 /// into a half type would go through the half crate's conversion code).
@@ -343,11 +342,7 @@ fn tiled<T: Copy + Send + Sync>(src: &[T], d: &[usize], s: &[usize], off: usize,
         }
     };
     let tasks = n_outer * strips;
-    if par_ok(total) {
-        (0..tasks).into_par_iter().for_each(task);
-    } else {
-        (0..tasks).for_each(task);
-    }
+    super::parallel::for_tasks(tasks, par_ok(total), task);
     // SAFETY: the tasks cover every (outer, k, last) index once, so all `total`
     // elements are written.
     unsafe { out.set_len(total) };

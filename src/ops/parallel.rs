@@ -1,8 +1,9 @@
 //! The threading policy shared by every kernel (elementwise ops, conv, pooling,
-//! losses, linear): when a pass is worth splitting over rayon's pool, and the
-//! helpers that split it. One policy in one place, so all kernels agree on what
-//! "large enough" means.
-use rayon::prelude::*;
+//! losses, linear): when a pass is worth splitting over the threads, and the
+//! helpers that split it (`for_chunks`, `for_chunks2`, `for_tasks`,
+//! `for_tasks_init`, `map_indices`), all on the spinning team (`ops::team`; see
+//! `for_chunks` for why not rayon, which the `gemm` crate's products still use).
+//! One policy in one place, so all kernels agree on what "large enough" means.
 use std::mem::MaybeUninit;
 
 /// Below these a pass stays on the calling thread. Handing work to rayon costs tens
@@ -38,16 +39,87 @@ pub(crate) fn in_pool<R: Send>(par: bool, f: impl FnOnce() -> R + Send) -> R {
     }
 }
 
-/// `f(i, chunk)` over `v.chunks_mut(size)`, in parallel when `par`.
+/// `f(i, chunk)` over `v.chunks_mut(size)`, in parallel when `par`: the chunks in
+/// one contiguous run per thread, on the caller and the spinning team (`team`).
+///
+/// Why not rayon's work stealing here: for passes of 20-500 us, the cost is the
+/// pool's sleeping worker (40-90 us to wake on a virtual machine, so the caller did
+/// most of the pass alone) and where each piece lands (rayon hands pieces to whichever
+/// thread is free, so the data one thread wrote is read by the other, from L3 instead
+/// of its L2). A static split on threads that stay awake is what OpenMP gives torch:
+/// a global average pool of 8x512x14x14 took 94 us with rayon, 36 on the team
+/// (torch 45), one thread 112.
 pub(crate) fn for_chunks<T: Send>(v: &mut [T], size: usize, par: bool, f: impl Fn(usize, &mut [T]) + Sync + Send) {
     if size == 0 {
         return;
     }
-    if par {
-        v.par_chunks_mut(size).enumerate().for_each(|(i, c)| f(i, c));
-    } else {
+    let (len, chunks) = (v.len(), v.len().div_ceil(size));
+    let parts = if par { super::pool::num_threads().min(chunks) } else { 1 };
+    if parts < 2 {
         v.chunks_mut(size).enumerate().for_each(|(i, c)| f(i, c));
+        return;
     }
+    let base = SyncPtr(v.as_mut_ptr());
+    super::team::for_each(parts, &|k| {
+        for c in k * chunks / parts..(k + 1) * chunks / parts {
+            let (a, b) = (c * size, ((c + 1) * size).min(len));
+            // SAFETY: chunk c is v[a..b] (a < b <= len); each chunk index belongs to
+            // exactly one part, so the tasks' slices are disjoint, and `v` is borrowed
+            // mutably until `for_each` returns, after every task has run.
+            f(c, unsafe { std::slice::from_raw_parts_mut(base.ptr().add(a), b - a) });
+        }
+    });
+}
+
+/// `f(i, a_i, b_i)` over two slices cut into the same number of chunks (`a` by `sa`,
+/// `b` by `sb`: an output and its per-row statistics), as `for_chunks`.
+pub(crate) fn for_chunks2<A: Send, B: Send>(
+    a: &mut [A],
+    sa: usize,
+    b: &mut [B],
+    sb: usize,
+    par: bool,
+    f: impl Fn(usize, &mut [A], &mut [B]) + Sync + Send,
+) {
+    assert!(sa > 0 && sb > 0 && a.len().div_ceil(sa) == b.len().div_ceil(sb), "for_chunks2: the slices must have as many chunks");
+    let (bp, bl) = (SyncPtr(b.as_mut_ptr()), b.len());
+    for_chunks(a, sa, par, |i, ca| {
+        let (s, e) = (i * sb, ((i + 1) * sb).min(bl));
+        // SAFETY: chunk i of `b` is b[s..e] (in bounds: both slices have as many chunks,
+        // so s < bl); each i is visited once, so the slices are disjoint, and `b` is
+        // borrowed mutably until `for_chunks` returns.
+        f(i, ca, unsafe { std::slice::from_raw_parts_mut(bp.ptr().add(s), e - s) })
+    });
+}
+
+/// `f(0)`, .., `f(n - 1)` on the caller and the team when `par` (each thread claims
+/// the next index as it finishes one: for tasks of uneven cost, GEMM blocks), else
+/// in order on the caller.
+pub(crate) fn for_tasks(n: usize, par: bool, f: impl Fn(usize) + Sync) {
+    if par && n > 1 {
+        super::team::for_each(n, &f);
+    } else {
+        (0..n).for_each(f);
+    }
+}
+
+/// `f(&mut ws, i)` for `i < n` as `for_tasks`, with scratch `ws` made by `init` once
+/// per run of consecutive tasks (a few runs per thread, claimed as threads free up,
+/// so that uneven tasks still balance).
+pub(crate) fn for_tasks_init<W>(n: usize, par: bool, init: impl Fn() -> W + Sync, f: impl Fn(&mut W, usize) + Sync) {
+    let runs = if par { (4 * super::pool::num_threads()).min(n) } else { n.min(1) };
+    for_tasks(runs, par, |r| {
+        let mut ws = init();
+        (r * n / runs..(r + 1) * n / runs).for_each(|i| f(&mut ws, i));
+    });
+}
+
+/// `[f(0), .., f(n - 1)]`, computed as `for_chunks` splits work (contiguous runs of
+/// indices per thread, in parallel when `par`).
+pub(crate) fn map_indices<R: Send>(n: usize, par: bool, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
+    let mut res: Vec<Option<R>> = (0..n).map(|_| None).collect();
+    for_chunks(&mut res, 1, par, |i, r| r[0] = Some(f(i)));
+    res.into_iter().map(|r| r.expect("map_indices: every index runs")).collect()
 }
 
 /// Elements per task of `for_row_runs`.
@@ -106,7 +178,7 @@ pub(crate) fn zeros<T: super::float::Float>(n: usize) -> Vec<T> {
         return vec![T::ZERO; n];
     }
     // Every element is written by the fill.
-    filled_plain(n, |v: &mut [T]| v.par_chunks_mut(1 << 16).for_each(|c| c.fill(T::ZERO)))
+    filled_plain(n, |v: &mut [T]| for_chunks(v, 1 << 16, true, |_, c| c.fill(T::ZERO)))
 }
 
 /// A raw pointer that tasks writing disjoint regions may share. Read it through
@@ -125,5 +197,36 @@ impl<T> SyncPtr<T> {
     #[inline(always)]
     pub(crate) fn ptr(&self) -> *mut T {
         self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every chunk / index is visited once, with the right contents, serial and split,
+    /// for lengths that do and do not divide evenly.
+    #[test]
+    fn the_helpers_visit_each_chunk_once_with_its_own_elements() {
+        for par in [false, true] {
+            for len in [0usize, 1, 7, 64, 1000, 4099] {
+                let mut v: Vec<usize> = vec![0; len];
+                for_chunks(&mut v, 10, par, |i, c| c.iter_mut().enumerate().for_each(|(k, e)| *e += i * 10 + k + 1));
+                assert!(v.iter().enumerate().all(|(k, &e)| e == k + 1), "for_chunks len {len} par {par}");
+
+                let mut st = vec![0usize; len.div_ceil(10)];
+                for_chunks2(&mut v, 10, &mut st, 1, par, |i, c, s| s[0] = i * 1000 + c.len());
+                assert!(st.iter().enumerate().all(|(i, &s)| s == i * 1000 + (len - i * 10).min(10)), "for_chunks2 len {len}");
+
+                assert_eq!(map_indices(len, par, |i| i * 3), (0..len).map(|i| i * 3).collect::<Vec<_>>());
+
+                let hits: Vec<std::sync::atomic::AtomicUsize> = (0..len).map(|_| Default::default()).collect();
+                for_tasks_init(len, par, Vec::<usize>::new, |ws, i| {
+                    ws.push(i);
+                    hits[i].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                });
+                assert!(hits.iter().all(|h| h.load(std::sync::atomic::Ordering::SeqCst) == 1), "for_tasks_init len {len}");
+            }
+        }
     }
 }

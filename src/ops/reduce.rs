@@ -63,11 +63,8 @@ pub(crate) fn sum_slice<T: Float>(x: &[T]) -> T {
 /// The sum of a whole slice: partial sums over chunks (in parallel when large), then
 /// combined; the same chunks either way, so the rounding does not depend on threads.
 pub(crate) fn sum_all_slice<T: Float>(x: &[T]) -> T {
-    let parts: Vec<T> = if super::parallel::par_ok(x.len()) {
-        x.par_chunks(GRAIN * 4).map(sum_slice).collect()
-    } else {
-        x.chunks(GRAIN * 4).map(sum_slice).collect()
-    };
+    let chunk = |i: usize| sum_slice(&x[i * GRAIN * 4..((i + 1) * GRAIN * 4).min(x.len())]);
+    let parts: Vec<T> = super::parallel::map_indices(x.len().div_ceil(GRAIN * 4), super::parallel::par_ok(x.len()), chunk);
     sum_slice(&parts)
 }
 
@@ -196,11 +193,7 @@ pub(crate) fn row_sums_fast<T: Float>(rows: &[T], out: &mut [T], r: usize) {
         let _ = wide;
         row_sums(rs, o, r);
     };
-    if super::parallel::par_ok(rows.len()) {
-        out.par_chunks_mut(per).enumerate().for_each(run);
-    } else {
-        out.chunks_mut(per).enumerate().for_each(run);
-    }
+    super::parallel::for_chunks(out, per, super::parallel::par_ok(rows.len()), |ci, o| run((ci, o)));
 }
 
 fn reduce_block<T: Float>(src: &[T], outer: usize, r: usize, inner: usize) -> Vec<T> {
@@ -242,14 +235,10 @@ fn reduce_block<T: Float>(src: &[T], outer: usize, r: usize, inner: usize) -> Ve
             }
         };
         if bands == 1 {
-            if par {
-                out.par_chunks_mut(inner).enumerate().for_each(|(o, dst)| sum_band(o, 0, dst));
-            } else {
-                out.chunks_mut(inner).enumerate().for_each(|(o, dst)| sum_band(o, 0, dst));
-            }
+            super::parallel::for_chunks(&mut out, inner, par, |o, dst| sum_band(o, 0, dst));
         } else {
             let mut parts = vec![T::ZERO; outer * bands * inner];
-            parts.par_chunks_mut(inner).enumerate().for_each(|(t, dst)| sum_band(t / bands, t % bands, dst));
+            super::parallel::for_chunks(&mut parts, inner, true, |t, dst| sum_band(t / bands, t % bands, dst));
             for (dst, p) in out.chunks_mut(inner).zip(parts.chunks(bands * inner)) {
                 for band in p.chunks(inner) {
                     add_into(dst, band);
@@ -439,7 +428,8 @@ pub(crate) fn pow_sum<T: Float>(x: &[T], p: f64) -> f64 {
         }
     };
     if super::parallel::par_ok(x.len()) {
-        x.par_chunks(GRAIN * 4).map(part).sum()
+        let chunk = |i: usize| part(&x[i * GRAIN * 4..((i + 1) * GRAIN * 4).min(x.len())]);
+        super::parallel::map_indices(x.len().div_ceil(GRAIN * 4), true, chunk).into_iter().sum()
     } else {
         part(x)
     }

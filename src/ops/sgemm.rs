@@ -465,14 +465,10 @@ unsafe fn run<K: Kernel, R: Right + ?Sized>(
         .collect();
     // SAFETY (both arms): the blocks tile the destination without overlap, so each job
     // writes its own block; the operands are the caller's.
-    if threads > 1 && blocks.len() > 1 {
-        use rayon::prelude::*;
-        blocks.par_iter().for_each(|&(rows, cols)| unsafe { job::<K, R>(k, dst, dst_rs, read_dst, a, b, beta, rows, cols) });
-    } else {
-        for &(rows, cols) in &blocks {
-            unsafe { job::<K, R>(k, dst, dst_rs, read_dst, a, b, beta, rows, cols) };
-        }
-    }
+    super::parallel::for_tasks(blocks.len(), threads > 1, |i| {
+        let (rows, cols) = blocks[i];
+        unsafe { job::<K, R>(k, dst, dst_rs, read_dst, a, b, beta, rows, cols) }
+    });
 }
 
 /// The strip width (columns) of this CPU's kernel, None where `sgemm` does not run.

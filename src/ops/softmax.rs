@@ -7,7 +7,6 @@ use super::reduce::{fast_path, max_slice, split, GRAIN};
 use crate::ops::layout::Dense;
 use crate::ops::parallel::filled_plain;
 use candle_core::{CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
-use rayon::prelude::*;
 
 /// The sum of 16 lanes, halves onto halves (constant trip counts, so it stays in
 /// registers): a running sum over the lanes is a chain of dependent adds per row.
@@ -89,7 +88,8 @@ fn softmax_rows<T: Float>(src: &[T], dst: &mut [T], n: usize, log: bool) {
     let per = (GRAIN / n.max(1)).max(1);
     let simd = has_avx2_fma();
     let wide = has_avx512();
-    dst.par_chunks_mut(per * n).zip(src.par_chunks(per * n)).for_each(|(d, s)| {
+    crate::ops::parallel::for_chunks(dst, per * n, true, |i, d| {
+        let s = &src[i * per * n..i * per * n + d.len()];
         #[cfg(target_arch = "x86_64")]
         if wide {
             // SAFETY: `wide` is `has_avx512()`: the CPU supports AVX-512F, AVX2 and FMA.
@@ -173,7 +173,8 @@ unsafe fn strided_block_avx512<T: Float>(s: &[T], d: &mut [T], r: usize, inner: 
 /// (8, 21, 64, 64) over dim 1 (a segmentation net's classes).
 fn softmax_strided<T: Float>(src: &[T], dst: &mut [T], r: usize, inner: usize, log: bool) {
     let (wide, simd) = (has_avx512(), has_avx2_fma());
-    dst.par_chunks_mut(r * inner).zip(src.par_chunks(r * inner)).for_each(|(d, s)| {
+    crate::ops::parallel::for_chunks(dst, r * inner, true, |i, d| {
+        let s = &src[i * r * inner..i * r * inner + d.len()];
         let (mut m, mut sum) = (vec![T::ZERO; inner], vec![T::ZERO; inner]);
         #[cfg(target_arch = "x86_64")]
         if wide {
@@ -258,11 +259,10 @@ pub fn softmax_backward_last(y: &Tensor, g: &Tensor, log: bool) -> Option<Tensor
         };
         // `row_grad` writes each row whole: no zero fill first.
         filled_plain(y.len(), |out| {
-            if crate::ops::parallel::par_ok(y.len()) {
-                out.par_chunks_mut(per * n).zip(y.par_chunks(per * n).zip(g.par_chunks(per * n))).for_each(task);
-            } else {
-                task((out, (y, g)));
-            }
+            crate::ops::parallel::for_chunks(out, per * n, crate::ops::parallel::par_ok(y.len()), |i, o| {
+                let r = i * per * n..i * per * n + o.len();
+                task((o, (&y[r.clone()], &g[r])));
+            });
         })
     }
     let dev = candle_core::Device::Cpu;

@@ -1,6 +1,7 @@
-//! A small team of threads that stay awake between jobs, for the kernels whose
-//! calls come in quick succession with little work each: the quantized GEMVs of an
-//! LLM decode step (hundreds per token, 10-50 us each).
+//! A small team of threads that stay awake between jobs, for kernels whose calls
+//! come in quick succession with little work each: first the quantized GEMVs of an
+//! LLM decode step (hundreds per token, 10-50 us each), now every parallel pass of
+//! ours (see the end of these notes).
 //!
 //! Why not the rayon pool: its idle workers go to sleep within microseconds, and on
 //! a virtual machine waking one measured 40-90 us, more than the work it was woken
@@ -15,8 +16,13 @@
 //! A job is `tasks` indices claimed one at a time from a shared counter by the
 //! caller and the team alike; the caller returns when all are done. Only one job
 //! runs at a time: a call made while another is in progress (another Python thread,
-//! or from inside a task), from a forked child (whose team threads do not exist), or
-//! with one thread runs its tasks on the calling thread.
+//! or from inside a task) or with one thread runs its tasks on the calling thread. A
+//! forked child builds a team of its own on its first parallel call.
+//!
+//! Since the same wake-up cost and thread placement decide every pass of 20-500 us
+//! (norms, softmax, pooling, elementwise maps, the convolutions' tasks), all of our
+//! kernels split their work here (`ops::parallel`); rayon's pool is left to the
+//! `gemm` crate's products.
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -108,7 +114,8 @@ fn worker(team: Arc<Team>) {
 }
 
 /// The team for `threads` threads in all (the caller plus `threads - 1`), built or
-/// rebuilt as needed; None where it cannot run (one thread, a forked child).
+/// rebuilt as needed (another size, a forked child); None where it cannot run (one
+/// thread, no threads to be had, the lock held by a parent thread at a fork).
 fn team(threads: usize) -> Option<Arc<Team>> {
     if threads < 2 {
         return None;
@@ -121,10 +128,13 @@ fn team(threads: usize) -> Option<Arc<Team>> {
         Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
         Err(std::sync::TryLockError::WouldBlock) => return None,
     };
+    if g.as_ref().is_some_and(|t| t.pid != pid) {
+        // A forked child: the team's threads are the parent's and do not exist here.
+        // Its state is left alone (never dropped: a parent thread may have held its
+        // locks at the fork) and a team of this process's own is built below.
+        std::mem::forget(g.take());
+    }
     if let Some(t) = g.as_ref() {
-        if t.pid != pid {
-            return None; // a forked child: the team's threads are the parent's
-        }
         if t.size == threads {
             return Some(t.clone());
         }

@@ -198,13 +198,15 @@ pub(crate) fn scatter_add<T: Float>(dst: &mut [T], full: &[T], off: &[usize], bl
         groups.entry(o).or_default().push(n);
     }
     let dp = SyncPtr(dst.as_mut_ptr());
-    groups.into_par_iter().for_each(|(o, ns)| {
+    let groups: Vec<(usize, Vec<usize>)> = groups.into_iter().collect();
+    crate::ops::parallel::for_tasks(groups.len(), true, |i| {
+        let (o, ns) = (groups[i].0, &groups[i].1);
         // SAFETY: each group has its own offset `o`. The offsets are `Geo`'s starts of an
         // input's per-entry slices of `block` elements inside `dst` (the input's size), so
         // distinct ones address disjoint blocks: tasks get non-overlapping slices of the
         // buffer borrowed mutably above.
         let tgt = unsafe { std::slice::from_raw_parts_mut(dp.ptr().add(o), block) };
-        for n in ns {
+        for &n in ns {
             for (a, &b) in tgt.iter_mut().zip(&full[n * block..(n + 1) * block]) {
                 *a += b;
             }
@@ -221,7 +223,7 @@ pub(crate) fn backward<T: Float>(g: &Geo, gc: &Geo, c: &Cfg, x: Inputs<T>, o: &[
     // delta_i = rowsum(dO * O).
     let mut delta = vec![T::ZERO; n_ * l];
     if dvn > 0 {
-        delta.par_chunks_mut(1024).enumerate().for_each(|(ci, dch)| {
+        crate::ops::parallel::for_chunks(&mut delta, 1024, true, |ci, dch| {
             for (k, dd) in dch.iter_mut().enumerate() {
                 let row = ci * 1024 + k;
                 let at = g.o_off[row / l] + (row % l) * g.o_rs;
@@ -234,7 +236,7 @@ pub(crate) fn backward<T: Float>(g: &Geo, gc: &Geo, c: &Cfg, x: Inputs<T>, o: &[
             }
         });
     }
-    let threads = rayon::current_num_threads().max(1);
+    let threads = crate::ops::pool::num_threads().max(1);
     let nkb = s.div_ceil(BK_B).max(1);
     // Key-block chunks per batch entry: enough tasks to fill the threads.
     let chunks = threads.div_ceil(n_.max(1)).min(nkb).max(1);
@@ -257,7 +259,9 @@ pub(crate) fn backward<T: Float>(g: &Geo, gc: &Geo, c: &Cfg, x: Inputs<T>, o: &[
     let (q_direct, k_direct, v_direct) = (dq_full.is_empty(), dk_full.is_empty(), dv_full.is_empty());
     let simd = simd_level();
     let io_ref = &io;
-    (0..n_ * chunks).into_par_iter().for_each_init(
+    crate::ops::parallel::for_tasks_init(
+        n_ * chunks,
+        true,
         || {
             let n = q_block_max(BQ_B) * BK_B;
             BwdWs { p: vec![T::ZERO; n], pd: vec![T::ZERO; n], dp: vec![T::ZERO; n] }
@@ -287,7 +291,7 @@ pub(crate) fn backward<T: Float>(g: &Geo, gc: &Geo, c: &Cfg, x: Inputs<T>, o: &[
     if !dq_full.is_empty() {
         // Sum the chunks of each n into the first, then into the input's layout.
         if chunks > 1 {
-            dq_full.par_chunks_mut(chunks * l * d).for_each(|blk| {
+            crate::ops::parallel::for_chunks(&mut dq_full, chunks * l * d, true, |_, blk| {
                 let (first, rest) = blk.split_at_mut(l * d);
                 for part in rest.chunks(l * d) {
                     for (a, &b) in first.iter_mut().zip(part) {

@@ -413,10 +413,8 @@ pub(crate) fn forward<T: Float>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec
         // loop, where a rayon worker would first have to be woken.
         crate::ops::team::for_each(tasks, &|t| run(&mut new_ws(), t));
     } else {
-        // Scratch is made once per rayon split: a minimum split length keeps that to
-        // a few per thread when there are many small tasks (short sequences).
-        let min_len = (tasks / (8 * rayon::current_num_threads())).max(1);
-        (0..tasks).into_par_iter().with_min_len(min_len).for_each_init(new_ws, run);
+        // Scratch is made once per run of tasks, a few runs per thread.
+        crate::ops::parallel::for_tasks_init(tasks, true, new_ws, run);
     }
     // SAFETY: the capacities are n * l * dv and n * l; the tasks (n, qb) cover every row
     // of every entry, each wrote its rows of `out` in full (and of `lse` when kept), and

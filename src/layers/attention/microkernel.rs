@@ -58,7 +58,7 @@ pub(crate) fn pack(g: &Geo, k: &[f32], v: &[f32]) -> Packed {
     } else {
         let mut vp = vec![0f32; nv * s * dvp];
         if nv > 0 && s * dvp > 0 {
-            vp.par_chunks_mut(s * dvp).enumerate().for_each(|(u, dst)| {
+            crate::ops::parallel::for_chunks(&mut vp, s * dvp, true, |u, dst| {
                 let base = g.v_slices[u];
                 for j in 0..s {
                     dst[j * dvp..j * dvp + dv].copy_from_slice(&v[base + j * v_rs..base + j * v_rs + dv]);

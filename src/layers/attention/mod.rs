@@ -32,7 +32,6 @@ use backward::backward;
 use candle_core::{CpuStorage, CustomOp3, DType, Device, Layout, Result, Shape, Storage, Tensor};
 use forward::forward;
 pub(crate) use math::MathCfg;
-use rayon::prelude::*;
 use std::sync::Mutex;
 
 pub(crate) const OP: &str = "scaled_dot_product_attention";

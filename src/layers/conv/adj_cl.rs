@@ -16,7 +16,6 @@ use super::wgrad_cl::Padded;
 use super::Geom;
 use crate::ops::cpu::has_avx512;
 use crate::ops::transpose::transpose;
-use rayon::prelude::*;
 
 /// Lanes of one vector; positions (the broadcast side) and channel vectors of a tile.
 const LANES: usize = 16;
@@ -64,11 +63,7 @@ pub(crate) fn conv_adj_cl(a: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, 
             copy_back(&img, g, &pd, bias, dst);
         }
     };
-    if threads > 1 {
-        out.par_chunks_mut(per * c * iv).enumerate().with_max_len(1).for_each(|(t, chunk)| part(t, chunk));
-    } else {
-        part(0, &mut out);
-    }
+    crate::ops::parallel::for_chunks(&mut out, per * c * iv, threads > 1, part);
     out
 }
 

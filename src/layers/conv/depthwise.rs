@@ -14,7 +14,6 @@ use crate::ops::float::Float;
 use crate::ops::parallel::{for_chunks, par_ok};
 use crate::ops::reduce::sum_slice;
 use crate::ops::vector::{axpy, dot};
-use rayon::prelude::*;
 
 /// Whether this geometry is depthwise: every group holds one input channel.
 pub(crate) fn applies(g: &Geom) -> bool {
@@ -209,11 +208,7 @@ fn weight_grad_f32(a: &[f32], img: &[f32], g: &Geom, w_rows: usize, bias: bool) 
         #[cfg(not(target_arch = "x86_64"))]
         unreachable!("depthwise weight gradient (AVX-512) off x86-64: {o}")
     };
-    let parts: Vec<([f32; 9], f32)> = if par_ok(g.n * w_rows * ov * 9) {
-        (0..w_rows).into_par_iter().map(per_channel).collect()
-    } else {
-        (0..w_rows).map(per_channel).collect()
-    };
+    let parts: Vec<([f32; 9], f32)> = crate::ops::parallel::map_indices(w_rows, par_ok(g.n * w_rows * ov * 9), per_channel);
     let db = bias.then(|| parts.iter().map(|p| p.1).collect());
     (parts.into_iter().flat_map(|p| p.0).collect(), db)
 }
@@ -399,11 +394,7 @@ pub(crate) fn weight_grad<T: Keep>(a: &[T], img: &[T], g: &Geom, w_rows: usize, 
         }
         (dw, db)
     };
-    let parts: Vec<(Vec<T>, T)> = if par_ok(g.n * w_rows * ov * kv) {
-        (0..w_rows).into_par_iter().map(per_channel).collect()
-    } else {
-        (0..w_rows).map(per_channel).collect()
-    };
+    let parts: Vec<(Vec<T>, T)> = crate::ops::parallel::map_indices(w_rows, par_ok(g.n * w_rows * ov * kv), per_channel);
     let db = bias.then(|| parts.iter().map(|p| p.1).collect());
     (parts.into_iter().flat_map(|p| p.0).collect(), db)
 }

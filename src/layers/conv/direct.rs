@@ -14,7 +14,6 @@
 //! layer at 32x32, batch 32: 42% of the time in the packer, 50% in the GEMM tile).
 use super::Geom;
 use crate::ops::parallel::SyncPtr;
-use rayon::prelude::*;
 
 /// Output channels per tile (the broadcast side), and vectors of 16 positions per strip:
 /// 12 x 2 in general, 8 x 3 at x-stride 1 where the output channels are a multiple of 8
@@ -119,11 +118,7 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
             unreachable!("conv (direct) without AVX-512 (applies says no): {n} {oz} {s}");
         };
         let tasks = g.n.div_ceil(nb) * per;
-        if par {
-            (0..tasks).into_par_iter().for_each(task);
-        } else {
-            (0..tasks).for_each(task);
-        }
+        crate::ops::parallel::for_tasks(tasks, par, task);
     })
 }
 

@@ -16,7 +16,6 @@ use super::wgrad_cl::Padded;
 use super::Geom;
 use crate::ops::cpu::has_avx512;
 use crate::ops::transpose::transpose;
-use rayon::prelude::*;
 
 /// Lanes of one vector.
 const LANES: usize = 16;
@@ -71,11 +70,7 @@ pub(crate) fn conv_fwd_cl(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom
                 }
             }
         };
-        if threads > 1 {
-            out.par_chunks_mut(per * co * l).enumerate().with_max_len(1).for_each(|(t, chunk)| part(t, chunk));
-        } else {
-            part(0, out);
-        }
+        crate::ops::parallel::for_chunks(out, per * co * l, threads > 1, part);
     })
 }
 

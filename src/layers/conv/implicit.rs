@@ -8,7 +8,6 @@ use super::im2col::{copy_run, fill_run};
 use super::Geom;
 use crate::ops::parallel::filled_plain;
 use crate::ops::sgemm::{sgemm_with, takes, Mat, Right};
-use rayon::prelude::*;
 
 /// The image columns of `nb` consecutive samples for one group: element (channel *
 /// taps + tap, sample * L + position) is the input under that tap at that output
@@ -157,11 +156,7 @@ pub(crate) fn conv_fwd_implicit(img: &[f32], w: &[f32], bias: Option<&[f32]>, g:
     };
     // Every element is written by its chunk (see `chunk`).
     filled_plain(g.n * rows * l, |out| {
-        if by_chunk {
-            out.par_chunks_mut(nb * rows * l).enumerate().for_each(|(ci, o)| chunk(ci, o));
-        } else {
-            out.chunks_mut(nb * rows * l).enumerate().for_each(|(ci, o)| chunk(ci, o));
-        }
+        crate::ops::parallel::for_chunks(out, nb * rows * l, by_chunk, chunk);
     })
 }
 

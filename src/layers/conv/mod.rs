@@ -55,7 +55,6 @@ use crate::ops::layout::Dense;
 use crate::ops::parallel::{filled, for_chunks, in_pool, par_gemm, par_ok};
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor};
 use passes::*;
-use rayon::prelude::*;
 use std::borrow::Cow;
 use std::mem::MaybeUninit;
 use std::sync::{Arc, OnceLock};
@@ -89,17 +88,14 @@ pub(crate) fn sum_over_samples(
 ) -> (Vec<f32>, Vec<f32>) {
     let threads = if par { rayon::current_num_threads().min(n).max(1) } else { 1 };
     let per = n.div_ceil(threads);
-    let parts: Vec<(Vec<f32>, Vec<f32>)> = (0..threads)
-        .into_par_iter()
-        .map(|t| {
-            let (mut dw, mut db) = (vec![0f32; dw_len], vec![0f32; db_len]);
-            let range = (t * per, ((t + 1) * per).min(n));
-            if range.0 < range.1 {
-                f(range, &mut dw, &mut db);
-            }
-            (dw, db)
-        })
-        .collect();
+    let parts: Vec<(Vec<f32>, Vec<f32>)> = crate::ops::parallel::map_indices(threads, threads > 1, |t| {
+        let (mut dw, mut db) = (vec![0f32; dw_len], vec![0f32; db_len]);
+        let range = (t * per, ((t + 1) * per).min(n));
+        if range.0 < range.1 {
+            f(range, &mut dw, &mut db);
+        }
+        (dw, db)
+    });
     let mut it = parts.into_iter();
     let (mut dw, mut db) = it.next().expect("at least one thread");
     for (w2, b2) in it {

@@ -17,7 +17,8 @@ pub(crate) fn per_group<U: Send>(
 ) {
     let threads = rayon::current_num_threads();
     if groups >= threads && groups > 1 && (par_gemm(work * groups) || par_ok(chunk * groups)) {
-        out.par_chunks_mut(chunk).take(groups).enumerate().for_each(|(g, o)| f(g, o, Parallelism::None));
+        let used = (chunk * groups).min(out.len());
+        crate::ops::parallel::for_chunks(&mut out[..used], chunk, true, |g, o| f(g, o, Parallelism::None));
     } else {
         // gemm splits only above its own size threshold.
         let par = if par_gemm(work) { Parallelism::Rayon(threads) } else { Parallelism::None };

@@ -17,7 +17,6 @@
 //! inputs' magnitudes for the channel counts it takes, inside the 1e-4 conv tolerance.
 use super::Geom;
 use crate::ops::parallel::SyncPtr;
-use rayon::prelude::*;
 use std::cell::RefCell;
 
 /// Outputs per tile side, and the input patch's side (`M + 2` for a 3-tap kernel).
@@ -90,7 +89,7 @@ fn kernel_transform(w: &[f32], c: usize, co: usize, par: bool) -> Vec<f32> {
         }
         gk
     };
-    let gks: Vec<Vec<f32>> = if par { (0..c).into_par_iter().map(g_k).collect() } else { (0..c).map(g_k).collect() };
+    let gks: Vec<Vec<f32>> = crate::ops::parallel::map_indices(c, par, g_k);
     let co32 = co.next_multiple_of(NR);
     let mut up = vec![0f32; XI * c * co32];
     let panel = |(xi, out): (usize, &mut [f32])| {
@@ -107,11 +106,7 @@ fn kernel_transform(w: &[f32], c: usize, co: usize, par: bool) -> Vec<f32> {
             }
         }
     };
-    if par {
-        up.par_chunks_mut(c * co32).enumerate().for_each(panel);
-    } else {
-        up.chunks_mut(c * co32).enumerate().for_each(panel);
-    }
+    crate::ops::parallel::for_chunks(&mut up, c * co32, par, |xi, out| panel((xi, out)));
     up
 }
 
@@ -190,11 +185,7 @@ pub(crate) fn conv_fwd_winograd(img: &[f32], w: &[f32], bias: Option<&[f32]>, g:
                 finite.store(false, std::sync::atomic::Ordering::Relaxed);
             }
         };
-        if par {
-            (0..blocks).into_par_iter().for_each(task);
-        } else {
-            (0..blocks).for_each(task);
-        }
+        crate::ops::parallel::for_tasks(blocks, par, task);
     });
     finite.into_inner().then_some(out)
 }

@@ -21,8 +21,8 @@ pub(crate) fn bn_forward<T: Fl>(x: &[T], w: &[T], b: &[T], op: &BatchNorm) -> Ve
     }
     // Every row is written whole by `scale_shift_fast`: no zero fill.
     crate::ops::parallel::filled_plain(x.len(), |out| {
-        out.par_chunks_mut(s).zip(x.par_chunks(s)).enumerate().for_each(|(nc, (o, xr))| {
-            let ch = nc % c;
+        crate::ops::parallel::for_chunks(out, s, crate::ops::parallel::par_ok(x.len()), |nc, o| {
+            let (ch, xr) = (nc % c, &x[nc * s..(nc + 1) * s]);
             // y = (x - mean) * k + b with k = rstd * w.
             scale_shift_fast(xr, o, op.mean[ch], op.rstd[ch] * w[ch].f(), b[ch].f());
         })
@@ -239,26 +239,23 @@ pub(crate) fn bn_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], op: &BatchNorm) -
     let n = xs.len().checked_div(c * s).unwrap_or(0);
     let m = (n * s) as f64;
     // Per-channel sums of g and g * x_hat.
-    let sums: Vec<(f64, f64)> = (0..c)
-        .into_par_iter()
-        .map(|ch| {
-            let (mut sg, mut sgx) = (0.0, 0.0);
-            let (mean, rstd) = (op.mean[ch], op.rstd[ch]);
-            for i in 0..n {
-                let r = (i * c + ch) * s..(i * c + ch + 1) * s;
-                let (a, b) = grad_sums_fast(&xs[r.clone()], &gs[r], mean);
-                sg += a;
-                sgx += b * rstd;
-            }
-            (sg, sgx)
-        })
-        .collect();
+    let sums: Vec<(f64, f64)> = crate::ops::parallel::map_indices(c, crate::ops::parallel::par_ok(xs.len()), |ch| {
+        let (mut sg, mut sgx) = (0.0, 0.0);
+        let (mean, rstd) = (op.mean[ch], op.rstd[ch]);
+        for i in 0..n {
+            let r = (i * c + ch) * s..(i * c + ch + 1) * s;
+            let (a, b) = grad_sums_fast(&xs[r.clone()], &gs[r], mean);
+            sg += a;
+            sgx += b * rstd;
+        }
+        (sg, sgx)
+    });
     if s == 0 {
         return (vec![T::ZERO; xs.len()], sums.iter().map(|p| T::of(p.1)).collect(), sums.iter().map(|p| T::of(p.0)).collect());
     }
     // Every row is written whole by `dx_row_fast`: no zero fill.
     let dx = crate::ops::parallel::filled_plain(xs.len(), |dx| {
-        dx.par_chunks_mut(s).enumerate().for_each(|(nc, dr)| {
+        crate::ops::parallel::for_chunks(dx, s, crate::ops::parallel::par_ok(xs.len()), |nc, dr| {
             let ch = nc % c;
             let base = nc * s;
             let (mean, r, wv, (sg, sgx)) = (op.mean[ch], op.rstd[ch], ws[ch].f(), sums[ch]);
@@ -281,15 +278,11 @@ pub(crate) fn channel_moments<T: Fl>(x: &[T], c: usize, s: usize) -> (Vec<f64>, 
     if n == 0 || s == 0 {
         return (vec![f64::NAN; c], vec![f64::NAN; c]);
     }
-    let sums: Vec<(f64, f64)> = (0..n * c)
-        .into_par_iter()
-        .with_min_len((1 << 14) / s + 1)
-        .map(|nc| {
-            let k = x[(nc % c) * s];
-            let row = &x[nc * s..(nc + 1) * s];
-            (lane_sum_t(row, |v| v - k), lane_sum_t(row, |v| (v - k) * (v - k)))
-        })
-        .collect();
+    let sums: Vec<(f64, f64)> = crate::ops::parallel::map_indices(n * c, crate::ops::parallel::par_ok(x.len()), |nc| {
+        let k = x[(nc % c) * s];
+        let row = &x[nc * s..(nc + 1) * s];
+        (lane_sum_t(row, |v| v - k), lane_sum_t(row, |v| (v - k) * (v - k)))
+    });
     let m = (n * s) as f64;
     let (mut mean, mut var) = (vec![0.0; c], vec![0.0; c]);
     for ch in 0..c {

@@ -21,23 +21,20 @@ impl GroupNorm {
         if m == 0 {
             return vec![T::ZERO; x.len()];
         }
-        let mut stats = Vec::new();
+        let mut stats = vec![(0.0, 0.0); x.len() / m];
         // Every group's rows are written whole by `scale_shift_fast`: no zero fill.
         let out = crate::ops::parallel::filled_plain(x.len(), |out| {
-            stats = out
-                .par_chunks_mut(m)
-                .zip(x.par_chunks(m))
-                .enumerate()
-                .map(|(ng, (o, xg))| {
-                    let (mean, var) = moments_fast(xg);
-                    let rstd = 1.0 / (var + self.eps).sqrt();
-                    let c0 = (ng % g) * (c / g);
-                    for (k, (or, xr)) in o.chunks_mut(s.max(1)).zip(xg.chunks(s.max(1))).enumerate() {
-                        scale_shift_fast(xr, or, mean, rstd * w[c0 + k].f(), b[c0 + k].f());
-                    }
-                    (mean, rstd)
-                })
-                .collect();
+            let par = crate::ops::parallel::par_ok(x.len());
+            crate::ops::parallel::for_chunks2(out, m, &mut stats, 1, par, |ng, o, st| {
+                let xg = &x[ng * m..(ng + 1) * m];
+                let (mean, var) = moments_fast(xg);
+                let rstd = 1.0 / (var + self.eps).sqrt();
+                let c0 = (ng % g) * (c / g);
+                for (k, (or, xr)) in o.chunks_mut(s.max(1)).zip(xg.chunks(s.max(1))).enumerate() {
+                    scale_shift_fast(xr, or, mean, rstd * w[c0 + k].f(), b[c0 + k].f());
+                }
+                st[0] = (mean, rstd);
+            });
         });
         *self.stats.lock().unwrap_or_else(|p| p.into_inner()) = stats;
         out
@@ -54,34 +51,31 @@ impl GroupNorm {
         // One task per (sample, group): its channels' row sums, then its dx rows,
         // while the group's x and g are still in this core's cache. Every row of
         // every group is written by `dx_row_fast`: no zero fill.
-        let mut groups: Vec<Vec<(f64, f64)>> = Vec::new();
+        let mut groups: Vec<Vec<(f64, f64)>> = vec![Vec::new(); x.len() / (cg * s)];
         let dx = crate::ops::parallel::filled_plain(x.len(), |dx| {
-            groups = dx
-                .par_chunks_mut(cg * s)
-                .enumerate()
-                .map(|(ng, dg)| {
-                    let (mean, rstd) = stats[ng];
-                    let c0 = (ng % g) * cg;
-                    let base = ng * cg * s;
-                    let row = |k: usize| base + k * s..base + (k + 1) * s;
-                    // Per channel: sum g and sum g * (x - mean) over the spatial row.
-                    let rows: Vec<(f64, f64)> = (0..cg).map(|k| grad_sums_fast(&x[row(k)], &gy[row(k)], mean)).collect();
-                    // Over the group: sum dxhat = sum w g, sum dxhat * xhat = rstd * sum w g (x - mean).
-                    let (mut s1, mut s2) = (0.0, 0.0);
-                    for (k, &(a, b)) in rows.iter().enumerate() {
-                        s1 += w[c0 + k].f() * a;
-                        s2 += w[c0 + k].f() * b * rstd;
-                    }
-                    let (m1, m2) = (s1 / mf, s2 / mf);
-                    for (k, dr) in dg.chunks_mut(s).enumerate() {
-                        // rstd (w g - m1 - xhat m2) as a * g + b * (x - mean) + c.
-                        let a = rstd * w[c0 + k].f();
-                        let bx = -rstd * rstd * m2;
-                        dx_row_fast(&x[row(k)], &gy[row(k)], dr, a, bx, mean, -rstd * m1);
-                    }
-                    rows
-                })
-                .collect();
+            let par = crate::ops::parallel::par_ok(x.len());
+            crate::ops::parallel::for_chunks2(dx, cg * s, &mut groups, 1, par, |ng, dg, out| {
+                let (mean, rstd) = stats[ng];
+                let c0 = (ng % g) * cg;
+                let base = ng * cg * s;
+                let row = |k: usize| base + k * s..base + (k + 1) * s;
+                // Per channel: sum g and sum g * (x - mean) over the spatial row.
+                let rows: Vec<(f64, f64)> = (0..cg).map(|k| grad_sums_fast(&x[row(k)], &gy[row(k)], mean)).collect();
+                // Over the group: sum dxhat = sum w g, sum dxhat * xhat = rstd * sum w g (x - mean).
+                let (mut s1, mut s2) = (0.0, 0.0);
+                for (k, &(a, b)) in rows.iter().enumerate() {
+                    s1 += w[c0 + k].f() * a;
+                    s2 += w[c0 + k].f() * b * rstd;
+                }
+                let (m1, m2) = (s1 / mf, s2 / mf);
+                for (k, dr) in dg.chunks_mut(s).enumerate() {
+                    // rstd (w g - m1 - xhat m2) as a * g + b * (x - mean) + c.
+                    let a = rstd * w[c0 + k].f();
+                    let bx = -rstd * rstd * m2;
+                    dx_row_fast(&x[row(k)], &gy[row(k)], dr, a, bx, mean, -rstd * m1);
+                }
+                out[0] = rows;
+            });
         });
         let rows: Vec<(f64, f64)> = groups.into_iter().flatten().collect();
         let (mut dw, mut db) = (vec![0.0f64; c], vec![0.0f64; c]);
@@ -120,6 +114,10 @@ fn moments_fast<T: Fl>(xg: &[T]) -> (f64, f64) {
     #[cfg(target_arch = "x86_64")]
     {
         if crate::ops::cpu::has_avx512() {
+            if let Some(x) = crate::ops::float::as_f32(xg) {
+                // SAFETY: checked just above.
+                return unsafe { super::layer_norm::moments_f32_avx512(x) };
+            }
             // SAFETY: checked just above.
             return unsafe { moments_avx512(xg) };
         }

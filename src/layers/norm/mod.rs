@@ -13,7 +13,6 @@
 use crate::ops::float::Float;
 use crate::ops::layout::Dense;
 use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Storage, Tensor};
-use rayon::prelude::*;
 use std::sync::Mutex;
 
 /// The float types with hand-vectorized layer-norm rows: the default methods say

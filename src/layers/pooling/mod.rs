@@ -152,6 +152,14 @@ impl PoolGeom {
                 .zip(self.ins)
                 .all(|(a, n)| a.win.len() == 1 && a.win[0].first == 0 && a.win[0].count == n && a.win[0].step == 1)
     }
+    /// Whether average pooling should add each output row's window rows first
+    /// (`avg_rows_summed`): when the windows span several rows and, together, most of
+    /// each row's width (3-d and 3x3 windows), so the whole-row adds are not wasted.
+    fn rows_first(&self) -> bool {
+        let (w, ax) = (self.ins[2], &self.axes[2].win);
+        let spans = self.rows.len() >= 2 * (self.row_at.len() - 1);
+        spans && w > 0 && 2 * ax.iter().map(|x| x.count).sum::<usize>() >= w
+    }
     pub(crate) fn divisor(&self, at: [usize; 3]) -> f64 {
         self.divisor.unwrap_or_else(|| self.axes[0].factor[at[0]] * self.axes[1].factor[at[1]] * self.axes[2].factor[at[2]])
     }
@@ -189,6 +197,17 @@ pub(crate) fn avg<T: Float>(src: &[T], g: &PoolGeom, adjoint: bool) -> Vec<T> {
         return out;
     }
     let w = g.ins[2];
+    if g.rows_first() {
+        planes_do(g, src, sv, &mut out, dv, |s, dst| {
+            let mut line = vec![T::ZERO; w];
+            if adjoint {
+                avg_rows_spread(g, s, dst, &mut line);
+            } else {
+                avg_rows_summed(g, s, dst, &mut line);
+            }
+        });
+        return out;
+    }
     planes_do(g, src, sv, &mut out, dv, |s, dst| {
         g.each(|k, at, rows, wx| {
             let div = T::of(g.divisor(at));
@@ -230,6 +249,58 @@ pub(crate) fn avg<T: Float>(src: &[T], g: &PoolGeom, adjoint: bool) -> Vec<T> {
         });
     });
     out
+}
+
+/// Average pooling of one plane, each output row's window rows added first into
+/// `line` (whole input rows, vector adds), then each x-window summed from `line`:
+/// `rows * W + windows` adds per output row instead of `rows * windows`.
+fn avg_rows_summed<T: Float>(g: &PoolGeom, s: &[T], dst: &mut [T], line: &mut [T]) {
+    let (ny, ax, w) = (g.axes[1].win.len(), &g.axes[2].win, g.ins[2]);
+    for zy in 0..g.row_at.len() - 1 {
+        let rows = &g.rows[g.row_at[zy]..g.row_at[zy + 1]];
+        let sum: &[T] = match rows {
+            [] => {
+                line.fill(T::ZERO);
+                line
+            }
+            [r] => &s[*r..*r + w],
+            [r, rest @ ..] => {
+                line.copy_from_slice(&s[*r..*r + w]);
+                for &r in rest {
+                    line.iter_mut().zip(&s[r..r + w]).for_each(|(a, &b)| *a += b);
+                }
+                line
+            }
+        };
+        let o0 = zy * ax.len();
+        for (x, wx) in ax.iter().enumerate() {
+            let acc = (0..wx.count).fold(T::ZERO, |a, j| a + sum[wx.first + j * wx.step]);
+            dst[o0 + x] = acc / T::of(g.divisor([zy / ny, zy % ny, x]));
+        }
+    }
+}
+
+/// The adjoint of `avg_rows_summed`: each output row's gradients spread over `line`
+/// by their x-windows, then `line` added into each of the window rows.
+fn avg_rows_spread<T: Float>(g: &PoolGeom, s: &[T], dst: &mut [T], line: &mut [T]) {
+    let (ny, ax, w) = (g.axes[1].win.len(), &g.axes[2].win, g.ins[2]);
+    for zy in 0..g.row_at.len() - 1 {
+        let rows = &g.rows[g.row_at[zy]..g.row_at[zy + 1]];
+        if rows.is_empty() {
+            continue;
+        }
+        line.fill(T::ZERO);
+        let o0 = zy * ax.len();
+        for (x, wx) in ax.iter().enumerate() {
+            let v = s[o0 + x] / T::of(g.divisor([zy / ny, zy % ny, x]));
+            for j in 0..wx.count {
+                line[wx.first + j * wx.step] += v;
+            }
+        }
+        for &r in rows {
+            dst[r..r + w].iter_mut().zip(&*line).for_each(|(d, &v)| *d += v);
+        }
+    }
 }
 
 /// Sum with 8 independent accumulators, so long runs vectorize.
