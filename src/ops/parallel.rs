@@ -6,8 +6,8 @@
 //! One policy in one place, so all kernels agree on what "large enough" means.
 use std::mem::MaybeUninit;
 
-/// Below these a pass stays on the calling thread. Handing work to rayon costs tens
-/// of microseconds, and where cores are shared (other threads, other processes) a
+/// Below these a pass stays on the calling thread. Handing work to another thread
+/// costs microseconds (tens when it must be woken), and where cores are shared (other threads, other processes) a
 /// fork-join can wait a whole scheduler slice for its second thread: only work of
 /// about a millisecond or more on one core is worth splitting.
 const PAR_ELEMS: usize = 1 << 18;
@@ -114,12 +114,21 @@ pub(crate) fn for_tasks_init<W>(n: usize, par: bool, init: impl Fn() -> W + Sync
     });
 }
 
+/// `[f(0, chunk 0), f(1, chunk 1), ..]` over `v.chunks_mut(size)`, as `for_chunks`
+/// splits them (per-group statistics, per-task partial sums).
+pub(crate) fn map_chunks<T: Send, R: Send>(v: &mut [T], size: usize, par: bool, f: impl Fn(usize, &mut [T]) -> R + Sync + Send) -> Vec<R> {
+    if size == 0 || v.is_empty() {
+        return Vec::new();
+    }
+    let mut res: Vec<Option<R>> = (0..v.len().div_ceil(size)).map(|_| None).collect();
+    for_chunks2(v, size, &mut res, 1, par, |i, c, r| r[0] = Some(f(i, c)));
+    res.into_iter().map(|r| r.expect("map_chunks: every chunk runs")).collect()
+}
+
 /// `[f(0), .., f(n - 1)]`, computed as `for_chunks` splits work (contiguous runs of
 /// indices per thread, in parallel when `par`).
 pub(crate) fn map_indices<R: Send>(n: usize, par: bool, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
-    let mut res: Vec<Option<R>> = (0..n).map(|_| None).collect();
-    for_chunks(&mut res, 1, par, |i, r| r[0] = Some(f(i)));
-    res.into_iter().map(|r| r.expect("map_indices: every index runs")).collect()
+    map_chunks(&mut vec![(); n], 1, par, |i, _| f(i))
 }
 
 /// Elements per task of `for_row_runs`.
@@ -219,6 +228,8 @@ mod tests {
                 assert!(st.iter().enumerate().all(|(i, &s)| s == i * 1000 + (len - i * 10).min(10)), "for_chunks2 len {len}");
 
                 assert_eq!(map_indices(len, par, |i| i * 3), (0..len).map(|i| i * 3).collect::<Vec<_>>());
+                let lens: Vec<usize> = (0..len.div_ceil(10)).map(|i| (len - i * 10).min(10)).collect();
+                assert_eq!(map_chunks(&mut v, 10, par, |_, c| c.len()), lens, "map_chunks len {len}");
 
                 let hits: Vec<std::sync::atomic::AtomicUsize> = (0..len).map(|_| Default::default()).collect();
                 for_tasks_init(len, par, Vec::<usize>::new, |ws, i| {

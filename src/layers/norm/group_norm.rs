@@ -21,11 +21,11 @@ impl GroupNorm {
         if m == 0 {
             return vec![T::ZERO; x.len()];
         }
-        let mut stats = vec![(0.0, 0.0); x.len() / m];
+        let mut stats = Vec::new();
         // Every group's rows are written whole by `scale_shift_fast`: no zero fill.
         let out = crate::ops::parallel::filled_plain(x.len(), |out| {
             let par = crate::ops::parallel::par_ok(x.len());
-            crate::ops::parallel::for_chunks2(out, m, &mut stats, 1, par, |ng, o, st| {
+            stats = crate::ops::parallel::map_chunks(out, m, par, |ng, o| {
                 let xg = &x[ng * m..(ng + 1) * m];
                 let (mean, var) = moments_fast(xg);
                 let rstd = 1.0 / (var + self.eps).sqrt();
@@ -33,7 +33,7 @@ impl GroupNorm {
                 for (k, (or, xr)) in o.chunks_mut(s.max(1)).zip(xg.chunks(s.max(1))).enumerate() {
                     scale_shift_fast(xr, or, mean, rstd * w[c0 + k].f(), b[c0 + k].f());
                 }
-                st[0] = (mean, rstd);
+                (mean, rstd)
             });
         });
         *self.stats.lock().unwrap_or_else(|p| p.into_inner()) = stats;
@@ -51,10 +51,10 @@ impl GroupNorm {
         // One task per (sample, group): its channels' row sums, then its dx rows,
         // while the group's x and g are still in this core's cache. Every row of
         // every group is written by `dx_row_fast`: no zero fill.
-        let mut groups: Vec<Vec<(f64, f64)>> = vec![Vec::new(); x.len() / (cg * s)];
+        let mut groups: Vec<Vec<(f64, f64)>> = Vec::new();
         let dx = crate::ops::parallel::filled_plain(x.len(), |dx| {
             let par = crate::ops::parallel::par_ok(x.len());
-            crate::ops::parallel::for_chunks2(dx, cg * s, &mut groups, 1, par, |ng, dg, out| {
+            groups = crate::ops::parallel::map_chunks(dx, cg * s, par, |ng, dg| {
                 let (mean, rstd) = stats[ng];
                 let c0 = (ng % g) * cg;
                 let base = ng * cg * s;
@@ -74,7 +74,7 @@ impl GroupNorm {
                     let bx = -rstd * rstd * m2;
                     dx_row_fast(&x[row(k)], &gy[row(k)], dr, a, bx, mean, -rstd * m1);
                 }
-                out[0] = rows;
+                rows
             });
         });
         let rows: Vec<(f64, f64)> = groups.into_iter().flatten().collect();

@@ -440,13 +440,10 @@ pub(crate) fn ln_backward<T: Fl>(xs: &[T], ws: &[T], gs: &[T], stats: &[(f64, f6
     // single-threaded memset of dx was 6% of a layer norm's forward+backward).
     let dx = crate::ops::parallel::filled_plain(xs.len(), |dx| {
         partial = if crate::ops::parallel::par_ok(xs.len()) {
-            let mut parts = vec![None; rows.div_ceil(per)];
-            crate::ops::parallel::for_chunks2(dx, d * per, &mut parts, 1, true, |i, dxc, p| {
+            crate::ops::parallel::map_chunks(dx, d * per, true, |i, dxc| {
                 let (a, r0, len) = (i * d * per, i * per, dxc.len());
-                let chunk = ((dxc, &xs[a..a + len]), (&gs[a..a + len], &stats[r0..r0 + len / d]));
-                p[0] = Some(task(chunk));
-            });
-            parts.into_iter().flatten().collect()
+                task(((dxc, &xs[a..a + len]), (&gs[a..a + len], &stats[r0..r0 + len / d])))
+            })
         } else {
             vec![task(((dx, xs), (gs, stats)))]
         };
