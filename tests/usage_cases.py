@@ -2083,6 +2083,37 @@ def avg_pool_rows_first(lib: Any) -> Dict[str, Any]:
     return out
 
 
+@case("F.conv1d", "F.conv2d", cid="conv_long_rows", tol=TOL_MM)
+def conv_long_rows(lib: Any) -> Dict[str, Any]:
+    """Convolutions whose output rows are long (1-D rows of 700, 2-D rows of 112 at
+    stride 1 and 2-D/1-D at x-stride 2): the strips of outputs inside one row read a
+    copy of their input windows, and the weight gradient walks the positions in chunks
+    that split rows; values and gradients of input, weight and bias."""
+    F = _F(lib)
+    out: Dict[str, Any] = {}
+    x1 = _r(lib, 2, 16, 700, seed="cl1", grad=True)
+    w1 = _r(lib, 64, 16, 5, seed="cw1", grad=True)
+    b1 = _r(lib, 64, seed="cb1", grad=True)
+    x2 = _r(lib, 2, 16, 6, 112, seed="cl2", grad=True)
+    w2 = _r(lib, 16, 16, 3, 3, seed="cw2", grad=True)
+    x3 = _r(lib, 2, 16, 256, seed="cl3", grad=True)
+    w3 = _r(lib, 12, 16, 3, seed="cw3", grad=True)
+    ys = {
+        "k5p2_1d": F.conv1d(x1, w1, b1, padding=2),
+        "k3p1_2d": F.conv2d(x2, w2, padding=1),
+        "k3s2p1_1d": F.conv1d(x3, w3, stride=2, padding=1),
+    }
+    total = None
+    for k, y in ys.items():
+        out[k] = y
+        term = (y * _w(lib, y)).sum()
+        total = term if total is None else total + term
+    total.backward()
+    for k, t in (("x1", x1), ("w1", w1), ("b1", b1), ("x2", x2), ("w2", w2), ("x3", x3), ("w3", w3)):
+        out["g_" + k] = t.grad
+    return out
+
+
 @case("F.lp_pool1d", "F.lp_pool2d", "F.lp_pool3d", "nn.LPPool1d", "nn.LPPool2d", "nn.LPPool3d")
 def lp_pool(lib: Any) -> Dict[str, Any]:
     """Power-average pooling: p = 2, 1.5 (NaN where a window's sum of x ** p is), 3 on

@@ -122,6 +122,12 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
     })
 }
 
+#[cfg(target_arch = "x86_64")]
+thread_local! {
+    /// Each thread's copy of a uniform strip's input windows (see `strip_avx512`).
+    static WINDOWS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// The geometry one strip task needs.
 struct Strip {
     c: usize,
@@ -204,6 +210,27 @@ unsafe fn strip_avx512<const P: usize, const S: usize, const MR: usize, const NV
             r += 1;
         }
     }
+    // A strip is uniform where each vector is one run (its first) whose lanes all read
+    // inside the image, the NV runs of a tap 16 S floats apart (the interior strips of
+    // 1-D rows, and strips inside one interior row of an image): its loop then loads one offset per tap and plain
+    // vectors at fixed displacements from it, without the masks (per step that is 3
+    // scalar and 3 mask loads fewer beside the 8 broadcasts and 3 vectors, which had
+    // kept the load ports as busy as the FMA units).
+    let full = if S == 2 { u32::MAX } else { 0xffff };
+    let uniform = (0..NV)
+        .all(|v| live[v] == 0xffff && (0..g.kv).all(|t| mask[v][0][t] == full && off[v][0][t] == off[0][0][t] + (v * L * S) as isize));
+    // A uniform strip's tiles read from a copy of its windows: per input channel, each
+    // window row's span (16 NV S + kx - 1 floats), back to back. The channels of an image
+    // lie a plane apart, and planes a multiple of 4 KiB (1-D rows of 4096, 32x32 images)
+    // map every channel's inputs to the same few L1 sets: each of the co / MR tiles then
+    // re-read the strip's inputs from L2. The copy is C * rows * seg floats per strip and
+    // sample against co * C * taps * 16 NV multiply-adds.
+    let seg = NV * L * S + g.kx - 1;
+    let wrows = g.kv / g.kx;
+    let mut woff = off;
+    for (t, o) in woff[0][0][..g.kv].iter_mut().enumerate() {
+        *o = ((t / g.kx) * seg + t % g.kx) as isize;
+    }
     let steps = g.c * g.kv;
     let (istride, ostride) = (g.c * g.ivol, g.co * g.ovol);
     for smp in 0..samples {
@@ -228,8 +255,28 @@ unsafe fn strip_avx512<const P: usize, const S: usize, const MR: usize, const NV
                 }
             }
         }
-        // SAFETY: the caller's conditions, for sample smp.
-        unsafe { sample_tiles::<P, S, MR, NV>(g, img, wp, bias, out, s, (&off, &mask, &live), steps) };
+        if uniform {
+            WINDOWS.with(|w| {
+                let win = &mut *w.borrow_mut();
+                win.clear();
+                for ch in 0..g.c {
+                    for r in 0..wrows {
+                        // SAFETY: a uniform strip's taps of window row r load floats
+                        // off[r kx] .. off[r kx] + seg of the channel, all inside it.
+                        let row = unsafe { std::slice::from_raw_parts(img.add(ch * g.ivol).offset(off[0][0][r * g.kx]), seg) };
+                        win.extend_from_slice(row);
+                    }
+                }
+                // SAFETY: the caller's conditions, for sample smp; the tiles read each
+                // channel's windows (`wrows * seg` floats, every tap's vectors inside).
+                unsafe {
+                    sample_tiles::<P, S, MR, NV, true>(g, (win.as_ptr(), wrows * seg), wp, bias, out, s, (&woff, &mask, &live), steps)
+                }
+            })
+        } else {
+            // SAFETY: the caller's conditions, for sample smp.
+            unsafe { sample_tiles::<P, S, MR, NV, false>(g, (img, g.ivol), wp, bias, out, s, (&off, &mask, &live), steps) }
+        }
     }
 }
 
@@ -240,9 +287,9 @@ unsafe fn strip_avx512<const P: usize, const S: usize, const MR: usize, const NV
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-unsafe fn sample_tiles<const P: usize, const S: usize, const MR: usize, const NV: usize>(
+unsafe fn sample_tiles<const P: usize, const S: usize, const MR: usize, const NV: usize, const U: bool>(
     g: &Strip,
-    img: *const f32,
+    (img, cstride): (*const f32, usize),
     wp: &[f32],
     bias: Option<&[f32]>,
     out: *mut f32,
@@ -257,11 +304,23 @@ unsafe fn sample_tiles<const P: usize, const S: usize, const MR: usize, const NV
         let mut acc = [[_mm512_setzero_ps(); NV]; MR];
         let mut wq = wb.as_ptr();
         for ch in 0..g.c {
-            // SAFETY: channel ch < c of the sample's volumes.
-            let base = unsafe { img.add(ch * g.ivol) };
+            // SAFETY: channel ch < c of the sample's volumes (or of the strip's windows).
+            let base = unsafe { img.add(ch * cstride) };
             for t in 0..g.kv {
                 let mut bv = [_mm512_setzero_ps(); NV];
                 for v in 0..NV {
+                    if U {
+                        let p = base.wrapping_offset(off[0][0][t] + (v * L * S) as isize);
+                        // SAFETY: a uniform strip (see `strip_avx512`): all S * 16 lanes of
+                        // the vector read inputs inside this volume's row.
+                        unsafe {
+                            bv[v] = _mm512_loadu_ps(p);
+                            if S == 2 {
+                                bv[v] = _mm512_permutex2var_ps(bv[v], evens, _mm512_loadu_ps(p.add(L)));
+                            }
+                        }
+                        continue;
+                    }
                     let mut hi = _mm512_setzero_ps();
                     for r in 0..P {
                         let (m, p) = (mask[v][r][t], base.wrapping_offset(off[v][r][t]));
@@ -314,7 +373,7 @@ mod tests {
     /// against PyTorch's fixtures): partial channel blocks, an odd number of 16-wide
     /// runs, windows from 1x1 to 5x5 with padding from none to full, 1-d, x-strides of
     /// 1 and 2 (y-strides 1 to 3), 3-D (z-strides 1 and 2), bias, with and without
-    /// threads; and the adjoint (`implicit::conv_adj_implicit`, which runs
+    /// threads, uniform strips (window copies) at x-strides 1 and 2; and the adjoint (`implicit::conv_adj_implicit`, which runs
     /// here when its flipped forward qualifies) equals col2im.
     #[test]
     fn matches_the_im2col_path() {
@@ -324,12 +383,14 @@ mod tests {
         let mut rnd = crate::ops::test_stream(21);
         // (n, c, w_rows, ins, k, pad)
         type Case = (usize, usize, usize, [usize; 3], [usize; 3], [usize; 3]);
-        let cases: [Case; 12] = [
+        let cases: [Case; 14] = [
             // Five samples, 16 strips a plane: tasks of three samples and of two.
             (5, 3, 16, [1, 12, 64], [1, 3, 3], [0, 1, 1]),
             (2, 3, 20, [1, 5, 32], [1, 3, 3], [0, 1, 1]),
-            // 64 output channels: 8 x 48 tiles (12s would idle an eighth); 1-D, k5, past a strip.
+            // 64 output channels: 8 x 48 tiles (12s would idle an eighth); 1-D, k5, past a
+            // strip; the middle strips are uniform (read from window copies).
             (2, 6, 64, [1, 1, 150], [1, 1, 5], [0, 0, 2]),
+            (2, 6, 64, [1, 1, 160], [1, 1, 5], [0, 0, 2]),
             (1, 4, 12, [1, 3, 16], [1, 3, 5], [0, 1, 2]),
             (2, 2, 9, [1, 8, 20], [1, 5, 5], [0, 0, 0]),
             (1, 8, 32, [1, 4, 48], [1, 3, 3], [0, 1, 1]),
@@ -341,8 +402,13 @@ mod tests {
             (1, 3, 12, [1, 5, 11], [1, 3, 3], [0, 1, 1]),
             (2, 4, 10, [1, 7, 15], [1, 3, 5], [0, 2, 0]),
             (2, 5, 14, [1, 5, 27], [1, 3, 3], [0, 1, 1]),
+            // A strip inside one interior row (positions 144..192 of rows of 112): uniform,
+            // read from the window copy of its three rows.
+            (2, 5, 16, [1, 6, 112], [1, 3, 3], [0, 1, 1]),
         ];
-        let strided: [(Case, [usize; 3]); 8] = [
+        let strided: [(Case, [usize; 3]); 9] = [
+            // 1-D at x-stride 2: the strips from the second on are uniform (two loads each).
+            ((2, 4, 12, [1, 1, 256], [1, 1, 3], [0, 0, 1]), [1, 1, 2]),
             ((2, 3, 20, [1, 9, 64], [1, 3, 3], [0, 1, 1]), [1, 2, 2]),
             ((1, 4, 12, [1, 7, 33], [1, 3, 3], [0, 1, 1]), [1, 2, 2]),
             ((2, 5, 9, [1, 6, 40], [1, 1, 1], [0, 0, 0]), [1, 2, 2]),
