@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -76,6 +76,16 @@ def _w(lib: Any, y: Any) -> Any:
 
 def _back(lib: Any, y: Any) -> None:
     (y * _w(lib, y)).sum().backward()
+
+
+def _back_all(lib: Any, ys: Dict[str, Any], prep: Optional[Callable[[Any], Any]] = None) -> None:
+    """One backward through the sum of every output's weighted sum (in `ys`' order),
+    each output first passed through `prep` when given (e.g. `nan_to_num`)."""
+    total = None
+    for y in ys.values():
+        term = ((prep(y) if prep else y) * _w(lib, y)).sum()
+        total = term if total is None else total + term
+    total.backward()
 
 
 def _load(lib: Any, m: Any, seed: str) -> Any:
@@ -2073,12 +2083,8 @@ def avg_pool_rows_first(lib: Any) -> Dict[str, Any]:
         "adaptive_3d": F.adaptive_avg_pool3d(x3, (3, 4, 4)),
         "layer_3d": lib.nn.AvgPool3d((3, 2, 2), stride=(1, 2, 2))(x3),
     }
-    total = None
-    for k, y in ys.items():
-        out[k] = y
-        term = (y * _w(lib, y)).sum()
-        total = term if total is None else total + term
-    total.backward()
+    out.update(ys)
+    _back_all(lib, ys)
     out["g2"], out["g3"] = x2.grad, x3.grad
     return out
 
@@ -2103,12 +2109,8 @@ def conv_long_rows(lib: Any) -> Dict[str, Any]:
         "k3p1_2d": F.conv2d(x2, w2, padding=1),
         "k3s2p1_1d": F.conv1d(x3, w3, stride=2, padding=1),
     }
-    total = None
-    for k, y in ys.items():
-        out[k] = y
-        term = (y * _w(lib, y)).sum()
-        total = term if total is None else total + term
-    total.backward()
+    out.update(ys)
+    _back_all(lib, ys)
     for k, t in (("x1", x1), ("w1", w1), ("b1", b1), ("x2", x2), ("w2", w2), ("x3", x3), ("w3", w3)):
         out["g_" + k] = t.grad
     return out
@@ -2133,12 +2135,8 @@ def lp_pool(lib: Any) -> Dict[str, Any]:
         "unbatched_2d": F.lp_pool2d(x2[0], 2, 2),
         "layer_2d": lib.nn.LPPool2d(2, 3, stride=2)(x2),
     }
-    total = None
-    for k, y in ys.items():
-        out[k] = y
-        term = (lib.nan_to_num(y) * _w(lib, y)).sum()
-        total = term if total is None else total + term
-    total.backward()
+    out.update(ys)
+    _back_all(lib, ys, lib.nan_to_num)
     out["g1"], out["g2"], out["g3"] = x1.grad, x2.grad, x3.grad
     out["repr"] = [repr(lib.nn.LPPool2d(2, 3, stride=2)), repr(lib.nn.LPPool1d(1.5, 2)), repr(lib.nn.LPPool3d(2, (1, 2, 2)))]
     out["zero_err"] = _err(lambda: F.lp_pool2d(x2, 0, 2))

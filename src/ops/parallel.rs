@@ -7,8 +7,9 @@
 use std::mem::MaybeUninit;
 
 /// Below these a pass stays on the calling thread. Handing work to another thread
-/// costs microseconds (tens when it must be woken), and where cores are shared (other threads, other processes) a
-/// fork-join can wait a whole scheduler slice for its second thread: only work of
+/// costs microseconds (tens when it must be woken), and where cores are shared (other
+/// threads, other processes) a fork-join can wait a whole scheduler slice for its
+/// second thread: only work of
 /// about a millisecond or more on one core is worth splitting.
 const PAR_ELEMS: usize = 1 << 18;
 const PAR_MACS: usize = 1 << 23;

@@ -212,25 +212,28 @@ unsafe fn strip_avx512<const P: usize, const S: usize, const MR: usize, const NV
     }
     // A strip is uniform where each vector is one run (its first) whose lanes all read
     // inside the image, the NV runs of a tap 16 S floats apart (the interior strips of
-    // 1-D rows, and strips inside one interior row of an image): its loop then loads one offset per tap and plain
-    // vectors at fixed displacements from it, without the masks (per step that is 3
-    // scalar and 3 mask loads fewer beside the 8 broadcasts and 3 vectors, which had
-    // kept the load ports as busy as the FMA units).
+    // 1-D rows, and strips inside one interior row of an image): its loop then loads
+    // one offset per tap and plain vectors at fixed displacements from it, without the
+    // masks (per step that is 3 scalar and 3 mask loads fewer beside the 8 broadcasts
+    // and 3 vectors, which had kept the load ports as busy as the FMA units).
     let full = if S == 2 { u32::MAX } else { 0xffff };
     let uniform = (0..NV)
         .all(|v| live[v] == 0xffff && (0..g.kv).all(|t| mask[v][0][t] == full && off[v][0][t] == off[0][0][t] + (v * L * S) as isize));
     // A uniform strip's tiles read from a copy of its windows: per input channel, each
-    // window row's span (16 NV S + kx - 1 floats), back to back. The channels of an image
-    // lie a plane apart, and planes a multiple of 4 KiB (1-D rows of 4096, 32x32 images)
-    // map every channel's inputs to the same few L1 sets: each of the co / MR tiles then
-    // re-read the strip's inputs from L2. The copy is C * rows * seg floats per strip and
-    // sample against co * C * taps * 16 NV multiply-adds.
-    let seg = NV * L * S + g.kx - 1;
-    let wrows = g.kv / g.kx;
-    let mut woff = off;
-    for (t, o) in woff[0][0][..g.kv].iter_mut().enumerate() {
-        *o = ((t / g.kx) * seg + t % g.kx) as isize;
-    }
+    // window row's span (`seg` = 16 NV S + kx - 1 floats), back to back, and `woff` gives
+    // each tap's offset in that copy. The channels of an image lie a plane apart, and
+    // planes a multiple of 4 KiB (1-D rows of 4096, 32x32 images) map every channel's
+    // inputs to the same few L1 sets: each of the co / MR tiles then re-read the strip's
+    // inputs from L2. The copy is C * rows * seg floats per strip and sample against
+    // co * C * taps * 16 NV multiply-adds.
+    let windows = uniform.then(|| {
+        let seg = NV * L * S + g.kx - 1;
+        let mut woff = off;
+        for (t, o) in woff[0][0][..g.kv].iter_mut().enumerate() {
+            *o = ((t / g.kx) * seg + t % g.kx) as isize;
+        }
+        (seg, g.kv / g.kx, woff)
+    });
     let steps = g.c * g.kv;
     let (istride, ostride) = (g.c * g.ivol, g.co * g.ovol);
     for smp in 0..samples {
@@ -255,7 +258,8 @@ unsafe fn strip_avx512<const P: usize, const S: usize, const MR: usize, const NV
                 }
             }
         }
-        if uniform {
+        if let Some((seg, wrows, woff)) = &windows {
+            let (seg, wrows) = (*seg, *wrows);
             WINDOWS.with(|w| {
                 let win = &mut *w.borrow_mut();
                 win.clear();
@@ -269,9 +273,7 @@ unsafe fn strip_avx512<const P: usize, const S: usize, const MR: usize, const NV
                 }
                 // SAFETY: the caller's conditions, for sample smp; the tiles read each
                 // channel's windows (`wrows * seg` floats, every tap's vectors inside).
-                unsafe {
-                    sample_tiles::<P, S, MR, NV, true>(g, (win.as_ptr(), wrows * seg), wp, bias, out, s, (&woff, &mask, &live), steps)
-                }
+                unsafe { sample_tiles::<P, S, MR, NV, true>(g, (win.as_ptr(), wrows * seg), wp, bias, out, s, (woff, &mask, &live), steps) }
             })
         } else {
             // SAFETY: the caller's conditions, for sample smp.
@@ -373,8 +375,9 @@ mod tests {
     /// against PyTorch's fixtures): partial channel blocks, an odd number of 16-wide
     /// runs, windows from 1x1 to 5x5 with padding from none to full, 1-d, x-strides of
     /// 1 and 2 (y-strides 1 to 3), 3-D (z-strides 1 and 2), bias, with and without
-    /// threads, uniform strips (window copies) at x-strides 1 and 2; and the adjoint (`implicit::conv_adj_implicit`, which runs
-    /// here when its flipped forward qualifies) equals col2im.
+    /// threads, uniform strips (window copies) at x-strides 1 and 2; and the adjoint
+    /// (`implicit::conv_adj_implicit`, which runs here when its flipped forward
+    /// qualifies) equals col2im.
     #[test]
     fn matches_the_im2col_path() {
         if !crate::ops::cpu::has_avx512() {

@@ -182,14 +182,13 @@ type Run = (usize, usize, usize);
 /// The block's positions as runs (sample by sample, row by row, each run at most
 /// a chunk long), grouped into chunks of at most `walk.chunk` positions.
 fn chunks(walk: &Walk) -> Vec<Vec<Run>> {
-    let pos_chunk = walk.chunk;
     let mut out: Vec<Vec<Run>> = vec![Vec::new()];
     let mut filled = 0;
     for s in 0..walk.samples {
         for (r, &boff) in walk.rows.iter().enumerate() {
-            for x0 in (0..walk.ow).step_by(pos_chunk) {
-                let len = pos_chunk.min(walk.ow - x0);
-                if filled + len > pos_chunk {
+            for x0 in (0..walk.ow).step_by(walk.chunk) {
+                let len = walk.chunk.min(walk.ow - x0);
+                if filled + len > walk.chunk {
                     out.push(Vec::new());
                     filled = 0;
                 }
