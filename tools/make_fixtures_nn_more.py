@@ -481,8 +481,9 @@ CASES: list[tuple[str, str, str, list[Any], dict[str, Any], list[tuple], dict[st
     ("gaussian_nll_float_var", "function", "gaussian_nll_loss", [], {"var": 0.5}, [R(4, 3), R(4, 3)], {}, True),
     ("unfold_empty_batch", "function", "unfold", [2], {}, [R(0, 2, 3, 3)], {}, True),
     ("huber_empty", "function", "huber_loss", [], {"reduction": "sum"}, [R(0, 3), R(0, 3)], {}, True),
-    # recurrent layers wide enough that the fused time loop splits the hidden units over
-    # two threads (batch x gates x hidden^2 >= 2^16), with given initial states
+    # recurrent layers wide enough that the fused time loop shares its work over two
+    # threads (batch x gates x hidden^2 >= 2^16), with given initial states: by samples
+    # from a batch of 12 (here 16, and 13 split 6 + 7), by hidden units below (batch 8)
     (
         "lstm_wide_2layer_bidir_hx",
         "module",
@@ -515,6 +516,8 @@ CASES: list[tuple[str, str, str, list[Any], dict[str, Any], list[tuple], dict[st
         True,
     ),
     ("lstm_cell_wide_hx", "module", "LSTMCell", [24, 72], {}, [R(16, 24), R(16, 72), R(16, 72)], {}, True),
+    ("lstm_wide_2layer_batch8_units", "module", "LSTM", [24, 72], {"num_layers": 2}, [R(6, 8, 24)], {}, True),
+    ("gru_wide_bidir_batch13_rows", "module", "GRU", [24, 72], {"bidirectional": True}, [R(6, 13, 24), R(2, 13, 72)], {}, True),
 ]
 
 

@@ -40,6 +40,9 @@ struct Job {
     /// A task panicked (on whichever thread): the caller panics in turn once all are
     /// done, so the binding reports an error instead of the caller waiting forever.
     panicked: AtomicBool,
+    /// A pinned job (`for_each_pinned`): task `i` is run by team thread `i` (the caller
+    /// is 0), unless the caller takes it over; `claimed[i]` says it was taken.
+    claimed: Option<Vec<AtomicBool>>,
 }
 
 // SAFETY: `f` points to a `Sync` closure that the publishing call keeps alive until
@@ -50,21 +53,33 @@ unsafe impl Send for Job {}
 unsafe impl Sync for Job {}
 
 impl Job {
-    /// Claim and run tasks until none is left.
-    fn work(&self) {
+    /// Claim and run tasks until none is left; in a pinned job, run task `me` (the
+    /// thread's index in the team) if nobody took it.
+    fn work(&self, me: usize) {
+        if let Some(claimed) = &self.claimed {
+            if claimed.get(me).is_some_and(|c| !c.swap(true, SeqCst)) {
+                self.run(me);
+            }
+            return;
+        }
         loop {
             let t = self.next.fetch_add(1, SeqCst);
             if t >= self.tasks {
                 return;
             }
-            // SAFETY: t < tasks, so the caller has not returned yet (it waits for
-            // `done == tasks`) and `f` is alive.
-            let f = unsafe { &*self.f };
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(t))).is_err() {
-                self.panicked.store(true, SeqCst);
-            }
-            self.done.fetch_add(1, SeqCst);
+            self.run(t);
         }
+    }
+
+    /// Run task `t` (claimed by this thread, `t < tasks`) and count it done.
+    fn run(&self, t: usize) {
+        // SAFETY: t < tasks and not yet counted done, so the caller has not returned
+        // (it waits for `done == tasks`) and `f` is alive.
+        let f = unsafe { &*self.f };
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(t))).is_err() {
+            self.panicked.store(true, SeqCst);
+        }
+        self.done.fetch_add(1, SeqCst);
     }
 }
 
@@ -83,7 +98,7 @@ struct Team {
 
 static TEAM: Mutex<Option<Arc<Team>>> = Mutex::new(None);
 
-fn worker(team: Arc<Team>) {
+fn worker(team: Arc<Team>, me: usize) {
     let mut seen = team.epoch.load(SeqCst);
     loop {
         let start = Instant::now();
@@ -108,7 +123,7 @@ fn worker(team: Arc<Team>) {
         }
         let job = team.slot.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let Some(job) = job {
-            job.work();
+            job.work(me);
         }
     }
 }
@@ -157,7 +172,7 @@ fn team(threads: usize) -> Option<Arc<Team>> {
     });
     for i in 1..threads {
         let tc = t.clone();
-        if std::thread::Builder::new().name(format!("candle-py-team-{i}")).spawn(move || worker(tc)).is_err() {
+        if std::thread::Builder::new().name(format!("candle-py-team-{i}")).spawn(move || worker(tc, i)).is_err() {
             t.exit.store(true, SeqCst);
             return None; // no threads to be had: run on the caller
         }
@@ -170,14 +185,35 @@ fn team(threads: usize) -> Option<Arc<Team>> {
 /// threads; returns when every task has run. Tasks must be independent.
 pub(crate) fn for_each(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
     let team = if tasks > 1 { team(super::pool::num_threads()) } else { None };
-    if !team.is_some_and(|t| run_on(&t, tasks, f)) {
+    if !team.is_some_and(|t| run_on(&t, tasks, f, false)) {
         (0..tasks).for_each(f);
     }
 }
 
+/// `for_each` with task `i` run by the team's thread `i` (the caller runs task 0), for
+/// a time loop whose tasks own the same data at every step: a recurrent layer's
+/// thread keeps its share of the weight in its core's L2 and its units of the state
+/// in L1. Claimed one at a time from a counter, the shares swapped threads from step
+/// to step, and a step's product then read its weight from the other core (an LSTM
+/// step at 40-58 us where its products alone take 10). A task whose thread has not
+/// started it after `STEAL` (asleep, or descheduled) is run by the caller. Where
+/// `tasks` exceeds the team this is `for_each`.
+pub(crate) fn for_each_pinned(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
+    let team = if tasks > 1 { team(super::pool::num_threads()) } else { None };
+    let team = team.filter(|t| tasks <= t.size);
+    if !team.is_some_and(|t| run_on(&t, tasks, f, true)) {
+        (0..tasks).for_each(f);
+    }
+}
+
+/// How long the caller of a pinned job waits for a team thread to start its task
+/// before running it itself: a thread that is awake starts within a few microseconds;
+/// one that parked takes 40-90 us to wake on a virtual machine.
+const STEAL: Duration = Duration::from_micros(30);
+
 /// Run the job on `t` with the caller taking part; false (nothing run) when the team
 /// is busy with another job.
-fn run_on(t: &Team, tasks: usize, f: &(dyn Fn(usize) + Sync)) -> bool {
+fn run_on(t: &Team, tasks: usize, f: &(dyn Fn(usize) + Sync), pinned: bool) -> bool {
     if t.busy.compare_exchange(false, true, SeqCst, SeqCst).is_err() {
         return false;
     }
@@ -185,15 +221,31 @@ fn run_on(t: &Team, tasks: usize, f: &(dyn Fn(usize) + Sync)) -> bool {
     // until every task index has been claimed and run, after which no team thread
     // calls it (see `Job::work`), so the borrow outlives every use.
     let f_static: *const (dyn Fn(usize) + Sync) = unsafe { std::mem::transmute(f as *const (dyn Fn(usize) + Sync)) };
-    let job = Arc::new(Job { f: f_static, tasks, next: AtomicUsize::new(0), done: AtomicUsize::new(0), panicked: AtomicBool::new(false) });
+    let claimed = pinned.then(|| (0..tasks).map(|_| AtomicBool::new(false)).collect());
+    let job = Arc::new(Job {
+        f: f_static,
+        tasks,
+        next: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+        panicked: AtomicBool::new(false),
+        claimed,
+    });
     *t.slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(job.clone());
     t.epoch.fetch_add(1, SeqCst);
     if t.sleepers.load(SeqCst) > 0 {
         let _p = t.park.lock().unwrap_or_else(|p| p.into_inner());
         t.wake.notify_all();
     }
-    job.work();
+    job.work(0);
+    let start = Instant::now();
     while job.done.load(SeqCst) < tasks {
+        if let Some(claimed) = job.claimed.as_ref().filter(|_| start.elapsed() > STEAL) {
+            for (i, c) in claimed.iter().enumerate() {
+                if !c.swap(true, SeqCst) {
+                    job.run(i);
+                }
+            }
+        }
         std::hint::spin_loop();
     }
     *t.slot.lock().unwrap_or_else(|p| p.into_inner()) = None;
@@ -213,7 +265,7 @@ mod tests {
     fn run(threads: usize, tasks: usize, f: &(dyn Fn(usize) + Sync)) -> Arc<Team> {
         loop {
             if let Some(t) = team(threads) {
-                if run_on(&t, tasks, f) {
+                if run_on(&t, tasks, f, false) {
                     return t;
                 }
             }
@@ -234,6 +286,44 @@ mod tests {
             }
             std::thread::sleep(Duration::from_millis(2)); // let the threads park once
         }
+    }
+
+    /// A pinned job: every task runs once, task 0 on the caller and task 1 on team
+    /// thread 1 (or, when that thread is parked or late, on the caller), also right
+    /// after the team parked; a panicking pinned task panics the caller.
+    #[test]
+    fn pinned_tasks_run_once_on_their_own_thread() {
+        let caller = std::thread::current().id();
+        for round in 0..40 {
+            let hits: Vec<AtomicUsize> = (0..2).map(|_| AtomicUsize::new(0)).collect();
+            let ran_on: Mutex<Vec<(usize, std::thread::ThreadId, Option<String>)>> = Mutex::new(Vec::new());
+            let f = |i: usize| {
+                hits[i].fetch_add(1, SeqCst);
+                let me = std::thread::current();
+                ran_on.lock().unwrap().push((i, me.id(), me.name().map(String::from)));
+            };
+            loop {
+                if team(2).is_some_and(|t| run_on(&t, 2, &f, true)) {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+            assert!(hits.iter().all(|h| h.load(SeqCst) == 1), "round {round}");
+            for (i, id, name) in ran_on.into_inner().unwrap() {
+                let on_team = name.as_deref() == Some("candle-py-team-1");
+                assert!(id == caller || (i == 1 && on_team), "round {round}: task {i} ran on {name:?}");
+            }
+            if round % 10 == 9 {
+                std::thread::sleep(Duration::from_millis(2)); // the team parks
+            }
+        }
+        let r = std::panic::catch_unwind(|| loop {
+            if team(2).is_some_and(|t| run_on(&t, 2, &|i| assert!(i != 1, "task 1"), true)) {
+                break;
+            }
+            std::thread::yield_now();
+        });
+        assert!(r.is_err());
     }
 
     #[test]
