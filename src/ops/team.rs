@@ -195,7 +195,7 @@ pub(crate) fn for_each(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
 /// thread keeps its share of the weight in its core's L2 and its units of the state
 /// in L1. Claimed one at a time from a counter, the shares swapped threads from step
 /// to step, and a step's product then read its weight from the other core (an LSTM
-/// step at 40-58 us where its products alone take 10). A task whose thread has not
+/// step split by units took 43-58 us, pinned 42-43). A task whose thread has not
 /// started it after `STEAL` (asleep, or descheduled) is run by the caller. Where
 /// `tasks` exceeds the team this is `for_each`.
 pub(crate) fn for_each_pinned(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
