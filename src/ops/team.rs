@@ -237,9 +237,10 @@ fn run_on(t: &Team, tasks: usize, f: &(dyn Fn(usize) + Sync), pinned: bool) -> b
         t.wake.notify_all();
     }
     job.work(0);
-    let start = Instant::now();
+    // Only a pinned job's wait is timed (for the steal).
+    let start = pinned.then(Instant::now);
     while job.done.load(SeqCst) < tasks {
-        if let Some(claimed) = job.claimed.as_ref().filter(|_| start.elapsed() > STEAL) {
+        if let Some(claimed) = job.claimed.as_ref().filter(|_| start.is_some_and(|s| s.elapsed() > STEAL)) {
             for (i, c) in claimed.iter().enumerate() {
                 if !c.swap(true, SeqCst) {
                     job.run(i);

@@ -156,11 +156,10 @@ fn _conv(
         let cpu = Device::Cpu;
         let (x, w) = (ts[0].to_device(&cpu)?, ts[1].to_device(&cpu)?);
         let b = if has_b { Some(ts[2].to_device(&cpu)?) } else { None };
-        // Keep the im2col columns for the weight gradient when the backward will ask for it.
         let y = if transposed {
             conv_transpose_nd(&x, &w, b.as_ref(), g.clone(), c_arg)?
         } else {
-            conv_nd(&x, &w, b.as_ref(), g.clone(), c_arg, w.track_op())?
+            conv_nd(&x, &w, b.as_ref(), g.clone(), c_arg)?
         };
         y.reshape(shape.as_slice())?.to_device(&home)
     };

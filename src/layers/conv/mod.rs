@@ -313,7 +313,11 @@ impl ConvOp {
             Kind::Adj => (Kind::Fwd, (x, grad)),
             Kind::WGrad => candle_core::bail!("conv: second-order gradients are not supported"),
         };
-        let (need_x, need_w) = self.needs.map_or((x.track_op(), w.track_op()), |n| (n[0], n[1]));
+        // Only the engine's fused node (`conv_kernel`) is differentiated; it says which
+        // gradients its inputs need.
+        let Some([need_x, need_w, _]) = self.needs else {
+            candle_core::bail!("conv: backward of a convolution the autograd engine did not record")
+        };
         let gx = if need_x { Some(grad.apply_op2_no_bwd(&w.dense()?, &self.with(dx))?) } else { None };
         let gw = if need_w {
             let mut op = self.with(Kind::WGrad);
@@ -364,7 +368,9 @@ impl CustomOp3 for ConvOp {
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let grad = grad.dense()?;
-        let need_b = self.needs.map_or(b.track_op(), |n| n[2]);
+        let Some([_, _, need_b]) = self.needs else {
+            candle_core::bail!("conv: backward of a convolution the autograd engine did not record")
+        };
         let sink = need_b.then(|| Arc::new(OnceLock::new()));
         let (gx, gw) = self.grads(x, w, &grad, sink.clone())?;
         let summed = sink.and_then(|s| Arc::try_unwrap(s).ok()).and_then(|s| s.into_inner());
@@ -400,12 +406,12 @@ pub(crate) fn apply(x5: &Tensor, w: &Tensor, b: Option<&Tensor>, op: ConvOp) -> 
     }
 }
 
-/// x (N, C, D, H, W), w (Cout, C/G, kd, kh, kw) -> (N, Cout, od, oh, ow). `keep_cols`:
-/// the weight will be differentiated, so the forward keeps its columns for that.
-pub(crate) fn conv_nd(x: &Tensor, w: &Tensor, b: Option<&Tensor>, g: Geom, cout: usize, keep_cols: bool) -> Result<Tensor> {
+/// x (N, C, D, H, W), w (Cout, C/G, kd, kh, kw) -> (N, Cout, od, oh, ow), outside the
+/// graph (no columns kept: nothing will differentiate it).
+pub(crate) fn conv_nd(x: &Tensor, w: &Tensor, b: Option<&Tensor>, g: Geom, cout: usize) -> Result<Tensor> {
     let [d, h, wi] = g.ins;
     let x5 = x.reshape((g.n, g.c, d, h, wi))?.dense()?;
-    apply(&x5, w, b, ConvOp::new(g, cout, Kind::Fwd, keep_cols))
+    apply(&x5, w, b, ConvOp::new(g, cout, Kind::Fwd, false))
 }
 
 /// x (N, Cin, Di, Hi, Wi), w (Cin, Cout/G, kd, kh, kw) -> (N, Cout, *g.ins): the adjoint of
