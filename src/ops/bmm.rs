@@ -530,10 +530,12 @@ mod tests {
             (t(&[64, 4, 32, 16], &mut vals), t(&[64, 4, 32, 16], &mut vals).transpose(2, 3).unwrap()),
             (t(&[7, 5, 3], &mut vals).transpose(1, 2).unwrap(), t(&[7, 9, 5], &mut vals).transpose(1, 2).unwrap()),
             // The AVX-512 small kernel's edges: 32-wide tiles plus 1 or 8 narrow columns,
-            // 13 = 8 + 4 + 1 and 7 = 4 + 2 + 1 rows, a 16-column masked tile.
+            // 13 = 8 + 4 + 1 and 7 = 4 + 2 + 1 rows, depth 20 = two 8 x 8 transposes + 4,
+            // a 16-column tile of a column-major b, a column-major a in full row blocks.
             (t(&[3, 13, 20], &mut vals), t(&[3, 20, 65], &mut vals)),
             (t(&[2, 7, 11], &mut vals), t(&[2, 11, 40], &mut vals)),
             (t(&[2, 7, 11], &mut vals), t(&[2, 11, 16], &mut vals).transpose(1, 2).unwrap().contiguous().unwrap().transpose(1, 2).unwrap()),
+            (t(&[2, 11, 17], &mut vals).transpose(1, 2).unwrap(), t(&[2, 11, 33], &mut vals)),
             (t(&[2, 0, 3], &mut vals), t(&[3, 4], &mut vals)),
             (t(&[2, 3, 0], &mut vals), t(&[2, 0, 4], &mut vals)),
         ];
