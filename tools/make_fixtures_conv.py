@@ -191,6 +191,22 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     ("conv1d_fwd_cl_dil", "Conv1d", [16, 33, 5], {"stride": 3, "padding": 2, "dilation": 2}, (2, 16, 31), {}),
     ("conv3d_fwd_cl", "Conv3d", [17, 32, 3], {"stride": (2, 1, 2), "padding": 1}, (2, 17, 4, 5, 6), {}),
     ("convt2d_fwd_cl", "ConvTranspose2d", [32, 16, 4], {"stride": 2, "padding": 1}, (2, 32, 5, 5), {}),
+    # Depthwise (groups == input channels): taps summed in registers from a padded
+    # plane (src/layers/conv/depthwise.rs), forward, input and weight gradients. Stride,
+    # dilation, both, a channel multiplier, odd planes, 1-D and 3-D.
+    ("conv2d_depthwise_stride2", "Conv2d", [32, 32, 3], {"groups": 32, "stride": 2, "padding": 1}, (2, 32, 11, 14), {}),
+    ("conv2d_depthwise_dil2", "Conv2d", [16, 16, 3], {"groups": 16, "dilation": 2, "padding": 2, "bias": False}, (2, 16, 9, 13), {}),
+    (
+        "conv2d_depthwise_stride_dil",
+        "Conv2d",
+        [24, 24, (5, 3)],
+        {"groups": 24, "stride": (2, 3), "dilation": (2, 1), "padding": (3, 1)},
+        (1, 24, 15, 17),
+        {},
+    ),
+    ("conv2d_depthwise_mult2_stride2", "Conv2d", [16, 32, 3], {"groups": 16, "stride": 2, "padding": 1}, (2, 16, 10, 9), {}),
+    ("conv1d_depthwise_stride_dil", "Conv1d", [20, 20, 5], {"groups": 20, "stride": 2, "dilation": 3, "padding": 4}, (3, 20, 37), {}),
+    ("conv3d_depthwise_stride2", "Conv3d", [8, 8, 3], {"groups": 8, "stride": 2, "padding": 1, "dilation": (1, 2, 1)}, (2, 8, 5, 9, 7), {}),
 ]
 
 
