@@ -3,15 +3,11 @@
 //! closure inlined into it (branch-free math from `approx`) vectorizes 8 or 16
 //! lanes wide. The portable variant runs where neither AVX2 nor AVX-512 is present.
 use crate::ops::cpu::{has_avx2_fma, has_avx512};
-use crate::ops::parallel::{filled, for_chunks, par_ok};
+use crate::ops::parallel::{even_chunk, filled, for_chunks, par_ok};
 use std::mem::MaybeUninit;
 
+/// Elements per task (at most; `even_chunk` evens the threads' shares).
 const CHUNK: usize = 1 << 14;
-/// Two-input maps (`a + b`, `a * b`, ...) split over the threads from an eighth of the
-/// shared policy's size (32K elements): measured in a back-to-back loop, `x + x` on
-/// 65536 floats took 7.8 us on one thread and 5.6 us on the (awake) team, against
-/// torch's 6.4 us (it splits from 32K too).
-const ZIP_SPLIT_SCALE: usize = 8;
 
 #[inline(always)]
 fn run1<A: Copy, U, F: Fn(A) -> U>(src: &[A], dst: &mut [MaybeUninit<U>], f: &F) {
@@ -81,8 +77,10 @@ pub(crate) fn map_fma<A: Copy + Sync, U: Copy + Send, F: Fn(A, bool) -> U + Sync
 pub(crate) fn map_fma_weighted<A: Copy + Sync, U: Copy + Send, F: Fn(A, bool) -> U + Sync + Send>(a: &[A], weight: usize, f: F) -> Vec<U> {
     let (wide, simd) = (has_avx512(), has_avx2_fma());
     filled(a.len(), |out| {
-        for_chunks(out, CHUNK, par_ok(a.len().saturating_mul(weight)), |i, dst| {
-            let src = &a[i * CHUNK..];
+        let par = par_ok(a.len().saturating_mul(weight));
+        let size = even_chunk(a.len(), CHUNK, 64, par);
+        for_chunks(out, size, par, |i, dst| {
+            let src = &a[i * size..];
             #[cfg(target_arch = "x86_64")]
             if wide {
                 // SAFETY: `wide` is `has_avx512()`.
@@ -131,8 +129,10 @@ fn zip_map_fma_weighted<A: Copy + Sync, B: Copy + Sync, U: Copy + Send, F: Fn(A,
     debug_assert_eq!(a.len(), b.len());
     let (wide, simd) = (has_avx512(), has_avx2_fma());
     filled(a.len(), |out| {
-        for_chunks(out, CHUNK, par_ok(a.len().saturating_mul(weight).saturating_mul(ZIP_SPLIT_SCALE)), |i, dst| {
-            let (x, y) = (&a[i * CHUNK..], &b[i * CHUNK..]);
+        let par = par_ok(a.len().saturating_mul(weight));
+        let size = even_chunk(a.len(), CHUNK, 64, par);
+        for_chunks(out, size, par, |i, dst| {
+            let (x, y) = (&a[i * size..], &b[i * size..]);
             #[cfg(target_arch = "x86_64")]
             if wide {
                 // SAFETY: `wide` is `has_avx512()`.
