@@ -4,12 +4,14 @@
 //! uninitialised memory (no zero fill, no read of the destination: 7-10% faster
 //! at BERT shapes than accumulating into zeros). Batch dims of `x` fold into the
 //! rows of one (M, K) x (K, N) product, which parallelises far better than a batch
-//! of small ones. 2-D float matmul comes here too (`matmul2d`).
+//! of small ones. 2-D float matmul comes here too (`matmul2d`). A few rows against
+//! a long depth (a small batch through a large layer) take `ops::dot_rows` instead.
 //!
 //! The backward is three plain products (`dx = g W`, `dW = g^T x`, `db = sum(g)`)
 //! through Candle's own ops. Other dtypes and devices take Candle's matmul +
 //! broadcast add, with the same result.
-use crate::ops::float::Float;
+use crate::ops::dot_rows;
+use crate::ops::float::{as_f32, Float};
 use crate::ops::gemm::{gemm, Parallelism};
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, DType, Layout, Result, Shape, Tensor};
 
@@ -51,6 +53,32 @@ pub(crate) fn forward<T: Float>(x: &[T], xl: &Layout, w: &[T], wl: &Layout, b: O
     // column blocks would each pack all of it (1152 x 384 x 2048 and 576 x 192 x 1040
     // took 10-11% less time by rows).
     let left_col_major = x_rs == 1 && x_cs != 1;
+    // A few rows of x against a row-major W: dot products along the depth, W read in
+    // place (`ops::dot_rows`: the crate would copy all of W first).
+    if let (Some(xf), Some(wf)) = (as_f32(x), as_f32(w)) {
+        if x_cs == 1 && w_cs == 1 && dot_rows::takes(m, k) {
+            // Split as a memory-bound pass over W too: one row of x against a large W
+            // (a decode step) is W's read, 2 threads reading faster than one.
+            let threads = if crate::ops::parallel::par_ok(n * k) { rayon::current_num_threads() } else { threads };
+            let bias = bias_row.as_deref().and_then(as_f32);
+            let mut out: Vec<T> = Vec::with_capacity(m * n);
+            // SAFETY: `takes` checked AVX-512; the layouts describe (m, k) and (n, k)
+            // matrices with unit column strides inside `x` and `w`; `bias` has n values;
+            // the output has capacity m * n, and the kernel writes every element.
+            unsafe {
+                dot_rows::linear(
+                    (m, n, k),
+                    out.as_mut_ptr() as *mut f32,
+                    (xf.as_ptr().add(xo), x_rs as usize),
+                    (wf.as_ptr().add(wo), w_rs as usize),
+                    bias,
+                    threads,
+                );
+                out.set_len(m * n);
+            }
+            return out;
+        }
+    }
     let by_cols = threads > 1 && m < 4 * n && m < 2 * k && n >= 32 * threads && !left_col_major;
     let (step, total) = if by_cols { (n.div_ceil(threads).div_ceil(16) * 16, n) } else { (m.div_ceil(threads), m) };
     // Every element is written below: by the GEMM alone (no bias: it overwrites,

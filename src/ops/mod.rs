@@ -8,6 +8,7 @@ pub(crate) mod bitwise;
 pub(crate) mod bmm;
 pub(crate) mod broadcast;
 pub(crate) mod cpu;
+pub(crate) mod dot_rows;
 pub(crate) mod float;
 pub(crate) mod gather;
 pub(crate) mod gemm;
