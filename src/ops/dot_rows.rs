@@ -6,7 +6,7 @@
 //! micro-kernel runs, which for `x W^T` into a row-major output is all of `W`, on
 //! every call. With few rows that copy outweighs the product: `Linear(1024, 4096)` on
 //! 32 rows took 3.3 ms against torch's 1.6 (its 16 MiB weight read, copied and read
-//! again), and `Linear(384, 1152)` on 32 rows 1.26x torch's time. Both `x` and `W` are
+//! again), and `Linear(384, 1152)` on 16 rows 2.63x torch's time. Both `x` and `W` are
 //! contiguous along the depth, so a tile of `R` rows of `x` by `C` rows of `W` needs
 //! only their own loads: `R + C` vector loads per `R * C` multiply-adds (4 x 4: 8 per
 //! 16, which leaves the FMA units, not the loads, as the bound), and a horizontal sum
@@ -22,9 +22,10 @@ const T: usize = 4;
 /// Whether this kernel takes the product: AVX-512, and few rows against the depth
 /// (`12 m <= k`). Its cost over the FMAs is a horizontal sum per output (`m n`), the
 /// crate's a copy of `W` (`n k`); measured against torch on 2 threads, `m x k x n`
-/// 8 x 1024 x 4096 0.61x here vs 2.96x in the crate, 32 x 1024 x 4096 0.83x vs 2.05x,
-/// 16 x 384 x 1152 1.50x vs 2.63x, 64 x 768 x 768 0.97x vs 1.25x, but 128 x 384 x 1152
-/// 1.84x vs 1.13x and 128 x 20 x 400 3.07x vs 0.73x.
+/// 8 x 1024 x 4096 0.59x here vs 2.96x in the crate, 32 x 1024 x 4096 0.82x vs 2.05x,
+/// 16 x 384 x 1152 0.75x vs 2.63x, 64 x 768 x 768 1.00x vs 1.25x; at the border
+/// 32 x 384 x 1152 1.37x vs 1.29x; past it 128 x 384 x 1152 1.84x vs 1.13x and
+/// 128 x 20 x 400 3.07x vs 0.73x (the sums and the loads of `x` from L2 dominate).
 pub(crate) fn takes(m: usize, k: usize) -> bool {
     m.saturating_mul(12) <= k && matches!(simd_level(), Simd::Avx512)
 }
