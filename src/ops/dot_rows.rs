@@ -9,8 +9,9 @@
 //! again), and `Linear(384, 1152)` on 16 rows 2.63x torch's time. Both `x` and `W` are
 //! contiguous along the depth, so a tile of `R` rows of `x` by `C` rows of `W` needs
 //! only their own loads: `R + C` vector loads per `R * C` multiply-adds (4 x 4: 8 per
-//! 16, which leaves the FMA units, not the loads, as the bound), and a horizontal sum
-//! per output at the end of the depth. Each thread takes a block of `W`'s rows, whose
+//! 16, few enough for the FMA units to bound the loop were they all from L1; `x`'s
+//! come from L2, which with the sums below keeps it short of that at `12 m > k`), and
+//! a horizontal sum per output at the end of the depth. Each thread takes a block of `W`'s rows, whose
 //! tile of 4 stays in L1 while it meets every row block of `x` (in L2), so `W` is
 //! read from memory once.
 use super::cpu::{simd_level, Simd};
@@ -56,6 +57,8 @@ pub(crate) unsafe fn linear(
         unsafe {
             columns((m, n, k), dp.ptr(), (xp.ptr(), x_rs), (wp.ptr(), w_rs), bias, (c0, c1))
         };
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("dot_rows called off x86-64 (dot_rows::takes says no): columns {c0}..{c1}");
     };
     if threads > 1 {
         crate::ops::parallel::for_tasks(threads, true, block);
