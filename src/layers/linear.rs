@@ -47,7 +47,7 @@ pub(crate) fn forward<T: Float>(x: &[T], xl: &Layout, w: &[T], wl: &Layout, b: O
     // threads' writes within each output row, and the cores' prefetchers then pull
     // each other's lines: the bias fill of a (512, 384) output took 46 us by columns
     // and 11 by rows, and Linear(128->384) on 512 rows 245 us against 186 (torch 180).
-    let threads = if crate::ops::parallel::par_gemm(m * n * k) { rayon::current_num_threads() } else { 1 };
+    let threads = if crate::ops::parallel::par_linear(m * n * k) { rayon::current_num_threads() } else { 1 };
     // A column-major x (a transposed left operand: the weight gradient g^T x) is
     // split by rows whatever the shape: the crate packs the left operand per call, and
     // column blocks would each pack all of it (1152 x 384 x 2048 and 576 x 192 x 1040
@@ -56,7 +56,7 @@ pub(crate) fn forward<T: Float>(x: &[T], xl: &Layout, w: &[T], wl: &Layout, b: O
     // A few rows of x against a row-major W: dot products along the depth, W read in
     // place (`ops::dot_rows`: the crate would copy all of W first).
     if let (Some(xf), Some(wf)) = (as_f32(x), as_f32(w)) {
-        if x_cs == 1 && w_cs == 1 && dot_rows::takes(m, k) {
+        if x_cs == 1 && w_cs == 1 && dot_rows::takes(m, n, k) {
             // Split as a memory-bound pass over W too: one row of x against a large W
             // (a decode step) is W's read, 2 threads reading faster than one.
             let threads = if crate::ops::parallel::par_ok(n * k) { rayon::current_num_threads() } else { threads };

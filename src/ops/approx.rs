@@ -4,26 +4,36 @@
 
 /// `fast_exp`'s range: from just above ln(f32::MIN_POSITIVE) (-87.33654), so no
 /// result is subnormal, to the last x whose 2^n does not overflow (x log2 e
-/// rounds to 127; the true value passes f32::MAX only at 88.7228).
+/// rounds to 127; the true value passes f32::MAX only at 88.7228). Past `EXP_HI`
+/// the clamp to `EXP_INF` (x log2 e rounds to 128) gives +inf by itself, so only the
+/// tests name `EXP_HI`.
 const EXP_LO: f32 = -87.3365;
+#[cfg(test)]
 const EXP_HI: f32 = 88.376;
+const EXP_INF: f32 = 89.0;
 
 /// exp for f32 without branches, so loops over it vectorize: 2^n * p(r) with
 /// |r| <= ln2/2 and a degree-6 polynomial (error about 1 ulp, as Cephes' expf).
 /// Below `EXP_LO` it gives exactly 0 rather than a subnormal (a masked score of
 /// -1e30 or -inf must weigh nothing, and subnormals make every later product
 /// slow: a causal softmax fed to a matmul ran 27x slower); above `EXP_HI` +inf;
-/// NaN stays NaN (selects, which vectorize, not branches).
+/// NaN stays NaN.
+///
+/// The clamps are written as `lo > x ? lo : x` (and `hi < x ? hi : x`), which
+/// compile to one `vmaxps` / `vminps` each and let NaN through (x86's max returns
+/// its second operand when either is NaN), where `f32::max` / `min` (IEEE, NaN
+/// dropped) take three instructions each; NaN then stays NaN through the arithmetic,
+/// and the clamp to `EXP_INF` gives n = 128, whose scale bits are +inf's (so +inf and
+/// every x past `EXP_HI` give +inf with no select). One select is left, the zero below
+/// `EXP_LO`: `x.exp()` over 128-512 x 384 floats took 10-16% less time (9.0 -> 8.1,
+/// 29.2 -> 24.6 us; torch 7.8, 22.0).
 #[inline(always)]
 pub fn fast_exp<const FMA: bool>(x: f32) -> f32 {
-    // max/min, not clamp: NaN goes through as a number here (the result is
-    // replaced below), and the pair compiles to two vector instructions.
-    #[allow(clippy::manual_clamp)]
-    let e = exp_in_range::<FMA>(x.max(EXP_LO).min(EXP_HI));
-    let e = if x < EXP_LO { 0.0 } else { e };
-    let e = if x > EXP_HI { f32::INFINITY } else { e };
-    if x.is_nan() {
-        x
+    let c = if EXP_LO > x { EXP_LO } else { x };
+    let c = if EXP_INF < c { EXP_INF } else { c };
+    let e = exp_in_range::<FMA>(c);
+    if x < EXP_LO {
+        0.0
     } else {
         e
     }
