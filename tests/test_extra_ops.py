@@ -206,6 +206,53 @@ def test_clip_grad_norm_scales_like_torch() -> None:
     assert cp.allclose(b.grad, cp.tensor([12.0]) * coef)
 
 
+def test_clip_grad_norm_factor_is_torchs_float32_arithmetic() -> None:
+    """The factor is `max_norm / (total + 1e-6)` in the total's dtype, clamped to 1, and
+    every gradient (large ones scaled in parallel chunks) is `g * factor` bit for bit."""
+    rng = np.random.default_rng(5)
+    gs = [rng.standard_normal(s).astype(np.float32) for s in [(400, 250), (160_000,), (33,), (1,)]]
+    ps = [nn.Parameter(cp.zeros(*g.shape)) for g in gs]
+    for p, g in zip(ps, gs):
+        p.grad = cp.tensor(g)
+    total = nn.utils.clip_grad_norm_(ps, 0.7)
+    assert total.dtype == cp.float32
+    t32 = np.float32(total.item())
+    coef = min(np.float32(0.7) / (t32 + np.float32(1e-6)), np.float32(1.0))
+    assert coef.dtype == np.float32
+    for p, g in zip(ps, gs):
+        np.testing.assert_array_equal(p.grad.numpy(), g * coef)
+
+
+def test_clip_grad_norm_float64_gradients_give_a_float64_total() -> None:
+    g = np.random.default_rng(6).standard_normal(50_000)
+    p = nn.Parameter(cp.zeros(50_000, dtype=cp.float64))
+    p.grad = cp.tensor(g)
+    total = nn.utils.clip_grad_norm_([p], 0.5)
+    assert total.dtype == cp.float64
+    np.testing.assert_allclose(total.item(), np.linalg.norm(g), rtol=1e-12)
+    np.testing.assert_array_equal(p.grad.numpy(), g * min(0.5 / (total.item() + 1e-6), 1.0))
+
+
+def test_clip_grad_norm_scales_strided_and_shared_gradients_like_mul_() -> None:
+    """Gradients the parallel scaling cannot take (a transposed view, one storage held by
+    two parameters) are scaled one `mul_` at a time, as torch does: a shared gradient
+    twice, a view through to its base."""
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((300, 200)).astype(np.float32)
+    shared = rng.standard_normal(40_000).astype(np.float32)
+    big = cp.tensor(base)
+    a, b, c = nn.Parameter(cp.zeros(200, 300)), nn.Parameter(cp.zeros(40_000)), nn.Parameter(cp.zeros(40_000))
+    a.grad = big.t()
+    b.grad = c.grad = cp.tensor(shared)
+    total = nn.utils.clip_grad_norm_([a, b, c], 1.0)
+    want = np.sqrt((base.astype(np.float64) ** 2).sum() + 2 * (shared.astype(np.float64) ** 2).sum())
+    np.testing.assert_allclose(total.item(), want, rtol=1e-5)
+    coef = np.float32(1.0) / (np.float32(total.item()) + np.float32(1e-6))
+    np.testing.assert_array_equal(big.numpy(), base * coef)
+    np.testing.assert_array_equal(a.grad.numpy(), (base * coef).T)
+    np.testing.assert_array_equal(b.grad.numpy(), shared * coef * coef)
+
+
 @pytest.mark.parametrize("norm_type", [1.0, 2.0, 3.0, float("inf")])
 def test_clip_grad_norm_total_norm_and_in_place_scaling(norm_type: float) -> None:
     rng = np.random.default_rng(3)

@@ -407,6 +407,35 @@ def test_fused_steps_on_large_parameters_match_numpy() -> None:
     np.testing.assert_allclose(np_(opt.state[q]["max_exp_avg_sq"]), v, rtol=1e-5, atol=1e-12)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01),
+        lambda ps: optim.AdamW(ps, lr=0.01),
+        lambda ps: optim.RMSprop(ps, lr=0.01, momentum=0.5, centered=True),
+    ],
+)
+def test_group_updated_side_by_side_equals_one_parameter_at_a_time(make: Any) -> None:
+    """A group of 270K elements updates its parameters on several threads; each alone
+    (under the group threshold) is updated on the calling thread: bit-equal results."""
+    rng = np.random.default_rng(8)
+    shapes = [(100_000,), (300, 300), (80_000,), (7,)]
+    init = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    grads = [[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(3)]
+    together = [nn.Parameter(cp.tensor(a)) for a in init]
+    alone = [nn.Parameter(cp.tensor(a)) for a in init]
+    opt, opts = make(together), [make([p]) for p in alone]
+    for gs in grads:
+        for p, q, g in zip(together, alone, gs):
+            p.grad, q.grad = cp.tensor(g), cp.tensor(g)
+        opt.step()
+        for o in opts:
+            o.step()
+    for p, q, a in zip(together, alone, init):
+        assert not np.array_equal(np_(p), a)
+        np.testing.assert_array_equal(np_(p), np_(q))
+
+
 def _cross_entropy_reference(x: np.ndarray, t: np.ndarray, g: np.ndarray, kwargs: Dict[str, Any]) -> Any:
     """torch's cross-entropy and its gradient (upstream `g`) in float64 NumPy: the oracle."""
     n, c = x.shape

@@ -43,10 +43,11 @@ def clip_grad_norm_(
             total = norms.norm(norm_type)
         if error_if_nonfinite and not math.isfinite(float(total)):
             raise RuntimeError(f"The total norm of order {norm_type} for gradients is non-finite, so it cannot be clipped")
-        coef = min(float(max_norm) / (float(total) + 1e-6), 1.0)
+        # torch's arithmetic: the factor in the total's dtype, clamped to 1.
+        coef = float((max_norm / (total + 1e-6)).clamp(max=1.0))
         # In place, as PyTorch (a reference to a `.grad` sees the clipping); a factor of
         # exactly 1 changes nothing, so it is skipped.
-        if coef < 1.0 or math.isnan(coef):
+        if (coef < 1.0 or math.isnan(coef)) and not _core._scale_(grads, coef):
             for g in grads:
                 g.mul_(coef)
     return total
