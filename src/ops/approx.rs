@@ -26,7 +26,8 @@ const EXP_INF: f32 = 89.0;
 /// and the clamp to `EXP_INF` gives n = 128, whose scale bits are +inf's (so +inf and
 /// every x past `EXP_HI` give +inf with no select). One select is left, the zero below
 /// `EXP_LO`: `x.exp()` over 128-512 x 384 floats took 10-16% less time (9.0 -> 8.1,
-/// 29.2 -> 24.6 us, both buffers on cache lines; torch 7.8, 22.0).
+/// 29.2 -> 24.6 us, both buffers on cache lines as `crate::alloc` places them; torch
+/// 7.8, 22.0).
 #[inline(always)]
 pub fn fast_exp<const FMA: bool>(x: f32) -> f32 {
     let c = if EXP_LO > x { EXP_LO } else { x };

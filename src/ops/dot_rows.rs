@@ -82,12 +82,13 @@ thread_local! {
 ///
 /// The loop is bound by its loads, and a 64-byte load that straddles two cache lines
 /// costs two: `Linear(768, 768)` on 64 rows took 272-301 us with `x` 64-byte aligned
-/// and 336-448 us without (torch 271-296 either way), and glibc's large blocks start
-/// 16 bytes past a page (never on a line); a large `x` is also read `n / 4` times from
-/// L2. So `x` is read in place only when it is aligned, its rows a multiple of 16
-/// floats apart, and it holds at most 64K floats; else each thread first copies it,
-/// so aligned, into its own L2 (`m k` floats, a few percent of the `m k n` product). `W`'s loads are left as they fall: aligning them
-/// too, by starting the depth loop at `W`'s first aligned column, gained 0-6% but made
+/// and 336-448 us without (torch 271-296 either way). Our allocator (`crate::alloc`)
+/// puts buffers on lines, but a view (a row slice, a `split` of a fused projection)
+/// may start anywhere, and a large `x` is also read `n / 4` times from L2. So `x` is
+/// read in place only when it is aligned, its rows a multiple of 16 floats apart, and
+/// it holds at most 64K floats; else each thread first copies it, so aligned, into its
+/// own L2 (`m k` floats, a few percent of the `m k n` product). `W`'s loads are left
+/// as they fall: aligning them too, by starting the depth loop at `W`'s first aligned column, gained 0-6% but made
 /// the sums' order, so their rounding, depend on where `W` lies (equal weights at two
 /// addresses gave different outputs).
 ///
