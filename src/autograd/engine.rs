@@ -1,6 +1,7 @@
 //! The backward pass: runs the graph reachable from the roots in dependency order
 //! (among ready nodes, the most recently created first, as PyTorch), sums the
-//! gradients arriving at each node's outputs, runs hooks, and either accumulates
+//! gradients arriving at each node's outputs (the slices' parts of one gradient joined
+//! in one pass, `Piece`), runs hooks, and either accumulates
 //! into leaves (`backward`) or captures the gradients of chosen tensors
 //! (`autograd.grad`). Pure Rust: the caller releases the GIL around it.
 use crate::autograd::mode::with_grad_mode;
@@ -76,6 +77,8 @@ pub fn run(roots: Vec<(Edge, Value)>, targets: &[Value], opts: &Options) -> Resu
         }
     }
     let mut captured: Vec<Option<Value>> = vec![None; tgts.len()];
+    // Gradient pieces waiting for their node, by (node, output).
+    let mut pending: HashMap<(usize, usize), Vec<Piece>> = HashMap::new();
     with_grad_mode(opts.create_graph, || -> Result<()> {
         while let Some((_, k)) = ready.pop() {
             let node = nodes[&k].clone();
@@ -83,6 +86,13 @@ pub fn run(roots: Vec<(Edge, Value)>, targets: &[Value], opts: &Options) -> Resu
             let mut buf = buffers.remove(&k).unwrap_or_else(|| vec![None; base.num_outputs]);
             let mut own = owned.remove(&k).unwrap_or_else(|| vec![false; base.num_outputs]);
             let runs = exec.as_ref().is_none_or(|x| x.get(&k).copied().unwrap_or(false));
+            // Pieces of the gradients of this node's outputs (`Piece`), joined first.
+            for nr in 0..base.num_outputs {
+                if let Some(list) = pending.remove(&(k, nr)) {
+                    add_to(&mut buf, &mut own, nr, Value::plain(join(list)?), true)?;
+                }
+            }
+            let mut pieces: Vec<Piece> = Vec::new();
             let mut grads_out: Vec<Option<Value>> = vec![None; base.next.len()];
             let mut own_out: Vec<bool> = vec![false; base.next.len()];
             if buf.iter().any(|g| g.is_some()) {
@@ -106,10 +116,13 @@ pub fn run(roots: Vec<(Edge, Value)>, targets: &[Value], opts: &Options) -> Resu
                     let t0 = profiling().then(std::time::Instant::now);
                     let keys: Vec<Option<(usize, bool)>> =
                         buf.iter().zip(&own).map(|(g, &o)| g.as_ref().map(|g| (storage_key(&g.data), o))).collect();
-                    grads_out = match acc {
-                        Some(a) => a.apply_owned(buf, own.first().copied().unwrap_or(false))?,
-                        None => node.apply(buf)?,
+                    let outer = PIECES.with(|p| p.replace(Some(Vec::new())));
+                    let applied = match acc {
+                        Some(a) => a.apply_owned(buf, own.first().copied().unwrap_or(false)),
+                        None => node.apply(buf),
                     };
+                    pieces = PIECES.with(|p| p.replace(outer)).unwrap_or_default();
+                    grads_out = applied?;
                     if node.fresh_outputs() {
                         own_out = ownership(&grads_out, &keys);
                     }
@@ -126,7 +139,9 @@ pub fn run(roots: Vec<(Edge, Value)>, targets: &[Value], opts: &Options) -> Resu
             for (e, (g, o)) in base.next.iter().zip(outs) {
                 let Some(e) = e else { continue };
                 let ck = node_key(&e.node);
-                if let Some(g) = g {
+                if let Some(p) = g.as_ref().and_then(|g| pieces.iter().find(|p| p.id == g.data.id())) {
+                    pending.entry((ck, e.nr)).or_default().push(p.clone());
+                } else if let Some(g) = g {
                     let n = e.node.base().num_outputs;
                     let (b, ow) = (buffers.entry(ck).or_insert_with(|| vec![None; n]), owned.entry(ck).or_insert_with(|| vec![false; n]));
                     add_to(b, ow, e.nr, g, o)?;
@@ -141,6 +156,89 @@ pub fn run(roots: Vec<(Edge, Value)>, targets: &[Value], opts: &Options) -> Resu
         Ok(())
     })?;
     Ok(captured)
+}
+
+/// A slice's gradient the engine joins with the other pieces of its tensor's gradient
+/// (`ops::slice_grad`): the tensor `id`'s data goes at `start` along `dim` of a
+/// gradient `size` long there.
+#[derive(Clone)]
+struct Piece {
+    id: candle_core::TensorId,
+    data: Tensor,
+    dim: usize,
+    start: usize,
+    size: usize,
+}
+
+thread_local! {
+    /// The pieces handed in by the node being applied; `None` outside a node's apply.
+    static PIECES: std::cell::RefCell<Option<Vec<Piece>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Take `data` as a piece of a gradient (see `Piece`) when a node's backward is being
+/// applied by `run`, which then routes the returned tensor to the pieces; false (pad
+/// it yourself) anywhere else.
+pub(crate) fn defer_piece(data: &Tensor, dim: usize, start: usize, size: usize) -> bool {
+    PIECES.with(|p| match p.borrow_mut().as_mut() {
+        Some(v) => {
+            v.push(Piece { id: data.id(), data: data.clone(), dim, start, size });
+            true
+        }
+        None => false,
+    })
+}
+
+/// One gradient from pieces: per dim, pieces that do not overlap are laid side by side
+/// with zeros in the gaps (one `cat`: every element written once); overlapping ones
+/// are padded and summed. The parts of different dims are summed.
+fn join(mut pieces: Vec<Piece>) -> Result<Tensor> {
+    pieces.sort_by_key(|p| (p.dim, p.start));
+    let mut total: Option<Tensor> = None;
+    let mut i = 0;
+    while i < pieces.len() {
+        let dim = pieces[i].dim;
+        let group: Vec<&Piece> = pieces[i..].iter().take_while(|p| p.dim == dim).collect();
+        i += group.len();
+        let apart = group.windows(2).all(|w| w[0].start + w[0].data.dims()[dim] <= w[1].start);
+        let part = if apart {
+            let first = &group[0].data;
+            let zeros = |n: usize| {
+                let mut shape = first.dims().to_vec();
+                shape[dim] = n;
+                Tensor::zeros(shape, first.dtype(), first.device())
+            };
+            let mut parts: Vec<Tensor> = Vec::with_capacity(2 * group.len() + 1);
+            let mut at = 0;
+            for p in &group {
+                if p.start > at {
+                    parts.push(zeros(p.start - at)?);
+                }
+                parts.push(p.data.clone());
+                at = p.start + p.data.dims()[dim];
+            }
+            if group[0].size > at {
+                parts.push(zeros(group[0].size - at)?);
+            }
+            let refs: Vec<&Tensor> = parts.iter().collect();
+            crate::ops::layout::cat(&refs, dim)?
+        } else {
+            let mut sum: Option<Tensor> = None;
+            for p in &group {
+                let len = p.data.dims()[dim];
+                let padded = crate::ops::layout::pad_zeros(&p.data, dim, p.start, p.size - p.start - len)?;
+                sum = Some(match sum {
+                    None => padded,
+                    Some(s) => s.add(&padded)?,
+                });
+            }
+            sum.expect("a group has a piece")
+        };
+        total = Some(match total {
+            None => part,
+            Some(t) => t.add(&part)?,
+        });
+    }
+    total.ok_or_else(|| candle_core::Error::Msg("autograd: no gradient pieces to join".into()))
 }
 
 /// Whether backward time per node name is being collected: set

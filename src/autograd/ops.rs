@@ -332,8 +332,21 @@ pub fn narrow(x: &Value, dim: usize, start: usize, len: usize) -> Result<Value> 
     let out = x.data.narrow(dim, start, len)?;
     let size = x.data.dims()[dim];
     Ok(record_view("SliceBackward0", &[x], out, &[], false, Some(x.version.clone()), move |_, g, _| {
-        Ok(vec![c(pad_zeros(g, dim, start, size - start - len)?)])
+        Ok(vec![c(slice_grad(g, dim, start, size)?)])
     }))
+}
+
+/// The gradient of a slice (`narrow` / `select` backward): `g` (the slice's part, at
+/// `start` along `dim`) padded with zeros to `size`. In a backward that records
+/// nothing the engine takes `g` itself as a piece of its input's gradient
+/// (`engine::defer_piece`) and joins the pieces of one tensor in one pass: a ViT's
+/// `qkv[0], qkv[1], qkv[2]` made three full-size padded gradients and summed them.
+fn slice_grad(g: &Value, dim: usize, start: usize, size: usize) -> Result<Value> {
+    let len = g.data.dims()[dim];
+    if !grad_enabled() && crate::autograd::engine::defer_piece(&g.data, dim, start, size) {
+        return Ok(g.clone());
+    }
+    pad_zeros(g, dim, start, size - start - len)
 }
 
 /// Zeros added before and after along `dim`.
@@ -430,7 +443,7 @@ pub fn select(x: &Value, dim: usize, i: usize) -> Result<Value> {
     let out = x.data.narrow(dim, i, 1)?.squeeze(dim)?;
     let size = x.data.dims()[dim];
     Ok(record_view("SelectBackward0", &[x], out, &[], false, Some(x.version.clone()), move |_, g, _| {
-        Ok(vec![c(pad_zeros(&unsqueeze(g, dim)?, dim, i, size - i - 1)?)])
+        Ok(vec![c(slice_grad(&unsqueeze(g, dim)?, dim, i, size)?)])
     }))
 }
 
