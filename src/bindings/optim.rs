@@ -339,9 +339,10 @@ fn _optim_step(
 }
 
 /// `_total_norm(tensors, p) -> Tensor | None`: the p-norm (finite p > 0) of all the
-/// tensors' elements together, a 0-d float32 tensor (float64 if any tensor is): `clip_grad_norm_`'s total norm in
-/// one pass per tensor, no temporaries. `None` where the caller computes it from tensor
-/// ops (a tensor off the CPU or of a half dtype).
+/// tensors' elements together, a 0-d float32 tensor (float64 if any tensor is):
+/// `clip_grad_norm_`'s total norm in one pass per tensor, no temporaries. `None`
+/// where the caller computes it from tensor ops (a tensor off the CPU or of a half
+/// dtype).
 #[pyfunction]
 fn _total_norm(py: Python<'_>, tensors: Vec<PyRef<'_, PyTensor>>, p: f64) -> PyResult<Option<PyTensor>> {
     if !(p.is_finite() && p > 0.0) {
