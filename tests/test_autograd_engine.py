@@ -541,3 +541,16 @@ def test_select_pieces_of_a_permuted_projection_match_the_unfused_gradient() -> 
     want = np.stack(g0).transpose(1, 3, 0, 2, 4).reshape(2, 7, 24)
     assert x.grad is not None
     np.testing.assert_array_equal(x.grad.numpy(), want)
+
+
+def test_full_extent_slice_gradient_is_not_the_callers_tensor() -> None:
+    """A slice of the whole extent passes its gradient on unpadded (not as a piece):
+    `.grad` is still the engine's own tensor, not the caller's `gradient` (an in-place
+    change of either must not reach the other)."""
+    x = cp.zeros(4, 3, requires_grad=True)
+    g = cp.ones(4, 3)
+    x.narrow(0, 0, 4).backward(g)
+    x[:].backward(g)  # select-free full slice, accumulating into .grad in place
+    g.add_(5)
+    assert x.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((4, 3), 2.0, np.float32))

@@ -343,7 +343,9 @@ pub fn narrow(x: &Value, dim: usize, start: usize, len: usize) -> Result<Value> 
 /// `qkv[0], qkv[1], qkv[2]` made three full-size padded gradients and summed them.
 fn slice_grad(g: &Value, dim: usize, start: usize, size: usize) -> Result<Value> {
     let len = g.data.dims()[dim];
-    if !grad_enabled() && crate::autograd::engine::defer_piece(&g.data, dim, start, size) {
+    // A slice of the whole extent is the gradient itself: nothing to pad or join
+    // (joining it as a lone piece would only copy it).
+    if len < size && !grad_enabled() && crate::autograd::engine::defer_piece(&g.data, dim, start, size) {
         return Ok(g.clone());
     }
     pad_zeros(g, dim, start, size - start - len)
