@@ -8,7 +8,7 @@ use crate::bindings::indexing::overwrite;
 use crate::bindings::tensor::PyTensor;
 use crate::ops::float::Float;
 use crate::ops::layout::Dense;
-use crate::ops::optim::{adam_kernel, plain, scale_in_place, sgd_kernel, storage_addr, update, Adam, Sgd, PAR_MIN};
+use crate::ops::optim::{adam_kernel, apart, plain, scale_in_place, sgd_kernel, update, Adam, Sgd, PAR_MIN};
 use crate::ops::optim_rules::{rule_kernel, AdamLike, NAdamMu, Rule};
 use candle_core::{DType, Device, Result, Tensor};
 use pyo3::prelude::*;
@@ -69,7 +69,7 @@ fn run_all(lists: &[(&str, &[Bound<'_, PyTensor>])], each: impl Fn(usize, &[Tens
     // (a repeated one would be updated twice at once, or two parameters' nested locks
     // could wait on each other).
     let all: Vec<&Tensor> = work.iter().flat_map(|w| w.ts.iter()).collect();
-    let side_by_side = total >= PAR_MIN && plain_apart(&all);
+    let side_by_side = total >= PAR_MIN && apart(&all);
     detach_if(total, || {
         if side_by_side {
             work.par_iter().enumerate().try_for_each(|(i, w)| each(i, &w.ts, w.ts[0].dtype()))
@@ -89,13 +89,17 @@ fn run_all(lists: &[(&str, &[Bound<'_, PyTensor>])], each: impl Fn(usize, &[Tens
     }
     // In-place updates: saved copies of these tensors are now stale.
     for (_, list) in lists.iter().enumerate().filter(|(k, _)| *k != 1).map(|(_, l)| l) {
-        for t in list.iter() {
-            let version = t.get().read().version.clone();
-            version.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            crate::bindings::bitcast::after_write(&version)?;
-        }
+        list.iter().try_for_each(written)?;
     }
     Ok(())
+}
+
+/// After an in-place write by a kernel here: bump `t`'s version (saved copies of it are
+/// stale) and carry the bytes to its aliased storages.
+fn written(t: &Bound<'_, PyTensor>) -> PyResult<()> {
+    let version = t.get().read().version.clone();
+    version.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    crate::bindings::bitcast::after_write(&version)
 }
 
 /// Runs `kernel` on one parameter's tensors `[p, g, bufs...]` in their dtype.
@@ -387,7 +391,7 @@ fn _scale_(tensors: Vec<Bound<'_, PyTensor>>, coef: f64) -> PyResult<bool> {
     let ts: Vec<Tensor> = tensors.iter().map(|t| t.get().t()).collect();
     let each_plain = ts.iter().all(|t| matches!(t.dtype(), DType::F32 | DType::F64) && plain(&[t], t.dtype(), t.elem_count()));
     let refs: Vec<&Tensor> = ts.iter().collect();
-    if !each_plain || (ts.len() > 1 && !plain_apart(&refs)) {
+    if !each_plain || !apart(&refs) {
         return Ok(false);
     }
     let total: usize = ts.iter().map(|t| t.elem_count()).sum();
@@ -398,19 +402,8 @@ fn _scale_(tensors: Vec<Bound<'_, PyTensor>>, coef: f64) -> PyResult<bool> {
         })
     })
     .op("clip_grad_norm_")?;
-    for t in &tensors {
-        let version = t.get().read().version.clone();
-        version.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        crate::bindings::bitcast::after_write(&version)?;
-    }
+    tensors.iter().try_for_each(written)?;
     Ok(true)
-}
-
-/// Whether no two of `ts` share a storage.
-fn plain_apart(ts: &[&Tensor]) -> bool {
-    let mut addrs: Vec<usize> = ts.iter().map(|t| storage_addr(t)).collect();
-    addrs.sort_unstable();
-    addrs.windows(2).all(|w| w[0] != w[1])
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

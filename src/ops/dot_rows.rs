@@ -88,9 +88,9 @@ thread_local! {
 /// read in place only when it is aligned, its rows a multiple of 16 floats apart, and
 /// it holds at most 64K floats; else each thread first copies it, so aligned, into its
 /// own L2 (`m k` floats, a few percent of the `m k n` product). `W`'s loads are left
-/// as they fall: aligning them too, by starting the depth loop at `W`'s first aligned column, gained 0-6% but made
-/// the sums' order, so their rounding, depend on where `W` lies (equal weights at two
-/// addresses gave different outputs).
+/// as they fall: aligning them too, by starting the depth loop at `W`'s first aligned
+/// column, gained 0-6% but made the sums' order, so their rounding, depend on where
+/// `W` lies (equal weights at two addresses gave different outputs).
 ///
 /// # Safety
 /// As `linear`, with `c0 <= c1 <= n`.

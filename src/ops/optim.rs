@@ -205,12 +205,20 @@ pub(crate) fn plain(ts: &[&Tensor], dtype: DType, n: usize) -> bool {
     let ok = ts.iter().all(|t| {
         t.device().is_cpu() && t.dtype() == dtype && t.elem_count() == n && t.layout().is_contiguous() && t.layout().start_offset() == 0
     });
-    if !ok {
-        return false;
-    }
+    ok && apart(ts)
+}
+
+/// Whether no two of `ts` share a storage.
+pub(crate) fn apart(ts: &[&Tensor]) -> bool {
     let mut addrs: Vec<usize> = ts.iter().map(|t| storage_addr(t)).collect();
     addrs.sort_unstable();
     addrs.windows(2).all(|w| w[0] != w[1])
+}
+
+/// Elements per chunk when `n` elements are cut for the pool's threads: four chunks
+/// a thread, none under `SPLIT_MIN / 4`.
+fn chunk_len(n: usize) -> usize {
+    n.div_ceil(rayon::current_num_threads() * 4).max(SPLIT_MIN / 4)
 }
 
 pub(crate) fn slice_mut<T: Float>(s: &mut CpuStorage, n: usize) -> &mut [T] {
@@ -222,7 +230,7 @@ pub(crate) fn slice_mut<T: Float>(s: &mut CpuStorage, n: usize) -> &mut [T] {
 /// elements.
 pub(crate) fn scale_in_place<T: Float>(t: &Tensor, c: T) -> Result<()> {
     let n = t.elem_count();
-    let chunk = n.div_ceil(rayon::current_num_threads() * 4).max(SPLIT_MIN / 4);
+    let chunk = chunk_len(n);
     with_storages(std::slice::from_ref(t), Vec::new(), &mut |mut ss| {
         let v = slice_mut::<T>(ss.pop().expect("one storage"), n);
         if n >= SPLIT_MIN {
@@ -255,7 +263,7 @@ pub(crate) fn update<T: Float + 'static>(p: &Tensor, g: &Tensor, bufs: &[Tensor]
         let mut views: Vec<&mut [T]> = ss.iter_mut().map(|s| slice_mut::<T>(s, n)).collect();
         let (pv, rest) = views.split_first_mut().expect("the parameter is first");
         if n >= SPLIT_MIN && rayon::current_num_threads() > 1 {
-            let chunk = n.div_ceil(rayon::current_num_threads() * 4).max(SPLIT_MIN / 4);
+            let chunk = chunk_len(n);
             // One task per chunk index, each re-slicing every buffer at that chunk.
             let ptrs: Vec<usize> = rest.iter_mut().map(|b| b.as_mut_ptr() as usize).collect();
             let pp = pv.as_mut_ptr() as usize;
