@@ -13,6 +13,7 @@ pub(crate) mod float;
 pub(crate) mod gather;
 pub(crate) mod gemm;
 pub(crate) mod index_write;
+pub(crate) mod lanes;
 pub(crate) mod layout;
 pub(crate) mod linalg;
 pub(crate) mod optim;

@@ -1,25 +1,37 @@
 //! Transposes of float32 blocks: `dst[p][c] = src[c][p]`, 16 x 16 at a time in
-//! AVX-512 registers. The convolutions' channels-last copies and the packing of a
-//! recurrent layer's gate columns use it.
+//! AVX-512 registers, 8 x 8 in AVX2 ones. The convolutions' channels-last copies and
+//! the packing of a recurrent layer's gate columns use it.
+use super::cpu::{simd_level, Simd};
 
-/// Floats per AVX-512 register: the block is LANES x LANES.
-const LANES: usize = 16;
-
-/// `dst[p * dst_ps + c] = src[c * src_rs + p]` for `c < chans`, `p < len`: 16 x 16 blocks
-/// in registers (`transpose16`), the ragged edges element by element.
+/// `dst[p * dst_ps + c] = src[c * src_rs + p]` for `c < chans`, `p < len`: square blocks
+/// in registers (`transpose16` with AVX-512, `transpose8` with AVX2), the ragged edges
+/// element by element.
 ///
 /// # Safety
-/// The CPU has AVX-512F; `src` holds `chans` rows of `len` floats, `src_rs` apart; `dst`
-/// holds `len` rows of `chans` floats, `dst_ps` apart.
+/// `src` holds `chans` rows of `len` floats, `src_rs` apart; `dst` holds `len` rows of
+/// `chans` floats, `dst_ps` apart.
 pub(crate) unsafe fn transpose(src: *const f32, src_rs: usize, chans: usize, len: usize, dst: *mut f32, dst_ps: usize) {
-    for c0 in (0..chans).step_by(LANES) {
-        let c1 = (c0 + LANES).min(chans);
-        for p0 in (0..len).step_by(LANES) {
-            let p1 = (p0 + LANES).min(len);
-            // SAFETY: rows c0..c1 and positions p0..p1 lie in both buffers (the caller's bounds).
+    let side = match simd_level() {
+        Simd::Avx512 => 16,
+        Simd::Avx2 => 8,
+        Simd::Plain => usize::MAX,
+    };
+    for c0 in (0..chans).step_by(side.min(chans.max(1))) {
+        let c1 = c0.saturating_add(side).min(chans);
+        for p0 in (0..len).step_by(side.min(len.max(1))) {
+            let p1 = p0.saturating_add(side).min(len);
             #[cfg(target_arch = "x86_64")]
-            if c1 - c0 == LANES && p1 - p0 == LANES {
-                unsafe { transpose16(src.add(c0 * src_rs + p0), src_rs, dst.add(p0 * dst_ps + c0), dst_ps) };
+            if c1 - c0 == side && p1 - p0 == side {
+                // SAFETY: rows c0..c1 and positions p0..p1 lie in both buffers (the caller's
+                // bounds); the level says the CPU has the block routine's features.
+                unsafe {
+                    let (s, d) = (src.add(c0 * src_rs + p0), dst.add(p0 * dst_ps + c0));
+                    if side == 16 {
+                        transpose16(s, src_rs, d, dst_ps)
+                    } else {
+                        transpose8(s, src_rs, d, dst_ps)
+                    }
+                };
                 continue;
             }
             for c in c0..c1 {
@@ -28,6 +40,44 @@ pub(crate) unsafe fn transpose(src: *const f32, src_rs: usize, chans: usize, len
                     unsafe { *dst.add(p * dst_ps + c) = *src.add(c * src_rs + p) };
                 }
             }
+        }
+    }
+}
+
+/// One 8 x 8 block: `dst[j * dst_ps + i] = src[i * src_rs + j]`, as `transpose16` with
+/// 256-bit registers (unpack, shuffle within 128-bit lanes, then `permute2f128`).
+///
+/// # Safety
+/// The CPU has AVX2; 8 rows of 8 floats at `src` (`src_rs` apart) and at `dst`
+/// (`dst_ps` apart).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn transpose8(src: *const f32, src_rs: usize, dst: *mut f32, dst_ps: usize) {
+    use std::arch::x86_64::*;
+    let mut r = [_mm256_setzero_ps(); 8];
+    for (i, x) in r.iter_mut().enumerate() {
+        // SAFETY: row i of the block (the caller).
+        *x = unsafe { _mm256_loadu_ps(src.add(i * src_rs)) };
+    }
+    let mut t = [_mm256_setzero_ps(); 8];
+    for q in 0..4 {
+        t[2 * q] = _mm256_unpacklo_ps(r[2 * q], r[2 * q + 1]);
+        t[2 * q + 1] = _mm256_unpackhi_ps(r[2 * q], r[2 * q + 1]);
+    }
+    // u[4q + m], lane L: column 4L + m of rows 4q..4q + 4.
+    let mut u = [_mm256_setzero_ps(); 8];
+    for q in 0..2 {
+        let b = 4 * q;
+        u[b] = _mm256_shuffle_ps::<0x44>(t[b], t[b + 2]);
+        u[b + 1] = _mm256_shuffle_ps::<0xEE>(t[b], t[b + 2]);
+        u[b + 2] = _mm256_shuffle_ps::<0x44>(t[b + 1], t[b + 3]);
+        u[b + 3] = _mm256_shuffle_ps::<0xEE>(t[b + 1], t[b + 3]);
+    }
+    for m in 0..4 {
+        // SAFETY: rows m and 4 + m of the destination block (the caller).
+        unsafe {
+            _mm256_storeu_ps(dst.add(m * dst_ps), _mm256_permute2f128_ps::<0x20>(u[m], u[4 + m]));
+            _mm256_storeu_ps(dst.add((4 + m) * dst_ps), _mm256_permute2f128_ps::<0x31>(u[m], u[4 + m]));
         }
     }
 }
@@ -81,15 +131,11 @@ unsafe fn transpose16(src: *const f32, src_rs: usize, dst: *mut f32, dst_ps: usi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::cpu::has_avx512;
 
-    /// The copies' transpose, whole 16 x 16 blocks and ragged edges, against indexing.
+    /// The copies' transpose (this CPU's block size), whole blocks and ragged edges, against indexing.
     #[test]
     fn transpose_matches_indexing() {
-        if !has_avx512() {
-            return;
-        }
-        for (chans, len) in [(16, 16), (32, 48), (17, 35), (5, 70), (40, 3)] {
+        for (chans, len) in [(16, 16), (8, 8), (32, 48), (17, 35), (5, 70), (40, 3), (9, 24), (0, 4), (3, 0)] {
             let (src_rs, dst_ps) = (len + 3, chans + 5);
             let src: Vec<f32> = (0..chans * src_rs).map(|v| v as f32).collect();
             let mut dst = vec![-1f32; len * dst_ps];

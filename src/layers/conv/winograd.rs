@@ -7,7 +7,8 @@
 //! and packed once per call and `V = B^T d B` per block of tiles.
 //!
 //! Why: the direct kernel (`direct`) runs near the FMA peak, as oneDNN's does, so fewer
-//! multiplies are the only way past it. The transforms vectorise across 16 channels: a
+//! multiplies are the only way past it. The transforms vectorise across channels (a
+//! vector: 16 with AVX-512, 8 with AVX2, one kernel over `ops::lanes`): a
 //! block of tile rows is copied channels-last (zero-padded) into a slab, each patch's 36
 //! vectors are transformed in registers into `V`, and `M` is transformed back and copied
 //! to the NCHW output, all within the block's buffers (sized to stay in cache).
@@ -16,6 +17,9 @@
 //! sum (the transforms scale by up to 8 and 1/24); errors stay near 1e-6 relative to the
 //! inputs' magnitudes for the channel counts it takes, inside the 1e-4 conv tolerance.
 use super::Geom;
+use crate::ops::lanes::Lanes;
+#[cfg(target_arch = "x86_64")]
+use crate::ops::lanes::{X16, X8};
 use crate::ops::parallel::SyncPtr;
 use std::cell::RefCell;
 
@@ -24,17 +28,72 @@ const M: usize = 4;
 const A: usize = 6;
 /// Positions of a patch (one GEMM each).
 const XI: usize = A * A;
-const LANES: usize = 16;
-/// The products' register tile: TR tiles (broadcast from V in place, row by row) x 32
-/// output channels (two vectors of the packed U).
-const TR: usize = 12;
-const NR: usize = 32;
-/// Floats of the block's transformed input and output (V and M) we aim for: 1 MiB, the
-/// share of L2 they can have beside the packed weights.
-const BLOCK_FLOATS: usize = 1 << 18;
-/// Channels from which the kernel runs (fewer leave most of each 16-lane vector idle
-/// and the GEMMs too shallow to pay for the transforms).
+/// Channels from which the kernel runs (fewer leave most of each vector idle and the
+/// GEMMs too shallow to pay for the transforms).
 const MIN_CHANNELS: usize = 16;
+
+/// A SIMD level's shapes for this kernel. The products' register tile is `TR` tiles
+/// (broadcast from V in place, row by row) by two vectors of output channels (a strip
+/// of the packed U, `2 * LANES` wide): 12 x 32 with AVX-512 (24 of its 32 registers),
+/// 6 x 16 with AVX2 (12 of 16).
+trait Level: Lanes {
+    const TR: usize;
+    /// Floats of the block's transformed input and output (V and M) we aim for: the
+    /// share of L2 they can have beside the packed weights (1 MiB of the 2 MiB an
+    /// AVX-512 Xeon core has, 512 KiB where AVX2 CPUs have 512 KiB-1 MiB).
+    const BLOCK_FLOATS: usize;
+    /// `compute::<Self>` inside a function compiled with this level's features.
+    ///
+    /// # Safety
+    /// As `compute`, on a CPU with this level's features.
+    unsafe fn run(p: &Plan, img: &[f32], up: &[f32], bias: &[f32], rows: (usize, usize), out: *mut f32, bufs: &mut [Vec<f32>; 4]) -> bool;
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Level for X16 {
+    const TR: usize = 12;
+    const BLOCK_FLOATS: usize = 1 << 18;
+    unsafe fn run(p: &Plan, img: &[f32], up: &[f32], bias: &[f32], rows: (usize, usize), out: *mut f32, bufs: &mut [Vec<f32>; 4]) -> bool {
+        #[target_feature(enable = "avx512f,avx2,fma")]
+        unsafe fn wide(
+            p: &Plan,
+            img: &[f32],
+            up: &[f32],
+            bias: &[f32],
+            rows: (usize, usize),
+            out: *mut f32,
+            bufs: &mut [Vec<f32>; 4],
+        ) -> bool {
+            // SAFETY: forwarded; this function has the level's features.
+            unsafe { compute::<X16>(p, img, up, bias, rows, out, bufs) }
+        }
+        // SAFETY: the caller's (the CPU has AVX-512F, AVX2 and FMA).
+        unsafe { wide(p, img, up, bias, rows, out, bufs) }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Level for X8 {
+    const TR: usize = 6;
+    const BLOCK_FLOATS: usize = 1 << 17;
+    unsafe fn run(p: &Plan, img: &[f32], up: &[f32], bias: &[f32], rows: (usize, usize), out: *mut f32, bufs: &mut [Vec<f32>; 4]) -> bool {
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn narrow(
+            p: &Plan,
+            img: &[f32],
+            up: &[f32],
+            bias: &[f32],
+            rows: (usize, usize),
+            out: *mut f32,
+            bufs: &mut [Vec<f32>; 4],
+        ) -> bool {
+            // SAFETY: forwarded; this function has the level's features.
+            unsafe { compute::<X8>(p, img, up, bias, rows, out, bufs) }
+        }
+        // SAFETY: the caller's (the CPU has AVX2 and FMA).
+        unsafe { narrow(p, img, up, bias, rows, out, bufs) }
+    }
+}
 
 /// `G` of F(4x4, 3x3): the kernel transform (6 x 3).
 const G: [[f64; 3]; 6] = [
@@ -46,11 +105,11 @@ const G: [[f64; 3]; 6] = [
     [0.0, 0.0, 1.0],
 ];
 
-/// Whether this kernel runs the forward: AVX-512, one group, a 3x3
+/// Whether this kernel runs the forward: AVX2 and FMA (or AVX-512), one group, a 3x3
 /// window at stride and dilation 1 in 2-D, 16+ input and output channels, and output
 /// planes at least 4x4 (one whole tile).
 pub(crate) fn applies(g: &Geom, w_rows: usize) -> bool {
-    crate::ops::cpu::has_avx512()
+    crate::ops::cpu::has_avx2_fma()
         && g.groups == 1
         && g.ins[0] == 1
         && g.outs[0] == 1
@@ -64,11 +123,12 @@ pub(crate) fn applies(g: &Geom, w_rows: usize) -> bool {
 }
 
 /// `U_xi = (G g G^T)_xi` per patch position, packed for `product_tile`: panel xi holds
-/// strips of 32 output channels (zeros past co), input-channel-major, strip after strip.
-/// Per input channel (in parallel) the kernels' taps are gathered output-channel-major
-/// and `G g` formed (6 x 3 rows of co), so each step is a loop over consecutive output
-/// channels (vectorised by the compiler); then each panel (in parallel) forms `(G g) G^T`.
-fn kernel_transform(w: &[f32], c: usize, co: usize, par: bool) -> Vec<f32> {
+/// strips of `nr` output channels (zeros past co), input-channel-major, strip after
+/// strip. Per input channel (in parallel) the kernels' taps are gathered
+/// output-channel-major and `G g` formed (6 x 3 rows of co), so each step is a loop over
+/// consecutive output channels (vectorised by the compiler); then each panel (in
+/// parallel) forms `(G g) G^T`.
+fn kernel_transform(w: &[f32], c: usize, co: usize, nr: usize, par: bool) -> Vec<f32> {
     let g: [[f32; 3]; A] = G.map(|row| row.map(|x| x as f32));
     let g_k = |ch: usize| {
         let mut k = vec![0f32; 9 * co];
@@ -90,23 +150,23 @@ fn kernel_transform(w: &[f32], c: usize, co: usize, par: bool) -> Vec<f32> {
         gk
     };
     let gks: Vec<Vec<f32>> = crate::ops::parallel::map_indices(c, par, g_k);
-    let co32 = co.next_multiple_of(NR);
-    let mut up = vec![0f32; XI * c * co32];
+    let cop = co.next_multiple_of(nr);
+    let mut up = vec![0f32; XI * c * cop];
     let panel = |(xi, out): (usize, &mut [f32])| {
         let (i, j) = (xi / A, xi % A);
-        let mut row = vec![0f32; co32];
+        let mut row = vec![0f32; cop];
         for (ch, gk) in gks.iter().enumerate() {
             row.fill(0.0);
             for b in 0..3 {
                 let (coef, src) = (g[j][b], &gk[(i * 3 + b) * co..][..co]);
                 row.iter_mut().zip(src).for_each(|(d, s)| *d += coef * s);
             }
-            for (s, part) in row.chunks_exact(NR).enumerate() {
-                out[(s * c + ch) * NR..][..NR].copy_from_slice(part);
+            for (s, part) in row.chunks_exact(nr).enumerate() {
+                out[(s * c + ch) * nr..][..nr].copy_from_slice(part);
             }
         }
     };
-    crate::ops::parallel::for_chunks(&mut up, c * co32, par, |xi, out| panel((xi, out)));
+    crate::ops::parallel::for_chunks(&mut up, c * cop, par, |xi, out| panel((xi, out)));
     up
 }
 
@@ -115,7 +175,7 @@ struct Plan {
     c: usize,
     co: usize,
     /// Input channels rounded up to whole vectors (the slab's and V's pixel stride), and
-    /// output channels to whole 32-channel strips of U (M's and the output copy's).
+    /// output channels to whole strips of U (M's and the output copy's).
     cp: usize,
     cop: usize,
     h: usize,
@@ -140,15 +200,28 @@ thread_local! {
 /// method): the transforms subtract, so an infinite input can turn outputs that the
 /// direct sum makes infinite into NaN, and large finite ones can overflow.
 pub(crate) fn conv_fwd_winograd(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, co: usize, par: bool) -> Option<Vec<f32>> {
+    #[cfg(target_arch = "x86_64")]
+    match crate::ops::cpu::simd_level() {
+        crate::ops::cpu::Simd::Avx512 => return fwd::<X16>(img, w, bias, g, co, par),
+        crate::ops::cpu::Simd::Avx2 => return fwd::<X8>(img, w, bias, g, co, par),
+        crate::ops::cpu::Simd::Plain => {}
+    }
+    unreachable!("conv (winograd) without AVX2 (`applies` says no)")
+}
+
+/// `conv_fwd_winograd` with the level `V`, which the CPU must have.
+#[allow(dead_code)]
+fn fwd<V: Level>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, co: usize, par: bool) -> Option<Vec<f32>> {
     let c = g.c;
-    let cp = c.next_multiple_of(LANES);
+    let nr = 2 * V::LANES;
+    let cp = c.next_multiple_of(V::LANES);
     let (oh, ow) = (g.outs[1], g.outs[2]);
     let (ty, tx) = (oh.div_ceil(M), ow.div_ceil(M));
     let p = Plan {
         c,
         co,
         cp,
-        cop: co.next_multiple_of(NR),
+        cop: co.next_multiple_of(nr),
         h: g.ins[1],
         w: g.ins[2],
         oh,
@@ -159,7 +232,7 @@ pub(crate) fn conv_fwd_winograd(img: &[f32], w: &[f32], bias: Option<&[f32]>, g:
         wp: tx * M + 2,
     };
     assert!(img.len() >= g.n * c * p.h * p.w && w.len() >= co * c * 9, "conv (winograd): operand sizes");
-    let up = kernel_transform(w, c, co, par);
+    let up = kernel_transform(w, c, co, nr, par);
     let mut bias_v = vec![0f32; p.cop];
     if let Some(b) = bias {
         bias_v[..co].copy_from_slice(&b[..co]);
@@ -170,7 +243,7 @@ pub(crate) fn conv_fwd_winograd(img: &[f32], w: &[f32], bias: Option<&[f32]>, g:
     let rows_total = g.n * ty;
     let per_row = XI * tx * (cp + p.cop);
     let threads = if par { rayon::current_num_threads() } else { 1 };
-    let blocks = rows_total.div_ceil((BLOCK_FLOATS / per_row).max(1)).max(2 * threads).next_multiple_of(threads);
+    let blocks = rows_total.div_ceil((V::BLOCK_FLOATS / per_row).max(1)).max(2 * threads).next_multiple_of(threads);
     let rows = rows_total.div_ceil(blocks).max(1);
     let blocks = rows_total.div_ceil(rows);
     let oplane = oh * ow;
@@ -180,8 +253,10 @@ pub(crate) fn conv_fwd_winograd(img: &[f32], w: &[f32], bias: Option<&[f32]>, g:
         let task = |b: usize| {
             let (r0, r1) = (b * rows, ((b + 1) * rows).min(rows_total));
             // SAFETY: the block's tile rows cover output rows of its samples that no other
-            // block writes; `img` holds the samples (asserted above).
-            if !unsafe { block(&p, img, &up, &bias_v, (r0, r1), dst.ptr()) } {
+            // block writes; `img` holds the samples (asserted above); the caller chose a
+            // level the CPU has.
+            let ok = BUFS.with(|bufs| unsafe { V::run(&p, img, &up, &bias_v, (r0, r1), dst.ptr(), &mut bufs.borrow_mut()) });
+            if !ok {
                 finite.store(false, std::sync::atomic::Ordering::Relaxed);
             }
         };
@@ -194,110 +269,109 @@ pub(crate) fn conv_fwd_winograd(img: &[f32], w: &[f32], bias: Option<&[f32]>, g:
 /// GEMMs, output transform. Whether every output was finite.
 ///
 /// # Safety
-/// The CPU has AVX-512F; `img` holds every sample's planes, `out` every sample's output
-/// planes, and no other thread writes the output rows of these tile rows.
-unsafe fn block(p: &Plan, img: &[f32], up: &[f32], bias: &[f32], (r0, r1): (usize, usize), out: *mut f32) -> bool {
+/// The CPU has `V`'s features (this is inlined into `Level::run`'s wrapper); `img` holds
+/// every sample's planes, `out` every sample's output planes, and no other thread writes
+/// the output rows of these tile rows.
+#[inline(always)]
+unsafe fn compute<V: Level>(
+    p: &Plan,
+    img: &[f32],
+    up: &[f32],
+    bias: &[f32],
+    (r0, r1): (usize, usize),
+    out: *mut f32,
+    bufs: &mut [Vec<f32>; 4],
+) -> bool {
+    let nr = 2 * V::LANES;
     // Tiles in the block, and as many as whole register tiles hold (the rows past `nt`
     // are computed from stale V rows and never read).
-    let nt = ((r1 - r0) * p.tx).next_multiple_of(TR);
+    let nt = ((r1 - r0) * p.tx).next_multiple_of(V::TR);
     let (plane, oplane) = (p.h * p.w, p.oh * p.ow);
-    BUFS.with(|bufs| {
-        let [slab, cl, v, m] = &mut *bufs.borrow_mut();
-        let slab_rows = M * (r1 - r0) + 2;
-        grow(slab, slab_rows * p.wp * p.cp);
-        grow(cl, (slab_rows * p.w).max(M * (r1 - r0) * p.ow) * p.cp.max(p.cop));
-        grow(v, XI * nt * p.cp);
-        grow(m, XI * nt * p.cop);
-        for (n, (t0, t1), first) in segments(p, (r0, r1)) {
-            // SAFETY: sample n's planes are in `img`; the buffers hold the segment.
-            unsafe {
-                gather(p, img.as_ptr().add(n * p.c * plane), (t0, t1), slab, cl);
-                #[cfg(target_arch = "x86_64")]
-                input_transform(p, slab.as_ptr(), t1 - t0, v.as_mut_ptr(), nt, first);
-            }
-        }
-        // M_xi = V_xi @ U_xi, register tile by register tile.
-        for xi in 0..XI {
-            for s in 0..p.cop / NR {
-                for t in (0..nt).step_by(TR) {
-                    // SAFETY: V_xi rows t..t + 12 (of nt, each cp floats, c read), U_xi
-                    // strip s (c steps of 32), M_xi rows t..t + 12 columns 32 s.. (cop).
-                    #[cfg(target_arch = "x86_64")]
-                    unsafe {
-                        product_tile(
-                            p.c,
-                            v.as_ptr().add((xi * nt + t) * p.cp),
-                            p.cp,
-                            up.as_ptr().add((xi * p.cop / NR + s) * p.c * NR),
-                            m.as_mut_ptr().add((xi * nt + t) * p.cop + s * NR),
-                            p.cop,
-                        )
-                    };
-                }
-            }
-        }
-        let mut finite = true;
-        for (n, (t0, t1), first) in segments(p, (r0, r1)) {
-            let (oy0, oy1) = (t0 * M, (t1 * M).min(p.oh));
-            // SAFETY: the segment's output rows of sample n (the caller's), the buffers.
-            unsafe {
-                #[cfg(target_arch = "x86_64")]
-                {
-                    finite &= output_transform(p, m.as_ptr(), nt, (first, t0), t1 - t0, bias, cl.as_mut_ptr());
-                }
-                crate::ops::transpose::transpose(
-                    cl.as_ptr(),
-                    p.cop,
-                    (oy1 - oy0) * p.ow,
-                    p.co,
-                    out.add(n * p.co * oplane + oy0 * p.ow),
-                    oplane,
-                );
-            }
-        }
-        finite
-    })
-}
-
-/// A block's tile rows `r0..r1` as runs within one sample each: (sample, its tile rows
-/// `t0..t1`, the run's first tile in the block).
-fn segments(p: &Plan, (r0, r1): (usize, usize)) -> impl Iterator<Item = (usize, (usize, usize), usize)> + '_ {
+    let [slab, cl, v, m] = bufs;
+    let slab_rows = M * (r1 - r0) + 2;
+    grow(slab, slab_rows * p.wp * p.cp);
+    grow(cl, (slab_rows * p.w).max(M * (r1 - r0) * p.ow) * p.cp.max(p.cop));
+    grow(v, XI * nt * p.cp);
+    grow(m, XI * nt * p.cop);
     let mut r = r0;
-    std::iter::from_fn(move || {
-        (r < r1).then(|| {
-            let (n, t0) = (r / p.ty, r % p.ty);
-            let t1 = p.ty.min(t0 + (r1 - r));
-            let seg = (n, (t0, t1), (r - r0) * p.tx);
-            r += t1 - t0;
-            seg
-        })
-    })
+    while r < r1 {
+        let (n, first, t0, t1) = segment(p, (r0, r1), r);
+        // SAFETY: sample n's planes are in `img`; the buffers hold the segment.
+        unsafe {
+            gather(p, img.as_ptr().add(n * p.c * plane), (t0, t1), slab, cl);
+            input_transform::<V>(p, slab.as_ptr(), t1 - t0, v.as_mut_ptr(), nt, first);
+        }
+        r += t1 - t0;
+    }
+    // M_xi = V_xi @ U_xi, register tile by register tile.
+    for xi in 0..XI {
+        for s in 0..p.cop / nr {
+            for t in (0..nt).step_by(V::TR) {
+                // SAFETY: V_xi rows t..t + TR (of nt, each cp floats, c read), U_xi
+                // strip s (c steps of nr), M_xi rows t..t + TR columns nr s.. (cop).
+                unsafe {
+                    product_tile::<V>(
+                        p.c,
+                        v.as_ptr().add((xi * nt + t) * p.cp),
+                        p.cp,
+                        up.as_ptr().add((xi * p.cop / nr + s) * p.c * nr),
+                        m.as_mut_ptr().add((xi * nt + t) * p.cop + s * nr),
+                        p.cop,
+                    )
+                };
+            }
+        }
+    }
+    let mut finite = true;
+    let mut r = r0;
+    while r < r1 {
+        let (n, first, t0, t1) = segment(p, (r0, r1), r);
+        let (oy0, oy1) = (t0 * M, (t1 * M).min(p.oh));
+        // SAFETY: the segment's output rows of sample n (the caller's), the buffers.
+        unsafe {
+            finite &= output_transform::<V>(p, m.as_ptr(), nt, (first, t0), t1 - t0, bias, cl.as_mut_ptr());
+            crate::ops::transpose::transpose(cl.as_ptr(), p.cop, (oy1 - oy0) * p.ow, p.co, out.add(n * p.co * oplane + oy0 * p.ow), oplane);
+        }
+        r += t1 - t0;
+    }
+    finite
 }
 
-/// `out[i][0..32] = sum_ch a[i][ch] * b[ch][0..32]` for the 12 rows of a register tile:
-/// `a` rows `a_rs` apart (broadcast in place), `b` packed (32 floats per step).
+/// The run of the block's tile rows `r0..r1` that starts at row `r`, within one sample:
+/// (sample, the run's first tile in the block, its tile rows `t0..t1` of the sample).
+#[inline(always)]
+fn segment(p: &Plan, (r0, r1): (usize, usize), r: usize) -> (usize, usize, usize, usize) {
+    let (n, t0) = (r / p.ty, r % p.ty);
+    let t1 = p.ty.min(t0 + (r1 - r));
+    (n, (r - r0) * p.tx, t0, t1)
+}
+
+/// `out[i][0..2 LANES] = sum_ch a[i][ch] * b[ch][0..2 LANES]` for the `TR` rows of a
+/// register tile: `a` rows `a_rs` apart (broadcast in place), `b` packed (`2 LANES`
+/// floats per step).
 ///
 /// # Safety
-/// The CPU has AVX-512F and FMA; `a` holds 12 rows of `k` floats `a_rs` apart, `b`
-/// `k * 32` floats, `out` 12 rows of 32 writable floats `out_rs` apart.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
-unsafe fn product_tile(k: usize, a: *const f32, a_rs: usize, b: *const f32, out: *mut f32, out_rs: usize) {
-    use std::arch::x86_64::*;
-    let mut acc = [[_mm512_setzero_ps(); 2]; TR];
-    // SAFETY: the caller's extents.
+/// The CPU has `V`'s features; `a` holds `TR` rows of `k` floats `a_rs` apart, `b`
+/// `k * 2 LANES` floats, `out` `TR` rows of `2 LANES` writable floats `out_rs` apart.
+#[inline(always)]
+unsafe fn product_tile<V: Level>(k: usize, a: *const f32, a_rs: usize, b: *const f32, out: *mut f32, out_rs: usize) {
+    let l = V::LANES;
+    // SAFETY: the caller's extents and level.
     unsafe {
+        // 12 rows at most (AVX-512); only the first TR are used, and the constant bounds
+        // keep them in registers.
+        let mut acc = [[V::zero(); 2]; 12];
         for ch in 0..k {
-            let (b0, b1) = (_mm512_loadu_ps(b.add(ch * NR)), _mm512_loadu_ps(b.add(ch * NR + LANES)));
-            for (i, row) in acc.iter_mut().enumerate() {
-                let ai = _mm512_set1_ps(*a.add(i * a_rs + ch));
-                row[0] = _mm512_fmadd_ps(ai, b0, row[0]);
-                row[1] = _mm512_fmadd_ps(ai, b1, row[1]);
+            let (b0, b1) = (V::load(b.add(ch * 2 * l)), V::load(b.add(ch * 2 * l + l)));
+            for (i, row) in acc.iter_mut().enumerate().take(V::TR) {
+                let ai = V::splat(*a.add(i * a_rs + ch));
+                row[0] = ai.fmadd(b0, row[0]);
+                row[1] = ai.fmadd(b1, row[1]);
             }
         }
-        for (i, row) in acc.iter().enumerate() {
-            _mm512_storeu_ps(out.add(i * out_rs), row[0]);
-            _mm512_storeu_ps(out.add(i * out_rs + LANES), row[1]);
+        for (i, row) in acc.iter().enumerate().take(V::TR) {
+            row[0].store(out.add(i * out_rs));
+            row[1].store(out.add(i * out_rs + l));
         }
     }
 }
@@ -314,8 +388,7 @@ fn grow(v: &mut Vec<f32>, len: usize) {
 /// pixel `cp` channels (zeros outside the image and past `c`).
 ///
 /// # Safety
-/// The CPU has AVX-512F; `img` holds the sample's `c` planes; `slab` and `cl` are sized
-/// by `block`.
+/// `img` holds the sample's `c` planes; `slab` and `cl` are sized by `compute`.
 unsafe fn gather(p: &Plan, img: *const f32, (t0, t1): (usize, usize), slab: &mut [f32], cl: &mut [f32]) {
     let rows = M * (t1 - t0) + 2;
     let top = (t0 * M) as isize - p.pad[0] as isize;
@@ -337,66 +410,70 @@ unsafe fn gather(p: &Plan, img: *const f32, (t0, t1): (usize, usize), slab: &mut
 }
 
 /// `B^T x` for F(4x4, 3x3), lane-wise.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
-fn bt(x: [std::arch::x86_64::__m512; A]) -> [std::arch::x86_64::__m512; A] {
-    use std::arch::x86_64::*;
-    let (four, five, two) = (_mm512_set1_ps(4.0), _mm512_set1_ps(5.0), _mm512_set1_ps(2.0));
-    let a = _mm512_fnmadd_ps(four, x[2], x[4]); // x4 - 4 x2
-    let b = _mm512_fnmadd_ps(four, x[1], x[3]); // x3 - 4 x1
-    let c = _mm512_sub_ps(x[4], x[2]);
-    let d = _mm512_mul_ps(two, _mm512_sub_ps(x[3], x[1]));
-    [
-        _mm512_fmadd_ps(four, x[0], _mm512_fnmadd_ps(five, x[2], x[4])),
-        _mm512_add_ps(a, b),
-        _mm512_sub_ps(a, b),
-        _mm512_add_ps(c, d),
-        _mm512_sub_ps(c, d),
-        _mm512_fmadd_ps(four, x[1], _mm512_fnmadd_ps(five, x[3], x[5])),
-    ]
+///
+/// # Safety
+/// The CPU has `V`'s features.
+#[inline(always)]
+unsafe fn bt<V: Lanes>(x: [V; A]) -> [V; A] {
+    // SAFETY: the caller's level.
+    unsafe {
+        let (four, five, two) = (V::splat(4.0), V::splat(5.0), V::splat(2.0));
+        let a = four.fnmadd(x[2], x[4]); // x4 - 4 x2
+        let b = four.fnmadd(x[1], x[3]); // x3 - 4 x1
+        let c = x[4].sub(x[2]);
+        let d = two.mul(x[3].sub(x[1]));
+        [four.fmadd(x[0], five.fnmadd(x[2], x[4])), a.add(b), a.sub(b), c.add(d), c.sub(d), four.fmadd(x[1], five.fnmadd(x[3], x[5]))]
+    }
 }
 
 /// `A^T x` for F(4x4, 3x3), lane-wise.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
-fn at(x: [std::arch::x86_64::__m512; A]) -> [std::arch::x86_64::__m512; M] {
-    use std::arch::x86_64::*;
-    let (s12, d12) = (_mm512_add_ps(x[1], x[2]), _mm512_sub_ps(x[1], x[2]));
-    let (s34, d34) = (_mm512_add_ps(x[3], x[4]), _mm512_sub_ps(x[3], x[4]));
-    [
-        _mm512_add_ps(_mm512_add_ps(x[0], s12), s34),
-        _mm512_fmadd_ps(_mm512_set1_ps(2.0), d34, d12),
-        _mm512_fmadd_ps(_mm512_set1_ps(4.0), s34, s12),
-        _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0), d34, d12), x[5]),
-    ]
+///
+/// # Safety
+/// The CPU has `V`'s features.
+#[inline(always)]
+unsafe fn at<V: Lanes>(x: [V; A]) -> [V; M] {
+    // SAFETY: the caller's level.
+    unsafe {
+        let (s12, d12) = (x[1].add(x[2]), x[1].sub(x[2]));
+        let (s34, d34) = (x[3].add(x[4]), x[3].sub(x[4]));
+        [x[0].add(s12).add(s34), V::splat(2.0).fmadd(d34, d12), V::splat(4.0).fmadd(s34, s12), V::splat(8.0).fmadd(d34, d12).add(x[5])]
+    }
 }
 
 /// V for the `rows` tile rows of a slab: tile (r, x) is tile `first + r * tx + x` of
 /// the block's `nt`; `V[xi][tile][ch]` at `(xi * nt + tile) * cp + ch`.
 ///
 /// # Safety
-/// The CPU has AVX-512F and FMA; `slab` holds `4 rows + 2` rows of `wp * cp` floats; `v`
+/// The CPU has `V`'s features; `slab` holds `4 rows + 2` rows of `wp * cp` floats; `v`
 /// holds `36 * nt * cp` floats and the tiles are inside `0..nt`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
-unsafe fn input_transform(p: &Plan, slab: *const f32, rows: usize, v: *mut f32, nt: usize, first: usize) {
-    use std::arch::x86_64::*;
+// `i` picks element i of every column (`cols[j][i]`), not a column.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+unsafe fn input_transform<V: Lanes>(p: &Plan, slab: *const f32, rows: usize, v: *mut f32, nt: usize, first: usize) {
     for r in 0..rows {
         for x in 0..p.tx {
             let tile = first + r * p.tx + x;
-            for c0 in (0..p.cp).step_by(LANES) {
-                // Columns first (cols[j] = B^T d[.][j]), then the rows of that: B^T d B.
-                let cols: [[__m512; A]; A] = std::array::from_fn(|j| {
-                    bt(std::array::from_fn(|i| {
-                        // SAFETY: slab row r * 4 + i, column x * 4 + j < wp (the caller).
-                        unsafe { _mm512_loadu_ps(slab.add(((r * M + i) * p.wp + x * M + j) * p.cp + c0)) }
-                    }))
-                });
-                let e: [[__m512; A]; A] = std::array::from_fn(|i| std::array::from_fn(|j| cols[j][i]));
-                for (i, row) in e.into_iter().enumerate() {
-                    for (j, val) in bt(row).into_iter().enumerate() {
-                        // SAFETY: position xi = 6 i + j, tile < nt, channels c0..c0 + 16 <= cp.
-                        unsafe { _mm512_storeu_ps(v.add(((i * A + j) * nt + tile) * p.cp + c0), val) };
+            for c0 in (0..p.cp).step_by(V::LANES) {
+                // SAFETY: slab rows r * 4 + i, columns x * 4 + j < wp, channels
+                // c0..c0 + LANES <= cp; position xi = 6 i + j of tile < nt in `v`.
+                unsafe {
+                    // Columns first (cols[j] = B^T d[.][j]), then the rows of that: B^T d B.
+                    let mut cols = [[V::zero(); A]; A];
+                    for (j, col) in cols.iter_mut().enumerate() {
+                        let mut d = [V::zero(); A];
+                        for (i, x_i) in d.iter_mut().enumerate() {
+                            *x_i = V::load(slab.add(((r * M + i) * p.wp + x * M + j) * p.cp + c0));
+                        }
+                        *col = bt(d);
+                    }
+                    for i in 0..A {
+                        let mut row = [V::zero(); A];
+                        for (j, e) in row.iter_mut().enumerate() {
+                            *e = cols[j][i];
+                        }
+                        for (j, val) in bt(row).into_iter().enumerate() {
+                            val.store(v.add(((i * A + j) * nt + tile) * p.cp + c0));
+                        }
                     }
                 }
             }
@@ -411,11 +488,12 @@ unsafe fn input_transform(p: &Plan, slab: *const f32, rows: usize, v: *mut f32, 
 /// past `co` included: products with zero weights, finite where the inputs are).
 ///
 /// # Safety
-/// The CPU has AVX-512F and FMA; `m` holds `36 * nt * cop` floats, `bias` `cop`, and `cl`
+/// The CPU has `V`'s features; `m` holds `36 * nt * cop` floats, `bias` `cop`, and `cl`
 /// `rows * 4 * ow * cop`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
-unsafe fn output_transform(
+// As in `input_transform`, `i` picks element i of every column.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+unsafe fn output_transform<V: Lanes>(
     p: &Plan,
     m: *const f32,
     nt: usize,
@@ -424,37 +502,45 @@ unsafe fn output_transform(
     bias: &[f32],
     cl: *mut f32,
 ) -> bool {
-    use std::arch::x86_64::*;
-    // 0 * x is 0 for finite x and NaN otherwise: the sum stays 0 while all are finite.
-    let (zero, mut probe) = (_mm512_setzero_ps(), _mm512_setzero_ps());
-    for r in 0..rows {
-        let ylive = (p.oh - (t0 + r) * M).min(M);
-        for x in 0..p.tx {
-            let tile = first + r * p.tx + x;
-            let xlive = (p.ow - x * M).min(M);
-            for c0 in (0..p.cop).step_by(LANES) {
-                // SAFETY: `bias` holds cop floats.
-                let bv = unsafe { _mm512_loadu_ps(bias.as_ptr().add(c0)) };
-                // Columns first (cols[j] = A^T m[.][j]), then the rows of that: A^T m A.
-                let cols: [[__m512; M]; A] = std::array::from_fn(|j| {
-                    at(std::array::from_fn(|i| {
-                        // SAFETY: position 6 i + j of tile < nt, channels c0..c0 + 16 <= cop.
-                        unsafe { _mm512_loadu_ps(m.add(((i * A + j) * nt + tile) * p.cop + c0)) }
-                    }))
-                });
-                let z: [[__m512; A]; M] = std::array::from_fn(|i| std::array::from_fn(|j| cols[j][i]));
-                for (i, row) in z.into_iter().enumerate().take(ylive) {
-                    for (j, val) in at(row).into_iter().enumerate().take(xlive) {
-                        // SAFETY: output row r * 4 + i < rows * 4, column x * 4 + j < ow.
-                        let y = _mm512_add_ps(val, bv);
-                        probe = _mm512_fmadd_ps(y, zero, probe);
-                        unsafe { _mm512_storeu_ps(cl.add(((r * M + i) * p.ow + x * M + j) * p.cop + c0), y) };
+    // SAFETY: the caller's level and extents (commented at each access).
+    unsafe {
+        // 0 * x is 0 for finite x and NaN otherwise: the sum stays 0 while all are finite.
+        let (zero, mut probe) = (V::zero(), V::zero());
+        for r in 0..rows {
+            let ylive = (p.oh - (t0 + r) * M).min(M);
+            for x in 0..p.tx {
+                let tile = first + r * p.tx + x;
+                let xlive = (p.ow - x * M).min(M);
+                for c0 in (0..p.cop).step_by(V::LANES) {
+                    // `bias` holds cop floats.
+                    let bv = V::load(bias.as_ptr().add(c0));
+                    // Columns first (cols[j] = A^T m[.][j]), then the rows of that: A^T m A.
+                    let mut cols = [[V::zero(); M]; A];
+                    for (j, col) in cols.iter_mut().enumerate() {
+                        let mut d = [V::zero(); A];
+                        for (i, x_i) in d.iter_mut().enumerate() {
+                            // Position 6 i + j of tile < nt, channels c0..c0 + LANES <= cop.
+                            *x_i = V::load(m.add(((i * A + j) * nt + tile) * p.cop + c0));
+                        }
+                        *col = at(d);
+                    }
+                    for i in 0..ylive {
+                        let mut row = [V::zero(); A];
+                        for (j, e) in row.iter_mut().enumerate() {
+                            *e = cols[j][i];
+                        }
+                        for (j, val) in at(row).into_iter().enumerate().take(xlive) {
+                            // Output row r * 4 + i < rows * 4, column x * 4 + j < ow.
+                            let y = val.add(bv);
+                            probe = y.fmadd(zero, probe);
+                            y.store(cl.add(((r * M + i) * p.ow + x * M + j) * p.cop + c0));
+                        }
                     }
                 }
             }
         }
+        probe.ordered()
     }
-    _mm512_cmp_ps_mask::<_CMP_ORD_Q>(probe, probe) == 0xFFFF
 }
 
 #[cfg(test)]
@@ -468,7 +554,7 @@ mod tests {
     /// several blocks per sample, bias, with and without threads.
     #[test]
     fn matches_the_float64_path() {
-        if !crate::ops::cpu::has_avx512() {
+        if !crate::ops::cpu::has_avx2_fma() {
             return;
         }
         let mut seed = 77u64;
@@ -494,8 +580,10 @@ mod tests {
                 let want: Vec<f32> =
                     conv_fwd(&to64(&img), &to64(&wt), b.map(to64).as_deref(), &g, co, None).into_iter().map(|x| x as f32).collect();
                 for par in [false, true] {
-                    let got = super::super::on_two_threads(|| conv_fwd_winograd(&img, &wt, b, &g, co, par)).expect("finite");
-                    super::super::assert_close(&got, &want, &format!("{g:?} co={co} bias={} par={par}", b.is_some()));
+                    for (level, got) in levels(|run| super::super::on_two_threads(|| run(&img, &wt, b, &g, co, par))) {
+                        let got = got.expect("finite");
+                        super::super::assert_close(&got, &want, &format!("{level} {g:?} co={co} bias={} par={par}", b.is_some()));
+                    }
                 }
             }
         }
@@ -505,20 +593,40 @@ mod tests {
     /// method: the transforms would turn some of the direct sum's infinities into NaN.
     #[test]
     fn non_finite_operands_are_left_to_the_direct_path() {
-        if !crate::ops::cpu::has_avx512() {
-            return;
-        }
         let g = Geom::for_test(1, 16, 1, [1, 8, 8], [1, 3, 3], [1; 3], [0, 1, 1], [1; 3]);
         let img: Vec<f32> = crate::ops::test_values(16 * 64, 5);
         let wt: Vec<f32> = crate::ops::test_values(16 * 16 * 9, 6);
-        assert!(conv_fwd_winograd(&img, &wt, None, &g, 16, false).is_some());
+        for (level, got) in levels(|run| run(&img, &wt, None, &g, 16, false)) {
+            assert!(got.is_some(), "{level}");
+        }
         for bad in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
             let mut x = img.clone();
             x[16 * 64 - 10] = bad;
-            assert!(conv_fwd_winograd(&x, &wt, None, &g, 16, false).is_none(), "{bad} in the image");
+            for (level, got) in levels(|run| run(&x, &wt, None, &g, 16, false)) {
+                assert!(got.is_none(), "{level}: {bad} in the image");
+            }
             let mut w = wt.clone();
             w[3] = bad;
-            assert!(conv_fwd_winograd(&img, &w, None, &g, 16, false).is_none(), "{bad} in the weight");
+            for (level, got) in levels(|run| run(&img, &w, None, &g, 16, false)) {
+                assert!(got.is_none(), "{level}: {bad} in the weight");
+            }
         }
+    }
+
+    type Run = fn(&[f32], &[f32], Option<&[f32]>, &Geom, usize, bool) -> Option<Vec<f32>>;
+
+    /// `f` applied to the forward of each level this CPU has, named.
+    fn levels<R>(f: impl Fn(Run) -> R) -> Vec<(&'static str, R)> {
+        let mut out = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if crate::ops::cpu::has_avx2_fma() {
+                out.push(("avx2", f(fwd::<X8>)));
+            }
+            if crate::ops::cpu::has_avx512() {
+                out.push(("avx512", f(fwd::<X16>)));
+            }
+        }
+        out
     }
 }
