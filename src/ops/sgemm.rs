@@ -156,8 +156,16 @@ unsafe fn tile_avx2(kc: usize, a: *const f32, b: *const f32, c: *mut f32, c_rs: 
                     r0 = _mm256_add_ps(r0, _mm256_maskload_ps(p, m0));
                     r1 = _mm256_add_ps(r1, _mm256_maskload_ps(p.add(8), m1));
                 }
-                _mm256_maskstore_ps(p, m0, r0);
-                _mm256_maskstore_ps(p.add(8), m1, r1);
+                // Plain stores where the row is whole: AMD's Zen cores microcode
+                // `maskstore` (tens of cycles each).
+                if nr >= 16 {
+                    _mm256_storeu_ps(p, r0);
+                    _mm256_storeu_ps(p.add(8), r1);
+                } else {
+                    let bits = |w: usize| (1u32 << w.min(8)) - 1;
+                    crate::ops::lanes::store_masked8(r0, p, bits(nr));
+                    crate::ops::lanes::store_masked8(r1, p.add(8), bits(nr.saturating_sub(8)));
+                }
             }
         }
     }

@@ -5,12 +5,16 @@
 //! and row (the weight gradient). Why: as GEMMs, a depthwise layer is thousands of
 //! `mult x L x taps` products (taps = 9 for 3x3), each mostly overhead; measured 5x
 //! torch's time forward and backward. With unit x-stride the row loops are contiguous
-//! and vectorize; there the f32 forward sums all taps of 64 outputs in registers, the
-//! padding given by masked loads (`forward_f32`).
+//! and vectorize; there the f32 forward sums all taps of 4 vectors of outputs in
+//! registers, the padding given by masked loads (`forward_f32`, AVX2 or AVX-512 over
+//! `ops::lanes`).
 use super::im2col::for_rows;
 use super::passes::Keep;
 use super::Geom;
 use crate::ops::float::Float;
+use crate::ops::lanes::Lanes;
+#[cfg(target_arch = "x86_64")]
+use crate::ops::lanes::{X16, X8};
 use crate::ops::parallel::{for_chunks, par_ok};
 use crate::ops::reduce::sum_slice;
 use crate::ops::vector::{axpy, dot};
@@ -38,7 +42,7 @@ fn axpy_row<T: Float>(dst: &mut [T], src: &[T], (x0, x1, xoff): (usize, usize, i
 /// (+ bias): each output plane is the sum over taps of its input plane, shifted.
 pub(crate) fn forward<T: Keep>(img: &[T], w: &[T], bias: Option<&[T]>, g: &Geom, w_rows: usize) -> Vec<T> {
     if let (Some(img32), Some(w32)) = (T::as_f32(img), T::as_f32(w)) {
-        if crate::ops::cpu::has_avx512() && g.stride[2] == 1 {
+        if crate::ops::cpu::has_avx2_fma() && g.stride[2] == 1 {
             let b32 = bias.map(|b| T::as_f32(b).expect("bias has the operands' dtype"));
             return T::from_f32_vec(forward_f32(img32, w32, b32, g, w_rows)).expect("T is f32 here");
         }
@@ -63,34 +67,128 @@ pub(crate) fn forward<T: Keep>(img: &[T], w: &[T], bias: Option<&[T]>, g: &Geom,
     out
 }
 
-/// Output positions per register block: four vectors of 16, four independent chains of
-/// multiply-adds (one chain would wait on each FMA's latency).
+/// Vectors per register block: four independent chains of multiply-adds (one chain
+/// would wait on each FMA's latency); 64 positions with AVX-512, 32 with AVX2.
+const CHAINS: usize = 4;
+/// The widest register block (AVX-512's), which `PaddedPlane` pads rows for.
 const BLOCK: usize = 64;
 
-/// The f32 forward at x-stride 1 on AVX-512, read from the image in place: each block
-/// of 64 outputs of a row is summed over the taps in registers and stored once, each
-/// tap's inputs loaded with a mask that zeroes the padding (lanes left of the row, past
-/// its end, or a whole row outside the plane; those lanes are never read). Why: the
-/// tap-by-tap passes (`axpy_row`) load and store each output row once per tap (9 times
-/// for 3x3), 2.8x torch's time on 8x64x56x56; a zero-padded copy of each plane instead
-/// of the masks cost a quarter of the time (allocating, clearing and copying it).
+/// A SIMD level's variants of this file's f32 kernels, each a `target_feature` wrapper
+/// around the generic body (see `ops::lanes`).
+trait Level: Lanes {
+    /// Vectors per tap in the weight gradient's accumulators: two with AVX-512 (18 of
+    /// its 32 registers), one with AVX2 (9 of 16).
+    const WG: usize;
+    /// `row::<Self, ROWS>`.
+    ///
+    /// # Safety
+    /// As `row`, on a CPU with this level's features.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn row<const ROWS: bool>(
+        src: &[f32],
+        base: isize,
+        offs: &[isize],
+        rows_in: &[u16],
+        xmask: &[u16],
+        w: &[f32],
+        b: f32,
+        dst: &mut [f32],
+    );
+    /// `wgrad_plane::<Self>`.
+    ///
+    /// # Safety
+    /// As `wgrad_plane`, on a CPU with this level's features.
+    unsafe fn wgrad_plane(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32);
+}
+
+/// `impl Level` for a register type, its wrappers compiled with `$feat`.
+macro_rules! level {
+    ($v:ty, $wg:expr, $feat:literal) => {
+        #[cfg(target_arch = "x86_64")]
+        impl Level for $v {
+            const WG: usize = $wg;
+            unsafe fn row<const ROWS: bool>(
+                src: &[f32],
+                base: isize,
+                offs: &[isize],
+                rows_in: &[u16],
+                xmask: &[u16],
+                w: &[f32],
+                b: f32,
+                dst: &mut [f32],
+            ) {
+                #[target_feature(enable = $feat)]
+                #[allow(clippy::too_many_arguments)]
+                unsafe fn wrapped<const ROWS: bool>(
+                    src: &[f32],
+                    base: isize,
+                    offs: &[isize],
+                    rows_in: &[u16],
+                    xmask: &[u16],
+                    w: &[f32],
+                    b: f32,
+                    dst: &mut [f32],
+                ) {
+                    // SAFETY: forwarded; this function has the level's features.
+                    unsafe { row::<$v, ROWS>(src, base, offs, rows_in, xmask, w, b, dst) }
+                }
+                // SAFETY: the caller's (the CPU has the level's features).
+                unsafe { wrapped::<ROWS>(src, base, offs, rows_in, xmask, w, b, dst) }
+            }
+            unsafe fn wgrad_plane(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32) {
+                #[target_feature(enable = $feat)]
+                unsafe fn wrapped(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32) {
+                    // SAFETY: forwarded; this function has the level's features.
+                    unsafe { wgrad_plane::<$v>(a, padded, pp, g) }
+                }
+                // SAFETY: the caller's (the CPU has the level's features).
+                unsafe { wrapped(a, padded, pp, g) }
+            }
+        }
+    };
+}
+
+level!(X16, 2, "avx512f,avx2,fma");
+level!(X8, 1, "avx2,fma");
+
+/// The f32 forward at x-stride 1 with AVX2 or AVX-512 (`forward_with` at the CPU's level).
 fn forward_f32(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, w_rows: usize) -> Vec<f32> {
+    #[cfg(target_arch = "x86_64")]
+    match crate::ops::cpu::simd_level() {
+        crate::ops::cpu::Simd::Avx512 => return forward_with::<X16>(img, w, bias, g, w_rows),
+        crate::ops::cpu::Simd::Avx2 => return forward_with::<X8>(img, w, bias, g, w_rows),
+        crate::ops::cpu::Simd::Plain => {}
+    }
+    unreachable!("depthwise forward (f32 kernel) without AVX2")
+}
+
+/// The f32 forward at x-stride 1, read from the image in place: each block of
+/// `CHAINS` vectors of outputs of a row is summed over the taps in registers and stored
+/// once, each tap's inputs loaded with a mask that zeroes the padding (lanes left of
+/// the row, past its end, or a whole row outside the plane; those lanes are never
+/// read). Why: the tap-by-tap passes (`axpy_row`) load and store each output row once
+/// per tap (9 times for 3x3), 2.8x torch's time on 8x64x56x56; a zero-padded copy of
+/// each plane instead of the masks cost a quarter of the time (allocating, clearing and
+/// copying it).
+#[allow(dead_code)]
+fn forward_with<V: Level>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, w_rows: usize) -> Vec<f32> {
+    let l = V::LANES;
     let (kv, iv, ov) = (g.kvol(), g.ivol(), g.ovol());
     let mult = w_rows / g.c;
     let [od, oh, ow] = g.outs;
     let [d, h, wd] = g.ins.map(|v| v as isize);
     // Each tap's (z, y, x) offset from an output position's window origin.
     let taps = g.tap_offsets();
-    // Per tap and vector of 16 output positions (a whole number of blocks): the lanes
+    // Per tap and vector of output positions (a whole number of blocks): the lanes
     // whose input column lies inside the row and whose output lies inside the output row.
-    let nv = ow.div_ceil(BLOCK) * (BLOCK / 16);
+    let nv = ow.div_ceil(CHAINS * l) * CHAINS;
     let xmask: Vec<u16> = taps
         .iter()
         .flat_map(|t| {
             (0..nv).map(move |v| {
-                (0..16)
+                (0..l)
                     .filter(|&j| {
-                        let (o, x) = (v * 16 + j, (v * 16 + j) as isize + t[2]);
+                        let (o, x) = (v * l + j, (v * l + j) as isize + t[2]);
                         o < ow && (0..wd).contains(&x)
                     })
                     .fold(0u16, |m, j| m | 1 << j)
@@ -118,19 +216,18 @@ fn forward_f32(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, w_rows: u
                     let base = (z0 * h + y0) * wd;
                     let dst = &mut plane[(oz * oh + oy) * ow..][..ow];
                     let inside = (0..d).contains(&(z0 + zr.0)) && (0..d).contains(&(z0 + zr.1));
-                    #[cfg(target_arch = "x86_64")]
-                    // SAFETY: AVX-512 (the caller's check); the masks select only inputs
-                    // inside the plane (`xmask`, and every tap's row inside the plane or
-                    // masked off by `rows_in`).
+                    // SAFETY: the caller chose a level the CPU has; the masks select only
+                    // inputs inside the plane (`xmask`, and every tap's row inside the
+                    // plane or masked off by `rows_in`).
                     unsafe {
                         if inside && (0..h).contains(&(y0 + yr.0)) && (0..h).contains(&(y0 + yr.1)) {
-                            row_avx512::<false>(src, base, &offs, &[], &xmask, w, b, dst)
+                            V::row::<false>(src, base, &offs, &[], &xmask, w, b, dst)
                         } else {
                             for (r, t) in rows_in.iter_mut().zip(&taps) {
                                 let inside = (0..d).contains(&(z0 + t[0])) && (0..h).contains(&(y0 + t[1]));
                                 *r = if inside { u16::MAX } else { 0 };
                             }
-                            row_avx512::<true>(src, base, &offs, &rows_in, &xmask, w, b, dst)
+                            V::row::<true>(src, base, &offs, &rows_in, &xmask, w, b, dst)
                         }
                     };
                 }
@@ -181,32 +278,39 @@ impl PaddedPlane {
     }
 }
 
-/// The f32 weight gradient of a 3x3 (9-tap) depthwise convolution at x-stride 1 on
-/// AVX-512: per output channel, each 32-lane block of each row of `a` is loaded once and
-/// multiplied into all 9 taps' accumulators (18 vectors) from the padded input plane;
-/// the bias gradient sums the same blocks. Why: the tap-by-tap dot products read every
-/// row of `a` and of the input 9 times.
+/// The f32 weight gradient of a 3x3 (9-tap) depthwise convolution at x-stride 1 with
+/// AVX2 or AVX-512: per output channel, each block of `WG` vectors of each row of `a` is
+/// loaded once and multiplied into all 9 taps' accumulators from the padded input
+/// plane; the bias gradient sums the same blocks. Why: the tap-by-tap dot products read
+/// every row of `a` and of the input 9 times.
 fn weight_grad_f32(a: &[f32], img: &[f32], g: &Geom, w_rows: usize, bias: bool) -> (Vec<f32>, Option<Vec<f32>>) {
+    #[cfg(target_arch = "x86_64")]
+    match crate::ops::cpu::simd_level() {
+        crate::ops::cpu::Simd::Avx512 => return weight_grad_with::<X16>(a, img, g, w_rows, bias),
+        crate::ops::cpu::Simd::Avx2 => return weight_grad_with::<X8>(a, img, g, w_rows, bias),
+        crate::ops::cpu::Simd::Plain => {}
+    }
+    unreachable!("depthwise weight gradient (f32 kernel) without AVX2")
+}
+
+/// `weight_grad_f32` at the level `V`, which the CPU must have.
+#[allow(dead_code)]
+fn weight_grad_with<V: Level>(a: &[f32], img: &[f32], g: &Geom, w_rows: usize, bias: bool) -> (Vec<f32>, Option<Vec<f32>>) {
     let (iv, ov) = (g.ivol(), g.ovol());
     let mult = w_rows / g.c;
     let pp = PaddedPlane::new(g);
     let per_channel = |o: usize| -> ([f32; 9], f32) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let mut sums = ([0f32; 9], 0f32);
-            for n in 0..g.n {
-                let padded = pp.copy(&img[(n * g.c + o / mult) * iv..][..iv], g);
-                let ap = &a[(n * w_rows + o) * ov..][..ov];
-                // SAFETY: AVX-512 (the caller's check); the padded plane covers every tap's
-                // loads for whole blocks of every output row (`PaddedPlane`).
-                let (dw, db) = unsafe { wgrad_plane_avx512(ap, &padded, &pp, g) };
-                sums.0.iter_mut().zip(dw).for_each(|(s, d)| *s += d);
-                sums.1 += db;
-            }
-            sums
+        let mut sums = ([0f32; 9], 0f32);
+        for n in 0..g.n {
+            let padded = pp.copy(&img[(n * g.c + o / mult) * iv..][..iv], g);
+            let ap = &a[(n * w_rows + o) * ov..][..ov];
+            // SAFETY: the caller chose a level the CPU has; the padded plane covers every
+            // tap's loads for whole blocks of every output row (`PaddedPlane`).
+            let (dw, db) = unsafe { V::wgrad_plane(ap, &padded, &pp, g) };
+            sums.0.iter_mut().zip(dw).for_each(|(s, d)| *s += d);
+            sums.1 += db;
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("depthwise weight gradient (AVX-512) off x86-64: {o}")
+        sums
     };
     let parts: Vec<([f32; 9], f32)> = crate::ops::parallel::map_indices(w_rows, par_ok(g.n * w_rows * ov * 9), per_channel);
     let db = bias.then(|| parts.iter().map(|p| p.1).collect());
@@ -216,58 +320,61 @@ fn weight_grad_f32(a: &[f32], img: &[f32], g: &Geom, w_rows: usize, bias: bool) 
 /// One sample's plane: `dw[t] = sum_x a[x] * src[origin(x) + offs[t]]` and the sum of `a`.
 ///
 /// # Safety
-/// The CPU has AVX-512F and FMA; `padded` is `pp`'s copy of the input plane for `g`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
-unsafe fn wgrad_plane_avx512(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32) {
-    use std::arch::x86_64::*;
+/// The CPU has `V`'s features; `padded` is `pp`'s copy of the input plane for `g`.
+#[inline(always)]
+unsafe fn wgrad_plane<V: Level>(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32) {
+    let (l, wg) = (V::LANES, V::WG);
     let [od, oh, ow] = g.outs;
-    let mut acc = [[_mm512_setzero_ps(); 2]; 9];
-    let mut asum = _mm512_setzero_ps();
-    let offs: [usize; 9] = std::array::from_fn(|t| pp.offs[t]);
-    for oz in 0..od {
-        for oy in 0..oh {
-            let arow = &a[(oz * oh + oy) * ow..][..ow];
-            let src = &padded[pp.row(g, oz, oy)..];
-            for x0 in (0..ow).step_by(32) {
-                // Lanes past the row's end are masked off on both sides (an input there,
-                // infinite, would otherwise make 0 * inf = NaN).
-                let live = [0, 1].map(|v| {
-                    let at = x0 + 16 * v;
-                    if at >= ow {
-                        0
-                    } else {
-                        ((1u32 << (ow - at).min(16)) - 1) as __mmask16
+    // SAFETY: the caller's level and extents (commented at the loads).
+    unsafe {
+        let mut acc = [[V::zero(); 2]; 9];
+        let mut asum = V::zero();
+        let mut offs = [0usize; 9];
+        offs.copy_from_slice(&pp.offs[..9]);
+        for oz in 0..od {
+            for oy in 0..oh {
+                let arow = &a[(oz * oh + oy) * ow..][..ow];
+                let src = &padded[pp.row(g, oz, oy)..];
+                for x0 in (0..ow).step_by(wg * l) {
+                    // Lanes past the row's end are masked off on both sides (an input
+                    // there, infinite, would otherwise make 0 * inf = NaN).
+                    let mut live = [0u32; 2];
+                    let mut av = [V::zero(); 2];
+                    for v in 0..wg {
+                        let at = x0 + l * v;
+                        live[v] = if at >= ow { 0 } else { ((1u64 << (ow - at).min(l)) - 1) as u32 };
+                        // The mask keeps the load inside the row of `a`.
+                        av[v] = V::load_masked(arow.as_ptr().add(at.min(ow)), live[v]);
+                        asum = asum.add(av[v]);
                     }
-                });
-                // SAFETY: the masks keep the loads inside the row of `a`; the taps' loads
-                // for whole blocks are inside `padded` (the caller).
-                unsafe {
-                    let av = [0, 1].map(|v| _mm512_maskz_loadu_ps(live[v], arow.as_ptr().add((x0 + 16 * v).min(ow))));
-                    asum = _mm512_add_ps(asum, _mm512_add_ps(av[0], av[1]));
                     for (t, row) in acc.iter_mut().enumerate() {
                         let p = src.as_ptr().add(offs[t] + x0);
-                        row[0] = _mm512_fmadd_ps(av[0], _mm512_maskz_loadu_ps(live[0], p), row[0]);
-                        row[1] = _mm512_fmadd_ps(av[1], _mm512_maskz_loadu_ps(live[1], p.add(16)), row[1]);
+                        for v in 0..wg {
+                            // The taps' loads for whole blocks are inside `padded`.
+                            row[v] = av[v].fmadd(V::load_masked(p.add(l * v), live[v]), row[v]);
+                        }
                     }
                 }
             }
         }
+        let mut dw = [0f32; 9];
+        for (d, r) in dw.iter_mut().zip(&acc) {
+            *d = if wg == 2 { r[0].add(r[1]).sum() } else { r[0].sum() };
+        }
+        (dw, asum.sum())
     }
-    (acc.map(|r| _mm512_reduce_add_ps(_mm512_add_ps(r[0], r[1]))), _mm512_reduce_add_ps(asum))
 }
 
 /// One output row: `dst[x] = b + sum_t w[t] * src[base + offs[t] + x]` over the lanes
-/// that `xmask[t]` (per vector of 16) selects, and with `ROWS` only for the taps whose
-/// `rows_in[t]` is set; 64 positions at a time.
+/// that `xmask[t]` (per vector) selects, and with `ROWS` only for the taps whose
+/// `rows_in[t]` is set; `CHAINS` vectors at a time.
 ///
 /// # Safety
-/// The CPU has AVX-512F and FMA; every selected lane's input is inside `src`; `xmask`
-/// holds `dst.len().div_ceil(64) * 4` masks per tap.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
+/// The CPU has `V`'s features; every selected lane's input is inside `src`; `xmask`
+/// holds `dst.len().div_ceil(CHAINS * LANES) * CHAINS` masks per tap.
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn row_avx512<const ROWS: bool>(
+unsafe fn row<V: Lanes, const ROWS: bool>(
     src: &[f32],
     base: isize,
     offs: &[isize],
@@ -277,32 +384,38 @@ unsafe fn row_avx512<const ROWS: bool>(
     b: f32,
     dst: &mut [f32],
 ) {
-    use std::arch::x86_64::*;
-    const V: usize = BLOCK / 16;
+    let l = V::LANES;
+    let full = ((1u32 << l) - 1) as u16;
     let len = dst.len();
-    let nv = len.div_ceil(BLOCK) * V;
+    let nv = len.div_ceil(CHAINS * l) * CHAINS;
     let at = src.as_ptr().wrapping_offset(base);
-    for x0 in (0..len).step_by(BLOCK) {
-        let mut acc = [_mm512_set1_ps(b); V];
-        for (t, (&off, &wt)) in offs.iter().zip(w).enumerate() {
-            let wv = _mm512_set1_ps(wt);
-            let p = at.wrapping_offset(off + x0 as isize);
-            let m = &xmask[t * nv + x0 / 16..][..V];
-            let rm = if ROWS { rows_in[t] } else { u16::MAX };
-            for (v, a) in acc.iter_mut().enumerate() {
-                // SAFETY: the selected lanes are inputs inside `src` (the caller); the
-                // others are neither read nor faulted on.
-                *a = _mm512_fmadd_ps(wv, unsafe { _mm512_maskz_loadu_ps(m[v] & rm, p.wrapping_add(16 * v)) }, *a);
+    // SAFETY: the caller's level and extents (commented at the loads and stores).
+    unsafe {
+        for x0 in (0..len).step_by(CHAINS * l) {
+            let mut acc = [V::splat(b); CHAINS];
+            for (t, (&off, &wt)) in offs.iter().zip(w).enumerate() {
+                let wv = V::splat(wt);
+                let p = at.wrapping_offset(off + x0 as isize);
+                let m = &xmask[t * nv + x0 / l..][..CHAINS];
+                let rm = if ROWS { rows_in[t] } else { u16::MAX };
+                for (v, a) in acc.iter_mut().enumerate() {
+                    // The selected lanes are inputs inside `src` (the caller); the others
+                    // are neither read nor faulted on. AVX2 has no mask registers: a full
+                    // vector (the interior of a row) takes a plain load.
+                    let (mk, q) = (m[v] & rm, p.wrapping_add(l * v));
+                    let x = if l == 8 && mk == full { V::load(q) } else { V::load_masked(q, mk as u32) };
+                    *a = wv.fmadd(x, *a);
+                }
             }
-        }
-        for (v, a) in acc.iter().enumerate() {
-            let at = x0 + 16 * v;
-            if at >= len {
-                break;
+            for (v, a) in acc.iter().enumerate() {
+                let at = x0 + l * v;
+                if at >= len {
+                    break;
+                }
+                let live = (len - at).min(l);
+                // Positions at..at + live are inside `dst`.
+                a.store_masked(dst.as_mut_ptr().add(at), ((1u64 << live) - 1) as u32);
             }
-            let live = (len - at).min(16);
-            // SAFETY: positions at..at + live are inside `dst`.
-            unsafe { _mm512_mask_storeu_ps(dst.as_mut_ptr().add(at), ((1u32 << live) - 1) as __mmask16, *a) };
         }
     }
 }
@@ -316,7 +429,7 @@ pub(crate) fn adjoint<T: Keep>(a: &[T], w: &[T], bias: Option<&[T]>, g: &Geom, w
     // the adjoint is the depthwise forward of `a` with each kernel flipped and padded by
     // reach - pad (the same flipped convolution as every stride-1 adjoint's,
     // `implicit::flipped_geom`), which the f32 forward runs in registers.
-    let flipped = (mult == 1 && crate::ops::cpu::has_avx512()).then(|| super::implicit::flipped_geom(g, w_rows)).flatten();
+    let flipped = (mult == 1 && crate::ops::cpu::has_avx2_fma()).then(|| super::implicit::flipped_geom(g, w_rows)).flatten();
     if let (Some(a32), Some(w32), Some(adj)) = (T::as_f32(a), T::as_f32(w), flipped) {
         let b32 = bias.map(|b| T::as_f32(b).expect("bias has the operands' dtype"));
         let wf = super::implicit::flip_kernel(w32, g, w_rows);
@@ -357,7 +470,7 @@ pub(crate) fn adjoint<T: Keep>(a: &[T], w: &[T], bias: Option<&[T]>, g: &Geom, w
 /// output channel's sum of `a`.
 pub(crate) fn weight_grad<T: Keep>(a: &[T], img: &[T], g: &Geom, w_rows: usize, bias: bool) -> (Vec<T>, Option<Vec<T>>) {
     if let (Some(a32), Some(img32), true) =
-        (T::as_f32(a), T::as_f32(img), crate::ops::cpu::has_avx512() && g.stride[2] == 1 && g.kvol() == 9)
+        (T::as_f32(a), T::as_f32(img), crate::ops::cpu::has_avx2_fma() && g.stride[2] == 1 && g.kvol() == 9)
     {
         let (dw, db) = weight_grad_f32(a32, img32, g, w_rows, bias);
         let wrap = |v: Vec<f32>| T::from_f32_vec(v).expect("T is f32 here");
@@ -444,6 +557,36 @@ mod tests {
                 Some(Buf::F32(b)) => super::super::assert_close(&db.unwrap(), b, &what),
                 _ => panic!("bias sums"),
             }
+            // Each SIMD level this CPU has (the calls above took the best one).
+            #[cfg(target_arch = "x86_64")]
+            if g.stride[2] == 1 {
+                let levels: [(bool, Fwd, Wg); 2] = [
+                    (crate::ops::cpu::has_avx2_fma(), forward_with::<X8>, weight_grad_with::<X8>),
+                    (crate::ops::cpu::has_avx512(), forward_with::<X16>, weight_grad_with::<X16>),
+                ];
+                for (i, (has, fwd, wg)) in levels.into_iter().enumerate() {
+                    if !has {
+                        continue;
+                    }
+                    let what = format!("{what} level {i}");
+                    super::super::assert_close(
+                        &fwd(&img, &w, Some(&bo), &g, w_rows),
+                        &conv_fwd(&img, &w, Some(&bo), &g, w_rows, None),
+                        &what,
+                    );
+                    if g.kvol() == 9 {
+                        let (dw, db) = wg(&a, &img, &g, w_rows, true);
+                        super::super::assert_close(&dw, &want, &what);
+                        match sink.get() {
+                            Some(Buf::F32(b)) => super::super::assert_close(&db.unwrap(), b, &what),
+                            _ => panic!("bias sums"),
+                        }
+                    }
+                }
+            }
         }
     }
+
+    type Fwd = fn(&[f32], &[f32], Option<&[f32]>, &Geom, usize) -> Vec<f32>;
+    type Wg = fn(&[f32], &[f32], &Geom, usize, bool) -> (Vec<f32>, Option<Vec<f32>>);
 }
