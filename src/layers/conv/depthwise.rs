@@ -101,55 +101,91 @@ trait Level: Lanes {
     unsafe fn wgrad_plane(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32);
 }
 
-/// `impl Level` for a register type, its wrappers compiled with `$feat`.
-macro_rules! level {
-    ($v:ty, $wg:expr, $feat:literal) => {
-        #[cfg(target_arch = "x86_64")]
-        impl Level for $v {
-            const WG: usize = $wg;
-            unsafe fn row<const ROWS: bool>(
-                src: &[f32],
-                base: isize,
-                offs: &[isize],
-                rows_in: &[u16],
-                xmask: &[u16],
-                w: &[f32],
-                b: f32,
-                dst: &mut [f32],
-            ) {
-                #[target_feature(enable = $feat)]
-                #[allow(clippy::too_many_arguments)]
-                unsafe fn wrapped<const ROWS: bool>(
-                    src: &[f32],
-                    base: isize,
-                    offs: &[isize],
-                    rows_in: &[u16],
-                    xmask: &[u16],
-                    w: &[f32],
-                    b: f32,
-                    dst: &mut [f32],
-                ) {
-                    // SAFETY: forwarded; this function has the level's features.
-                    unsafe { row::<$v, ROWS>(src, base, offs, rows_in, xmask, w, b, dst) }
-                }
-                // SAFETY: the caller's (the CPU has the level's features).
-                unsafe { wrapped::<ROWS>(src, base, offs, rows_in, xmask, w, b, dst) }
-            }
-            unsafe fn wgrad_plane(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32) {
-                #[target_feature(enable = $feat)]
-                unsafe fn wrapped(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32) {
-                    // SAFETY: forwarded; this function has the level's features.
-                    unsafe { wgrad_plane::<$v>(a, padded, pp, g) }
-                }
-                // SAFETY: the caller's (the CPU has the level's features).
-                unsafe { wrapped(a, padded, pp, g) }
-            }
+// The wrappers are written out per level, not by a macro: tools/avx_audit.py finds
+// `#[target_feature]` functions by their names in the source.
+#[cfg(target_arch = "x86_64")]
+impl Level for X16 {
+    const WG: usize = 2;
+    unsafe fn row<const ROWS: bool>(
+        src: &[f32],
+        base: isize,
+        offs: &[isize],
+        rows_in: &[u16],
+        xmask: &[u16],
+        w: &[f32],
+        b: f32,
+        dst: &mut [f32],
+    ) {
+        #[target_feature(enable = "avx512f,avx2,fma")]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn depthwise_row_avx512<const ROWS: bool>(
+            src: &[f32],
+            base: isize,
+            offs: &[isize],
+            rows_in: &[u16],
+            xmask: &[u16],
+            w: &[f32],
+            b: f32,
+            dst: &mut [f32],
+        ) {
+            // SAFETY: forwarded; this function has the level's features.
+            unsafe { row::<X16, ROWS>(src, base, offs, rows_in, xmask, w, b, dst) }
         }
-    };
+        // SAFETY: the caller's (the CPU has the level's features).
+        unsafe { depthwise_row_avx512::<ROWS>(src, base, offs, rows_in, xmask, w, b, dst) }
+    }
+    unsafe fn wgrad_plane(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32) {
+        #[target_feature(enable = "avx512f,avx2,fma")]
+        unsafe fn depthwise_wgrad_avx512(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32) {
+            // SAFETY: forwarded; this function has the level's features.
+            unsafe { wgrad_plane::<X16>(a, padded, pp, g) }
+        }
+        // SAFETY: the caller's (the CPU has the level's features).
+        unsafe { depthwise_wgrad_avx512(a, padded, pp, g) }
+    }
 }
 
-level!(X16, 2, "avx512f,avx2,fma");
-level!(X8, 1, "avx2,fma");
+#[cfg(target_arch = "x86_64")]
+impl Level for X8 {
+    const WG: usize = 1;
+    unsafe fn row<const ROWS: bool>(
+        src: &[f32],
+        base: isize,
+        offs: &[isize],
+        rows_in: &[u16],
+        xmask: &[u16],
+        w: &[f32],
+        b: f32,
+        dst: &mut [f32],
+    ) {
+        #[target_feature(enable = "avx2,fma")]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn depthwise_row_avx2<const ROWS: bool>(
+            src: &[f32],
+            base: isize,
+            offs: &[isize],
+            rows_in: &[u16],
+            xmask: &[u16],
+            w: &[f32],
+            b: f32,
+            dst: &mut [f32],
+        ) {
+            // SAFETY: forwarded; this function has the level's features.
+            unsafe { row::<X8, ROWS>(src, base, offs, rows_in, xmask, w, b, dst) }
+        }
+        // SAFETY: the caller's (the CPU has the level's features).
+        unsafe { depthwise_row_avx2::<ROWS>(src, base, offs, rows_in, xmask, w, b, dst) }
+    }
+    unsafe fn wgrad_plane(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32) {
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn depthwise_wgrad_avx2(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32) {
+            // SAFETY: forwarded; this function has the level's features.
+            unsafe { wgrad_plane::<X8>(a, padded, pp, g) }
+        }
+        // SAFETY: the caller's (the CPU has the level's features).
+        unsafe { depthwise_wgrad_avx2(a, padded, pp, g) }
+    }
+}
 
 /// The f32 forward at x-stride 1 with AVX2 or AVX-512 (`forward_with` at the CPU's level).
 fn forward_f32(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, w_rows: usize) -> Vec<f32> {

@@ -55,7 +55,7 @@ impl Level for X16 {
     const BLOCK_FLOATS: usize = 1 << 18;
     unsafe fn run(p: &Plan, img: &[f32], up: &[f32], bias: &[f32], rows: (usize, usize), out: *mut f32, bufs: &mut [Vec<f32>; 4]) -> bool {
         #[target_feature(enable = "avx512f,avx2,fma")]
-        unsafe fn wide(
+        unsafe fn winograd_avx512(
             p: &Plan,
             img: &[f32],
             up: &[f32],
@@ -68,7 +68,7 @@ impl Level for X16 {
             unsafe { compute::<X16>(p, img, up, bias, rows, out, bufs) }
         }
         // SAFETY: the caller's (the CPU has AVX-512F, AVX2 and FMA).
-        unsafe { wide(p, img, up, bias, rows, out, bufs) }
+        unsafe { winograd_avx512(p, img, up, bias, rows, out, bufs) }
     }
 }
 
@@ -78,7 +78,7 @@ impl Level for X8 {
     const BLOCK_FLOATS: usize = 1 << 17;
     unsafe fn run(p: &Plan, img: &[f32], up: &[f32], bias: &[f32], rows: (usize, usize), out: *mut f32, bufs: &mut [Vec<f32>; 4]) -> bool {
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn narrow(
+        unsafe fn winograd_avx2(
             p: &Plan,
             img: &[f32],
             up: &[f32],
@@ -91,7 +91,7 @@ impl Level for X8 {
             unsafe { compute::<X8>(p, img, up, bias, rows, out, bufs) }
         }
         // SAFETY: the caller's (the CPU has AVX2 and FMA).
-        unsafe { narrow(p, img, up, bias, rows, out, bufs) }
+        unsafe { winograd_avx2(p, img, up, bias, rows, out, bufs) }
     }
 }
 
