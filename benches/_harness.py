@@ -123,7 +123,7 @@ def unlock_torch_mkl() -> None:
     global MKL_NOTE
     pre = os.environ.get("LD_PRELOAD", "")
     if "mkl_intel_cpu_shim" in pre:
-        MKL_NOTE = "torch's MKL: AVX-512 path (Intel check answered yes on this AMD CPU, --stock-mkl to keep MKL's choice)"
+        MKL_NOTE = "torch's MKL: its Intel code paths (the Intel check answered yes on this AMD CPU; --stock-mkl keeps MKL's choice)"
         return
     if "--stock-mkl" in sys.argv or not _amd_cpu():
         MKL_NOTE = "torch's MKL: stock" + (" (AMD: MKL takes its AVX2 path)" if _amd_cpu() else "")

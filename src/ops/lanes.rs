@@ -32,11 +32,29 @@ pub(crate) trait Lanes: Copy {
     unsafe fn fnmadd(self, b: Self, c: Self) -> Self;
     /// Whether no lane is NaN.
     unsafe fn ordered(self) -> bool;
-    /// Lane i from `p + i` where bit i of `mask` is set, else 0; the unselected lanes'
+    /// A lane mask in the form the level's masked loads take (AVX-512: a mask register;
+    /// AVX2: a vector whose lanes' sign bits select), for kernels that build their
+    /// masks once and load with them many times.
+    type Mask: Copy;
+    /// The mask of bits 0..LANES of `bits` (lane i where bit i is set).
+    unsafe fn mask(bits: u32) -> Self::Mask;
+    /// Lane i from `p + i` where `m` selects lane i, else 0; the unselected lanes'
     /// addresses are neither read nor faulted on.
-    unsafe fn load_masked(p: *const f32, mask: u32) -> Self;
+    unsafe fn load_mask(p: *const f32, m: Self::Mask) -> Self;
+    /// `self` with lane i replaced by `p + i` where `m` selects lane i; the unselected
+    /// lanes' addresses are neither read nor faulted on.
+    unsafe fn merge_mask(self, p: *const f32, m: Self::Mask) -> Self;
+    /// `load_mask` with the mask of `bits`.
+    #[inline(always)]
+    unsafe fn load_masked(p: *const f32, bits: u32) -> Self {
+        // SAFETY: the trait's contract.
+        unsafe { Self::load_mask(p, Self::mask(bits)) }
+    }
     /// Lane i to `p + i` where bit i of `mask` is set; the others are not touched.
     unsafe fn store_masked(self, p: *mut f32, mask: u32);
+    /// The even lanes of `lo` then those of `hi` (lane j is lane 2j of the pair): the
+    /// inputs of a stride-2 window, loaded as two whole vectors.
+    unsafe fn evens(lo: Self, hi: Self) -> Self;
     /// The sum of the lanes.
     unsafe fn sum(self) -> f32;
 }
@@ -51,13 +69,33 @@ pub(crate) struct X16(__m512);
 #[derive(Clone, Copy)]
 pub(crate) struct X8(__m256);
 
+/// `Some(f::<V>(args))` with `V` the vector type of the CPU's SIMD level (`X16` with
+/// AVX-512, `X8` with AVX2), None without AVX2 or off x86-64: the one place a kernel
+/// written over `V: Lanes` is given its level. `f` is a generic function whose bound (a
+/// trait over `Lanes`, implemented per level) holds the `#[target_feature]` wrappers.
+macro_rules! at_cpu_lanes {
+    ($f:ident($($arg:expr),* $(,)?)) => {{
+        #[cfg(target_arch = "x86_64")]
+        let r = match $crate::ops::cpu::simd_level() {
+            $crate::ops::cpu::Simd::Avx512 => Some($f::<$crate::ops::lanes::X16>($($arg),*)),
+            $crate::ops::cpu::Simd::Avx2 => Some($f::<$crate::ops::lanes::X8>($($arg),*)),
+            $crate::ops::cpu::Simd::Plain => None,
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let r = None;
+        r
+    }};
+}
+pub(crate) use at_cpu_lanes;
+
 /// `impl Lanes` for a register wrapper from its intrinsics. Each body is one
 /// intrinsic call, unsafe because of its `target_feature`: the trait's contract
 /// (the caller runs with the level's features, pointers hold `LANES` floats) is what
 /// makes it sound.
 macro_rules! lanes {
     ($name:ident, $n:expr, $zero:ident, $set1:ident, $load:ident, $store:ident, $add:ident, $sub:ident, $mul:ident, $fmadd:ident, $fnmadd:ident, |$v:ident| $ordered:expr,
-     load_masked: |$lp:ident, $lm:ident| $load_masked:expr, store_masked: |$sv:ident, $sp:ident, $sm:ident| $store_masked:expr, sum: |$rv:ident| $sum:expr) => {
+     mask: $mask:ty, |$mb:ident| $make_mask:expr, load_mask: |$lp:ident, $lm:ident| $load_mask:expr, merge_mask: |$mv:ident, $mp:ident, $mm:ident| $merge_mask:expr,
+     store_masked: |$sv:ident, $sp:ident, $sm:ident| $store_masked:expr, evens: |$elo:ident, $ehi:ident| $evens:expr, sum: |$rv:ident| $sum:expr) => {
         #[cfg(target_arch = "x86_64")]
         impl Lanes for $name {
             const LANES: usize = $n;
@@ -112,17 +150,39 @@ macro_rules! lanes {
                 // SAFETY: the trait's contract.
                 unsafe { $ordered }
             }
+            type Mask = $mask;
             #[inline(always)]
-            unsafe fn load_masked(p: *const f32, mask: u32) -> Self {
-                let ($lp, $lm) = (p, mask);
+            unsafe fn mask(bits: u32) -> $mask {
+                let $mb = bits;
+                // SAFETY: the trait's contract. (AVX-512's mask is a plain integer cast.)
+                #[allow(unused_unsafe)]
+                unsafe {
+                    $make_mask
+                }
+            }
+            #[inline(always)]
+            unsafe fn load_mask(p: *const f32, m: $mask) -> Self {
+                let ($lp, $lm) = (p, m);
                 // SAFETY: the trait's contract (the selected lanes are readable).
-                $name(unsafe { $load_masked })
+                $name(unsafe { $load_mask })
+            }
+            #[inline(always)]
+            unsafe fn merge_mask(self, p: *const f32, m: $mask) -> Self {
+                let ($mv, $mp, $mm) = (self.0, p, m);
+                // SAFETY: the trait's contract (the selected lanes are readable).
+                $name(unsafe { $merge_mask })
             }
             #[inline(always)]
             unsafe fn store_masked(self, p: *mut f32, mask: u32) {
                 let ($sv, $sp, $sm) = (self.0, p, mask);
                 // SAFETY: the trait's contract (the selected lanes are writable).
                 unsafe { $store_masked }
+            }
+            #[inline(always)]
+            unsafe fn evens(lo: Self, hi: Self) -> Self {
+                let ($elo, $ehi) = (lo.0, hi.0);
+                // SAFETY: the trait's contract.
+                $name(unsafe { $evens })
             }
             #[inline(always)]
             unsafe fn sum(self) -> f32 {
@@ -147,8 +207,11 @@ lanes!(
     _mm512_fmadd_ps,
     _mm512_fnmadd_ps,
     |v| _mm512_cmp_ps_mask::<_CMP_ORD_Q>(v, v) == 0xFFFF,
-    load_masked: |p, m| _mm512_maskz_loadu_ps(m as __mmask16, p),
+    mask: __mmask16, |b| b as __mmask16,
+    load_mask: |p, m| _mm512_maskz_loadu_ps(m, p),
+    merge_mask: |v, p, m| _mm512_mask_loadu_ps(v, m, p),
     store_masked: |v, p, m| _mm512_mask_storeu_ps(p, m as __mmask16, v),
+    evens: |lo, hi| _mm512_permutex2var_ps(lo, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), hi),
     sum: |v| _mm512_reduce_add_ps(v)
 );
 lanes!(
@@ -164,8 +227,16 @@ lanes!(
     _mm256_fmadd_ps,
     _mm256_fnmadd_ps,
     |v| _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v)) == 0,
-    load_masked: |p, m| _mm256_maskload_ps(p, lane_mask8(m)),
+    mask: __m256i, |b| lane_mask8(b),
+    load_mask: |p, m| _mm256_maskload_ps(p, m),
+    merge_mask: |v, p, m| _mm256_blendv_ps(v, _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m)),
     store_masked: |v, p, m| store_masked8(v, p, m),
+    // Within each 128-bit half [lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6], then the middle
+    // 64-bit pairs swapped.
+    evens: |lo, hi| {
+        let t = _mm256_castps_pd(_mm256_shuffle_ps::<0b10_00_10_00>(lo, hi));
+        _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(t))
+    },
     sum: |v| {
         let s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
         let s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
@@ -219,11 +290,17 @@ mod tests {
     use super::*;
 
     /// Masked loads and stores touch only the selected lanes (a store leaves the others'
-    /// memory as it was; a load reads them as 0), `sum` adds every lane, and `ordered`
-    /// tells NaN lanes apart, for each level this CPU has.
+    /// memory as it was; a load reads them as 0, a merging load keeps them), `sum` adds
+    /// every lane, `ordered` tells NaN lanes apart and `evens` gathers lanes 0, 2, 4...
+    /// of a pair, for each level this CPU has.
     fn check<V: Lanes>() {
         let n = V::LANES;
         let src: Vec<f32> = (0..n).map(|i| i as f32 + 1.0).collect();
+        let pair: Vec<f32> = (0..2 * n).map(|i| i as f32).collect();
+        let mut got = vec![0f32; n];
+        // SAFETY: the caller checked the CPU has V's features; `pair` holds 2n floats.
+        unsafe { V::evens(V::load(pair.as_ptr()), V::load(pair.as_ptr().add(n))).store(got.as_mut_ptr()) };
+        assert_eq!(got, (0..n).map(|j| (2 * j) as f32).collect::<Vec<_>>());
         for mask in [0u32, 1, 0b101, (1 << n) - 1, (1 << (n - 1)) - 1, 1 << (n - 1)] {
             // SAFETY: the caller checked the CPU has V's features; the buffers hold n floats.
             unsafe {
@@ -243,6 +320,11 @@ mod tests {
                 bad[n - 1] = f32::NAN;
                 assert!(!V::load(bad.as_ptr()).ordered());
                 assert_eq!(V::splat(2.0).fnmadd(V::splat(3.0), V::splat(10.0)).sum(), 4.0 * n as f32);
+                let merged = V::splat(-2.0).merge_mask(src.as_ptr(), V::mask(mask));
+                merged.store(out.as_mut_ptr());
+                for (i, &x) in out.iter().enumerate() {
+                    assert_eq!(x, if mask >> i & 1 == 1 { src[i] } else { -2.0 }, "merge mask {mask:b} lane {i}");
+                }
             }
         }
     }

@@ -189,13 +189,7 @@ impl Level for X8 {
 
 /// The f32 forward at x-stride 1 with AVX2 or AVX-512 (`forward_with` at the CPU's level).
 fn forward_f32(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, w_rows: usize) -> Vec<f32> {
-    #[cfg(target_arch = "x86_64")]
-    match crate::ops::cpu::simd_level() {
-        crate::ops::cpu::Simd::Avx512 => return forward_with::<X16>(img, w, bias, g, w_rows),
-        crate::ops::cpu::Simd::Avx2 => return forward_with::<X8>(img, w, bias, g, w_rows),
-        crate::ops::cpu::Simd::Plain => {}
-    }
-    unreachable!("depthwise forward (f32 kernel) without AVX2")
+    crate::ops::lanes::at_cpu_lanes!(forward_with(img, w, bias, g, w_rows)).expect("depthwise forward (f32 kernel) without AVX2")
 }
 
 /// The f32 forward at x-stride 1, read from the image in place: each block of
@@ -206,7 +200,7 @@ fn forward_f32(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, w_rows: u
 /// per tap (9 times for 3x3), 2.8x torch's time on 8x64x56x56; a zero-padded copy of
 /// each plane instead of the masks cost a quarter of the time (allocating, clearing and
 /// copying it).
-#[allow(dead_code)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn forward_with<V: Level>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, w_rows: usize) -> Vec<f32> {
     let l = V::LANES;
     let (kv, iv, ov) = (g.kvol(), g.ivol(), g.ovol());
@@ -320,17 +314,12 @@ impl PaddedPlane {
 /// plane; the bias gradient sums the same blocks. Why: the tap-by-tap dot products read
 /// every row of `a` and of the input 9 times.
 fn weight_grad_f32(a: &[f32], img: &[f32], g: &Geom, w_rows: usize, bias: bool) -> (Vec<f32>, Option<Vec<f32>>) {
-    #[cfg(target_arch = "x86_64")]
-    match crate::ops::cpu::simd_level() {
-        crate::ops::cpu::Simd::Avx512 => return weight_grad_with::<X16>(a, img, g, w_rows, bias),
-        crate::ops::cpu::Simd::Avx2 => return weight_grad_with::<X8>(a, img, g, w_rows, bias),
-        crate::ops::cpu::Simd::Plain => {}
-    }
-    unreachable!("depthwise weight gradient (f32 kernel) without AVX2")
+    crate::ops::lanes::at_cpu_lanes!(weight_grad_with(a, img, g, w_rows, bias))
+        .expect("depthwise weight gradient (f32 kernel) without AVX2")
 }
 
 /// `weight_grad_f32` at the level `V`, which the CPU must have.
-#[allow(dead_code)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn weight_grad_with<V: Level>(a: &[f32], img: &[f32], g: &Geom, w_rows: usize, bias: bool) -> (Vec<f32>, Option<Vec<f32>>) {
     let (iv, ov) = (g.ivol(), g.ovol());
     let mult = w_rows / g.c;

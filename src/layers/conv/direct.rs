@@ -1,37 +1,130 @@
 //! The f32 forward of a 1-3 D convolution at x-stride 1 or 2, read straight from the
-//! image: each strip of 32 consecutive outputs of an output slice (two vectors of 16) is
-//! a 12 x 32 register tile over 12 output channels (8 x 48 at x-stride 1 where 8s fit
-//! the channels and 12s do not), and every (input channel, tap) step loads the strip's
-//! input in place — masked loads give the padding (masked lanes are never read) — and
-//! multiplies it by 12 broadcast weights. No column matrix and no packing
-//! of the image. Where output rows are a multiple of 16 wide each vector is one run of
-//! one input row; other widths fill a vector from the two rows it spans (three for
-//! rows of 9 to 15), one merging masked load each.
+//! image: each strip of consecutive outputs of an output slice (`NV` vectors) is an
+//! `MR x NV` register tile over `MR` output channels (12 x 2 vectors of 16 with AVX-512,
+//! 6 x 2 vectors of 8 with AVX2; at x-stride 1, where the channels fit the first badly,
+//! 8 x 3 / 4 x 2), and every (input channel, tap) step loads the strip's input in place
+//! — masked loads give the padding (masked lanes are never read) — and multiplies it by
+//! `MR` broadcast weights. No column matrix and no packing of the image. Where output
+//! rows are a multiple of the vector wide each vector is one run of one input row;
+//! other widths fill a vector from the two rows it spans (three for rows of 9 to 15
+//! with 16 lanes), one merging masked load each. The kernel is written once over
+//! `ops::lanes` and instantiated per SIMD level.
 //!
 //! Why: the implicit GEMM (`implicit`) packs a strip of columns per (channel, tap) for
 //! the GEMM to read; with few output channels each packed column feeds only a few
 //! rows, and the packing cost as much as the multiplying (perf on a 32 -> 32 channel
 //! layer at 32x32, batch 32: 42% of the time in the packer, 50% in the GEMM tile).
 use super::Geom;
+use crate::ops::lanes::Lanes;
+#[cfg(target_arch = "x86_64")]
+use crate::ops::lanes::{X16, X8};
 use crate::ops::parallel::SyncPtr;
 
-/// Output channels per tile (the broadcast side), and vectors of 16 positions per strip:
-/// 12 x 2 in general, 8 x 3 at x-stride 1 where the output channels are a multiple of 8
-/// that 12-channel tiles fit badly (16 channels as 12 + 4 left a third of the second
-/// tile idle). 24 accumulators either way.
-const TILES: [(usize, usize); 2] = [(12, 2), (8, 3)];
-/// Lanes per vector.
-const L: usize = 16;
 /// The most taps one kernel window may have (the per-strip tables are arrays).
 const MAX_TAPS: usize = 64;
-/// Output rows at least this wide: a vector of 16 then spans at most three rows.
+/// Output rows at least this wide: a vector of 16 then spans at most three rows (of 8
+/// lanes, two).
 const MIN_ROW: usize = 8;
 
-/// Whether this kernel runs the forward: AVX-512, one group, a 1-, 2- or 3-D window at
-/// dilation 1 and an x-stride of 1 or 2 (any y- and z-stride), output rows at least 8
-/// wide, and at least 8 output channels (fewer waste most of the 12-row tile).
+/// Which instance of the strip kernel runs: runs per vector (1-3), x-stride 2, and the
+/// level's second tile shape.
+#[derive(Clone, Copy)]
+struct Kind {
+    runs: usize,
+    s2: bool,
+    wide: bool,
+}
+
+/// A SIMD level's tile shapes and its `target_feature` wrapper of `strip`.
+trait Level: Lanes {
+    /// (output channels, vectors) per tile: the general shape, and the one used at
+    /// x-stride 1 where the output channels are a multiple of its channels and the
+    /// first shape's would idle an eighth of their rows or more (16 channels as 12 + 4
+    /// left a third of the second tile idle). AVX-512: 12 x 2 and 8 x 3, 24
+    /// accumulators of its 32 registers. AVX2: 6 x 2 (12 of 16) and 4 x 2; 4 x 3 left
+    /// no register for the masks, and LLVM spilled accumulators in the masked loop.
+    const TILES: [(usize, usize); 2];
+    /// `strip::<Self, ..>` for `kind`, inside a function compiled with the level's
+    /// features.
+    ///
+    /// # Safety
+    /// As `strip`, on a CPU with the level's features.
+    unsafe fn strip(kind: Kind, g: &Strip, img: *const f32, wp: &[f32], bias: Option<&[f32]>, out: *mut f32, at: (usize, usize, usize));
+}
+
+/// The body of `Level::strip`: the instance of `$wrapper` (a level's named
+/// `target_feature` function, generic over `P, S, MR, NV`) that `kind` selects, with
+/// the level's tile shapes `($mr0, $nv0)` and `($mr1, $nv1)`.
+macro_rules! strip_instances {
+    ($wrapper:ident, ($mr0:literal, $nv0:literal), ($mr1:literal, $nv1:literal), $kind:expr, $args:tt) => {
+        match ($kind.runs, $kind.s2, $kind.wide) {
+            (1, false, false) => strip_instances!(@call $wrapper::<1, 1, $mr0, $nv0> $args),
+            (2, false, false) => strip_instances!(@call $wrapper::<2, 1, $mr0, $nv0> $args),
+            (_, false, false) => strip_instances!(@call $wrapper::<3, 1, $mr0, $nv0> $args),
+            (1, true, false) => strip_instances!(@call $wrapper::<1, 2, $mr0, $nv0> $args),
+            (2, true, false) => strip_instances!(@call $wrapper::<2, 2, $mr0, $nv0> $args),
+            (_, true, false) => strip_instances!(@call $wrapper::<3, 2, $mr0, $nv0> $args),
+            (1, false, true) => strip_instances!(@call $wrapper::<1, 1, $mr1, $nv1> $args),
+            (2, false, true) => strip_instances!(@call $wrapper::<2, 1, $mr1, $nv1> $args),
+            (_, false, true) => strip_instances!(@call $wrapper::<3, 1, $mr1, $nv1> $args),
+            (1, true, true) => strip_instances!(@call $wrapper::<1, 2, $mr1, $nv1> $args),
+            (2, true, true) => strip_instances!(@call $wrapper::<2, 2, $mr1, $nv1> $args),
+            (_, true, true) => strip_instances!(@call $wrapper::<3, 2, $mr1, $nv1> $args),
+        }
+    };
+    (@call $f:ident::<$p:literal, $s:literal, $mr:literal, $nv:literal> ($($a:expr),*)) => {
+        // SAFETY: the caller's (the CPU has the level's features, the strip's buffers).
+        unsafe { $f::<$p, $s, $mr, $nv>($($a),*) }
+    };
+}
+
+// The wrappers are written out per level, not by a macro: tools/avx_audit.py finds
+// `#[target_feature]` functions by their names in the source.
+#[cfg(target_arch = "x86_64")]
+impl Level for X16 {
+    const TILES: [(usize, usize); 2] = [(12, 2), (8, 3)];
+    unsafe fn strip(kind: Kind, g: &Strip, img: *const f32, wp: &[f32], bias: Option<&[f32]>, out: *mut f32, at: (usize, usize, usize)) {
+        #[target_feature(enable = "avx512f,avx2,fma")]
+        unsafe fn direct_strip_avx512<const P: usize, const S: usize, const MR: usize, const NV: usize>(
+            g: &Strip,
+            img: *const f32,
+            wp: &[f32],
+            bias: Option<&[f32]>,
+            out: *mut f32,
+            at: (usize, usize, usize),
+        ) {
+            // SAFETY: forwarded; this function has the level's features.
+            unsafe { strip::<X16, P, S, MR, NV>(g, img, wp, bias, out, at) }
+        }
+        strip_instances!(direct_strip_avx512, (12, 2), (8, 3), kind, (g, img, wp, bias, out, at))
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Level for X8 {
+    const TILES: [(usize, usize); 2] = [(6, 2), (4, 2)];
+    unsafe fn strip(kind: Kind, g: &Strip, img: *const f32, wp: &[f32], bias: Option<&[f32]>, out: *mut f32, at: (usize, usize, usize)) {
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn direct_strip_avx2<const P: usize, const S: usize, const MR: usize, const NV: usize>(
+            g: &Strip,
+            img: *const f32,
+            wp: &[f32],
+            bias: Option<&[f32]>,
+            out: *mut f32,
+            at: (usize, usize, usize),
+        ) {
+            // SAFETY: forwarded; this function has the level's features.
+            unsafe { strip::<X8, P, S, MR, NV>(g, img, wp, bias, out, at) }
+        }
+        strip_instances!(direct_strip_avx2, (6, 2), (4, 2), kind, (g, img, wp, bias, out, at))
+    }
+}
+
+/// Whether this kernel runs the forward: AVX2 (or AVX-512), one group, a 1-, 2- or 3-D
+/// window at dilation 1 and an x-stride of 1 or 2 (any y- and z-stride), output rows at
+/// least 8 wide, and at least 8 output channels (fewer waste most of a tile's rows).
 pub(crate) fn applies(g: &Geom, w_rows: usize) -> bool {
-    crate::ops::cpu::has_avx512()
+    crate::ops::cpu::has_avx2_fma()
         && g.groups == 1
         && matches!(g.stride[2], 1 | 2)
         && g.dil == [1, 1, 1]
@@ -43,42 +136,51 @@ pub(crate) fn applies(g: &Geom, w_rows: usize) -> bool {
 /// `out (N, Co, [OD,] OH, OW) = conv(img (N, C, [D,] H, W), w (Co, C, [kd,] kh, kw)) (+ bias)`
 /// where `applies` holds.
 pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, co: usize, par: bool) -> Vec<f32> {
+    crate::ops::lanes::at_cpu_lanes!(direct(img, w, bias, g, co, par)).expect("conv (direct) without AVX2 (`applies` says no)")
+}
+
+/// `conv_fwd_direct` at the level `V`, which the CPU must have.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn direct<V: Level>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, co: usize, par: bool) -> Vec<f32> {
     let (c, kv) = (g.c, g.kvol());
     let (h, wd) = (g.ins[1], g.ins[2]);
     let (oh, ow) = (g.outs[1], g.outs[2]);
     let (plane, oplane) = (h * wd, oh * ow);
     let (ivol, ovol) = (g.ivol(), g.ovol());
+    let l = V::LANES;
     assert!(img.len() >= g.n * c * ivol && w.len() >= co * c * kv, "conv (direct): operand sizes");
     // Weights as strips of `mr` channels, step-major (the GEMM's left packing): strip b
     // holds w[mr b + i, p] at p * mr + i (channels past `co` as zeros), so each step's
     // broadcasts are consecutive.
     let depth = c * kv;
-    // 8 x 48 where 12-channel tiles would idle more than an eighth of their rows, at
-    // x-stride 1 only: at stride 2 each vector costs two loads and a permute, and three
-    // vectors per 8 broadcasts measured 1.8x slower (64 -> 128 channels at 16x16).
-    let waste12 = co.div_ceil(12) * 12 * 8 >= co * 9;
-    let (mr, nv) = if g.stride[2] == 1 && co.is_multiple_of(8) && waste12 { TILES[1] } else { TILES[0] };
+    // The second shape at x-stride 1 only: at stride 2 each vector costs two loads and
+    // a permute, and three vectors per 8 broadcasts measured 1.8x slower (AVX-512, 64 ->
+    // 128 channels at 16x16).
+    let [(mr0, _), (mr1, _)] = V::TILES;
+    let waste = co.div_ceil(mr0) * mr0 * 8 >= co * 9;
+    let wide = g.stride[2] == 1 && co.is_multiple_of(mr1) && waste;
+    let (mr, nv) = V::TILES[wide as usize];
     let mut wp = vec![0f32; co.div_ceil(mr) * mr * depth];
     // SAFETY: `w` holds the (co, depth) row-major weight (asserted above), and `wp` the
-    // co.div_ceil(12) strips of 12 x depth floats that `pack_left` writes.
+    // co.div_ceil(mr) strips of mr x depth floats that `pack_left` writes.
     unsafe { crate::ops::sgemm::pack_left(mr, crate::ops::sgemm::Mat::new(w.as_ptr(), depth as isize, 1), (0, co), (0, depth), &mut wp) };
-    let strips = oplane.div_ceil(L * nv);
+    let strips = oplane.div_ceil(l * nv);
     // Dilation is 1 here (`applies`): a tap's offset is its index minus the padding.
     let mut taps = [[0isize; 3]; MAX_TAPS];
     taps[..kv].copy_from_slice(&g.tap_offsets());
     let geo = Strip { c, kv, d: g.ins[0], h, wd, ow, plane, oplane, ivol, ovol, co, kx: g.k[2], taps, sz: g.stride[0], sy: g.stride[1] };
     let od = g.outs[0];
-    let s2 = g.stride[2] == 2;
-    // Rows a multiple of 16 wide: one run per vector; rows of 8 (every vector starts a
-    // row and covers two) or of 16+ (a vector ends at most one row boundary): two; rows
-    // of 9 to 15: three.
-    let runs = if ow.is_multiple_of(L) {
+    // Rows a multiple of the vector wide: one run per vector; rows of 8 with 16 lanes
+    // (every vector starts a row and covers two) or as wide as a vector or wider (a
+    // vector ends at most one row boundary): two; rows of 9 to 15 with 16 lanes: three.
+    let runs = if ow.is_multiple_of(l) {
         1
-    } else if L.is_multiple_of(ow) || ow >= L {
+    } else if l.is_multiple_of(ow) || ow >= l {
         2
     } else {
         3
     };
+    let kind = Kind { runs, s2: g.stride[2] == 2, wide };
     // A task is one strip of one output slice for a run of `nb` samples, which share
     // its tables of offsets and masks (with 8 input channels and 27 taps, building them
     // per sample took a quarter of a 3-D convolution's time): all samples where the
@@ -92,39 +194,22 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
         let task = |t: usize| {
             let (n, oz, s) = (t / per * nb, (t / strips) % od, t % strips);
             let at = (oz, s, nb.min(g.n - n));
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: AVX-512 was checked by `applies` (the caller's condition); samples
-            // n..n + at.2 lie inside `img` (asserted above); the strip's outputs
-            // (positions s * 16 nv.. of output slice oz of each of the co volumes of those
-            // samples) are inside `out`, and no other task writes them.
+            // SAFETY: the level was checked by `at_cpu_lanes`; samples n..n + at.2 lie
+            // inside `img` (asserted above); the strip's outputs (positions s * LANES nv..
+            // of output slice oz of each of the co volumes of those samples) are inside
+            // `out`, and no other task writes them.
             unsafe {
                 let (src, o) = (img.as_ptr().add(n * c * ivol), dst.ptr().add(n * co * ovol + oz * oplane));
-                match (runs, s2, mr) {
-                    (1, false, 12) => strip_avx512::<1, 1, 12, 2>(&geo, src, &wp, bias, o, at),
-                    (2, false, 12) => strip_avx512::<2, 1, 12, 2>(&geo, src, &wp, bias, o, at),
-                    (_, false, 12) => strip_avx512::<3, 1, 12, 2>(&geo, src, &wp, bias, o, at),
-                    (1, true, 12) => strip_avx512::<1, 2, 12, 2>(&geo, src, &wp, bias, o, at),
-                    (2, true, 12) => strip_avx512::<2, 2, 12, 2>(&geo, src, &wp, bias, o, at),
-                    (_, true, 12) => strip_avx512::<3, 2, 12, 2>(&geo, src, &wp, bias, o, at),
-                    (1, false, _) => strip_avx512::<1, 1, 8, 3>(&geo, src, &wp, bias, o, at),
-                    (2, false, _) => strip_avx512::<2, 1, 8, 3>(&geo, src, &wp, bias, o, at),
-                    (_, false, _) => strip_avx512::<3, 1, 8, 3>(&geo, src, &wp, bias, o, at),
-                    (1, true, _) => strip_avx512::<1, 2, 8, 3>(&geo, src, &wp, bias, o, at),
-                    (2, true, _) => strip_avx512::<2, 2, 8, 3>(&geo, src, &wp, bias, o, at),
-                    (_, true, _) => strip_avx512::<3, 2, 8, 3>(&geo, src, &wp, bias, o, at),
-                }
+                V::strip(kind, &geo, src, &wp, bias, o, at);
             }
-            #[cfg(not(target_arch = "x86_64"))]
-            unreachable!("conv (direct) without AVX-512 (applies says no): {n} {oz} {s}");
         };
         let tasks = g.n.div_ceil(nb) * per;
         crate::ops::parallel::for_tasks(tasks, par, task);
     })
 }
 
-#[cfg(target_arch = "x86_64")]
 thread_local! {
-    /// Each thread's copy of a uniform strip's input windows (see `strip_avx512`).
+    /// Each thread's copy of a uniform strip's input windows (see `strip`).
     static WINDOWS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -151,21 +236,22 @@ struct Strip {
     sy: usize,
 }
 
-/// Outputs `s * 16 NV ..` (`16 NV` of them, clipped to the slice) of output slice `oz`
-/// of every output channel of `samples` consecutive samples, `MR` channels per tile:
-/// `img` is the first sample's first input volume, `out` slice `oz` of its first
-/// output volume. Each vector's lanes are up to `P` runs along output rows (1 where
-/// rows are a multiple of 16 wide, 2 where they are 8 or 16+ wide, else 3), each loaded from its input row by
-/// one masked load; at x-stride `S` = 2 a run's inputs are every other float of
-/// `2 * len`, loaded as two vectors of 16 whose even lanes a permute then gathers.
+/// Outputs `s * L NV ..` (`L NV` of them, `L` the lanes of `V`, clipped to the slice) of
+/// output slice `oz` of every output channel of `samples` consecutive samples, `MR`
+/// channels per tile: `img` is the first sample's first input volume, `out` slice `oz`
+/// of its first output volume. Each vector's lanes are up to `P` runs along output rows
+/// (1 where rows are a multiple of `L` wide, 2 where they are `L` or wider or divide
+/// `L`, else 3), each loaded from its input row by one masked load; at x-stride `S` = 2
+/// a run's inputs are every other float of `2 * len`, loaded as two vectors whose even
+/// lanes a permute then gathers.
 ///
 /// # Safety
-/// The CPU must support AVX-512F, AVX2 and FMA; `img` points to `c` readable volumes of
-/// `ivol` floats, `out` to `co` writable slices of `oplane` floats `ovol` apart; `wp`
-/// holds the weight strips as `conv_fwd_direct` packs them for `MR`; every 16 lanes span at most `P` rows.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn strip_avx512<const P: usize, const S: usize, const MR: usize, const NV: usize>(
+/// The CPU has `V`'s features and this runs inside a function compiled with them;
+/// `img` points to `c` readable volumes of `ivol` floats, `out` to `co` writable slices
+/// of `oplane` floats `ovol` apart; `wp` holds the weight strips as `direct` packs them
+/// for `MR`; every `L` lanes span at most `P` rows.
+#[inline(always)]
+unsafe fn strip<V: Lanes, const P: usize, const S: usize, const MR: usize, const NV: usize>(
     g: &Strip,
     img: *const f32,
     wp: &[f32],
@@ -173,19 +259,19 @@ unsafe fn strip_avx512<const P: usize, const S: usize, const MR: usize, const NV
     out: *mut f32,
     (oz, s, samples): (usize, usize, usize),
 ) {
-    use std::arch::x86_64::*;
+    let l = V::LANES;
     // Per vector, run and tap: where loaded lane 0 would read inside a plane (so loaded
     // lane q reads `off + q`; output lane j is loaded lane S * j), and the run's loaded
-    // lanes (S * 16 of them: bits 0..16 the first load, 16..32 the second) whose input
+    // lanes (S * L of them: bits 0..L the first load, L..2L the second) whose input
     // lies inside the image (the others are padding, loaded as 0). Runs past the plane
     // keep an empty mask.
     let mut off = [[[0isize; MAX_TAPS]; P]; NV];
     let mut mask = [[[0u32; MAX_TAPS]; P]; NV];
-    let mut live = [0 as __mmask16; NV];
+    let mut live = [0u32; NV];
     for v in 0..NV {
-        let pos = (s * NV + v) * L;
-        let lanes = g.oplane.saturating_sub(pos).min(L);
-        live[v] = ((1u32 << lanes) - 1) as __mmask16;
+        let pos = (s * NV + v) * l;
+        let lanes = g.oplane.saturating_sub(pos).min(l);
+        live[v] = (1u32 << lanes) - 1;
         let (mut j, mut r) = (0, 0);
         while j < lanes {
             assert!(r < P, "conv (direct): a vector spans more than {P} output rows");
@@ -210,29 +296,41 @@ unsafe fn strip_avx512<const P: usize, const S: usize, const MR: usize, const NV
             r += 1;
         }
     }
-    // A strip is uniform where each vector is one run (its first) whose lanes all read
-    // inside the image, the NV runs of a tap 16 S floats apart (the interior strips of
-    // 1-D rows, and strips inside one interior row of an image): its loop then loads
-    // one offset per tap and plain vectors at fixed displacements from it, without the
-    // masks (per step that is 3 scalar and 3 mask loads fewer beside the 8 broadcasts
-    // and 3 vectors, which had kept the load ports as busy as the FMA units).
-    let full = if S == 2 { u32::MAX } else { 0xffff };
-    let uniform = (0..NV)
-        .all(|v| live[v] == 0xffff && (0..g.kv).all(|t| mask[v][0][t] == full && off[v][0][t] == off[0][0][t] + (v * L * S) as isize));
-    // A uniform strip's tiles read from a copy of its windows: per input channel, each
-    // window row's span (`seg` = 16 NV S + kx - 1 floats), back to back, and `woff` gives
-    // each tap's offset in that copy. The channels of an image lie a plane apart, and
-    // planes a multiple of 4 KiB (1-D rows of 4096, 32x32 images) map every channel's
-    // inputs to the same few L1 sets: each of the co / MR tiles then re-read the strip's
-    // inputs from L2. The copy is C * rows * seg floats per strip and sample against
-    // co * C * taps * 16 NV multiply-adds.
-    let windows = uniform.then(|| {
-        let seg = NV * L * S + g.kx - 1;
+    // A strip is uniform where its NV vectors are whole and lie in one output row (the
+    // strips of 1-D rows, and strips inside one row of an image): its tiles then read a copy of its input
+    // windows with the padding written as zeros, loading one offset per tap and plain
+    // vectors at fixed displacements from it, without masks (per step that is 3 scalar
+    // and 3 mask loads fewer beside the 8 broadcasts and 3 vectors, which had kept the
+    // load ports as busy as the FMA units). Zero padding in the copy makes the edge
+    // strips uniform too: on a 3-D layer with rows of 32 every strip touches an edge.
+    let in_row = (s * NV * l) % g.ow + NV * l <= g.ow;
+    let uniform = in_row && live.iter().all(|&m| m == (1 << l) - 1);
+    // The copy: per input channel, each window row's span (`seg` = L NV S + kx - 1
+    // floats, zeros outside the image), back to back, and `woff` gives each tap's
+    // offset in it. Besides the padding, the channels of an image lie a plane apart,
+    // and planes a multiple of 4 KiB (1-D rows of 4096, 32x32 images) map every
+    // channel's inputs to the same few L1 sets: each of the co / MR tiles then re-read
+    // the strip's inputs from L2. The copy is C * rows * seg floats per strip and
+    // sample against co * C * taps * L NV multiply-adds. The buffer is taken out of its thread-local
+    // for the strip (no closure: the tiles must inline into the caller's
+    // `target_feature` function).
+    // The masks in the level's form, built once for all the strip's tiles and samples:
+    // per (vector, run, tap), the first load's and (x-stride 2) the second's.
+    // SAFETY (both): the caller runs this with V's features.
+    let none = unsafe { V::mask(0) };
+    let mut vmask = [[[(none, none); MAX_TAPS]; P]; NV];
+    for (vm, m) in vmask.iter_mut().flatten().zip(mask.iter().flatten()) {
+        for (d, &bits) in vm[..g.kv].iter_mut().zip(&m[..g.kv]) {
+            *d = unsafe { (V::mask(bits), V::mask(bits >> l)) };
+        }
+    }
+    let mut windows = uniform.then(|| {
+        let seg = NV * l * S + g.kx - 1;
         let mut woff = off;
         for (t, o) in woff[0][0][..g.kv].iter_mut().enumerate() {
             *o = ((t / g.kx) * seg + t % g.kx) as isize;
         }
-        (seg, g.kv / g.kx, woff)
+        (seg, g.kv / g.kx, woff, WINDOWS.with(|w| std::mem::take(&mut *w.borrow_mut())))
     });
     let steps = g.c * g.kv;
     let (istride, ostride) = (g.c * g.ivol, g.co * g.ovol);
@@ -242,131 +340,167 @@ unsafe fn strip_avx512<const P: usize, const S: usize, const MR: usize, const NV
         // The next sample's inputs (or, after the last, the next strip's), into L2 while
         // this one computes: each input channel is its own stream (64 of them in a
         // 64-channel layer, 1-D), more than the hardware prefetcher follows, and a
-        // strip's first tile otherwise waited on them. The next strip reads 16 NV S
+        // strip's first tile otherwise waited on them. The next strip reads L NV S
         // floats further along the same rows (or its rows' successors, where a hint at
         // the wrong line only costs the hint).
         let (next, ahead) =
-            if smp + 1 < samples { (img.wrapping_add(istride), 0) } else { (img.wrapping_sub(smp * istride), (NV * L * S) as isize) };
+            if smp + 1 < samples { (img.wrapping_add(istride), 0) } else { (img.wrapping_sub(smp * istride), (NV * l * S) as isize) };
         for ch in 0..g.c {
             let base = next.wrapping_add(ch * g.ivol);
             for run in off.iter().flatten() {
                 for &o in run[..g.kv].iter().step_by(g.kx) {
                     let p = base.wrapping_offset(o + ahead);
                     // A prefetch is a hint: it never faults, whatever the address.
-                    _mm_prefetch::<_MM_HINT_T1>(p as *const i8);
-                    _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(L * S + g.kx - 1) as *const i8);
+                    #[cfg(target_arch = "x86_64")]
+                    // SAFETY: SSE, part of x86-64's baseline.
+                    unsafe {
+                        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
+                        _mm_prefetch::<_MM_HINT_T1>(p as *const i8);
+                        _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(l * S + g.kx - 1) as *const i8);
+                    }
                 }
             }
         }
-        if let Some((seg, wrows, woff)) = &windows {
+        if let Some((seg, wrows, woff, win)) = &mut windows {
             let (seg, wrows) = (*seg, *wrows);
-            WINDOWS.with(|w| {
-                let win = &mut *w.borrow_mut();
-                win.clear();
-                for ch in 0..g.c {
-                    for r in 0..wrows {
-                        // SAFETY: a uniform strip's taps of window row r load floats
-                        // off[r kx] .. off[r kx] + seg of the channel, all inside it.
-                        let row = unsafe { std::slice::from_raw_parts(img.add(ch * g.ivol).offset(off[0][0][r * g.kx]), seg) };
+            let (oy, ox) = (s * NV * l / g.ow, s * NV * l % g.ow);
+            win.clear();
+            for ch in 0..g.c {
+                for r in 0..wrows {
+                    // Window row r: input slice iz, row iy, from x0 on (`seg` floats).
+                    let [tz, ty, tx] = g.taps[r * g.kx];
+                    let (iz, iy, x0) = ((oz * g.sz) as isize + tz, (oy * g.sy) as isize + ty, (ox * S) as isize + tx);
+                    let inside = (0..g.d as isize).contains(&iz) && (0..g.h as isize).contains(&iy);
+                    let lo = if inside { (-x0).clamp(0, seg as isize) as usize } else { seg };
+                    let hi = (g.wd as isize - x0).clamp(lo as isize, seg as isize) as usize;
+                    win.resize(win.len() + lo, 0.0);
+                    if hi > lo {
+                        // SAFETY: row iy of slice iz is inside the channel's volume, and
+                        // x0 + lo .. x0 + hi inside the row (0 <= x < wd).
+                        let row = unsafe {
+                            let at = ((iz as usize * g.h + iy as usize) * g.wd) as isize + x0 + lo as isize;
+                            std::slice::from_raw_parts(img.add(ch * g.ivol).offset(at), hi - lo)
+                        };
                         win.extend_from_slice(row);
                     }
+                    win.resize(win.len() + seg - hi.max(lo), 0.0);
                 }
-                // SAFETY: the caller's conditions, for sample smp; the tiles read each
-                // channel's windows (`wrows * seg` floats, every tap's vectors inside).
-                unsafe { sample_tiles::<P, S, MR, NV, true>(g, (win.as_ptr(), wrows * seg), wp, bias, out, s, (woff, &mask, &live), steps) }
-            })
+            }
+            // SAFETY: the caller's conditions, for sample smp; the tiles read each
+            // channel's windows (`wrows * seg` floats, every tap's vectors inside).
+            unsafe { sample_tiles::<V, P, S, MR, NV, true>(g, (win.as_ptr(), wrows * seg), wp, bias, out, s, (woff, &vmask, &live), steps) }
         } else {
             // SAFETY: the caller's conditions, for sample smp.
-            unsafe { sample_tiles::<P, S, MR, NV, false>(g, (img, g.ivol), wp, bias, out, s, (&off, &mask, &live), steps) }
+            unsafe { sample_tiles::<V, P, S, MR, NV, false>(g, (img, g.ivol), wp, bias, out, s, (&off, &vmask, &live), steps) }
         }
+    }
+    if let Some((.., win)) = windows {
+        WINDOWS.with(|w| *w.borrow_mut() = win);
     }
 }
 
-/// The tiles of one strip of one sample (see `strip_avx512`), from the strip's tables.
+/// The tiles of one strip of one sample (see `strip`), from the strip's tables.
 ///
 /// # Safety
-/// As `strip_avx512`, for one sample.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
+/// As `strip`, for one sample.
+#[inline(always)]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-unsafe fn sample_tiles<const P: usize, const S: usize, const MR: usize, const NV: usize, const U: bool>(
+unsafe fn sample_tiles<V: Lanes, const P: usize, const S: usize, const MR: usize, const NV: usize, const U: bool>(
     g: &Strip,
     (img, cstride): (*const f32, usize),
     wp: &[f32],
     bias: Option<&[f32]>,
     out: *mut f32,
     s: usize,
-    (off, mask, live): (&[[[isize; MAX_TAPS]; P]; NV], &[[[u32; MAX_TAPS]; P]; NV], &[std::arch::x86_64::__mmask16; NV]),
+    (off, mask, live): (&[[[isize; MAX_TAPS]; P]; NV], &[[[(V::Mask, V::Mask); MAX_TAPS]; P]; NV], &[u32; NV]),
     steps: usize,
 ) {
-    use std::arch::x86_64::*;
-    // Even lanes of (lo, hi): lane j takes lane 2j of the 32.
-    let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let l = V::LANES;
+    // SAFETY (every intrinsic below): the caller runs this inside a function compiled
+    // with V's features, on a CPU that has them.
     for (b, wb) in wp.chunks_exact(steps * MR).enumerate() {
-        let mut acc = [[_mm512_setzero_ps(); NV]; MR];
+        let mut acc = [[unsafe { V::zero() }; NV]; MR];
         let mut wq = wb.as_ptr();
-        for ch in 0..g.c {
-            // SAFETY: channel ch < c of the sample's volumes (or of the strip's windows).
-            let base = unsafe { img.add(ch * cstride) };
-            for t in 0..g.kv {
-                let mut bv = [_mm512_setzero_ps(); NV];
+        // One loop over the (channel, tap) steps, not a loop over taps inside one over
+        // channels: across the nest LLVM stored some accumulators to the stack at every
+        // step (perf: the stores beside the FMAs), in one loop it keeps them in registers.
+        let (mut base, mut t) = (img, 0);
+        for _ in 0..steps {
+            {
+                let mut bv = [unsafe { V::zero() }; NV];
                 for v in 0..NV {
                     if U {
-                        let p = base.wrapping_offset(off[0][0][t] + (v * L * S) as isize);
-                        // SAFETY: a uniform strip (see `strip_avx512`): all S * 16 lanes of
-                        // the vector read inputs inside this volume's row.
+                        let p = base.wrapping_offset(off[0][0][t] + (v * l * S) as isize);
+                        // SAFETY: a uniform strip (see `strip`): all S * L lanes of the
+                        // vector read inputs inside this volume's row.
                         unsafe {
-                            bv[v] = _mm512_loadu_ps(p);
+                            bv[v] = V::load(p);
                             if S == 2 {
-                                bv[v] = _mm512_permutex2var_ps(bv[v], evens, _mm512_loadu_ps(p.add(L)));
+                                bv[v] = V::evens(bv[v], V::load(p.add(l)));
                             }
                         }
                         continue;
                     }
-                    let mut hi = _mm512_setzero_ps();
+                    let mut hi = unsafe { V::zero() };
                     for r in 0..P {
-                        let (m, p) = (mask[v][r][t], base.wrapping_offset(off[v][r][t]));
+                        let ((m0, m1), p) = (mask[v][r][t], base.wrapping_offset(off[v][r][t]));
                         // SAFETY: only the lanes in the masks are read, each at an input
                         // (iz, iy, x) inside this volume; the address of the others is formed
-                        // with wrapping arithmetic and never dereferenced.
+                        // with wrapping arithmetic and never dereferenced. One run fills
+                        // the vector alone (no merge: the unselected lanes load as 0).
                         unsafe {
-                            bv[v] = _mm512_mask_loadu_ps(bv[v], m as __mmask16, p);
-                            if S == 2 {
-                                hi = _mm512_mask_loadu_ps(hi, (m >> 16) as __mmask16, p.wrapping_add(L));
+                            if P == 1 {
+                                bv[v] = V::load_mask(p, m0);
+                                if S == 2 {
+                                    hi = V::load_mask(p.wrapping_add(l), m1);
+                                }
+                            } else {
+                                bv[v] = bv[v].merge_mask(p, m0);
+                                if S == 2 {
+                                    hi = hi.merge_mask(p.wrapping_add(l), m1);
+                                }
                             }
                         }
                     }
                     if S == 2 {
-                        bv[v] = _mm512_permutex2var_ps(bv[v], evens, hi);
+                        bv[v] = unsafe { V::evens(bv[v], hi) };
                     }
                 }
                 for (i, row) in acc.iter_mut().enumerate() {
-                    // SAFETY: `wq` walks the strip's steps * 12 weights, 12 per step.
-                    let a = _mm512_set1_ps(unsafe { *wq.add(i) });
+                    // SAFETY: `wq` walks the strip's steps * MR weights, MR per step.
+                    let a = unsafe { V::splat(*wq.add(i)) };
                     for v in 0..NV {
-                        row[v] = _mm512_fmadd_ps(a, bv[v], row[v]);
+                        row[v] = unsafe { a.fmadd(bv[v], row[v]) };
                     }
                 }
-                // SAFETY: one step of 12 weights on, at most to the strip's end.
+                // SAFETY: one step of MR weights on, at most to the strip's end.
                 wq = unsafe { wq.add(MR) };
+                t += 1;
+                if t == g.kv {
+                    // The next channel of the sample's volumes (or of the strip's windows);
+                    // past the last one the pointer is not used.
+                    (base, t) = (base.wrapping_add(cstride), 0);
+                }
             }
         }
+        // No early `break`: a loop of constant trip count unrolls, so `acc` is indexed by
+        // constants and lives in registers (with a break LLVM indexed it at run time and
+        // kept it on the stack, storing every accumulator at every step).
         for (i, row) in acc.iter().enumerate() {
             let o = b * MR + i;
-            if o >= g.co {
-                break;
-            }
-            let bo = _mm512_set1_ps(bias.map_or(0.0, |bs| bs[o]));
-            for v in 0..NV {
-                // SAFETY: output channel o < co; the lanes in `live` are positions
-                // (s * NV + v) * 16 + lane < oplane of its slice.
-                unsafe { _mm512_mask_storeu_ps(out.add(o * g.ovol + (s * NV + v) * L), live[v], _mm512_add_ps(row[v], bo)) };
+            if o < g.co {
+                let bo = unsafe { V::splat(bias.map_or(0.0, |bs| bs[o])) };
+                for v in 0..NV {
+                    // SAFETY: output channel o < co; the lanes in `live` are positions
+                    // (s * NV + v) * L + lane < oplane of its slice.
+                    unsafe { row[v].add(bo).store_masked(out.add(o * g.ovol + (s * NV + v) * l), live[v]) };
+                }
             }
         }
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use super::super::passes::{conv_adj, conv_fwd};
     use super::*;
@@ -377,10 +511,18 @@ mod tests {
     /// 1 and 2 (y-strides 1 to 3), 3-D (z-strides 1 and 2), bias, with and without
     /// threads, uniform strips (window copies) at x-strides 1 and 2; and the adjoint
     /// (`implicit::conv_adj_implicit`, which runs here when its flipped forward
-    /// qualifies) equals col2im.
+    /// qualifies) equals col2im. Every SIMD level this CPU has.
     #[test]
     fn matches_the_im2col_path() {
-        if !crate::ops::cpu::has_avx512() {
+        type Kernel = fn(&[f32], &[f32], Option<&[f32]>, &Geom, usize, bool) -> Vec<f32>;
+        let mut levels: Vec<(&str, Kernel)> = Vec::new();
+        if crate::ops::cpu::has_avx2_fma() {
+            levels.push(("avx2", direct::<X8>));
+        }
+        if crate::ops::cpu::has_avx512() {
+            levels.push(("avx512", direct::<X16>));
+        }
+        if levels.is_empty() {
             return;
         }
         let mut rnd = crate::ops::test_stream(21);
@@ -432,9 +574,11 @@ mod tests {
             let bias: Vec<f32> = rnd(w_rows.max(c));
             for b in [None, Some(&bias[..w_rows])] {
                 let want = conv_fwd(&img, &w, b, &g, w_rows, None);
-                for par in [false, true] {
-                    let got = super::super::on_two_threads(|| conv_fwd_direct(&img, &w, b, &g, w_rows, par));
-                    super::super::assert_close(&got, &want, &format!("{g:?} bias={} par={par}", b.is_some()));
+                for (level, kernel) in &levels {
+                    for par in [false, true] {
+                        let got = super::super::on_two_threads(|| kernel(&img, &w, b, &g, w_rows, par));
+                        super::super::assert_close(&got, &want, &format!("{level} {g:?} bias={} par={par}", b.is_some()));
+                    }
                 }
             }
         }

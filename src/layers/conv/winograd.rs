@@ -200,17 +200,11 @@ thread_local! {
 /// method): the transforms subtract, so an infinite input can turn outputs that the
 /// direct sum makes infinite into NaN, and large finite ones can overflow.
 pub(crate) fn conv_fwd_winograd(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, co: usize, par: bool) -> Option<Vec<f32>> {
-    #[cfg(target_arch = "x86_64")]
-    match crate::ops::cpu::simd_level() {
-        crate::ops::cpu::Simd::Avx512 => return fwd::<X16>(img, w, bias, g, co, par),
-        crate::ops::cpu::Simd::Avx2 => return fwd::<X8>(img, w, bias, g, co, par),
-        crate::ops::cpu::Simd::Plain => {}
-    }
-    unreachable!("conv (winograd) without AVX2 (`applies` says no)")
+    crate::ops::lanes::at_cpu_lanes!(fwd(img, w, bias, g, co, par)).expect("conv (winograd) without AVX2 (`applies` says no)")
 }
 
 /// `conv_fwd_winograd` with the level `V`, which the CPU must have.
-#[allow(dead_code)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn fwd<V: Level>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, co: usize, par: bool) -> Option<Vec<f32>> {
     let c = g.c;
     let nr = 2 * V::LANES;
