@@ -4,6 +4,9 @@
 //! dtypes take Candle's own sum, which runs there with its backward.
 use super::cpu::has_avx512;
 use super::float::{as_f32, as_f32_mut, Float};
+use super::lanes::Lanes;
+#[cfg(target_arch = "x86_64")]
+use super::lanes::{X16, X8};
 use crate::ops::layout::Dense;
 use candle_core::{CpuStorage, CustomOp1, DType, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
@@ -125,7 +128,7 @@ fn row_sums<T: Float>(rows: &[T], out: &mut [T], r: usize) {
     }
 }
 
-/// `row_sums` compiled for AVX-512.
+/// `row_sums` compiled for AVX-512 (dtypes other than f32).
 ///
 /// # Safety
 /// The CPU must support AVX-512F, AVX2 and FMA (`ops::cpu::has_avx512`).
@@ -135,43 +138,87 @@ unsafe fn row_sums_avx512<T: Float>(rows: &[T], out: &mut [T], r: usize) {
     row_sums(rows, out, r)
 }
 
-/// Row sums of float32 rows with AVX-512: four accumulators of 16 lanes, the tail one
-/// masked load. The generic form (`sum_slice`) copied each row's tail into a padded
-/// chunk (a `memmove` call per row) and chained all of a row's adds through one pair of
-/// accumulators; with rows of 196 (global average pooling of 14x14 planes) that latency,
-/// not the memory, set the pace.
+/// Row sums of float32 rows at the level `V`: four accumulators of `V::LANES` lanes,
+/// the tail one masked load. The generic form (`sum_slice`) copied each row's tail
+/// into a padded chunk (a `memmove` call per row) and chained all of a row's adds
+/// through one pair of accumulators; with rows of 196 (global average pooling of
+/// 14x14 planes) that latency, not the memory, set the pace.
 ///
 /// # Safety
-/// The CPU must support AVX-512F; `rows` holds `out.len()` rows of `r` floats.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn row_sums_f32_avx512(rows: &[f32], out: &mut [f32], r: usize) {
-    use std::arch::x86_64::*;
+/// Runs inside a function compiled with `V`'s features, on a CPU that has them;
+/// `rows` holds `out.len()` rows of `r` floats (asserted).
+#[inline(always)]
+unsafe fn row_sums_f32<V: Lanes>(rows: &[f32], out: &mut [f32], r: usize) {
+    let l = V::LANES;
     assert!(rows.len() >= out.len() * r);
-    let (full, tail) = (r / 16, r % 16);
-    let mask = ((1u32 << tail) - 1) as __mmask16;
+    let (full, tail) = (r / l, r % l);
+    // SAFETY (every vector op below): the caller's level.
+    let mask = unsafe { V::mask((1u32 << tail) - 1) };
     for (i, o) in out.iter_mut().enumerate() {
         // SAFETY: row i spans r floats from i * r, inside `rows` (asserted); the masked
         // load reads only its last `tail` of them.
         unsafe {
             let p = rows.as_ptr().add(i * r);
-            let mut a = [_mm512_setzero_ps(); 4];
+            let mut a = [V::zero(); 4];
             let mut v = 0;
             while v + 4 <= full {
                 for (k, acc) in a.iter_mut().enumerate() {
-                    *acc = _mm512_add_ps(*acc, _mm512_loadu_ps(p.add((v + k) * 16)));
+                    *acc = acc.add(V::load(p.add((v + k) * l)));
                 }
                 v += 4;
             }
             for (k, w) in (v..full).enumerate() {
-                a[k] = _mm512_add_ps(a[k], _mm512_loadu_ps(p.add(w * 16)));
+                a[k] = a[k].add(V::load(p.add(w * l)));
             }
             if tail > 0 {
-                a[3] = _mm512_add_ps(a[3], _mm512_maskz_loadu_ps(mask, p.add(full * 16)));
+                a[3] = a[3].add(V::load_mask(p.add(full * l), mask));
             }
-            *o = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
+            *o = a[0].add(a[1]).add(a[2].add(a[3])).sum();
         }
     }
+}
+
+/// A SIMD level's `target_feature` wrapper of `row_sums_f32` (written out per level:
+/// tools/avx_audit.py finds `#[target_feature]` functions by their names).
+trait RowSums: Lanes {
+    /// `row_sums_f32::<Self>`.
+    ///
+    /// # Safety
+    /// As `row_sums_f32`, on a CPU with the level's features.
+    unsafe fn row_sums(rows: &[f32], out: &mut [f32], r: usize);
+}
+
+#[cfg(target_arch = "x86_64")]
+impl RowSums for X16 {
+    unsafe fn row_sums(rows: &[f32], out: &mut [f32], r: usize) {
+        #[target_feature(enable = "avx512f,avx2,fma")]
+        unsafe fn row_sums_f32_avx512(rows: &[f32], out: &mut [f32], r: usize) {
+            // SAFETY: forwarded; this function has the level's features.
+            unsafe { row_sums_f32::<X16>(rows, out, r) }
+        }
+        // SAFETY: the caller's (the CPU has the level's features).
+        unsafe { row_sums_f32_avx512(rows, out, r) }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl RowSums for X8 {
+    unsafe fn row_sums(rows: &[f32], out: &mut [f32], r: usize) {
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn row_sums_f32_avx2(rows: &[f32], out: &mut [f32], r: usize) {
+            // SAFETY: forwarded; this function has the level's features.
+            unsafe { row_sums_f32::<X8>(rows, out, r) }
+        }
+        // SAFETY: the caller's (the CPU has the level's features).
+        unsafe { row_sums_f32_avx2(rows, out, r) }
+    }
+}
+
+/// `row_sums_f32` at the level `V`, which the CPU must have (`at_cpu_lanes!`).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn row_sums_at<V: RowSums>(rows: &[f32], out: &mut [f32], r: usize) {
+    // SAFETY: the caller picked a level the CPU has.
+    unsafe { V::row_sums(rows, out, r) }
 }
 
 /// `out[i]` = the sum of row `i` (rows of `r` elements), at the CPU's vector width,
@@ -181,12 +228,13 @@ pub(crate) fn row_sums_fast<T: Float>(rows: &[T], out: &mut [T], r: usize) {
     let wide = has_avx512();
     let run = |(ci, o): (usize, &mut [T])| {
         let rs = &rows[ci * per * r..(ci * per + o.len()) * r];
+        if let (Some(src), Some(dst)) = (as_f32(rs), as_f32_mut(o)) {
+            if crate::ops::lanes::at_cpu_lanes!(row_sums_at(src, dst, r)).is_some() {
+                return;
+            }
+        }
         #[cfg(target_arch = "x86_64")]
         if wide {
-            if let (Some(src), Some(dst)) = (as_f32(rs), as_f32_mut(o)) {
-                // SAFETY: `wide` is `has_avx512()`; `src` holds `dst.len()` rows of `r`.
-                return unsafe { row_sums_f32_avx512(src, dst, r) };
-            }
             // SAFETY: `wide` is `has_avx512()`.
             return unsafe { row_sums_avx512(rs, o, r) };
         }
@@ -439,16 +487,28 @@ pub(crate) fn pow_sum<T: Float>(x: &[T], p: f64) -> f64 {
 mod tests {
     use super::*;
 
-    /// Float32 row sums (the AVX-512 kernel where it runs): every row length from 1 to 70
-    /// and 196, on one and several threads' worth of rows, equal the float64 sums; an
-    /// infinity or NaN in a row's masked tail reaches that row's sum only.
+    /// Float32 row sums (`row_sums_fast` at the CPU's level, and each SIMD level's
+    /// kernel this CPU has): every row length from 1 to 70 and 196, on one and several
+    /// threads' worth of rows, equal the float64 sums; an infinity or NaN in a row's
+    /// masked tail reaches that row's sum only.
     #[test]
     fn row_sums_follow_the_float64_sums() {
-        for r in (1..=70).chain([196]) {
+        type Kernel = fn(&[f32], &mut [f32], usize);
+        let mut kernels: Vec<Kernel> = vec![row_sums_fast::<f32>];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if crate::ops::cpu::has_avx2_fma() {
+                kernels.push(row_sums_at::<X8>);
+            }
+            if has_avx512() {
+                kernels.push(row_sums_at::<X16>);
+            }
+        }
+        for (r, kernel) in (1..=70).chain([196]).flat_map(|r| kernels.iter().map(move |k| (r, k))) {
             for rows in [1, 3, 5000] {
                 let mut x = crate::ops::test_values(rows * r, r as u64);
                 let mut out = vec![0f32; rows];
-                row_sums_fast(&x, &mut out, r);
+                kernel(&x, &mut out, r);
                 for (i, &got) in out.iter().enumerate() {
                     let want: f64 = x[i * r..(i + 1) * r].iter().map(|&v| v as f64).sum();
                     assert!((got as f64 - want).abs() <= 1e-5 * (1.0 + want.abs()), "r {r} row {i}: {got} vs {want}");
@@ -456,7 +516,7 @@ mod tests {
                 if rows == 3 {
                     x[r - 1] = f32::INFINITY;
                     x[2 * r - 1] = f32::NAN;
-                    row_sums_fast(&x, &mut out, r);
+                    kernel(&x, &mut out, r);
                     assert!(out[0] == f32::INFINITY && out[1].is_nan() && out[2].is_finite(), "r {r}: {out:?}");
                 }
             }

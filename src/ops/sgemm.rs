@@ -132,11 +132,23 @@ unsafe fn tile_avx2(kc: usize, a: *const f32, b: *const f32, c: *mut f32, c_rs: 
     static MASKS: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
     let mut acc = [[_mm256_setzero_ps(); 2]; MR];
     // SAFETY: as in `tile_avx512`; `MASKS[8 - w..]` holds 8 ints for every w in 0..=8.
+    // A prefetch never faults, so its address may lie past the buffers.
     unsafe {
+        // The destination rows into L1 while the products run (they are read at the end
+        // unless `overwrite`, and written either way), and the right strip a kilobyte
+        // ahead: a strip comes from L2 or L3 on its first tile, and on a Zen 3 a 6 x 16
+        // tile loop over packed strips ran at 60-85 GFLOP/s per core without these hints
+        // and at ~100 (its peak) with them.
+        for i in 0..mr {
+            let p = c.offset(i as isize * c_rs);
+            _mm_prefetch::<_MM_HINT_T0>(p as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(15) as *const i8);
+        }
         let (mut a, mut b) = (a, b);
         for _ in 0..kc {
             let b0 = _mm256_loadu_ps(b);
             let b1 = _mm256_loadu_ps(b.add(8));
+            _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add(256) as *const i8);
             for (i, row) in acc.iter_mut().enumerate() {
                 let ai = _mm256_broadcast_ss(&*a.add(i));
                 row[0] = _mm256_fmadd_ps(ai, b0, row[0]);
