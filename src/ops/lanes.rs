@@ -88,6 +88,58 @@ macro_rules! at_cpu_lanes {
 }
 pub(crate) use at_cpu_lanes;
 
+/// A kernel body written once over `V: Lanes`, given its SIMD level by `Features::run`.
+///
+/// `body` must be `#[inline(always)]`: it is inlined, with the `Lanes` methods it
+/// calls, into the level's `#[target_feature]` function, where the intrinsics can be
+/// inlined too. (Without that they stay out of line in code compiled without the
+/// features, which tools/avx_audit.py rejects.) The kernel's fields are its arguments.
+pub(crate) trait Kernel {
+    type Out;
+    /// # Safety
+    /// The CPU has `V`'s features, and the kernel's own contract holds.
+    unsafe fn body<V: Lanes>(self) -> Self::Out;
+}
+
+/// A level that runs a `Kernel` inside a function compiled with its features: one
+/// wrapper per level for every kernel (`lanes_avx512`, `lanes_avx2`, generic over the
+/// kernel), so the kernels themselves carry no `#[target_feature]` copies.
+pub(crate) trait Features: Lanes {
+    /// `k.body::<Self>()`, compiled with the level's features.
+    ///
+    /// # Safety
+    /// The CPU has the level's features, and the kernel's own contract holds.
+    unsafe fn run<K: Kernel>(k: K) -> K::Out;
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Features for X16 {
+    #[inline(always)]
+    unsafe fn run<K: Kernel>(k: K) -> K::Out {
+        #[target_feature(enable = "avx512f,avx2,fma")]
+        unsafe fn lanes_avx512<K: Kernel>(k: K) -> K::Out {
+            // SAFETY: the caller's; this function has the level's features.
+            unsafe { k.body::<X16>() }
+        }
+        // SAFETY: the caller's (the CPU has AVX-512F, AVX2 and FMA).
+        unsafe { lanes_avx512(k) }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Features for X8 {
+    #[inline(always)]
+    unsafe fn run<K: Kernel>(k: K) -> K::Out {
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn lanes_avx2<K: Kernel>(k: K) -> K::Out {
+            // SAFETY: the caller's; this function has the level's features.
+            unsafe { k.body::<X8>() }
+        }
+        // SAFETY: the caller's (the CPU has AVX2 and FMA).
+        unsafe { lanes_avx2(k) }
+    }
+}
+
 /// `impl Lanes` for a register wrapper from its intrinsics. Each body is one
 /// intrinsic call, unsafe because of its `target_feature`: the trait's contract
 /// (the caller runs with the level's features, pointers hold `LANES` floats) is what

@@ -2,11 +2,12 @@
 //! strided transposed convolution) with 16+ image channels, as register-blocked
 //! products scattered into a channels-last image:
 //! `img[p * stride + tap, c] += sum over o of a[o, p] * w[o, c, tap]`. For a tap and a
-//! run of 12 consecutive positions `p`, the products are `a (12 x Co) @ w_tap (Co x C)`:
-//! the broadcasts of `a` are consecutive floats of its own (channel-major) rows, and
-//! each `w_tap` row is 16-lane loads of a once-packed weight. The 12 x 32 result is added
-//! into the padded channels-last image at the positions' windows, which is copied back
-//! (channel-major, padding cut, bias added) at the end of each sample.
+//! run of consecutive positions `p` (12 with AVX-512, 6 with AVX2), the products are
+//! `a (run x Co) @ w_tap (Co x C)`: the broadcasts of `a` are consecutive floats of its
+//! own (channel-major) rows, and each `w_tap` row is vector loads of a once-packed
+//! weight. The result (2 vectors of channels per position) is added into the padded
+//! channels-last image at the positions' windows, which is copied back (channel-major,
+//! padding cut, bias added) at the end of each sample.
 //!
 //! Why: the im2col path multiplied into a column matrix with the `gemm` crate and then
 //! summed the columns back into the image (col2im), a pass over `taps` copies of the
@@ -14,28 +15,30 @@
 //! 1.4 ms). Stride 1 stays on the flipped-kernel forward (`implicit::adjoint`).
 use super::wgrad_cl::Padded;
 use super::Geom;
-use crate::ops::cpu::has_avx512;
+use crate::ops::cpu::has_avx2_fma;
+use crate::ops::lanes::{at_cpu_lanes, Features, Kernel, Lanes};
 use crate::ops::transpose::transpose;
 
-/// Lanes of one vector; positions (the broadcast side) and channel vectors of a tile.
-const LANES: usize = 16;
-const MR: usize = 12;
+/// Channel vectors of a tile; positions (the broadcast side) are 12 with AVX-512 (24
+/// accumulators of its 32 registers) and 6 with AVX2 (12 of 16).
 const NV: usize = 2;
+/// The most floats of a tile's result (AVX-512: 12 positions x 2 vectors of 16).
+const ACC: usize = 12 * NV * 16;
 /// Image channels from which this kernel runs (it pads them to 16s).
 const MIN_C: usize = 16;
 
-/// Whether `conv_adj_cl` runs: AVX-512, one group, a stride above 1 on some axis, 16+
+/// Whether `conv_adj_cl` runs: AVX2 (or AVX-512), one group, a stride above 1 on some axis, 16+
 /// image channels, and (when it splits over threads) a sample per thread at least.
 pub(crate) fn applies(g: &Geom, par: bool) -> bool {
     let threads = if par { crate::ops::pool::num_threads() } else { 1 };
-    has_avx512() && g.groups == 1 && g.stride != [1, 1, 1] && g.c >= MIN_C && g.n >= threads && g.ovol() > 0
+    has_avx2_fma() && g.groups == 1 && g.stride != [1, 1, 1] && g.c >= MIN_C && g.n >= threads && g.ovol() > 0
 }
 
 /// img (N, C, *ins) = the adjoint of the convolution `g` applied to `a` (N, rows, *outs)
 /// with the weight `w` (rows, C, *k), plus `bias` (C) when given. Samples are split over
 /// the threads when `par`. Call only where `applies(g, par)`.
 pub(crate) fn conv_adj_cl(a: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, rows: usize, par: bool) -> Vec<f32> {
-    assert!(has_avx512() && g.groups == 1 && g.c >= MIN_C, "conv_adj_cl: AVX-512, one group and {MIN_C}+ channels only");
+    assert!(has_avx2_fma() && g.groups == 1 && g.c >= MIN_C, "conv_adj_cl: AVX2, one group and {MIN_C}+ channels only");
     let (l, iv, kv, c) = (g.ovol(), g.ivol(), g.kvol(), g.c);
     assert!(a.len() >= g.n * rows * l && w.len() >= rows * c * kv, "conv_adj_cl: operand sizes");
     let pd = Padded::new(g);
@@ -59,7 +62,8 @@ pub(crate) fn conv_adj_cl(a: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, 
         for (s, dst) in chunk.chunks_exact_mut(c * iv).enumerate() {
             let n = t * per + s;
             img.fill(0.0);
-            sample(&a[n * rows * l..(n + 1) * rows * l], &wt, rows, l, &pd, &origin, &mut img);
+            let a_n = &a[n * rows * l..(n + 1) * rows * l];
+            at_cpu_lanes!(sample(a_n, &wt, rows, l, &pd, &origin, &mut img)).expect("conv_adj_cl: AVX2 checked above");
             copy_back(&img, g, &pd, bias, dst);
         }
     };
@@ -67,11 +71,21 @@ pub(crate) fn conv_adj_cl(a: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, 
     out
 }
 
-/// Adds one sample's adjoint into the padded channels-last `img`: per run of 12
-/// positions, tap and pair of channel vectors, one tile.
-fn sample(a: &[f32], wt: &[f32], rows: usize, l: usize, pd: &Padded, origin: &[usize], img: &mut [f32]) {
-    let cv = pd.cp / LANES;
-    let mut acc = [0f32; MR * NV * LANES];
+/// Adds one sample's adjoint into the padded channels-last `img`: per run of positions,
+/// tap and pair of channel vectors, one tile.
+fn sample<V: Features>(a: &[f32], wt: &[f32], rows: usize, l: usize, pd: &Padded, origin: &[usize], img: &mut [f32]) {
+    if V::LANES == 8 {
+        sample_runs::<V, 6>(a, wt, rows, l, pd, origin, img)
+    } else {
+        sample_runs::<V, 12>(a, wt, rows, l, pd, origin, img)
+    }
+}
+
+/// `sample` with runs of `MR` positions.
+fn sample_runs<V: Features, const MR: usize>(a: &[f32], wt: &[f32], rows: usize, l: usize, pd: &Padded, origin: &[usize], img: &mut [f32]) {
+    let cv = pd.cp / V::LANES;
+    let mut acc = [0f32; ACC];
+    assert!(MR * NV * V::LANES <= ACC);
     // The last run of a sample may be short: its positions are copied here (zeros after).
     let mut tail = vec![0f32; rows * MR];
     for p0 in (0..l).step_by(MR) {
@@ -88,25 +102,24 @@ fn sample(a: &[f32], wt: &[f32], rows: usize, l: usize, pd: &Padded, origin: &[u
         for (t, &toff) in pd.taps.iter().enumerate() {
             for v0 in (0..cv).step_by(NV) {
                 let nv = NV.min(cv - v0);
-                let b = wt[t * rows * pd.cp + v0 * LANES..].as_ptr();
-                // SAFETY: the CPU has AVX-512 (`applies`); for every o < rows the kernel reads
-                // MR floats at `src + o * stride` (a full run of the sample's row o, or the
-                // tail copy) and `nv` vectors at `b + o * cp` (within the packed weight, as
-                // v0 + nv <= cv), and writes `acc`.
-                #[cfg(target_arch = "x86_64")]
+                let b = wt[t * rows * pd.cp + v0 * V::LANES..].as_ptr();
+                let k = (src, stride, b, pd.cp, rows, &mut acc);
+                // SAFETY: the CPU has V's features (`applies`); for every o < rows the
+                // kernel reads MR floats at `src + o * stride` (a full run of the sample's
+                // row o, or the tail copy) and `nv` vectors at `b + o * cp` (within the
+                // packed weight, as v0 + nv <= cv), and writes MR * nv vectors of `acc`.
                 unsafe {
                     if nv == NV {
-                        tile::<NV>(src, stride, b, pd.cp, rows, &mut acc)
+                        V::run(Tile::<MR, NV>(k))
                     } else {
-                        tile::<1>(src, stride, b, pd.cp, rows, &mut acc)
+                        V::run(Tile::<MR, 1>(k))
                     }
                 };
-                #[cfg(not(target_arch = "x86_64"))]
-                unreachable!("conv_adj_cl off x86-64 ({src:?} {stride} {b:?})");
+                let width = NV * V::LANES;
                 for i in 0..run {
-                    let at = origin[p0 + i] + toff + v0 * LANES;
-                    let dst = &mut img[at..at + nv * LANES];
-                    for (d, s) in dst.iter_mut().zip(&acc[i * NV * LANES..]) {
+                    let at = origin[p0 + i] + toff + v0 * V::LANES;
+                    let dst = &mut img[at..at + nv * V::LANES];
+                    for (d, s) in dst.iter_mut().zip(&acc[i * width..]) {
                         *d += s;
                     }
                 }
@@ -115,35 +128,41 @@ fn sample(a: &[f32], wt: &[f32], rows: usize, l: usize, pd: &Padded, origin: &[u
     }
 }
 
-/// `acc[i, v] = sum over o < k of a[o * a_rs + i] * b[o * b_rs + v]` for the 12 positions
-/// `i` and `W` vectors `v` (each 16 lanes), stored `NV * 16` floats per position.
+/// `acc[i, v] = sum over o < k of a[o * a_rs + i] * b[o * b_rs + v]` for the `MR`
+/// positions `i` and `W` vectors `v`, stored `NV` vectors per position. Fields:
+/// (a, a_rs, b, b_rs, k, acc).
 ///
-/// # Safety
-/// The CPU has AVX-512F; for every o < k, 12 floats at `a + o * a_rs` and `W * 16` at
-/// `b + o * b_rs` are readable.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn tile<const W: usize>(a: *const f32, a_rs: usize, b: *const f32, b_rs: usize, k: usize, acc: &mut [f32; MR * NV * LANES]) {
-    use std::arch::x86_64::*;
-    let mut sum = [[_mm512_setzero_ps(); W]; MR];
-    for o in 0..k {
-        // SAFETY (both reads): row o of each operand (the caller).
-        let (pa, pb) = unsafe { (a.add(o * a_rs), b.add(o * b_rs)) };
-        let mut bv = [_mm512_setzero_ps(); W];
-        for (v, x) in bv.iter_mut().enumerate() {
-            *x = unsafe { _mm512_loadu_ps(pb.add(v * LANES)) };
-        }
-        for (i, s) in sum.iter_mut().enumerate() {
-            let av = _mm512_set1_ps(unsafe { *pa.add(i) });
-            for (x, bx) in s.iter_mut().zip(bv) {
-                *x = _mm512_fmadd_ps(av, bx, *x);
+/// Contract (`Kernel::body`): for every o < k, `MR` floats at `a + o * a_rs` and `W`
+/// vectors at `b + o * b_rs` are readable, and `acc` holds `MR * NV` vectors.
+struct Tile<'a, const MR: usize, const W: usize>((*const f32, usize, *const f32, usize, usize, &'a mut [f32; ACC]));
+
+impl<const MR: usize, const W: usize> Kernel for Tile<'_, MR, W> {
+    type Out = ();
+    #[inline(always)]
+    unsafe fn body<V: Lanes>(self) {
+        let (a, a_rs, b, b_rs, k, acc) = self.0;
+        // SAFETY (every call and access below): the level's features, row o of each
+        // operand and `acc` (the contract above).
+        unsafe {
+            let mut sum = [[V::zero(); W]; MR];
+            for o in 0..k {
+                let (pa, pb) = (a.add(o * a_rs), b.add(o * b_rs));
+                let mut bv = [V::zero(); W];
+                for (v, x) in bv.iter_mut().enumerate() {
+                    *x = V::load(pb.add(v * V::LANES));
+                }
+                for (i, s) in sum.iter_mut().enumerate() {
+                    let av = V::splat(*pa.add(i));
+                    for (x, bx) in s.iter_mut().zip(bv) {
+                        *x = av.fmadd(bx, *x);
+                    }
+                }
             }
-        }
-    }
-    for (i, s) in sum.iter().enumerate() {
-        for (v, x) in s.iter().enumerate() {
-            // SAFETY: position i < MR, vector v < W <= NV of `acc`.
-            unsafe { _mm512_storeu_ps(acc.as_mut_ptr().add((i * NV + v) * LANES), *x) };
+            for (i, s) in sum.iter().enumerate() {
+                for (v, x) in s.iter().enumerate() {
+                    x.store(acc.as_mut_ptr().add((i * NV + v) * V::LANES));
+                }
+            }
         }
     }
 }
@@ -174,7 +193,7 @@ mod tests {
     /// channel counts off the 16s (odd vector counts), sample tails and threads.
     #[test]
     fn matches_the_col2im_path() {
-        if !has_avx512() {
+        if !has_avx2_fma() {
             return;
         }
         let mut rnd = crate::ops::test_stream(21);

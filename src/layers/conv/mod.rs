@@ -29,7 +29,7 @@
 //! convolution too, with the kernel flipped, and takes the same path when its rows are.
 //! The f32 weight gradient with 16+ input channels per group is a register-blocked GEMM
 //! over channels-last copies of the upstream gradient and the zero-padded image
-//! (`wgrad_cl`, AVX-512, any stride); with fewer channels, a stride-1 convolution with
+//! (`wgrad_cl`, AVX2 or AVX-512, any stride); with fewer channels, a stride-1 convolution with
 //! rows of 32+ takes a dot-product kernel reading both in place (`wgrad`). The adjoint
 //! of a strided convolution with 16+ image channels (its input gradient, a strided
 //! transposed convolution) adds register tiles into a channels-last image (`adj_cl`).

@@ -5,7 +5,8 @@
 //! channels-last and zero-padded, row `p` of `img_tap` is 16-lane loads at one address
 //! (`(p * stride + tap) * C`): no column matrix, no packing. The upstream gradient is
 //! copied position-major, so the tile's broadcasts of `a[o..o+MR, p]` are consecutive.
-//! A tile is MR output channels x NV vectors of 16 input channels (24 accumulators).
+//! A tile is MR output channels x NV vectors of input channels: 24 accumulators of 16
+//! lanes with AVX-512, 12 of 8 with AVX2 (6 x 2).
 //!
 //! Why: the im2col path writes `taps` copies of the image and multiplies them with the
 //! `gemm` crate's slow (transposed) layout, and the dot-product kernel (`wgrad`) must
@@ -14,11 +15,13 @@
 //! `O(positions x channels)` moves against `O(positions x channels x Co x taps)`
 //! multiply-adds.
 use super::Geom;
-use crate::ops::cpu::has_avx512;
+use crate::ops::cpu::has_avx2_fma;
+use crate::ops::lanes::{at_cpu_lanes, Features, Kernel, Lanes};
 use crate::ops::transpose::transpose;
 
-/// Lanes of one vector.
-const LANES: usize = 16;
+/// The channel-padding unit of the channels-last copies (`Padded`): one AVX-512
+/// vector, two of AVX2.
+pub(super) const CH_BLOCK: usize = 16;
 /// Input channels per group from which this kernel runs (it pads them to 16s).
 const MIN_CG: usize = 16;
 /// Output positions copied per block of samples: a block's two copies stay in L2.
@@ -27,11 +30,11 @@ const BLOCK_POS: usize = 512;
 /// so a tile's broadcasts never leave the row.
 const A_PAD: usize = 24;
 
-/// Whether `conv_wgrad_cl` runs: AVX-512, at least 16 input channels per group, and (when
+/// Whether `conv_wgrad_cl` runs: AVX2 (or AVX-512), at least 16 input channels per group, and (when
 /// it splits over threads) at least two samples per thread's share.
 pub(crate) fn applies(g: &Geom, par: bool) -> bool {
     let threads = if par { crate::ops::pool::num_threads() } else { 1 };
-    has_avx512() && g.c / g.groups >= MIN_CG && g.n >= threads && g.ovol() > 0
+    has_avx2_fma() && g.c / g.groups >= MIN_CG && g.n >= threads && g.ovol() > 0
 }
 
 /// The walk over one block's output positions: each output row's start in the
@@ -62,7 +65,7 @@ pub(super) struct Padded {
 impl Padded {
     pub(super) fn new(g: &Geom) -> Padded {
         let dims: [usize; 3] = std::array::from_fn(|a| g.ins[a] + 2 * g.pad[a]);
-        let cgp = (g.c / g.groups).div_ceil(LANES) * LANES;
+        let cgp = (g.c / g.groups).next_multiple_of(CH_BLOCK);
         let cp = cgp * g.groups;
         let taps = (0..g.kvol())
             .map(|t| {
@@ -110,7 +113,7 @@ impl Padded {
 /// Samples are split over the threads when `par`, each summing into its own buffer.
 /// Call only where `applies(g, par)`.
 pub(crate) fn conv_wgrad_cl(a: &[f32], img: &[f32], g: &Geom, w_rows: usize, par: bool, bias: bool) -> (Vec<f32>, Option<Vec<f32>>) {
-    assert!(has_avx512() && g.c / g.groups >= MIN_CG && g.ovol() > 0, "conv_wgrad_cl: AVX-512 and {MIN_CG}+ channels per group only");
+    assert!(has_avx2_fma() && g.c / g.groups >= MIN_CG && g.ovol() > 0, "conv_wgrad_cl: AVX2 and {MIN_CG}+ channels per group only");
     let (l, iv, kv) = (g.ovol(), g.ivol(), g.kvol());
     assert!(a.len() >= g.n * w_rows * l && img.len() >= g.n * g.c * iv, "conv_wgrad_cl: operand sizes");
     let pd = Padded::new(g);
@@ -162,7 +165,7 @@ fn samples(a: &[f32], img: &[f32], g: &Geom, pd: &Padded, w_rows: usize, (n0, n1
             pd.copy_in(g, &img[n * g.c * iv..(n + 1) * g.c * iv], &mut im[s * b_sample..(s + 1) * b_sample]);
         }
         walk.samples = nb;
-        tiles(g, pd, &walk, &at, &im, mg, dwt);
+        at_cpu_lanes!(tiles(g, pd, &walk, &at, &im, mg, dwt)).expect("conv_wgrad_cl: AVX2 checked above");
     }
 }
 
@@ -205,9 +208,9 @@ fn chunks(walk: &Walk) -> Vec<Vec<Run>> {
 /// Every tile of one block: per chunk of positions, group, block of input-channel
 /// vectors, tap and block of output channels, the kernel adds the chunk's positions
 /// into `dwt`.
-fn tiles(g: &Geom, pd: &Padded, walk: &Walk, at: &[f32], im: &[f32], mg: usize, dwt: &mut [f32]) {
+fn tiles<V: Features>(g: &Geom, pd: &Padded, walk: &Walk, at: &[f32], im: &[f32], mg: usize, dwt: &mut [f32]) {
     let kv = g.kvol();
-    let cv = pd.cgp / LANES;
+    let cv = pd.cgp / V::LANES;
     let out_rs = kv * pd.cgp;
     // The last position each tile reads must lie in the copies (checked once here).
     let last_b = (walk.samples - 1) * walk.b_sample
@@ -220,36 +223,35 @@ fn tiles(g: &Geom, pd: &Padded, walk: &Walk, at: &[f32], im: &[f32], mg: usize, 
         for gi in 0..g.groups {
             let mut v0 = 0;
             while v0 < cv {
+                // AVX2's 16 registers hold 6 x 2 accumulators (`cv` of 8 lanes is even).
                 let nv = match cv - v0 {
+                    _ if V::LANES == 8 => 2,
                     r if r >= 4 => 4,
                     3 => 3,
                     r => r,
                 };
-                let mr = 24 / nv;
+                let mr = if V::LANES == 8 { 6 } else { 24 / nv };
                 for (t, &toff) in pd.taps.iter().enumerate() {
-                    let b = im[toff + gi * pd.cgp + v0 * LANES..].as_ptr();
+                    let b = im[toff + gi * pd.cgp + v0 * V::LANES..].as_ptr();
                     for o0 in (0..mg).step_by(mr) {
                         let o = gi * mg + o0;
                         let a = at[o..].as_ptr();
-                        let out = dwt[(o * kv + t) * pd.cgp + v0 * LANES..].as_mut_ptr();
-                        let rows = mr.min(mg - o0);
-                        // SAFETY: the CPU has AVX-512 (`applies`); the kernel reads `mr` floats
-                        // from each position's row of `at` (rows of `ap = w_rows + 24` floats,
-                        // and `o + mr <= w_rows + 24`), `nv` vectors at each position of `im`
-                        // (within `last_b`, asserted above, as `v0 + nv <= cv`), and adds into
-                        // `rows` rows of `out_rs` floats of `dwt`.
-                        #[cfg(target_arch = "x86_64")]
+                        let out = dwt[(o * kv + t) * pd.cgp + v0 * V::LANES..].as_mut_ptr();
+                        let k = ((walk, &chunk[..]), a, b, out, out_rs, mr.min(mg - o0));
+                        // SAFETY: the CPU has V's features (`applies`); the kernel reads `mr`
+                        // floats from each position's row of `at` (rows of `ap = w_rows + 24`
+                        // floats, and `o + mr <= w_rows + 24`), `nv` vectors at each position
+                        // of `im` (within `last_b`, asserted above, as `v0 + nv <= cv`), and
+                        // adds into `rows` rows of `out_rs` floats of `dwt`.
                         unsafe {
-                            let w = (walk, &chunk[..]);
-                            match nv {
-                                4 => tile::<4, 6>(w, a, b, out, out_rs, rows),
-                                3 => tile::<3, 8>(w, a, b, out, out_rs, rows),
-                                2 => tile::<2, 12>(w, a, b, out, out_rs, rows),
-                                _ => tile::<1, 24>(w, a, b, out, out_rs, rows),
+                            match (V::LANES, nv) {
+                                (8, _) => V::run(Tile::<2, 6>(k)),
+                                (_, 4) => V::run(Tile::<4, 6>(k)),
+                                (_, 3) => V::run(Tile::<3, 8>(k)),
+                                (_, 2) => V::run(Tile::<2, 12>(k)),
+                                _ => V::run(Tile::<1, 24>(k)),
                             }
                         }
-                        #[cfg(not(target_arch = "x86_64"))]
-                        unreachable!("conv_wgrad_cl off x86-64 ({a:?} {b:?} {out:?} {rows})");
                     }
                 }
                 v0 += nv;
@@ -259,47 +261,46 @@ fn tiles(g: &Geom, pd: &Padded, walk: &Walk, at: &[f32], im: &[f32], mg: usize, 
 }
 
 /// `out[i, v] += sum over the runs' positions p of a[p, i] * b[p, v]` for `i < rows`,
-/// with `MR` broadcasts of `a` and `NV` vectors of `b` per position, 24 accumulators.
+/// with `MR` broadcasts of `a` and `NV` vectors of `b` per position. Fields:
+/// ((walk, runs), a, b, out, out_rs, rows).
 ///
-/// # Safety
-/// The CPU has AVX-512F; every position's `MR` floats of `a` and `NV * 16` of `b` lie in
-/// their buffers, and `out` has `rows <= MR` rows of `NV * 16` floats, `out_rs` apart.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn tile<const NV: usize, const MR: usize>(
-    (w, runs): (&Walk, &[Run]),
-    a: *const f32,
-    b: *const f32,
-    out: *mut f32,
-    out_rs: usize,
-    rows: usize,
-) {
-    use std::arch::x86_64::*;
-    let mut acc = [[_mm512_setzero_ps(); NV]; MR];
-    for &(a0, b0, len) in runs {
-        // SAFETY (every pointer below): positions of the walk, in the buffers (the caller).
-        let (mut pa, mut pb) = unsafe { (a.add(a0), b.add(b0)) };
-        for _ in 0..len {
-            let mut bv = [_mm512_setzero_ps(); NV];
-            for (v, x) in bv.iter_mut().enumerate() {
-                *x = unsafe { _mm512_loadu_ps(pb.add(v * LANES)) };
-            }
-            for (i, acc_i) in acc.iter_mut().enumerate() {
-                let av = _mm512_set1_ps(unsafe { *pa.add(i) });
-                for (x, bx) in acc_i.iter_mut().zip(bv) {
-                    *x = _mm512_fmadd_ps(av, bx, *x);
+/// Contract (`Kernel::body`): every position's `MR` floats of `a` and `NV` vectors of
+/// `b` lie in their buffers, and `out` has `rows <= MR` rows of `NV` vectors, `out_rs`
+/// apart.
+#[allow(clippy::type_complexity)]
+struct Tile<'a, const NV: usize, const MR: usize>(((&'a Walk, &'a [Run]), *const f32, *const f32, *mut f32, usize, usize));
+
+impl<const NV: usize, const MR: usize> Kernel for Tile<'_, NV, MR> {
+    type Out = ();
+    #[inline(always)]
+    unsafe fn body<V: Lanes>(self) {
+        let ((w, runs), a, b, out, out_rs, rows) = self.0;
+        // SAFETY (every call and access below): the level's features and the walk's
+        // positions in the buffers (the contract above).
+        unsafe {
+            let mut acc = [[V::zero(); NV]; MR];
+            for &(a0, b0, len) in runs {
+                let (mut pa, mut pb) = (a.add(a0), b.add(b0));
+                for _ in 0..len {
+                    let mut bv = [V::zero(); NV];
+                    for (v, x) in bv.iter_mut().enumerate() {
+                        *x = V::load(pb.add(v * V::LANES));
+                    }
+                    for (i, acc_i) in acc.iter_mut().enumerate() {
+                        let av = V::splat(*pa.add(i));
+                        for (x, bx) in acc_i.iter_mut().zip(bv) {
+                            *x = av.fmadd(bx, *x);
+                        }
+                    }
+                    pa = pa.wrapping_add(w.ap);
+                    pb = pb.wrapping_add(w.b_step);
                 }
             }
-            pa = pa.wrapping_add(w.ap);
-            pb = pb.wrapping_add(w.b_step);
-        }
-    }
-    for (i, acc_i) in acc.iter().enumerate().take(rows) {
-        for (v, x) in acc_i.iter().enumerate() {
-            // SAFETY: row i < rows of `out`, vector v < NV (the caller).
-            unsafe {
-                let p = out.add(i * out_rs + v * LANES);
-                _mm512_storeu_ps(p, _mm512_add_ps(_mm512_loadu_ps(p), *x));
+            for (i, acc_i) in acc.iter().enumerate().take(rows) {
+                for (v, x) in acc_i.iter().enumerate() {
+                    let p = out.add(i * out_rs + v * V::LANES);
+                    V::load(p).add(*x).store(p);
+                }
             }
         }
     }
@@ -315,7 +316,7 @@ mod tests {
     /// samples and chunks that split a row, and threads.
     #[test]
     fn matches_the_im2col_path() {
-        if !has_avx512() {
+        if !has_avx2_fma() {
             return;
         }
         // (n, c, groups, w_rows, ins, k, stride, pad, dil)
