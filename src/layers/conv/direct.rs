@@ -168,7 +168,9 @@ fn direct<V: Level>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, co: 
     // Dilation is 1 here (`applies`): a tap's offset is its index minus the padding.
     let mut taps = [[0isize; 3]; MAX_TAPS];
     taps[..kv].copy_from_slice(&g.tap_offsets());
-    let geo = Strip { c, kv, d: g.ins[0], h, wd, ow, plane, oplane, ivol, ovol, co, kx: g.k[2], taps, sz: g.stride[0], sy: g.stride[1] };
+    let (kx, seg) = (g.k[2], nv * l * g.stride[2] + g.k[2] - 1);
+    let soff = (0..c).flat_map(|ch| (0..kv).map(move |t| (ch * kv / kx * seg + t / kx * seg + t % kx) as isize)).collect();
+    let geo = Strip { c, kv, d: g.ins[0], h, wd, ow, plane, oplane, ivol, ovol, co, kx, taps, sz: g.stride[0], sy: g.stride[1], seg, soff };
     let od = g.outs[0];
     // Rows a multiple of the vector wide: one run per vector; rows of 8 with 16 lanes
     // (every vector starts a row and covers two) or as wide as a vector or wider (a
@@ -234,6 +236,12 @@ struct Strip {
     /// Input slices from one output slice to the next, and rows from one row to the next.
     sz: usize,
     sy: usize,
+    /// A uniform strip's window row in its copy (`L NV S + kx - 1` floats), and each
+    /// (channel, tap) step's offset in the copy, in step order: one table lookup per
+    /// step instead of a tap counter and a channel jump (those were 7 of the 21
+    /// instructions of a 4 x 2 tile's step with AVX2).
+    seg: usize,
+    soff: Vec<isize>,
 }
 
 /// Outputs `s * L NV ..` (`L NV` of them, `L` the lanes of `V`, clipped to the slice) of
@@ -324,14 +332,7 @@ unsafe fn strip<V: Lanes, const P: usize, const S: usize, const MR: usize, const
             *d = unsafe { (V::mask(bits), V::mask(bits >> l)) };
         }
     }
-    let mut windows = uniform.then(|| {
-        let seg = NV * l * S + g.kx - 1;
-        let mut woff = off;
-        for (t, o) in woff[0][0][..g.kv].iter_mut().enumerate() {
-            *o = ((t / g.kx) * seg + t % g.kx) as isize;
-        }
-        (seg, g.kv / g.kx, woff, WINDOWS.with(|w| std::mem::take(&mut *w.borrow_mut())))
-    });
+    let mut windows = uniform.then(|| (g.seg, g.kv / g.kx, WINDOWS.with(|w| std::mem::take(&mut *w.borrow_mut()))));
     let steps = g.c * g.kv;
     let (istride, ostride) = (g.c * g.ivol, g.co * g.ovol);
     for smp in 0..samples {
@@ -361,7 +362,7 @@ unsafe fn strip<V: Lanes, const P: usize, const S: usize, const MR: usize, const
                 }
             }
         }
-        if let Some((seg, wrows, woff, win)) = &mut windows {
+        if let Some((seg, wrows, win)) = &mut windows {
             let (seg, wrows) = (*seg, *wrows);
             let (oy, ox) = (s * NV * l / g.ow, s * NV * l % g.ow);
             win.clear();
@@ -388,10 +389,22 @@ unsafe fn strip<V: Lanes, const P: usize, const S: usize, const MR: usize, const
             }
             // SAFETY: the caller's conditions, for sample smp; the tiles read each
             // channel's windows (`wrows * seg` floats, every tap's vectors inside).
-            unsafe { sample_tiles::<V, P, S, MR, NV, true>(g, (win.as_ptr(), wrows * seg), wp, bias, out, s, (woff, &vmask, &live), steps) }
+            unsafe {
+                sample_tiles::<V, P, S, MR, NV, true>(
+                    g,
+                    (win.as_ptr(), wrows * seg),
+                    wp,
+                    bias,
+                    out,
+                    s,
+                    (&off, &vmask, &live),
+                    steps,
+                    &g.soff,
+                )
+            }
         } else {
             // SAFETY: the caller's conditions, for sample smp.
-            unsafe { sample_tiles::<V, P, S, MR, NV, false>(g, (img, g.ivol), wp, bias, out, s, (&off, &vmask, &live), steps) }
+            unsafe { sample_tiles::<V, P, S, MR, NV, false>(g, (img, g.ivol), wp, bias, out, s, (&off, &vmask, &live), steps, &[]) }
         }
     }
     if let Some((.., win)) = windows {
@@ -414,6 +427,7 @@ unsafe fn sample_tiles<V: Lanes, const P: usize, const S: usize, const MR: usize
     s: usize,
     (off, mask, live): (&[[[isize; MAX_TAPS]; P]; NV], &[[[(V::Mask, V::Mask); MAX_TAPS]; P]; NV], &[u32; NV]),
     steps: usize,
+    soff: &[isize],
 ) {
     let l = V::LANES;
     // SAFETY (every intrinsic below): the caller runs this inside a function compiled
@@ -424,23 +438,32 @@ unsafe fn sample_tiles<V: Lanes, const P: usize, const S: usize, const MR: usize
         // One loop over the (channel, tap) steps, not a loop over taps inside one over
         // channels: across the nest LLVM stored some accumulators to the stack at every
         // step (perf: the stores beside the FMAs), in one loop it keeps them in registers.
-        let (mut base, mut t) = (img, 0);
-        for _ in 0..steps {
-            {
+        if U {
+            // Uniform: every step's window offset from the strip's table, no masks.
+            for &o in soff {
+                let mut bv = [unsafe { V::zero() }; NV];
+                for (v, x) in bv.iter_mut().enumerate() {
+                    let p = img.wrapping_offset(o + (v * l * S) as isize);
+                    // SAFETY: a uniform strip (see `strip`): all S * L lanes of the vector
+                    // read inputs inside the windows' copy.
+                    unsafe {
+                        *x = V::load(p);
+                        if S == 2 {
+                            *x = V::evens(*x, V::load(p.add(l)));
+                        }
+                    }
+                }
+                // SAFETY: `wq` walks the strip's steps * MR weights, MR per step.
+                unsafe {
+                    fma_step(&mut acc, &bv, wq);
+                    wq = wq.add(MR);
+                }
+            }
+        } else {
+            let (mut base, mut t) = (img, 0);
+            for _ in 0..steps {
                 let mut bv = [unsafe { V::zero() }; NV];
                 for v in 0..NV {
-                    if U {
-                        let p = base.wrapping_offset(off[0][0][t] + (v * l * S) as isize);
-                        // SAFETY: a uniform strip (see `strip`): all S * L lanes of the
-                        // vector read inputs inside this volume's row.
-                        unsafe {
-                            bv[v] = V::load(p);
-                            if S == 2 {
-                                bv[v] = V::evens(bv[v], V::load(p.add(l)));
-                            }
-                        }
-                        continue;
-                    }
                     let mut hi = unsafe { V::zero() };
                     for r in 0..P {
                         let ((m0, m1), p) = (mask[v][r][t], base.wrapping_offset(off[v][r][t]));
@@ -466,19 +489,15 @@ unsafe fn sample_tiles<V: Lanes, const P: usize, const S: usize, const MR: usize
                         bv[v] = unsafe { V::evens(bv[v], hi) };
                     }
                 }
-                for (i, row) in acc.iter_mut().enumerate() {
-                    // SAFETY: `wq` walks the strip's steps * MR weights, MR per step.
-                    let a = unsafe { V::splat(*wq.add(i)) };
-                    for v in 0..NV {
-                        row[v] = unsafe { a.fmadd(bv[v], row[v]) };
-                    }
+                // SAFETY: `wq` walks the strip's steps * MR weights, MR per step.
+                unsafe {
+                    fma_step(&mut acc, &bv, wq);
+                    wq = wq.add(MR);
                 }
-                // SAFETY: one step of MR weights on, at most to the strip's end.
-                wq = unsafe { wq.add(MR) };
                 t += 1;
                 if t == g.kv {
-                    // The next channel of the sample's volumes (or of the strip's windows);
-                    // past the last one the pointer is not used.
+                    // The next channel of the sample's volumes; past the last one the
+                    // pointer is not used.
                     (base, t) = (base.wrapping_add(cstride), 0);
                 }
             }
@@ -495,6 +514,24 @@ unsafe fn sample_tiles<V: Lanes, const P: usize, const S: usize, const MR: usize
                     // (s * NV + v) * L + lane < oplane of its slice.
                     unsafe { row[v].add(bo).store_masked(out.add(o * g.ovol + (s * NV + v) * l), live[v]) };
                 }
+            }
+        }
+    }
+}
+
+/// `acc[i][v] += w[i] * bv[v]`: one step of a tile, `MR` weights broadcast against
+/// `NV` input vectors.
+///
+/// # Safety
+/// Inside a function compiled with `V`'s features; `w` holds `MR` readable floats.
+#[inline(always)]
+unsafe fn fma_step<V: Lanes, const MR: usize, const NV: usize>(acc: &mut [[V; NV]; MR], bv: &[V; NV], w: *const f32) {
+    for (i, row) in acc.iter_mut().enumerate() {
+        // SAFETY: the caller's (features; MR floats at `w`).
+        unsafe {
+            let a = V::splat(*w.add(i));
+            for (x, b) in row.iter_mut().zip(bv) {
+                *x = a.fmadd(*b, *x);
             }
         }
     }
