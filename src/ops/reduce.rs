@@ -4,9 +4,7 @@
 //! dtypes take Candle's own sum, which runs there with its backward.
 use super::cpu::has_avx512;
 use super::float::{as_f32, as_f32_mut, Float};
-use super::lanes::Lanes;
-#[cfg(target_arch = "x86_64")]
-use super::lanes::{X16, X8};
+use super::lanes::{Features, Kernel, Lanes};
 use crate::ops::layout::Dense;
 use candle_core::{CpuStorage, CustomOp1, DType, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
@@ -178,47 +176,24 @@ unsafe fn row_sums_f32<V: Lanes>(rows: &[f32], out: &mut [f32], r: usize) {
     }
 }
 
-/// A SIMD level's `target_feature` wrapper of `row_sums_f32` (written out per level:
-/// tools/avx_audit.py finds `#[target_feature]` functions by their names).
-trait RowSums: Lanes {
-    /// `row_sums_f32::<Self>`.
-    ///
-    /// # Safety
-    /// As `row_sums_f32`, on a CPU with the level's features.
-    unsafe fn row_sums(rows: &[f32], out: &mut [f32], r: usize);
-}
+/// `row_sums_f32` as a `Kernel`: (rows, out, r).
+struct RowSums<'a>((&'a [f32], &'a mut [f32], usize));
 
-#[cfg(target_arch = "x86_64")]
-impl RowSums for X16 {
-    unsafe fn row_sums(rows: &[f32], out: &mut [f32], r: usize) {
-        #[target_feature(enable = "avx512f,avx2,fma")]
-        unsafe fn row_sums_f32_avx512(rows: &[f32], out: &mut [f32], r: usize) {
-            // SAFETY: forwarded; this function has the level's features.
-            unsafe { row_sums_f32::<X16>(rows, out, r) }
-        }
-        // SAFETY: the caller's (the CPU has the level's features).
-        unsafe { row_sums_f32_avx512(rows, out, r) }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-impl RowSums for X8 {
-    unsafe fn row_sums(rows: &[f32], out: &mut [f32], r: usize) {
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn row_sums_f32_avx2(rows: &[f32], out: &mut [f32], r: usize) {
-            // SAFETY: forwarded; this function has the level's features.
-            unsafe { row_sums_f32::<X8>(rows, out, r) }
-        }
-        // SAFETY: the caller's (the CPU has the level's features).
-        unsafe { row_sums_f32_avx2(rows, out, r) }
+impl Kernel for RowSums<'_> {
+    type Out = ();
+    #[inline(always)]
+    unsafe fn body<V: Lanes>(self) {
+        let (rows, out, r) = self.0;
+        // SAFETY: the caller's (`Kernel::body`: V's features).
+        unsafe { row_sums_f32::<V>(rows, out, r) }
     }
 }
 
 /// `row_sums_f32` at the level `V`, which the CPU must have (`at_cpu_lanes!`).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-fn row_sums_at<V: RowSums>(rows: &[f32], out: &mut [f32], r: usize) {
+fn row_sums_at<V: Features>(rows: &[f32], out: &mut [f32], r: usize) {
     // SAFETY: the caller picked a level the CPU has.
-    unsafe { V::row_sums(rows, out, r) }
+    unsafe { V::run(RowSums((rows, out, r))) }
 }
 
 /// `out[i]` = the sum of row `i` (rows of `r` elements), at the CPU's vector width,
@@ -486,6 +461,8 @@ pub(crate) fn pow_sum<T: Float>(x: &[T], p: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(target_arch = "x86_64")]
+    use crate::ops::lanes::{X16, X8};
 
     /// Float32 row sums (`row_sums_fast` at the CPU's level, and each SIMD level's
     /// kernel this CPU has): every row length from 1 to 70 and 196, on one and several

@@ -12,9 +12,7 @@ use super::im2col::for_rows;
 use super::passes::Keep;
 use super::Geom;
 use crate::ops::float::Float;
-use crate::ops::lanes::Lanes;
-#[cfg(target_arch = "x86_64")]
-use crate::ops::lanes::{X16, X8};
+use crate::ops::lanes::{Features, Kernel, Lanes};
 use crate::ops::parallel::{for_chunks, par_ok};
 use crate::ops::reduce::sum_slice;
 use crate::ops::vector::{axpy, dot};
@@ -73,117 +71,39 @@ const CHAINS: usize = 4;
 /// The widest register block (AVX-512's), which `PaddedPlane` pads rows for.
 const BLOCK: usize = 64;
 
-/// A SIMD level's variants of this file's f32 kernels, each a `target_feature` wrapper
-/// around the generic body (see `ops::lanes`).
+/// A SIMD level's shape for this file's f32 kernels.
 trait Level: Lanes {
     /// Vectors per tap in the weight gradient's accumulators: two with AVX-512 (18 of
     /// its 32 registers), one with AVX2 (9 of 16).
-    const WG: usize;
-    /// `row::<Self, ROWS>`.
-    ///
-    /// # Safety
-    /// As `row`, on a CPU with this level's features.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn row<const ROWS: bool>(
-        src: &[f32],
-        base: isize,
-        offs: &[isize],
-        rows_in: &[u16],
-        xmask: &[u16],
-        w: &[f32],
-        b: f32,
-        dst: &mut [f32],
-    );
-    /// `wgrad_plane::<Self>`.
-    ///
-    /// # Safety
-    /// As `wgrad_plane`, on a CPU with this level's features.
-    unsafe fn wgrad_plane(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32);
+    const WG: usize = if Self::LANES == 16 { 2 } else { 1 };
 }
 
-// The wrappers are written out per level, not by a macro: tools/avx_audit.py finds
-// `#[target_feature]` functions by their names in the source.
-#[cfg(target_arch = "x86_64")]
-impl Level for X16 {
-    const WG: usize = 2;
-    unsafe fn row<const ROWS: bool>(
-        src: &[f32],
-        base: isize,
-        offs: &[isize],
-        rows_in: &[u16],
-        xmask: &[u16],
-        w: &[f32],
-        b: f32,
-        dst: &mut [f32],
-    ) {
-        #[target_feature(enable = "avx512f,avx2,fma")]
-        #[allow(clippy::too_many_arguments)]
-        unsafe fn depthwise_row_avx512<const ROWS: bool>(
-            src: &[f32],
-            base: isize,
-            offs: &[isize],
-            rows_in: &[u16],
-            xmask: &[u16],
-            w: &[f32],
-            b: f32,
-            dst: &mut [f32],
-        ) {
-            // SAFETY: forwarded; this function has the level's features.
-            unsafe { row::<X16, ROWS>(src, base, offs, rows_in, xmask, w, b, dst) }
-        }
-        // SAFETY: the caller's (the CPU has the level's features).
-        unsafe { depthwise_row_avx512::<ROWS>(src, base, offs, rows_in, xmask, w, b, dst) }
-    }
-    unsafe fn wgrad_plane(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32) {
-        #[target_feature(enable = "avx512f,avx2,fma")]
-        unsafe fn depthwise_wgrad_avx512(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32) {
-            // SAFETY: forwarded; this function has the level's features.
-            unsafe { wgrad_plane::<X16>(a, padded, pp, g) }
-        }
-        // SAFETY: the caller's (the CPU has the level's features).
-        unsafe { depthwise_wgrad_avx512(a, padded, pp, g) }
+impl<V: Lanes> Level for V {}
+
+/// `row::<V, ROWS>` as a `Kernel`: (src, base, offs, rows_in, xmask, w, b, dst).
+#[allow(clippy::type_complexity)]
+struct Row<'a, const ROWS: bool>((&'a [f32], isize, &'a [isize], &'a [u16], &'a [u16], &'a [f32], f32, &'a mut [f32]));
+
+impl<const ROWS: bool> Kernel for Row<'_, ROWS> {
+    type Out = ();
+    #[inline(always)]
+    unsafe fn body<V: Lanes>(self) {
+        let (src, base, offs, rows_in, xmask, w, b, dst) = self.0;
+        // SAFETY: the caller's (`Kernel::body`: V's features; `row`'s contract).
+        unsafe { row::<V, ROWS>(src, base, offs, rows_in, xmask, w, b, dst) }
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-impl Level for X8 {
-    const WG: usize = 1;
-    unsafe fn row<const ROWS: bool>(
-        src: &[f32],
-        base: isize,
-        offs: &[isize],
-        rows_in: &[u16],
-        xmask: &[u16],
-        w: &[f32],
-        b: f32,
-        dst: &mut [f32],
-    ) {
-        #[target_feature(enable = "avx2,fma")]
-        #[allow(clippy::too_many_arguments)]
-        unsafe fn depthwise_row_avx2<const ROWS: bool>(
-            src: &[f32],
-            base: isize,
-            offs: &[isize],
-            rows_in: &[u16],
-            xmask: &[u16],
-            w: &[f32],
-            b: f32,
-            dst: &mut [f32],
-        ) {
-            // SAFETY: forwarded; this function has the level's features.
-            unsafe { row::<X8, ROWS>(src, base, offs, rows_in, xmask, w, b, dst) }
-        }
-        // SAFETY: the caller's (the CPU has the level's features).
-        unsafe { depthwise_row_avx2::<ROWS>(src, base, offs, rows_in, xmask, w, b, dst) }
-    }
-    unsafe fn wgrad_plane(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32) {
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn depthwise_wgrad_avx2(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: &Geom) -> ([f32; 9], f32) {
-            // SAFETY: forwarded; this function has the level's features.
-            unsafe { wgrad_plane::<X8>(a, padded, pp, g) }
-        }
-        // SAFETY: the caller's (the CPU has the level's features).
-        unsafe { depthwise_wgrad_avx2(a, padded, pp, g) }
+/// `wgrad_plane::<V>` as a `Kernel`: (a, padded, pp, g).
+struct WgradPlane<'a>((&'a [f32], &'a [f32], &'a PaddedPlane, &'a Geom));
+
+impl Kernel for WgradPlane<'_> {
+    type Out = ([f32; 9], f32);
+    #[inline(always)]
+    unsafe fn body<V: Lanes>(self) -> ([f32; 9], f32) {
+        let (a, padded, pp, g) = self.0;
+        // SAFETY: the caller's (`Kernel::body`: V's features; `wgrad_plane`'s contract).
+        unsafe { wgrad_plane::<V>(a, padded, pp, g) }
     }
 }
 
@@ -201,7 +121,7 @@ fn forward_f32(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, w_rows: u
 /// each plane instead of the masks cost a quarter of the time (allocating, clearing and
 /// copying it).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-fn forward_with<V: Level>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, w_rows: usize) -> Vec<f32> {
+fn forward_with<V: Features>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, w_rows: usize) -> Vec<f32> {
     let l = V::LANES;
     let (kv, iv, ov) = (g.kvol(), g.ivol(), g.ovol());
     let mult = w_rows / g.c;
@@ -251,13 +171,13 @@ fn forward_with<V: Level>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom
                     // plane or masked off by `rows_in`).
                     unsafe {
                         if inside && (0..h).contains(&(y0 + yr.0)) && (0..h).contains(&(y0 + yr.1)) {
-                            V::row::<false>(src, base, &offs, &[], &xmask, w, b, dst)
+                            V::run(Row::<false>((src, base, &offs, &[], &xmask, w, b, dst)))
                         } else {
                             for (r, t) in rows_in.iter_mut().zip(&taps) {
                                 let inside = (0..d).contains(&(z0 + t[0])) && (0..h).contains(&(y0 + t[1]));
                                 *r = if inside { u16::MAX } else { 0 };
                             }
-                            V::row::<true>(src, base, &offs, &rows_in, &xmask, w, b, dst)
+                            V::run(Row::<true>((src, base, &offs, &rows_in, &xmask, w, b, dst)))
                         }
                     };
                 }
@@ -320,7 +240,7 @@ fn weight_grad_f32(a: &[f32], img: &[f32], g: &Geom, w_rows: usize, bias: bool) 
 
 /// `weight_grad_f32` at the level `V`, which the CPU must have.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-fn weight_grad_with<V: Level>(a: &[f32], img: &[f32], g: &Geom, w_rows: usize, bias: bool) -> (Vec<f32>, Option<Vec<f32>>) {
+fn weight_grad_with<V: Features>(a: &[f32], img: &[f32], g: &Geom, w_rows: usize, bias: bool) -> (Vec<f32>, Option<Vec<f32>>) {
     let (iv, ov) = (g.ivol(), g.ovol());
     let mult = w_rows / g.c;
     let pp = PaddedPlane::new(g);
@@ -331,7 +251,7 @@ fn weight_grad_with<V: Level>(a: &[f32], img: &[f32], g: &Geom, w_rows: usize, b
             let ap = &a[(n * w_rows + o) * ov..][..ov];
             // SAFETY: the caller chose a level the CPU has; the padded plane covers every
             // tap's loads for whole blocks of every output row (`PaddedPlane`).
-            let (dw, db) = unsafe { V::wgrad_plane(ap, &padded, &pp, g) };
+            let (dw, db) = unsafe { V::run(WgradPlane((ap, &padded, &pp, g))) };
             sums.0.iter_mut().zip(dw).for_each(|(s, d)| *s += d);
             sums.1 += db;
         }
@@ -541,6 +461,8 @@ pub(crate) fn weight_grad<T: Keep>(a: &[T], img: &[T], g: &Geom, w_rows: usize, 
 mod tests {
     use super::super::passes::{conv_adj, conv_fwd, conv_wgrad, Buf};
     use super::*;
+    #[cfg(target_arch = "x86_64")]
+    use crate::ops::lanes::{X16, X8};
 
     /// The direct loops (and the f32 register-block forward at x-stride 1) equal the GEMM
     /// paths (checked against PyTorch's fixtures) in all three directions, with channel

@@ -15,9 +15,7 @@
 //! rows, and the packing cost as much as the multiplying (perf on a 32 -> 32 channel
 //! layer at 32x32, batch 32: 42% of the time in the packer, 50% in the GEMM tile).
 use super::Geom;
-use crate::ops::lanes::Lanes;
-#[cfg(target_arch = "x86_64")]
-use crate::ops::lanes::{X16, X8};
+use crate::ops::lanes::{Features, Kernel, Lanes};
 use crate::ops::parallel::SyncPtr;
 
 /// The most taps one kernel window may have (the per-strip tables are arrays).
@@ -35,7 +33,7 @@ struct Kind {
     wide: bool,
 }
 
-/// A SIMD level's tile shapes and its `target_feature` wrapper of `strip`.
+/// A SIMD level's tile shapes.
 trait Level: Lanes {
     /// (output channels, vectors) per tile: the general shape, and the one used at
     /// x-stride 1 where the output channels are a multiple of its channels and the
@@ -43,80 +41,63 @@ trait Level: Lanes {
     /// left a third of the second tile idle). AVX-512: 12 x 2 and 8 x 3, 24
     /// accumulators of its 32 registers. AVX2: 6 x 2 (12 of 16) and 4 x 2; 4 x 3 left
     /// no register for the masks, and LLVM spilled accumulators in the masked loop.
-    const TILES: [(usize, usize); 2];
-    /// `strip::<Self, ..>` for `kind`, inside a function compiled with the level's
-    /// features.
-    ///
-    /// # Safety
-    /// As `strip`, on a CPU with the level's features.
-    unsafe fn strip(kind: Kind, g: &Strip, img: *const f32, wp: &[f32], bias: Option<&[f32]>, out: *mut f32, at: (usize, usize, usize));
+    /// (`run_strip` instantiates the same shapes.)
+    const TILES: [(usize, usize); 2] = if Self::LANES == 16 { [(12, 2), (8, 3)] } else { [(6, 2), (4, 2)] };
 }
 
-/// The body of `Level::strip`: the instance of `$wrapper` (a level's named
-/// `target_feature` function, generic over `P, S, MR, NV`) that `kind` selects, with
-/// the level's tile shapes `($mr0, $nv0)` and `($mr1, $nv1)`.
-macro_rules! strip_instances {
-    ($wrapper:ident, ($mr0:literal, $nv0:literal), ($mr1:literal, $nv1:literal), $kind:expr, $args:tt) => {
-        match ($kind.runs, $kind.s2, $kind.wide) {
-            (1, false, false) => strip_instances!(@call $wrapper::<1, 1, $mr0, $nv0> $args),
-            (2, false, false) => strip_instances!(@call $wrapper::<2, 1, $mr0, $nv0> $args),
-            (_, false, false) => strip_instances!(@call $wrapper::<3, 1, $mr0, $nv0> $args),
-            (1, true, false) => strip_instances!(@call $wrapper::<1, 2, $mr0, $nv0> $args),
-            (2, true, false) => strip_instances!(@call $wrapper::<2, 2, $mr0, $nv0> $args),
-            (_, true, false) => strip_instances!(@call $wrapper::<3, 2, $mr0, $nv0> $args),
-            (1, false, true) => strip_instances!(@call $wrapper::<1, 1, $mr1, $nv1> $args),
-            (2, false, true) => strip_instances!(@call $wrapper::<2, 1, $mr1, $nv1> $args),
-            (_, false, true) => strip_instances!(@call $wrapper::<3, 1, $mr1, $nv1> $args),
-            (1, true, true) => strip_instances!(@call $wrapper::<1, 2, $mr1, $nv1> $args),
-            (2, true, true) => strip_instances!(@call $wrapper::<2, 2, $mr1, $nv1> $args),
-            (_, true, true) => strip_instances!(@call $wrapper::<3, 2, $mr1, $nv1> $args),
-        }
-    };
-    (@call $f:ident::<$p:literal, $s:literal, $mr:literal, $nv:literal> ($($a:expr),*)) => {
-        // SAFETY: the caller's (the CPU has the level's features, the strip's buffers).
-        unsafe { $f::<$p, $s, $mr, $nv>($($a),*) }
-    };
-}
+impl<V: Lanes> Level for V {}
 
-// The wrappers are written out per level, not by a macro: tools/avx_audit.py finds
-// `#[target_feature]` functions by their names in the source.
-#[cfg(target_arch = "x86_64")]
-impl Level for X16 {
-    const TILES: [(usize, usize); 2] = [(12, 2), (8, 3)];
-    unsafe fn strip(kind: Kind, g: &Strip, img: *const f32, wp: &[f32], bias: Option<&[f32]>, out: *mut f32, at: (usize, usize, usize)) {
-        #[target_feature(enable = "avx512f,avx2,fma")]
-        unsafe fn direct_strip_avx512<const P: usize, const S: usize, const MR: usize, const NV: usize>(
-            g: &Strip,
-            img: *const f32,
-            wp: &[f32],
-            bias: Option<&[f32]>,
-            out: *mut f32,
-            at: (usize, usize, usize),
-        ) {
-            // SAFETY: forwarded; this function has the level's features.
-            unsafe { strip::<X16, P, S, MR, NV>(g, img, wp, bias, out, at) }
-        }
-        strip_instances!(direct_strip_avx512, (12, 2), (8, 3), kind, (g, img, wp, bias, out, at))
+/// `strip::<V, P, S, MR, NV>` as a `Kernel`: (geometry, img, packed weight, bias, out,
+/// (output slice, strip, samples)).
+#[allow(clippy::type_complexity)]
+struct StripTiles<'a, const P: usize, const S: usize, const MR: usize, const NV: usize>(
+    (&'a Strip, *const f32, &'a [f32], Option<&'a [f32]>, *mut f32, (usize, usize, usize)),
+);
+
+impl<const P: usize, const S: usize, const MR: usize, const NV: usize> Kernel for StripTiles<'_, P, S, MR, NV> {
+    type Out = ();
+    #[inline(always)]
+    unsafe fn body<V: Lanes>(self) {
+        let (g, img, wp, bias, out, at) = self.0;
+        // SAFETY: the caller's (`Kernel::body`: V's features; `strip`'s contract).
+        unsafe { strip::<V, P, S, MR, NV>(g, img, wp, bias, out, at) }
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-impl Level for X8 {
-    const TILES: [(usize, usize); 2] = [(6, 2), (4, 2)];
-    unsafe fn strip(kind: Kind, g: &Strip, img: *const f32, wp: &[f32], bias: Option<&[f32]>, out: *mut f32, at: (usize, usize, usize)) {
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn direct_strip_avx2<const P: usize, const S: usize, const MR: usize, const NV: usize>(
-            g: &Strip,
-            img: *const f32,
-            wp: &[f32],
-            bias: Option<&[f32]>,
-            out: *mut f32,
-            at: (usize, usize, usize),
-        ) {
-            // SAFETY: forwarded; this function has the level's features.
-            unsafe { strip::<X8, P, S, MR, NV>(g, img, wp, bias, out, at) }
+/// The instance of `StripTiles` that `kind` selects, with the tile shapes `($mr0, $nv0)`
+/// and `($mr1, $nv1)`, run at the level `$v`.
+macro_rules! strip_instances {
+    ($v:ty, ($mr0:literal, $nv0:literal), ($mr1:literal, $nv1:literal), $kind:expr, $args:expr) => {
+        match ($kind.runs, $kind.s2, $kind.wide) {
+            (1, false, false) => <$v>::run(StripTiles::<1, 1, $mr0, $nv0>($args)),
+            (2, false, false) => <$v>::run(StripTiles::<2, 1, $mr0, $nv0>($args)),
+            (_, false, false) => <$v>::run(StripTiles::<3, 1, $mr0, $nv0>($args)),
+            (1, true, false) => <$v>::run(StripTiles::<1, 2, $mr0, $nv0>($args)),
+            (2, true, false) => <$v>::run(StripTiles::<2, 2, $mr0, $nv0>($args)),
+            (_, true, false) => <$v>::run(StripTiles::<3, 2, $mr0, $nv0>($args)),
+            (1, false, true) => <$v>::run(StripTiles::<1, 1, $mr1, $nv1>($args)),
+            (2, false, true) => <$v>::run(StripTiles::<2, 1, $mr1, $nv1>($args)),
+            (_, false, true) => <$v>::run(StripTiles::<3, 1, $mr1, $nv1>($args)),
+            (1, true, true) => <$v>::run(StripTiles::<1, 2, $mr1, $nv1>($args)),
+            (2, true, true) => <$v>::run(StripTiles::<2, 2, $mr1, $nv1>($args)),
+            (_, true, true) => <$v>::run(StripTiles::<3, 2, $mr1, $nv1>($args)),
         }
-        strip_instances!(direct_strip_avx2, (6, 2), (4, 2), kind, (g, img, wp, bias, out, at))
+    };
+}
+
+/// One strip task at the level `V` (`Level::TILES`' shapes), the instance `kind` selects.
+///
+/// # Safety
+/// As `strip`, on a CPU with `V`'s features.
+#[allow(clippy::type_complexity)]
+unsafe fn run_strip<V: Features>(kind: Kind, args: (&Strip, *const f32, &[f32], Option<&[f32]>, *mut f32, (usize, usize, usize))) {
+    // SAFETY: the caller's.
+    unsafe {
+        if V::LANES == 16 {
+            strip_instances!(V, (12, 2), (8, 3), kind, args)
+        } else {
+            strip_instances!(V, (6, 2), (4, 2), kind, args)
+        }
     }
 }
 
@@ -141,7 +122,7 @@ pub(crate) fn conv_fwd_direct(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &
 
 /// `conv_fwd_direct` at the level `V`, which the CPU must have.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-fn direct<V: Level>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, co: usize, par: bool) -> Vec<f32> {
+fn direct<V: Features>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, co: usize, par: bool) -> Vec<f32> {
     let (c, kv) = (g.c, g.kvol());
     let (h, wd) = (g.ins[1], g.ins[2]);
     let (oh, ow) = (g.outs[1], g.outs[2]);
@@ -202,7 +183,7 @@ fn direct<V: Level>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, co: 
             // `out`, and no other task writes them.
             unsafe {
                 let (src, o) = (img.as_ptr().add(n * c * ivol), dst.ptr().add(n * co * ovol + oz * oplane));
-                V::strip(kind, &geo, src, &wp, bias, o, at);
+                run_strip::<V>(kind, (&geo, src, &wp, bias, o, at));
             }
         };
         let tasks = g.n.div_ceil(nb) * per;
@@ -541,6 +522,8 @@ unsafe fn fma_step<V: Lanes, const MR: usize, const NV: usize>(acc: &mut [[V; NV
 mod tests {
     use super::super::passes::{conv_adj, conv_fwd};
     use super::*;
+    #[cfg(target_arch = "x86_64")]
+    use crate::ops::lanes::{X16, X8};
 
     /// The in-place forward equals the materialised-columns path (itself checked
     /// against PyTorch's fixtures): partial channel blocks, an odd number of 16-wide
