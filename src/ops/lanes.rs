@@ -35,7 +35,7 @@ pub(crate) trait Lanes: Copy {
     /// A lane mask in the form the level's masked loads take (AVX-512: a mask register;
     /// AVX2: a vector whose lanes' sign bits select), for kernels that build their
     /// masks once and load with them many times.
-    type Mask: Copy;
+    type Mask: Copy + Send + Sync;
     /// The mask of bits 0..LANES of `bits` (lane i where bit i is set).
     unsafe fn mask(bits: u32) -> Self::Mask;
     /// Lane i from `p + i` where `m` selects lane i, else 0; the unselected lanes'
@@ -110,6 +110,30 @@ pub(crate) trait Features: Lanes {
     /// # Safety
     /// The CPU has the level's features, and the kernel's own contract holds.
     unsafe fn run<K: Kernel>(k: K) -> K::Out;
+}
+
+/// `Some(k.body::<V>())` with `V` the CPU's level (`X16` with AVX-512, `X8` with AVX2),
+/// None without AVX2 or off x86-64: a kernel's one dispatch.
+///
+/// # Safety
+/// The kernel's own contract holds (the level's is checked here).
+pub(crate) unsafe fn run_at_cpu<K: Kernel>(k: K) -> Option<K::Out> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::ops::cpu::{simd_level, Simd};
+        // SAFETY: `simd_level` found the level's features on this CPU; the kernel's
+        // contract is the caller's.
+        match simd_level() {
+            Simd::Avx512 => Some(unsafe { X16::run(k) }),
+            Simd::Avx2 => Some(unsafe { X8::run(k) }),
+            Simd::Plain => None,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = k;
+        None
+    }
 }
 
 #[cfg(target_arch = "x86_64")]

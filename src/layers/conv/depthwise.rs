@@ -80,17 +80,24 @@ trait Level: Lanes {
 
 impl<V: Lanes> Level for V {}
 
-/// `row::<V, ROWS>` as a `Kernel`: (src, base, offs, rows_in, xmask, w, b, dst).
-#[allow(clippy::type_complexity)]
-struct Row<'a, const ROWS: bool>((&'a [f32], isize, &'a [isize], &'a [u16], &'a [u16], &'a [f32], f32, &'a mut [f32]));
+/// One output plane of the f32 forward as a `Kernel` (`plane::<V>`'s arguments).
+struct Plane<'a, V: Lanes> {
+    src: &'a [f32],
+    w: &'a [f32],
+    b: f32,
+    dst: &'a mut [f32],
+    geo: &'a RowGeo<'a, V::Mask>,
+    rows_in: &'a mut [u16],
+}
 
-impl<const ROWS: bool> Kernel for Row<'_, ROWS> {
+impl<W: Lanes> Kernel for Plane<'_, W> {
     type Out = ();
     #[inline(always)]
     unsafe fn body<V: Lanes>(self) {
-        let (src, base, offs, rows_in, xmask, w, b, dst) = self.0;
-        // SAFETY: the caller's (`Kernel::body`: V's features; `row`'s contract).
-        unsafe { row::<V, ROWS>(src, base, offs, rows_in, xmask, w, b, dst) }
+        // SAFETY: the caller's (`Kernel::body`: V's features; `plane`'s contract). The
+        // plane was built for the level it runs at (`forward_with::<V>`).
+        debug_assert_eq!(V::LANES, W::LANES);
+        unsafe { plane::<W>(self) }
     }
 }
 
@@ -125,13 +132,13 @@ fn forward_with<V: Features>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &G
     let l = V::LANES;
     let (kv, iv, ov) = (g.kvol(), g.ivol(), g.ovol());
     let mult = w_rows / g.c;
-    let [od, oh, ow] = g.outs;
-    let [d, h, wd] = g.ins.map(|v| v as isize);
+    let ow = g.outs[2];
+    let [h, wd] = [g.ins[1] as isize, g.ins[2] as isize];
     // Each tap's (z, y, x) offset from an output position's window origin.
     let taps = g.tap_offsets();
     // Per tap and vector of output positions (a whole number of blocks): the lanes
     // whose input column lies inside the row and whose output lies inside the output row.
-    let nv = ow.div_ceil(CHAINS * l) * CHAINS;
+    let nv = ow.div_ceil(l);
     let xmask: Vec<u16> = taps
         .iter()
         .flat_map(|t| {
@@ -150,40 +157,95 @@ fn forward_with<V: Features>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &G
     let offs: Vec<isize> = taps.iter().map(|t| (t[0] * h + t[1]) * wd + t[2]).collect();
     let span = |a: usize| taps.iter().fold((isize::MAX, isize::MIN), |(lo, hi), t| (lo.min(t[a]), hi.max(t[a])));
     let (zr, yr) = (span(0), span(1));
+    // The vectors whose lanes are all live for every tap (each tap's inputs inside the
+    // row, the outputs inside the output row): a contiguous run, often empty.
+    let whole = (1u16 << (l - 1) << 1).wrapping_sub(1);
+    let live = |v: usize| (0..taps.len()).all(|t| xmask[t * nv + v] == whole);
+    let lo = (0..nv).find(|&v| live(v)).unwrap_or(nv);
+    let hi = (lo..nv).find(|&v| !live(v)).unwrap_or(nv);
+    // SAFETY: the caller chose a level the CPU has.
+    let masks = unsafe { V::run(MaskTable::<V>(&xmask, std::marker::PhantomData)) };
+    let geo = RowGeo { g, taps: &taps, offs: &offs, xmask: &xmask, masks: &masks, plain: (lo, hi), zr, yr };
     let par = par_ok(g.n * w_rows * ov * kv);
     crate::ops::parallel::filled_plain(g.n * w_rows * ov, |out: &mut [f32]| {
-        for_chunks(out, ov.max(1), par, |p, plane| {
+        for_chunks(out, ov.max(1), par, |p, dst| {
             let (n, o) = (p / w_rows, p % w_rows);
             let src = &img[(n * g.c + o / mult) * iv..][..iv];
             let b = bias.map_or(0.0, |b| b[o]);
-            // Per tap, for an output row whose window reaches past the plane: whether the
-            // tap's input row is inside (all lanes) or not (none).
             let mut rows_in = vec![0u16; kv];
-            let w = &w[o * kv..][..kv];
-            for oz in 0..od {
-                for oy in 0..oh {
-                    let (z0, y0) = ((oz * g.stride[0]) as isize, (oy * g.stride[1]) as isize);
-                    let base = (z0 * h + y0) * wd;
-                    let dst = &mut plane[(oz * oh + oy) * ow..][..ow];
-                    let inside = (0..d).contains(&(z0 + zr.0)) && (0..d).contains(&(z0 + zr.1));
-                    // SAFETY: the caller chose a level the CPU has; the masks select only
-                    // inputs inside the plane (`xmask`, and every tap's row inside the
-                    // plane or masked off by `rows_in`).
-                    unsafe {
-                        if inside && (0..h).contains(&(y0 + yr.0)) && (0..h).contains(&(y0 + yr.1)) {
-                            V::run(Row::<false>((src, base, &offs, &[], &xmask, w, b, dst)))
-                        } else {
-                            for (r, t) in rows_in.iter_mut().zip(&taps) {
-                                let inside = (0..d).contains(&(z0 + t[0])) && (0..h).contains(&(y0 + t[1]));
-                                *r = if inside { u16::MAX } else { 0 };
-                            }
-                            V::run(Row::<true>((src, base, &offs, &rows_in, &xmask, w, b, dst)))
-                        }
-                    };
-                }
-            }
+            // SAFETY: the caller chose a level the CPU has; `plane`'s extents hold (`src`
+            // is the input plane, `dst` the output plane, `geo` built from `g` above).
+            unsafe { V::run(Plane::<V> { src, w: &w[o * kv..][..kv], b, dst, geo: &geo, rows_in: &mut rows_in }) };
         })
     })
+}
+
+/// Lane bits as the level's masks (`W`, the level it runs at), built inside the level's
+/// features (AVX2's come from vector instructions).
+struct MaskTable<'a, W>(&'a [u16], std::marker::PhantomData<W>);
+
+impl<W: Lanes> Kernel for MaskTable<'_, W> {
+    type Out = Vec<W::Mask>;
+    #[inline(always)]
+    unsafe fn body<V: Lanes>(self) -> Vec<W::Mask> {
+        debug_assert_eq!(V::LANES, W::LANES);
+        // SAFETY: the caller's level, which is W's (`forward_with::<W>`).
+        self.0.iter().map(|&m| unsafe { W::mask(m as u32) }).collect()
+    }
+}
+
+/// What every plane of one depthwise forward shares: the geometry, each tap's (z, y, x)
+/// offset from a window origin and offset in the plane, the per-tap lane masks of the
+/// row's vectors (`xmask`), and the range of the taps' z and y offsets.
+struct RowGeo<'a, M> {
+    g: &'a Geom,
+    taps: &'a [[isize; 3]],
+    offs: &'a [isize],
+    xmask: &'a [u16],
+    /// `xmask` as the level's masks.
+    masks: &'a [M],
+    /// The row's vectors that need no mask (`row`).
+    plain: (usize, usize),
+    zr: (isize, isize),
+    yr: (isize, isize),
+}
+
+/// One output plane: its rows through `row`, the interior ones (every tap's input row
+/// inside the plane) without the per-row test. One call per plane, not per row: a call
+/// per 56-wide row spent a fifth of the pass on entering the kernel.
+///
+/// # Safety
+/// The CPU has `V`'s features; `src` is the input plane (`g.ivol()` floats), `dst` the
+/// output plane (`g.ovol()`), `w` the plane's `g.kvol()` taps, `rows_in` `g.kvol()`
+/// entries, and `geo` describes `g`.
+#[inline(always)]
+unsafe fn plane<V: Lanes>(k: Plane<'_, V>) {
+    let Plane { src, w, b, dst, geo, rows_in } = k;
+    let g = geo.g;
+    let [od, oh, ow] = g.outs;
+    let [d, h, wd] = g.ins.map(|v| v as isize);
+    let (zr, yr) = (geo.zr, geo.yr);
+    for oz in 0..od {
+        for oy in 0..oh {
+            let (z0, y0) = ((oz * g.stride[0]) as isize, (oy * g.stride[1]) as isize);
+            let base = (z0 * h + y0) * wd;
+            let dst = &mut dst[(oz * oh + oy) * ow..][..ow];
+            let inside = (0..d).contains(&(z0 + zr.0)) && (0..d).contains(&(z0 + zr.1));
+            // SAFETY: the caller's level; the masks select only inputs inside the plane
+            // (`xmask`, and every tap's row inside the plane or masked off by `rows_in`).
+            unsafe {
+                if inside && (0..h).contains(&(y0 + yr.0)) && (0..h).contains(&(y0 + yr.1)) {
+                    row::<V, false>(src, base, geo.offs, &[], (geo.xmask, geo.masks, geo.plain), w, b, dst)
+                } else {
+                    for (r, t) in rows_in.iter_mut().zip(geo.taps) {
+                        let inside = (0..d).contains(&(z0 + t[0])) && (0..h).contains(&(y0 + t[1]));
+                        *r = if inside { u16::MAX } else { 0 };
+                    }
+                    row::<V, true>(src, base, geo.offs, rows_in, (geo.xmask, geo.masks, geo.plain), w, b, dst)
+                }
+            };
+        }
+    }
 }
 
 /// A zero-padded copy of one input plane (1-3 d) for the f32 register-block kernels:
@@ -310,13 +372,18 @@ unsafe fn wgrad_plane<V: Level>(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: 
     }
 }
 
-/// One output row: `dst[x] = b + sum_t w[t] * src[base + offs[t] + x]` over the lanes
-/// that `xmask[t]` (per vector) selects, and with `ROWS` only for the taps whose
-/// `rows_in[t]` is set; `CHAINS` vectors at a time.
+/// One output row: `dst` = `b` + the sum over taps of `w[t]` times the input at `src`
+/// offset `base + offs[t]` + the output position, with `ROWS` only for the taps whose
+/// `rows_in[t]` is set. The vectors `plain.0..plain.1` (whose every tap's inputs lie
+/// inside the row and outputs inside `dst`) run `CHAINS` at a time with plain loads and
+/// stores (a fused load-multiply-add per tap and vector); the others one at a time
+/// with the lane masks of `xmask` (row-major by tap, `dst.len().div_ceil(LANES)` per
+/// tap). Why: a mask test on every load made the loop issue-bound (6-7 instructions
+/// per tap and vector; the row's edges are the only vectors that need one).
 ///
 /// # Safety
-/// The CPU has `V`'s features; every selected lane's input is inside `src`; `xmask`
-/// holds `dst.len().div_ceil(CHAINS * LANES) * CHAINS` masks per tap.
+/// The CPU has `V`'s features; every selected lane's input is inside `src`, and every
+/// input of the plain vectors.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn row<V: Lanes, const ROWS: bool>(
@@ -324,43 +391,109 @@ unsafe fn row<V: Lanes, const ROWS: bool>(
     base: isize,
     offs: &[isize],
     rows_in: &[u16],
-    xmask: &[u16],
+    (xmask, masks, plain): (&[u16], &[V::Mask], (usize, usize)),
     w: &[f32],
     b: f32,
     dst: &mut [f32],
 ) {
     let l = V::LANES;
-    let full = ((1u32 << l) - 1) as u16;
-    let len = dst.len();
-    let nv = len.div_ceil(CHAINS * l) * CHAINS;
+    let nv = dst.len().div_ceil(l);
     let at = src.as_ptr().wrapping_offset(base);
-    // SAFETY: the caller's level and extents (commented at the loads and stores).
+    let out = dst.as_mut_ptr();
+    // SAFETY: the caller's level and extents; vectors v < nv hold outputs inside `dst`
+    // (whole ones for the plain vectors).
     unsafe {
-        for x0 in (0..len).step_by(CHAINS * l) {
-            let mut acc = [V::splat(b); CHAINS];
-            for (t, (&off, &wt)) in offs.iter().zip(w).enumerate() {
-                let wv = V::splat(wt);
-                let p = at.wrapping_offset(off + x0 as isize);
-                let m = &xmask[t * nv + x0 / l..][..CHAINS];
-                let rm = if ROWS { rows_in[t] } else { u16::MAX };
-                for (v, a) in acc.iter_mut().enumerate() {
-                    // The selected lanes are inputs inside `src` (the caller); the others
-                    // are neither read nor faulted on. AVX2 has no mask registers: a full
-                    // vector (the interior of a row) takes a plain load.
-                    let (mk, q) = (m[v] & rm, p.wrapping_add(l * v));
-                    let x = if l == 8 && mk == full { V::load(q) } else { V::load_masked(q, mk as u32) };
-                    *a = wv.fmadd(x, *a);
+        let mut v = plain.0;
+        while v + CHAINS <= plain.1 {
+            span::<V, CHAINS, ROWS>(at, (offs, rows_in), w, b, v * l, out);
+            v += CHAINS;
+        }
+        match plain.1 - v {
+            1 => span::<V, 1, ROWS>(at, (offs, rows_in), w, b, v * l, out),
+            2 => span::<V, 2, ROWS>(at, (offs, rows_in), w, b, v * l, out),
+            3 => span::<V, 3, ROWS>(at, (offs, rows_in), w, b, v * l, out),
+            _ => {}
+        }
+        // The edges two at a time (usually the row's first and last vectors).
+        let mut es = (0..plain.0).chain(plain.1..nv);
+        while let Some(v) = es.next() {
+            let xm = (xmask, masks, nv);
+            match es.next() {
+                Some(u) => edges::<V, 2, ROWS>(at, (offs, rows_in), xm, w, b, ([v, u], dst.len()), out),
+                None => edges::<V, 1, ROWS>(at, (offs, rows_in), xm, w, b, ([v], dst.len()), out),
+            }
+        }
+    }
+}
+
+/// `N` whole vectors of outputs from position `x0`: every tap's inputs loaded plainly.
+///
+/// # Safety
+/// As `row`, for the plain vectors `x0 / LANES..+ N`.
+#[inline(always)]
+unsafe fn span<V: Lanes, const N: usize, const ROWS: bool>(
+    at: *const f32,
+    (offs, rows_in): (&[isize], &[u16]),
+    w: &[f32],
+    b: f32,
+    x0: usize,
+    out: *mut f32,
+) {
+    let l = V::LANES;
+    // SAFETY: the caller's.
+    unsafe {
+        let mut acc = [V::splat(b); N];
+        for (t, (&off, &wt)) in offs.iter().zip(w).enumerate() {
+            if ROWS && rows_in[t] == 0 {
+                continue;
+            }
+            let (wv, p) = (V::splat(wt), at.wrapping_offset(off + x0 as isize));
+            for (v, a) in acc.iter_mut().enumerate() {
+                *a = wv.fmadd(V::load(p.add(v * l)), *a);
+            }
+        }
+        for (v, a) in acc.iter().enumerate() {
+            a.store(out.add(x0 + v * l));
+        }
+    }
+}
+
+/// Output vectors `vs` of a row of `len` (its edges), summed side by side (one
+/// vector's taps are a chain of dependent multiply-adds): each tap's inputs loaded
+/// with its lane mask (`masks`, prebuilt; lanes outside the input row or past the
+/// output row are neither read nor faulted on), each vector stored up to `len`.
+///
+/// # Safety
+/// As `row`, for vectors `vs[i] < nv`; `masks[t * nv + v]` is the mask of `xmask`'s bits.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn edges<V: Lanes, const N: usize, const ROWS: bool>(
+    at: *const f32,
+    (offs, rows_in): (&[isize], &[u16]),
+    (xmask, masks, nv): (&[u16], &[V::Mask], usize),
+    w: &[f32],
+    b: f32,
+    (vs, len): ([usize; N], usize),
+    out: *mut f32,
+) {
+    let l = V::LANES;
+    // SAFETY: the caller's.
+    unsafe {
+        let mut acc = [V::splat(b); N];
+        for (t, (&off, &wt)) in offs.iter().zip(w).enumerate() {
+            if ROWS && rows_in[t] == 0 {
+                continue;
+            }
+            let wv = V::splat(wt);
+            for (a, &v) in acc.iter_mut().zip(&vs) {
+                if xmask[t * nv + v] != 0 {
+                    *a = wv.fmadd(V::load_mask(at.wrapping_offset(off + (v * l) as isize), masks[t * nv + v]), *a);
                 }
             }
-            for (v, a) in acc.iter().enumerate() {
-                let at = x0 + l * v;
-                if at >= len {
-                    break;
-                }
-                let live = (len - at).min(l);
-                // Positions at..at + live are inside `dst`.
-                a.store_masked(dst.as_mut_ptr().add(at), ((1u64 << live) - 1) as u32);
-            }
+        }
+        for (a, &v) in acc.iter().zip(&vs) {
+            let live = (len - v * l).min(l);
+            a.store_masked(out.add(v * l), ((1u64 << live) - 1) as u32);
         }
     }
 }

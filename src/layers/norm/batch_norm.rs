@@ -64,54 +64,6 @@ fn grad_sums<T: Fl>(x: &[T], g: &[T], mean: f64) -> (f64, f64) {
     (sa, sb)
 }
 
-/// `grad_sums` for f32 with AVX-512 intrinsics: LLVM runs the generic loop's two
-/// accumulator arrays half scalar (through the stack), which made this reduction
-/// three times the cost of the dx pass over the same data. 64 lanes per array in
-/// four registers each, so the adds do not wait on each other.
-///
-/// # Safety
-/// The CPU must support AVX-512F (`ops::cpu::has_avx512`); `g` is at least as long as `x`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-pub(crate) unsafe fn grad_sums_f32_avx512(x: &[f32], g: &[f32], mean: f64) -> (f64, f64) {
-    use std::arch::x86_64::*;
-    const W: usize = 64;
-    let n = x.len() / W * W;
-    let m = mean as f32;
-    // SAFETY: the CPU features are the caller's; every 16-wide load reads at
-    // i + 16 * k + 16 <= n <= x.len() <= g.len().
-    let (sa, sb) = unsafe {
-        let (xp, gp, mv) = (x.as_ptr(), g.as_ptr(), _mm512_set1_ps(m));
-        let mut a = [_mm512_setzero_ps(); 4];
-        let mut b = [_mm512_setzero_ps(); 4];
-        let mut i = 0;
-        while i < n {
-            for k in 0..4 {
-                let gv = _mm512_loadu_ps(gp.add(i + 16 * k));
-                let xv = _mm512_sub_ps(_mm512_loadu_ps(xp.add(i + 16 * k)), mv);
-                a[k] = _mm512_add_ps(a[k], gv);
-                b[k] = _mm512_fmadd_ps(gv, xv, b[k]);
-            }
-            i += W;
-        }
-        let red = |v: [__m512; 4]| {
-            let lo = _mm512_add_ps(_mm512_add_ps(v[0], v[1]), _mm512_add_ps(v[2], v[3]));
-            let wide = _mm512_add_pd(
-                _mm512_cvtps_pd(_mm512_castps512_ps256(lo)),
-                _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(lo)))),
-            );
-            _mm512_reduce_add_pd(wide)
-        };
-        (red(a), red(b))
-    };
-    let (mut sa, mut sb) = (sa, sb);
-    for (&xv, &gv) in x[n..].iter().zip(&g[n..]) {
-        sa += gv as f64;
-        sb += (gv * (xv - m)) as f64;
-    }
-    (sa, sb)
-}
-
 /// `dx = a * g + b * (x - mean) + c` over a row (the statistics' gradient, folded).
 #[inline(always)]
 fn dx_row<T: Fl>(x: &[T], g: &[T], dx: &mut [T], a: f64, b: f64, mean: f64, c: f64) {

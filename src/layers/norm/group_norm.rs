@@ -113,11 +113,10 @@ unsafe fn moments_avx2<T: Fl>(xg: &[T]) -> (f64, f64) {
 fn moments_fast<T: Fl>(xg: &[T]) -> (f64, f64) {
     #[cfg(target_arch = "x86_64")]
     {
+        if let Some(m) = crate::ops::float::as_f32(xg).and_then(super::f32_lanes::moments_f32) {
+            return m;
+        }
         if crate::ops::cpu::has_avx512() {
-            if let Some(x) = crate::ops::float::as_f32(xg) {
-                // SAFETY: checked just above.
-                return unsafe { super::layer_norm::moments_f32_avx512(x) };
-            }
             // SAFETY: checked just above.
             return unsafe { moments_avx512(xg) };
         }

@@ -15,8 +15,8 @@ use crate::ops::layout::Dense;
 use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Storage, Tensor};
 use std::sync::Mutex;
 
-/// The float types with hand-vectorized layer-norm rows: the default methods say
-/// "none", f32 overrides them where the CPU has AVX-512.
+/// The float types with hand-vectorized norm loops: the default methods say "none",
+/// f32 overrides them with `f32_lanes` where the CPU has AVX2 or AVX-512.
 pub(crate) trait Fl: Float {
     /// `batch_norm::grad_sums` through a hand-vectorized kernel where this dtype has
     /// one and the CPU runs it; None when the caller must run the generic loop.
@@ -43,16 +43,9 @@ pub(crate) trait Fl: Float {
     }
 }
 impl Fl for f32 {
-    #[cfg(target_arch = "x86_64")]
     fn grad_sums_simd(x: &[f32], g: &[f32], mean: f64) -> Option<(f64, f64)> {
-        if !crate::ops::cpu::has_avx512() {
-            return None;
-        }
-        assert!(g.len() >= x.len(), "grad_sums: g shorter than x");
-        // SAFETY: AVX-512F, AVX2 and FMA were detected (`has_avx512`); g covers x (assert).
-        Some(unsafe { grad_sums_f32_avx512(x, g, mean) })
+        f32_lanes::grad_sums_f32(x, g, mean)
     }
-    #[cfg(target_arch = "x86_64")]
     fn ln_bwd_rows_simd(
         xc: &[f32],
         gc: &[f32],
@@ -63,27 +56,10 @@ impl Fl for f32 {
         db: &mut [f64],
         d: usize,
     ) -> bool {
-        if !crate::ops::cpu::has_avx512() {
-            return false;
-        }
-        assert!(
-            xc.len() == sc.len() * d && gc.len() == xc.len() && dxc.len() == xc.len() && ws.len() >= d && dw.len() >= d && db.len() >= d
-        );
-        // SAFETY: AVX-512F, AVX2 and FMA were detected (`has_avx512`); the assert above
-        // gives the whole rows and the `d` weights and partials the kernel asks for.
-        unsafe { ln_bwd_rows_f32_avx512(xc, gc, ws, sc, dxc, dw, db, d) };
-        true
+        f32_lanes::ln_bwd_rows_f32(f32_lanes::LnBwdRows { x: xc, g: gc, w: ws, stats: sc, dx: dxc, dw, db, d })
     }
-    #[cfg(target_arch = "x86_64")]
     fn ln_rows_simd(x: &[f32], w: &[f32], b: &[f32], out: &mut [f32], stats: &mut [(f64, f64)], d: usize, eps: f64) -> bool {
-        if !crate::ops::cpu::has_avx512() {
-            return false;
-        }
-        assert!(x.len() >= stats.len() * d && out.len() >= stats.len() * d && w.len() >= d && b.len() >= d);
-        // SAFETY: AVX-512F, AVX2 and FMA were detected (`has_avx512`); the assert above
-        // gives the whole rows of `d` (stats.len() of them) and the `d` of w and b.
-        unsafe { ln_rows_f32_avx512(x, w, b, out, stats, d, eps) };
-        true
+        f32_lanes::ln_rows_f32(f32_lanes::LnRows { x, w, b, out, stats, d, eps })
     }
 }
 impl Fl for f64 {}
@@ -166,16 +142,13 @@ macro_rules! norm_op3 {
 }
 
 mod batch_norm;
+mod f32_lanes;
 mod group_norm;
 mod layer_norm;
 
-#[cfg(target_arch = "x86_64")]
-use batch_norm::grad_sums_f32_avx512;
 pub(crate) use batch_norm::{channel_moments, BatchNorm};
 pub(crate) use group_norm::GroupNorm;
 pub(crate) use layer_norm::LayerNorm;
-#[cfg(target_arch = "x86_64")]
-use layer_norm::{ln_bwd_rows_f32_avx512, ln_rows_f32_avx512};
 
 /// The fused kernels take CPU tensors of one dtype, f32 or f64.
 pub(crate) fn fused(ts: &[&Tensor]) -> bool {

@@ -1,0 +1,365 @@
+//! The f32 inner loops of the norms, written once over `ops::lanes` (AVX-512 and
+//! AVX2): layer norm's rows forward and backward, group norm's moments, batch and
+//! group norm's gradient sums. They compute in f32 lanes, as PyTorch's vectorized
+//! float kernels do, and fold their sums in f64.
+//!
+//! Why: the generic loops (`layer_norm::ln_rows`, `ln_bwd_rows`, `batch_norm::
+//! grad_sums`) widen every value to f64 or keep their accumulator arrays half in
+//! memory; these kernels existed for AVX-512 alone, so on an AVX2 CPU a ViT's
+//! LayerNorm(192) forward+backward on 2080 rows took 1.9x torch's time.
+use crate::ops::lanes::{run_at_cpu, Kernel, Lanes};
+
+/// Rows of layer norm's f32 partial `dw` / `db` sums between their folds into the f64
+/// totals: few enough that f32 rounding stays at PyTorch's level, many enough that
+/// the fold is a small part of the pass.
+const FOLD_ROWS: usize = 32;
+
+/// The mask of the last `d % LANES` lanes of a run of `d` floats.
+///
+/// # Safety
+/// The CPU has `V`'s features.
+#[inline(always)]
+unsafe fn tail_mask<V: Lanes>(d: usize) -> V::Mask {
+    // SAFETY: the caller's level.
+    unsafe { V::mask((1u32 << (d % V::LANES)) - 1) }
+}
+
+/// The lanes of `v` summed in f64.
+///
+/// # Safety
+/// The CPU has `V`'s features.
+#[inline(always)]
+unsafe fn wide_sum<V: Lanes>(v: V) -> f64 {
+    let mut lanes = [0f32; 16];
+    // SAFETY: `lanes` holds 16 >= LANES floats; the caller's level.
+    unsafe { v.store(lanes.as_mut_ptr()) };
+    lanes[..V::LANES].iter().map(|&x| x as f64).sum()
+}
+
+/// `acc + v`, or with `SQ` `acc + (v - mv)^2`.
+///
+/// # Safety
+/// The CPU has `V`'s features.
+#[inline(always)]
+unsafe fn acc_step<V: Lanes, const SQ: bool>(acc: V, v: V, mv: V) -> V {
+    // SAFETY: the caller's level.
+    unsafe {
+        if SQ {
+            let c = v.sub(mv);
+            c.fmadd(c, acc)
+        } else {
+            acc.add(v)
+        }
+    }
+}
+
+/// The sum over the `d` floats at `p` (`SQ`: of their squared deviations from `mv`'s
+/// lanes) in 4 accumulators (so the adds do not wait on each other), folded in f64.
+/// A generic flag, not a closure: closures are not compiled with the caller's
+/// features and may stay out of line (tools/avx_audit.py).
+///
+/// # Safety
+/// The CPU has `V`'s features; `p` points to `d` readable floats.
+#[inline(always)]
+unsafe fn fold<V: Lanes, const SQ: bool>(p: *const f32, d: usize, mv: V) -> f64 {
+    let (l, full) = (V::LANES, d / V::LANES);
+    // SAFETY: the whole vectors end at full * l <= d; the masked load reads only the
+    // tail's d - full * l floats; the caller's level.
+    unsafe {
+        let mut a = [V::zero(); 4];
+        let mut v = 0;
+        while v + 4 <= full {
+            for (k, acc) in a.iter_mut().enumerate() {
+                *acc = acc_step::<V, SQ>(*acc, V::load(p.add((v + k) * l)), mv);
+            }
+            v += 4;
+        }
+        for (k, w) in (v..full).enumerate() {
+            a[k] = acc_step::<V, SQ>(a[k], V::load(p.add(w * l)), mv);
+        }
+        if !d.is_multiple_of(l) {
+            // The tail's missing lanes hold 0 (a sum) or the mean (zero deviation).
+            let pad = if SQ { mv } else { V::zero() };
+            a[3] = acc_step::<V, SQ>(a[3], pad.merge_mask(p.add(full * l), tail_mask::<V>(d)), mv);
+        }
+        wide_sum(a[0].add(a[1]).add(a[2].add(a[3])))
+    }
+}
+
+/// Mean and biased variance of the `d` floats at `p`: the sum, then the sum of squared
+/// deviations from the (f32) mean, both in f32 lanes.
+///
+/// # Safety
+/// As `fold`.
+#[inline(always)]
+unsafe fn moments_at<V: Lanes>(p: *const f32, d: usize) -> (f64, f64) {
+    // SAFETY: the caller's.
+    unsafe {
+        let mean = fold::<V, false>(p, d, V::zero()) / d as f64;
+        let var = fold::<V, true>(p, d, V::splat(mean as f32)) / d as f64;
+        (mean, var)
+    }
+}
+
+/// Layer norm's rows forward: `out = (x - mean) * rstd * w + b` per row of `d`, and
+/// each row's (mean, rstd) into `stats` (one entry per row).
+pub(super) struct LnRows<'a> {
+    pub(super) x: &'a [f32],
+    pub(super) w: &'a [f32],
+    pub(super) b: &'a [f32],
+    pub(super) out: &'a mut [f32],
+    pub(super) stats: &'a mut [(f64, f64)],
+    pub(super) d: usize,
+    pub(super) eps: f64,
+}
+
+impl Kernel for LnRows<'_> {
+    type Out = ();
+    #[inline(always)]
+    unsafe fn body<V: Lanes>(self) {
+        let LnRows { x, w, b, out, stats, d, eps } = self;
+        let rows = stats.len();
+        assert!(x.len() >= rows * d && out.len() >= rows * d && w.len() >= d && b.len() >= d, "layer_norm: row buffers");
+        let (l, full) = (V::LANES, d / V::LANES * V::LANES);
+        // SAFETY: row r of `x` / `out` spans d floats from r * d (asserted); the whole
+        // vectors run at i + l <= full <= d, the masked ones read and write only the
+        // tail; `w` and `b` hold d floats; the caller's level.
+        unsafe {
+            let tail = tail_mask::<V>(d);
+            let (wp, bp) = (w.as_ptr(), b.as_ptr());
+            for (r, st) in stats.iter_mut().enumerate() {
+                let (xr, o) = (x.as_ptr().add(r * d), out.as_mut_ptr().add(r * d));
+                let (mean, var) = moments_at::<V>(xr, d);
+                let rstd = 1.0 / (var + eps).sqrt();
+                let (mv, rs) = (V::splat(mean as f32), V::splat(rstd as f32));
+                let mut i = 0;
+                while i < full {
+                    let y = V::load(xr.add(i)).sub(mv).mul(rs).fmadd(V::load(wp.add(i)), V::load(bp.add(i)));
+                    y.store(o.add(i));
+                    i += l;
+                }
+                if d > full {
+                    let (x, w, b) = (V::load_mask(xr.add(full), tail), V::load_mask(wp.add(full), tail), V::load_mask(bp.add(full), tail));
+                    x.sub(mv).mul(rs).fmadd(w, b).store_masked(o.add(full), (1u32 << (d - full)) - 1);
+                }
+                *st = (mean, rstd);
+            }
+        }
+    }
+}
+
+/// Layer norm's rows backward: `dx` per row, and the rows' sums of `g * xhat` and `g`
+/// added into `dw` and `db` (f64, `d` each).
+pub(super) struct LnBwdRows<'a> {
+    pub(super) x: &'a [f32],
+    pub(super) g: &'a [f32],
+    pub(super) w: &'a [f32],
+    pub(super) stats: &'a [(f64, f64)],
+    pub(super) dx: &'a mut [f32],
+    pub(super) dw: &'a mut [f64],
+    pub(super) db: &'a mut [f64],
+    pub(super) d: usize,
+}
+
+impl Kernel for LnBwdRows<'_> {
+    type Out = ();
+    #[inline(always)]
+    unsafe fn body<V: Lanes>(self) {
+        let LnBwdRows { x, g, w, stats, dx, dw, db, d } = self;
+        let n = stats.len() * d;
+        assert!(x.len() >= n && g.len() >= n && dx.len() >= n && w.len() >= d && dw.len() >= d && db.len() >= d, "layer_norm: row buffers");
+        let (l, full) = (V::LANES, d / V::LANES * V::LANES);
+        let tail_bits = (1u32 << (d - full)) - 1;
+        // f32 partials of dw / db, folded into the f64 totals every FOLD_ROWS rows.
+        let (mut pw, mut pb) = (vec![0f32; d], vec![0f32; d]);
+        // SAFETY: row r of `x` / `g` / `dx` spans d floats from r * d (asserted); the
+        // whole vectors run at i + l <= full <= d, the masked ones touch only the tail;
+        // `w`, `pw`, `pb` hold d floats; the caller's level.
+        unsafe {
+            let tail = tail_mask::<V>(d);
+            let (wp, pwp, pbp) = (w.as_ptr(), pw.as_mut_ptr(), pb.as_mut_ptr());
+            for (r, &(mean, rstd)) in stats.iter().enumerate() {
+                let (xr, gr, o) = (x.as_ptr().add(r * d), g.as_ptr().add(r * d), dx.as_mut_ptr().add(r * d));
+                let (mv, rv) = (V::splat(mean as f32), V::splat(rstd as f32));
+                // Sums of g * w and g * w * xhat in two accumulators each; the dw / db
+                // partials updated on the way.
+                let (mut s1, mut s2) = ([V::zero(); 2], [V::zero(); 2]);
+                let mut i = 0;
+                while i + 2 * l <= full {
+                    for k in 0..2 {
+                        let j = i + k * l;
+                        let (xh, gw) = bwd_step::<V>((xr, gr, wp, pwp, pbp), j, None, (mv, rv));
+                        s1[k] = s1[k].add(gw);
+                        s2[k] = gw.fmadd(xh, s2[k]);
+                    }
+                    i += 2 * l;
+                }
+                if i < full {
+                    let (xh, gw) = bwd_step::<V>((xr, gr, wp, pwp, pbp), i, None, (mv, rv));
+                    s1[0] = s1[0].add(gw);
+                    s2[0] = gw.fmadd(xh, s2[0]);
+                }
+                if d > full {
+                    let (xh, gw) = bwd_step::<V>((xr, gr, wp, pwp, pbp), full, Some((tail, tail_bits)), (mv, rv));
+                    s1[1] = s1[1].add(gw);
+                    s2[1] = gw.fmadd(xh, s2[1]);
+                }
+                let m1 = V::splat((wide_sum(s1[0].add(s1[1])) / d as f64) as f32);
+                let m2 = V::splat((wide_sum(s2[0].add(s2[1])) / d as f64) as f32);
+                // dx = rstd * (g * w - m1 - xhat * m2).
+                let mut i = 0;
+                while i < full {
+                    let (x, g, w) = (V::load(xr.add(i)), V::load(gr.add(i)), V::load(wp.add(i)));
+                    x.sub(mv).mul(rv).fnmadd(m2, g.mul(w).sub(m1)).mul(rv).store(o.add(i));
+                    i += l;
+                }
+                if d > full {
+                    let (x, g, w) = (V::load_mask(xr.add(full), tail), V::load_mask(gr.add(full), tail), V::load_mask(wp.add(full), tail));
+                    x.sub(mv).mul(rv).fnmadd(m2, g.mul(w).sub(m1)).mul(rv).store_masked(o.add(full), tail_bits);
+                }
+                if (r + 1) % FOLD_ROWS == 0 || r + 1 == stats.len() {
+                    for j in 0..d {
+                        dw[j] += std::mem::take(&mut pw[j]) as f64;
+                        db[j] += std::mem::take(&mut pb[j]) as f64;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The vector at `p`, or with a mask its selected lanes (the others 0).
+///
+/// # Safety
+/// The CPU has `V`'s features; `p` holds `LANES` floats (the selected ones with a mask).
+#[inline(always)]
+unsafe fn load_at<V: Lanes>(p: *const f32, mask: Option<V::Mask>) -> V {
+    // SAFETY: the caller's.
+    unsafe {
+        match mask {
+            Some(m) => V::load_mask(p, m),
+            None => V::load(p),
+        }
+    }
+}
+
+/// One vector of a layer-norm backward row at `i` (`(x, g, w, dw partial, db partial)`
+/// pointers; `mask`: the tail's, whose lanes past the row load as zeros, so add
+/// nothing): `(xhat, g * w)`, with `g * xhat` and `g` added into the partials.
+///
+/// # Safety
+/// The CPU has `V`'s features; the pointers hold `i + LANES` floats (only the masked
+/// lanes with `mask`).
+#[inline(always)]
+unsafe fn bwd_step<V: Lanes>(
+    (x, g, w, pw, pb): (*const f32, *const f32, *const f32, *mut f32, *mut f32),
+    i: usize,
+    mask: Option<(V::Mask, u32)>,
+    (mv, rv): (V, V),
+) -> (V, V) {
+    // SAFETY: the caller's.
+    unsafe {
+        let m = mask.map(|(m, _)| m);
+        let (xv, gv, wv) = (load_at::<V>(x.add(i), m), load_at::<V>(g.add(i), m), load_at::<V>(w.add(i), m));
+        let (pwv, pbv) = (load_at::<V>(pw.add(i), m), load_at::<V>(pb.add(i), m));
+        let xh = xv.sub(mv).mul(rv);
+        let (nw, nb) = (gv.fmadd(xh, pwv), pbv.add(gv));
+        match mask {
+            Some((_, bits)) => {
+                nw.store_masked(pw.add(i), bits);
+                nb.store_masked(pb.add(i), bits);
+            }
+            None => {
+                nw.store(pw.add(i));
+                nb.store(pb.add(i));
+            }
+        }
+        (xh, gv.mul(wv))
+    }
+}
+
+/// Mean and biased variance of a long f32 run (a group-norm group) in one pass over
+/// memory: each block of 4096 (in L1 after its first read) gets its own two-pass
+/// moments, and the blocks are merged in f64 by Chan's formula. (Two passes over the
+/// whole group read it twice from L2/L3: GroupNorm(8, 64) on 8x64x56x56 ran its
+/// forward in 1.08-1.14x torch's time so, 0.88-0.99x with one, on AVX-512.)
+struct Moments<'a>(&'a [f32]);
+
+impl Kernel for Moments<'_> {
+    type Out = (f64, f64);
+    #[inline(always)]
+    unsafe fn body<V: Lanes>(self) -> (f64, f64) {
+        let (mut n, mut mean, mut m2) = (0.0f64, 0.0f64, 0.0f64);
+        for blk in self.0.chunks(4096) {
+            // SAFETY: `blk` holds its len() floats; the caller's level.
+            let (mb, vb) = unsafe { moments_at::<V>(blk.as_ptr(), blk.len()) };
+            let (nb, tot) = (blk.len() as f64, n + blk.len() as f64);
+            let delta = mb - mean;
+            mean += delta * nb / tot;
+            m2 += vb * nb + delta * delta * n * nb / tot;
+            n = tot;
+        }
+        (mean, m2 / n.max(1.0))
+    }
+}
+
+/// `Moments` at the CPU's level; None without AVX2.
+pub(super) fn moments_f32(x: &[f32]) -> Option<(f64, f64)> {
+    // SAFETY: `Moments` has no contract beyond the level.
+    unsafe { run_at_cpu(Moments(x)) }
+}
+
+/// Sums of `g` and of `g * (x - mean)` over a run (a batch-norm or group-norm channel
+/// row), 4 accumulators of each.
+struct GradSums<'a>(&'a [f32], &'a [f32], f64);
+
+impl Kernel for GradSums<'_> {
+    type Out = (f64, f64);
+    #[inline(always)]
+    unsafe fn body<V: Lanes>(self) -> (f64, f64) {
+        let GradSums(x, g, mean) = self;
+        assert!(g.len() >= x.len(), "grad_sums: g shorter than x");
+        let (l, m) = (V::LANES, mean as f32);
+        let n = x.len() / (4 * l) * (4 * l);
+        // SAFETY: every vector load reads at i + k * l + l <= n <= x.len() <= g.len();
+        // the caller's level.
+        let (sa, sb) = unsafe {
+            let (xp, gp, mv) = (x.as_ptr(), g.as_ptr(), V::splat(m));
+            let (mut a, mut b) = ([V::zero(); 4], [V::zero(); 4]);
+            let mut i = 0;
+            while i < n {
+                for k in 0..4 {
+                    let gv = V::load(gp.add(i + k * l));
+                    a[k] = a[k].add(gv);
+                    b[k] = gv.fmadd(V::load(xp.add(i + k * l)).sub(mv), b[k]);
+                }
+                i += 4 * l;
+            }
+            (wide_sum(a[0].add(a[1]).add(a[2].add(a[3]))), wide_sum(b[0].add(b[1]).add(b[2].add(b[3]))))
+        };
+        let (mut sa, mut sb) = (sa, sb);
+        for (&xv, &gv) in x[n..].iter().zip(&g[n..]) {
+            sa += gv as f64;
+            sb += (gv * (xv - m)) as f64;
+        }
+        (sa, sb)
+    }
+}
+
+/// `GradSums` at the CPU's level; None without AVX2.
+pub(super) fn grad_sums_f32(x: &[f32], g: &[f32], mean: f64) -> Option<(f64, f64)> {
+    // SAFETY: `GradSums` checks its lengths (assert).
+    unsafe { run_at_cpu(GradSums(x, g, mean)) }
+}
+
+/// `LnRows` at the CPU's level; false without AVX2.
+pub(super) fn ln_rows_f32(k: LnRows<'_>) -> bool {
+    // SAFETY: `LnRows` checks its lengths (assert).
+    unsafe { run_at_cpu(k) }.is_some()
+}
+
+/// `LnBwdRows` at the CPU's level; false without AVX2.
+pub(super) fn ln_bwd_rows_f32(k: LnBwdRows<'_>) -> bool {
+    // SAFETY: `LnBwdRows` checks its lengths (assert).
+    unsafe { run_at_cpu(k) }.is_some()
+}
