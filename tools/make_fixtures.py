@@ -68,6 +68,11 @@ LAYERS: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], bool]] 
     ("batch_norm3d_train", "BatchNorm3d", [2], {"affine": False}, (2, 2, 3, 4, 3), True),
     ("upsample_nearest2d", "Upsample", [], {"scale_factor": 2, "mode": "nearest"}, (2, 3, 4, 5), True),
     ("upsample_nearest1d_size", "Upsample", [], {"size": 7, "mode": "nearest"}, (2, 3, 4), True),
+    # f32 rows over several vectors with a tail, and tasks of more rows than the
+    # partial weight-gradient sums fold (src/layers/norm/f32_lanes.rs).
+    ("layer_norm_rows_tail", "LayerNorm", [100], {}, (3, 40, 100), True),
+    ("layer_norm_many_rows", "LayerNorm", [20], {}, (600, 20), True),
+    ("group_norm_long", "GroupNorm", [4, 8], {}, (2, 8, 9, 11), True),
     ("upsample_bilinear", "Upsample", [], {"scale_factor": 2, "mode": "bilinear"}, (1, 2, 3, 4), True),
     ("upsample_bilinear_align", "Upsample", [], {"size": [5, 7], "mode": "bilinear", "align_corners": True}, (1, 2, 3, 4), True),
     ("upsample_linear_frac", "Upsample", [], {"scale_factor": 1.5, "mode": "linear"}, (2, 2, 5), True),

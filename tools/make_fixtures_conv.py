@@ -207,6 +207,9 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     ("conv2d_depthwise_mult2_stride2", "Conv2d", [16, 32, 3], {"groups": 16, "stride": 2, "padding": 1}, (2, 16, 10, 9), {}),
     ("conv1d_depthwise_stride_dil", "Conv1d", [20, 20, 5], {"groups": 20, "stride": 2, "dilation": 3, "padding": 4}, (3, 20, 37), {}),
     ("conv3d_depthwise_stride2", "Conv3d", [8, 8, 3], {"groups": 8, "stride": 2, "padding": 1, "dilation": (1, 2, 1)}, (2, 8, 5, 9, 7), {}),
+    # Rows of several vectors: the interior vectors take plain loads, the edges masks.
+    ("conv2d_depthwise_wide", "Conv2d", [8, 8, 3], {"groups": 8, "padding": 1}, (2, 8, 5, 56), {}),
+    ("conv2d_depthwise_wide_k5_mult2", "Conv2d", [4, 8, 5], {"groups": 4, "padding": 2}, (1, 4, 6, 70), {}),
 ]
 
 
