@@ -51,7 +51,7 @@ impl<V: Lanes> Level for V {}
 /// (output slice, strip, samples)).
 #[allow(clippy::type_complexity)]
 struct StripTiles<'a, const P: usize, const S: usize, const MR: usize, const NV: usize>(
-    (&'a Strip, *const f32, &'a [f32], Option<&'a [f32]>, *mut f32, (usize, usize, usize)),
+    (&'a Strip, *const f32, &'a [f32], Option<&'a [f32]>, *mut f32, (usize, usize, usize, usize)),
 );
 
 impl<const P: usize, const S: usize, const MR: usize, const NV: usize> Kernel for StripTiles<'_, P, S, MR, NV> {
@@ -90,7 +90,7 @@ macro_rules! strip_instances {
 /// # Safety
 /// As `strip`, on a CPU with `V`'s features.
 #[allow(clippy::type_complexity)]
-unsafe fn run_strip<V: Features>(kind: Kind, args: (&Strip, *const f32, &[f32], Option<&[f32]>, *mut f32, (usize, usize, usize))) {
+unsafe fn run_strip<V: Features>(kind: Kind, args: (&Strip, *const f32, &[f32], Option<&[f32]>, *mut f32, (usize, usize, usize, usize))) {
     // SAFETY: the caller's.
     unsafe {
         if V::LANES == 16 {
@@ -149,9 +149,10 @@ fn direct<V: Features>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, c
     // Dilation is 1 here (`applies`): a tap's offset is its index minus the padding.
     let mut taps = [[0isize; 3]; MAX_TAPS];
     taps[..kv].copy_from_slice(&g.tap_offsets());
-    let (kx, seg) = (g.k[2], nv * l * g.stride[2] + g.k[2] - 1);
-    let soff = (0..c).flat_map(|ch| (0..kv).map(move |t| (ch * kv / kx * seg + t / kx * seg + t % kx) as isize)).collect();
-    let geo = Strip { c, kv, d: g.ins[0], h, wd, ow, plane, oplane, ivol, ovol, co, kx, taps, sz: g.stride[0], sy: g.stride[1], seg, soff };
+    let kx = g.k[2];
+    // Uniform strips (whole vectors inside one output row) exist where rows hold a strip.
+    let padded = (ow >= nv * l && g.ovol() > 0).then(|| Padded::new(img, g, par));
+    let geo = Strip { c, kv, d: g.ins[0], h, wd, ow, plane, oplane, ivol, ovol, co, kx, taps, sz: g.stride[0], sy: g.stride[1], padded };
     let od = g.outs[0];
     // Rows a multiple of the vector wide: one run per vector; rows of 8 with 16 lanes
     // (every vector starts a row and covers two) or as wide as a vector or wider (a
@@ -176,7 +177,7 @@ fn direct<V: Features>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, c
         let dst = SyncPtr(out.as_mut_ptr());
         let task = |t: usize| {
             let (n, oz, s) = (t / per * nb, (t / strips) % od, t % strips);
-            let at = (oz, s, nb.min(g.n - n));
+            let at = (oz, s, nb.min(g.n - n), n);
             // SAFETY: the level was checked by `at_cpu_lanes`; samples n..n + at.2 lie
             // inside `img` (asserted above); the strip's outputs (positions s * LANES nv..
             // of output slice oz of each of the co volumes of those samples) are inside
@@ -189,11 +190,6 @@ fn direct<V: Features>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, c
         let tasks = g.n.div_ceil(nb) * per;
         crate::ops::parallel::for_tasks(tasks, par, task);
     })
-}
-
-thread_local! {
-    /// Each thread's copy of a uniform strip's input windows (see `strip`).
-    static WINDOWS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// The geometry one strip task needs.
@@ -217,12 +213,79 @@ struct Strip {
     /// Input slices from one output slice to the next, and rows from one row to the next.
     sz: usize,
     sy: usize,
-    /// A uniform strip's window row in its copy (`L NV S + kx - 1` floats), and each
-    /// (channel, tap) step's offset in the copy, in step order: one table lookup per
-    /// step instead of a tap counter and a channel jump (those were 7 of the 21
-    /// instructions of a 4 x 2 tile's step with AVX2).
-    seg: usize,
+    /// The zero-padded copy of every sample that uniform strips read (`Padded`), None
+    /// where no strip is uniform.
+    padded: Option<Padded>,
+}
+
+/// A zero-padded copy of the image, each channel's volume `cv` floats (slices `pp`
+/// apart, rows `pw`), samples `c cv` apart, with room past each row for a uniform
+/// strip's whole vectors; `soff`: each (channel, tap) step's offset from a window's
+/// origin, in step order (one table lookup per step instead of a tap counter and a
+/// channel jump: those were 7 of the 21 instructions of a 4 x 2 tile's step with AVX2).
+///
+/// Why one copy per call: uniform strips had copied their own input windows (the
+/// padding as zeros; and the channels of an image lie a plane apart, for planes a
+/// multiple of 4 KiB on the same few L1 sets), in row pieces of `L NV S + kx - 1`
+/// floats: on a 3-D layer with 8 channels and 27 taps, 72 pieces of 18 floats per strip
+/// against 16 output channels of work, 15% of the forward in `memmove` and more around
+/// it. Here the pitches spread the channels over the L1 sets.
+struct Padded {
+    data: Vec<f32>,
+    cv: usize,
+    pp: usize,
+    pw: usize,
     soff: Vec<isize>,
+}
+
+impl Padded {
+    /// The copy for `g`'s image `img` (samples whole), its rows `ow S + kx - 1` wide
+    /// (the reach of a uniform strip ending at the row's end).
+    fn new(img: &[f32], g: &Geom, par: bool) -> Padded {
+        let (c, kv) = (g.c, g.kvol());
+        let [d, h, wd] = g.ins;
+        let [od, oh, ow] = g.outs;
+        let (pd, ph) = ((od - 1) * g.stride[0] + g.k[0], (oh - 1) * g.stride[1] + g.k[1]);
+        let pw = ow * g.stride[2] + g.k[2] - 1;
+        // Slice and channel pitches of an odd number of cache lines, so consecutive
+        // slices and channels start in different L1 sets (a pitch near a multiple of 4
+        // KiB put 4 of a 1-D layer's channels of 4096 on each set: 1.1x the time).
+        let odd_lines = |v: usize| (v.div_ceil(16) | 1) * 16;
+        let pp = if pd == 1 { ph * pw } else { odd_lines(ph * pw) };
+        let cv = odd_lines(pd * pp);
+        let [pz, py, px] = g.pad;
+        let soff = (0..c)
+            .flat_map(|ch| {
+                let ks = g.k;
+                (0..kv).map(move |t| (ch * cv + (t / (ks[1] * ks[2])) * pp + (t / ks[2] % ks[1]) * pw + t % ks[2]) as isize)
+            })
+            .collect();
+        let data = crate::ops::parallel::filled_plain(g.n * c * cv, |out: &mut [f32]| {
+            crate::ops::parallel::for_chunks(out, cv, par, |nc, vol| {
+                let src = &img[nc * d * h * wd..(nc + 1) * d * h * wd];
+                vol[pd * pp..].fill(0.0);
+                for z in 0..pd {
+                    let slice = &mut vol[z * pp..(z + 1) * pp];
+                    slice[ph * pw..].fill(0.0);
+                    for y in 0..ph {
+                        let row = &mut slice[y * pw..(y + 1) * pw];
+                        let (iz, iy) = (z as isize - pz as isize, y as isize - py as isize);
+                        if iz < 0 || iz >= d as isize || iy < 0 || iy >= h as isize {
+                            row.fill(0.0);
+                            continue;
+                        }
+                        // Padded x = image x + px: the image row lands at px.., clipped.
+                        let sr = &src[(iz as usize * h + iy as usize) * wd..][..wd];
+                        let (lo, hi) = (px.min(pw), (px + wd).min(pw));
+                        row[..lo].fill(0.0);
+                        row[lo..hi].copy_from_slice(&sr[..hi - lo]);
+                        row[hi..].fill(0.0);
+                    }
+                }
+            })
+        });
+        Padded { data, cv, pp, pw, soff }
+    }
 }
 
 /// Outputs `s * L NV ..` (`L NV` of them, `L` the lanes of `V`, clipped to the slice) of
@@ -246,7 +309,7 @@ unsafe fn strip<V: Lanes, const P: usize, const S: usize, const MR: usize, const
     wp: &[f32],
     bias: Option<&[f32]>,
     out: *mut f32,
-    (oz, s, samples): (usize, usize, usize),
+    (oz, s, samples, n0): (usize, usize, usize, usize),
 ) {
     let l = V::LANES;
     // Per vector, run and tap: where loaded lane 0 would read inside a plane (so loaded
@@ -286,23 +349,14 @@ unsafe fn strip<V: Lanes, const P: usize, const S: usize, const MR: usize, const
         }
     }
     // A strip is uniform where its NV vectors are whole and lie in one output row (the
-    // strips of 1-D rows, and strips inside one row of an image): its tiles then read a copy of its input
-    // windows with the padding written as zeros, loading one offset per tap and plain
-    // vectors at fixed displacements from it, without masks (per step that is 3 scalar
-    // and 3 mask loads fewer beside the 8 broadcasts and 3 vectors, which had kept the
-    // load ports as busy as the FMA units). Zero padding in the copy makes the edge
-    // strips uniform too: on a 3-D layer with rows of 32 every strip touches an edge.
+    // strips of 1-D rows, and strips inside one row of an image): its tiles then read
+    // the zero-padded copy (`Padded`) at one offset per step and plain vectors at fixed
+    // displacements from it, without masks (per step that is 3 scalar and 3 mask loads
+    // fewer beside the 8 broadcasts and 3 vectors, which had kept the load ports as busy
+    // as the FMA units). The zero padding makes the edge strips uniform too: on a 3-D
+    // layer with rows of 32 every strip touches an edge.
     let in_row = (s * NV * l) % g.ow + NV * l <= g.ow;
-    let uniform = in_row && live.iter().all(|&m| m == (1 << l) - 1);
-    // The copy: per input channel, each window row's span (`seg` = L NV S + kx - 1
-    // floats, zeros outside the image), back to back, and `woff` gives each tap's
-    // offset in it. Besides the padding, the channels of an image lie a plane apart,
-    // and planes a multiple of 4 KiB (1-D rows of 4096, 32x32 images) map every
-    // channel's inputs to the same few L1 sets: each of the co / MR tiles then re-read
-    // the strip's inputs from L2. The copy is C * rows * seg floats per strip and
-    // sample against co * C * taps * L NV multiply-adds. The buffer is taken out of its thread-local
-    // for the strip (no closure: the tiles must inline into the caller's
-    // `target_feature` function).
+    let padded = g.padded.as_ref().filter(|_| in_row && live.iter().all(|&m| m == (1 << l) - 1));
     // The masks in the level's form, built once for all the strip's tiles and samples:
     // per (vector, run, tap), the first load's and (x-stride 2) the second's.
     // SAFETY (both): the caller runs this with V's features.
@@ -313,9 +367,12 @@ unsafe fn strip<V: Lanes, const P: usize, const S: usize, const MR: usize, const
             *d = unsafe { (V::mask(bits), V::mask(bits >> l)) };
         }
     }
-    let mut windows = uniform.then(|| (g.seg, g.kv / g.kx, WINDOWS.with(|w| std::mem::take(&mut *w.borrow_mut()))));
     let steps = g.c * g.kv;
     let (istride, ostride) = (g.c * g.ivol, g.co * g.ovol);
+    // A uniform strip's window origin in each padded sample: output (oz, oy, ox) reads
+    // padded (oz sz, oy sy, ox S) on (the padding's offsets cancel the taps' own).
+    let (oy, ox) = (s * NV * l / g.ow, s * NV * l % g.ow);
+    let origin = padded.map_or(0, |p| oz * g.sz * p.pp + oy * g.sy * p.pw + ox * S);
     for smp in 0..samples {
         // SAFETY: sample smp < samples lies inside the image and the output.
         let (img, out) = unsafe { (img.add(smp * istride), out.add(smp * ostride)) };
@@ -324,72 +381,44 @@ unsafe fn strip<V: Lanes, const P: usize, const S: usize, const MR: usize, const
         // 64-channel layer, 1-D), more than the hardware prefetcher follows, and a
         // strip's first tile otherwise waited on them. The next strip reads L NV S
         // floats further along the same rows (or its rows' successors, where a hint at
-        // the wrong line only costs the hint).
-        let (next, ahead) =
-            if smp + 1 < samples { (img.wrapping_add(istride), 0) } else { (img.wrapping_sub(smp * istride), (NV * l * S) as isize) };
-        for ch in 0..g.c {
-            let base = next.wrapping_add(ch * g.ivol);
-            for run in off.iter().flatten() {
-                for &o in run[..g.kv].iter().step_by(g.kx) {
-                    let p = base.wrapping_offset(o + ahead);
-                    // A prefetch is a hint: it never faults, whatever the address.
-                    #[cfg(target_arch = "x86_64")]
-                    // SAFETY: SSE, part of x86-64's baseline.
-                    unsafe {
-                        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
-                        _mm_prefetch::<_MM_HINT_T1>(p as *const i8);
-                        _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(l * S + g.kx - 1) as *const i8);
-                    }
-                }
-            }
-        }
-        if let Some((seg, wrows, win)) = &mut windows {
-            let (seg, wrows) = (*seg, *wrows);
-            let (oy, ox) = (s * NV * l / g.ow, s * NV * l % g.ow);
-            win.clear();
-            for ch in 0..g.c {
-                for r in 0..wrows {
-                    // Window row r: input slice iz, row iy, from x0 on (`seg` floats).
-                    let [tz, ty, tx] = g.taps[r * g.kx];
-                    let (iz, iy, x0) = ((oz * g.sz) as isize + tz, (oy * g.sy) as isize + ty, (ox * S) as isize + tx);
-                    let inside = (0..g.d as isize).contains(&iz) && (0..g.h as isize).contains(&iy);
-                    let lo = if inside { (-x0).clamp(0, seg as isize) as usize } else { seg };
-                    let hi = (g.wd as isize - x0).clamp(lo as isize, seg as isize) as usize;
-                    win.resize(win.len() + lo, 0.0);
-                    if hi > lo {
-                        // SAFETY: row iy of slice iz is inside the channel's volume, and
-                        // x0 + lo .. x0 + hi inside the row (0 <= x < wd).
-                        let row = unsafe {
-                            let at = ((iz as usize * g.h + iy as usize) * g.wd) as isize + x0 + lo as isize;
-                            std::slice::from_raw_parts(img.add(ch * g.ivol).offset(at), hi - lo)
-                        };
-                        win.extend_from_slice(row);
-                    }
-                    win.resize(win.len() + seg - hi.max(lo), 0.0);
-                }
-            }
-            // SAFETY: the caller's conditions, for sample smp; the tiles read each
-            // channel's windows (`wrows * seg` floats, every tap's vectors inside).
+        // the wrong line only costs the hint). A prefetch is a hint: it never faults,
+        // whatever the address.
+        let ahead = if smp + 1 < samples { 0 } else { (NV * l * S) as isize };
+        let hint = |p: *const f32| {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: SSE, part of x86-64's baseline.
             unsafe {
-                sample_tiles::<V, P, S, MR, NV, true>(
-                    g,
-                    (win.as_ptr(), wrows * seg),
-                    wp,
-                    bias,
-                    out,
-                    s,
-                    (&off, &vmask, &live),
-                    steps,
-                    &g.soff,
-                )
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
+                _mm_prefetch::<_MM_HINT_T1>(p as *const i8);
+                _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(l * S + g.kx - 1) as *const i8);
+            }
+        };
+        if let Some(p) = padded {
+            let n = if smp + 1 < samples { n0 + smp + 1 } else { n0 };
+            let base = p.data.as_ptr().wrapping_add(n * g.c * p.cv + origin).wrapping_offset(ahead);
+            for &o in p.soff.iter().step_by(g.kx) {
+                hint(base.wrapping_offset(o));
+            }
+            // SAFETY: the caller's conditions, for sample smp; the padded sample n0 + smp
+            // holds every tap's whole vectors of a uniform strip (rows `ow S + kx - 1`
+            // wide, every slice and row a window reaches).
+            unsafe {
+                let at = p.data.as_ptr().add((n0 + smp) * g.c * p.cv + origin);
+                sample_tiles::<V, P, S, MR, NV, true>(g, (at, 0), wp, bias, out, s, (&off, &vmask, &live), steps, &p.soff)
             }
         } else {
+            let next = if smp + 1 < samples { img.wrapping_add(istride) } else { img.wrapping_sub(smp * istride) };
+            for ch in 0..g.c {
+                let base = next.wrapping_add(ch * g.ivol);
+                for run in off.iter().flatten() {
+                    for &o in run[..g.kv].iter().step_by(g.kx) {
+                        hint(base.wrapping_offset(o + ahead));
+                    }
+                }
+            }
             // SAFETY: the caller's conditions, for sample smp.
             unsafe { sample_tiles::<V, P, S, MR, NV, false>(g, (img, g.ivol), wp, bias, out, s, (&off, &vmask, &live), steps, &[]) }
         }
-    }
-    if let Some((.., win)) = windows {
-        WINDOWS.with(|w| *w.borrow_mut() = win);
     }
 }
 
