@@ -48,7 +48,7 @@ trait Level: Lanes {
 impl<V: Lanes> Level for V {}
 
 /// `strip::<V, P, S, MR, NV>` as a `Kernel`: (geometry, img, packed weight, bias, out,
-/// (output slice, strip, samples)).
+/// (output slice, strip, samples, first sample)).
 #[allow(clippy::type_complexity)]
 struct StripTiles<'a, const P: usize, const S: usize, const MR: usize, const NV: usize>(
     (&'a Strip, *const f32, &'a [f32], Option<&'a [f32]>, *mut f32, (usize, usize, usize, usize)),
@@ -290,8 +290,9 @@ impl Padded {
 
 /// Outputs `s * L NV ..` (`L NV` of them, `L` the lanes of `V`, clipped to the slice) of
 /// output slice `oz` of every output channel of `samples` consecutive samples, `MR`
-/// channels per tile: `img` is the first sample's first input volume, `out` slice `oz`
-/// of its first output volume. Each vector's lanes are up to `P` runs along output rows
+/// channels per tile: `img` is the first sample's first input volume (sample `n0` of
+/// the call, which indexes `g.padded`), `out` slice `oz` of its first output volume.
+/// Each vector's lanes are up to `P` runs along output rows
 /// (1 where rows are a multiple of `L` wide, 2 where they are `L` or wider or divide
 /// `L`, else 3), each loaded from its input row by one masked load; at x-stride `S` = 2
 /// a run's inputs are every other float of `2 * len`, loaded as two vectors whose even
@@ -300,8 +301,9 @@ impl Padded {
 /// # Safety
 /// The CPU has `V`'s features and this runs inside a function compiled with them;
 /// `img` points to `c` readable volumes of `ivol` floats, `out` to `co` writable slices
-/// of `oplane` floats `ovol` apart; `wp` holds the weight strips as `direct` packs them
-/// for `MR`; every `L` lanes span at most `P` rows.
+/// of `oplane` floats `ovol` apart; samples `n0..n0 + samples` lie inside `g.padded`
+/// when it is Some; `wp` holds the weight strips as `direct` packs them for `MR`;
+/// every `L` lanes span at most `P` rows.
 #[inline(always)]
 unsafe fn strip<V: Lanes, const P: usize, const S: usize, const MR: usize, const NV: usize>(
     g: &Strip,
