@@ -94,9 +94,11 @@ impl<W: Lanes> Kernel for Plane<'_, W> {
     type Out = ();
     #[inline(always)]
     unsafe fn body<V: Lanes>(self) {
-        // SAFETY: the caller's (`Kernel::body`: V's features; `plane`'s contract). The
-        // plane was built for the level it runs at (`forward_with::<V>`).
-        debug_assert_eq!(V::LANES, W::LANES);
+        // The plane was built for the level it runs at (`forward_with::<V>` runs
+        // `Plane::<V>` at V): W's code is V's.
+        assert_eq!(V::LANES, W::LANES, "depthwise: a plane run at another level");
+        // SAFETY: the caller's (`Kernel::body`: V's features, which are W's; `plane`'s
+        // contract).
         unsafe { plane::<W>(self) }
     }
 }
@@ -136,8 +138,8 @@ fn forward_with<V: Features>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &G
     let [h, wd] = [g.ins[1] as isize, g.ins[2] as isize];
     // Each tap's (z, y, x) offset from an output position's window origin.
     let taps = g.tap_offsets();
-    // Per tap and vector of output positions (a whole number of blocks): the lanes
-    // whose input column lies inside the row and whose output lies inside the output row.
+    // Per tap and vector of output positions: the lanes whose input column lies inside
+    // the row and whose output lies inside the output row.
     let nv = ow.div_ceil(l);
     let xmask: Vec<u16> = taps
         .iter()
@@ -188,7 +190,7 @@ impl<W: Lanes> Kernel for MaskTable<'_, W> {
     type Out = Vec<W::Mask>;
     #[inline(always)]
     unsafe fn body<V: Lanes>(self) -> Vec<W::Mask> {
-        debug_assert_eq!(V::LANES, W::LANES);
+        assert_eq!(V::LANES, W::LANES, "depthwise: masks built at another level");
         // SAFETY: the caller's level, which is W's (`forward_with::<W>`).
         self.0.iter().map(|&m| unsafe { W::mask(m as u32) }).collect()
     }
@@ -376,9 +378,10 @@ unsafe fn wgrad_plane<V: Level>(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: 
 /// offset `base + offs[t]` + the output position, with `ROWS` only for the taps whose
 /// `rows_in[t]` is set. The vectors `plain.0..plain.1` (whose every tap's inputs lie
 /// inside the row and outputs inside `dst`) run `CHAINS` at a time with plain loads and
-/// stores (a fused load-multiply-add per tap and vector); the others one at a time
+/// stores (a fused load-multiply-add per tap and vector); the others two at a time
 /// with the lane masks of `xmask` (row-major by tap, `dst.len().div_ceil(LANES)` per
-/// tap). Why: a mask test on every load made the loop issue-bound (6-7 instructions
+/// tap; `masks` the same as the level's masks), or the whole row at once (`whole`)
+/// where only its first and last vectors need masks. Why: a mask test on every load made the loop issue-bound (6-7 instructions
 /// per tap and vector; the row's edges are the only vectors that need one).
 ///
 /// # Safety
