@@ -136,8 +136,8 @@ unsafe fn row_sums_avx512<T: Float>(rows: &[T], out: &mut [T], r: usize) {
     row_sums(rows, out, r)
 }
 
-/// Row sums of float32 rows at the level `V`: four accumulators of `V::LANES` lanes,
-/// the tail one masked load. The generic form (`sum_slice`) copied each row's tail
+/// Row sums of float32 rows at the level `V` (`lanes::fold`: four accumulators of
+/// `V::LANES` lanes, the tail one masked load, folded in f64). The generic form (`sum_slice`) copied each row's tail
 /// into a padded chunk (a `memmove` call per row) and chained all of a row's adds
 /// through one pair of accumulators; with rows of 196 (global average pooling of
 /// 14x14 planes) that latency, not the memory, set the pace.
@@ -147,32 +147,11 @@ unsafe fn row_sums_avx512<T: Float>(rows: &[T], out: &mut [T], r: usize) {
 /// `rows` holds `out.len()` rows of `r` floats (asserted).
 #[inline(always)]
 unsafe fn row_sums_f32<V: Lanes>(rows: &[f32], out: &mut [f32], r: usize) {
-    let l = V::LANES;
     assert!(rows.len() >= out.len() * r);
-    let (full, tail) = (r / l, r % l);
-    // SAFETY (every vector op below): the caller's level.
-    let mask = unsafe { V::mask((1u32 << tail) - 1) };
     for (i, o) in out.iter_mut().enumerate() {
-        // SAFETY: row i spans r floats from i * r, inside `rows` (asserted); the masked
-        // load reads only its last `tail` of them.
-        unsafe {
-            let p = rows.as_ptr().add(i * r);
-            let mut a = [V::zero(); 4];
-            let mut v = 0;
-            while v + 4 <= full {
-                for (k, acc) in a.iter_mut().enumerate() {
-                    *acc = acc.add(V::load(p.add((v + k) * l)));
-                }
-                v += 4;
-            }
-            for (k, w) in (v..full).enumerate() {
-                a[k] = a[k].add(V::load(p.add(w * l)));
-            }
-            if tail > 0 {
-                a[3] = a[3].add(V::load_mask(p.add(full * l), mask));
-            }
-            *o = a[0].add(a[1]).add(a[2].add(a[3])).sum();
-        }
+        // SAFETY: row i spans r floats from i * r, inside `rows` (asserted); the caller's
+        // level.
+        *o = unsafe { crate::ops::lanes::fold::<V, false>(rows.as_ptr().add(i * r), r, V::zero()) } as f32;
     }
 }
 

@@ -7,84 +7,12 @@
 //! grad_sums`) widen every value to f64 or keep their accumulator arrays half in
 //! memory; these kernels existed for AVX-512 alone, so on an AVX2 CPU a ViT's
 //! LayerNorm(192) forward+backward on 2080 rows took 1.9x torch's time.
-use crate::ops::lanes::{run_at_cpu, Kernel, Lanes};
+use crate::ops::lanes::{fold, run_at_cpu, tail_mask, wide_sum, Kernel, Lanes};
 
 /// Rows of layer norm's f32 partial `dw` / `db` sums between their folds into the f64
 /// totals: few enough that f32 rounding stays at PyTorch's level, many enough that
 /// the fold is a small part of the pass.
 const FOLD_ROWS: usize = 32;
-
-/// The mask of the last `d % LANES` lanes of a run of `d` floats.
-///
-/// # Safety
-/// The CPU has `V`'s features.
-#[inline(always)]
-unsafe fn tail_mask<V: Lanes>(d: usize) -> V::Mask {
-    // SAFETY: the caller's level.
-    unsafe { V::mask((1u32 << (d % V::LANES)) - 1) }
-}
-
-/// The lanes of `v` summed in f64.
-///
-/// # Safety
-/// The CPU has `V`'s features.
-#[inline(always)]
-unsafe fn wide_sum<V: Lanes>(v: V) -> f64 {
-    let mut lanes = [0f32; 16];
-    // SAFETY: `lanes` holds 16 >= LANES floats; the caller's level.
-    unsafe { v.store(lanes.as_mut_ptr()) };
-    lanes[..V::LANES].iter().map(|&x| x as f64).sum()
-}
-
-/// `acc + v`, or with `SQ` `acc + (v - mv)^2`.
-///
-/// # Safety
-/// The CPU has `V`'s features.
-#[inline(always)]
-unsafe fn acc_step<V: Lanes, const SQ: bool>(acc: V, v: V, mv: V) -> V {
-    // SAFETY: the caller's level.
-    unsafe {
-        if SQ {
-            let c = v.sub(mv);
-            c.fmadd(c, acc)
-        } else {
-            acc.add(v)
-        }
-    }
-}
-
-/// The sum over the `d` floats at `p` (`SQ`: of their squared deviations from `mv`'s
-/// lanes) in 4 accumulators (so the adds do not wait on each other), folded in f64.
-/// A generic flag, not a closure: closures are not compiled with the caller's
-/// features and may stay out of line (tools/avx_audit.py).
-///
-/// # Safety
-/// The CPU has `V`'s features; `p` points to `d` readable floats.
-#[inline(always)]
-unsafe fn fold<V: Lanes, const SQ: bool>(p: *const f32, d: usize, mv: V) -> f64 {
-    let (l, full) = (V::LANES, d / V::LANES);
-    // SAFETY: the whole vectors end at full * l <= d; the masked load reads only the
-    // tail's d - full * l floats; the caller's level.
-    unsafe {
-        let mut a = [V::zero(); 4];
-        let mut v = 0;
-        while v + 4 <= full {
-            for (k, acc) in a.iter_mut().enumerate() {
-                *acc = acc_step::<V, SQ>(*acc, V::load(p.add((v + k) * l)), mv);
-            }
-            v += 4;
-        }
-        for (k, w) in (v..full).enumerate() {
-            a[k] = acc_step::<V, SQ>(a[k], V::load(p.add(w * l)), mv);
-        }
-        if !d.is_multiple_of(l) {
-            // The tail's missing lanes hold 0 (a sum) or the mean (zero deviation).
-            let pad = if SQ { mv } else { V::zero() };
-            a[3] = acc_step::<V, SQ>(a[3], pad.merge_mask(p.add(full * l), tail_mask::<V>(d)), mv);
-        }
-        wide_sum(a[0].add(a[1]).add(a[2].add(a[3])))
-    }
-}
 
 /// Mean and biased variance of the `d` floats at `p`: the sum, then the sum of squared
 /// deviations from the (f32) mean, both in f32 lanes.
