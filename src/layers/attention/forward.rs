@@ -93,11 +93,11 @@ pub(crate) fn dot_any<T: Float, const FMA: bool>(a: &[T], b: &[T]) -> T {
 /// of entry `n` (of both) must be writable and accessed by no other task meanwhile.
 /// `ws` must hold `h * bk` scores (h = i1 - i0, bk = `BK.min(s)` rounded up to 16),
 /// `h * dv` accumulators (`h * pk.dvp` with `pk`) and `h` of each row statistic. `pk` must be
-/// `None` unless `T` is f32 and the CPU supports AVX-512F, AVX2 and FMA, and then be
-/// `pack(g, x.k, x.v)`.
+/// `None` unless `T` is f32 and the CPU has the features of `M` (a SIMD level, not
+/// `NoTiles`), and then be `pack(g, x.k, x.v, _)`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool>(
+pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool, M: Tiles>(
     g: &Geo,
     c: &Cfg,
     x: &Inputs<T>,
@@ -131,8 +131,8 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool>(
         let mut fused = false;
         // S = scale * Q K^T (h x w), rows of stride sc_rs.
         let sc_rs = match pk {
-            // SAFETY: `pk` is Some only for f32 on an AVX-512 CPU (the caller's contract),
-            // so the pointer casts to f32 are identities and `mm16` may run. `kt` is entry
+            // SAFETY: `pk` is Some only for f32 on a CPU with `M`'s level (the caller's
+            // contract), so the pointer casts to f32 are identities and `M::mm` may run. `kt` is entry
             // n's K^T from key j0 (j0 is a multiple of 64, and j0 + wp <= sp); the Q rows
             // i0..i1 are inside `x.q`; the h x wp tile fits `sc` (wp <= bk); the
             // mask tile (rows i0..i1, columns j0 + col for col <= wp - 16 < w, unit column
@@ -156,7 +156,21 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool>(
                 } else {
                     Epi::NONE
                 };
-                mm16(h, wp, d, qp as *const f32, g.q_rs, kt, p.pw, d * p.pw, sc.as_mut_ptr() as *mut f32, wp, false, c.scale as f32, ep);
+                M::mm(
+                    h,
+                    wp,
+                    d,
+                    qp as *const f32,
+                    (g.q_rs, 1),
+                    kt,
+                    p.pw,
+                    d * p.pw,
+                    sc.as_mut_ptr() as *mut f32,
+                    wp,
+                    false,
+                    c.scale as f32,
+                    ep,
+                );
                 wp
             },
             // SAFETY: as for the GEMM below: key rows j0..j0 + w of entry n (d elements
@@ -231,7 +245,7 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool>(
         // SAFETY: P is the h x w tile of `sc` (rows sc_rs apart); V's rows j0..j0 + w of
         // entry n are inside `x.v` (dv = dvp floats each when `p.vp` is empty), or inside
         // `p.vp` (rows of dvp floats per kv slice); `acc` holds h rows of dvp (or
-        // dv) floats and is disjoint from both. With `pk`, T is f32 on an AVX-512 CPU.
+        // dv) floats and is disjoint from both. With `pk`, T is f32 on a CPU with `M`'s level.
         unsafe {
             match pk {
                 Some(p) => {
@@ -240,12 +254,12 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool>(
                     } else {
                         (p.vp.as_ptr().add(g.v_idx[n] * s * p.dvp + j0 * p.dvp), p.dvp)
                     };
-                    mm16(
+                    M::mm(
                         h,
                         p.dvp,
                         w,
                         sc.as_ptr() as *const f32,
-                        sc_rs,
+                        (sc_rs, 1),
                         vpp,
                         v_rs,
                         64,
@@ -327,10 +341,10 @@ pub(crate) unsafe fn fwd_task_avx512<T: Float>(
     ws: &mut FwdWs<T>,
 ) {
     // SAFETY: the caller upholds `fwd_task`'s contract (and the CPU features `pk` needs).
-    unsafe { fwd_task::<T, true>(g, c, x, pk, n, i0, i1, out, lse, ws) }
+    unsafe { fwd_task::<T, true, crate::ops::lanes::X16>(g, c, x, pk, n, i0, i1, out, lse, ws) }
 }
 
-/// `fwd_task` compiled for AVX2+FMA (no packed kernel).
+/// `fwd_task` compiled for AVX2+FMA (with the packed f32 kernel when `pk` is given).
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA, and `fwd_task`'s contract must hold.
@@ -341,6 +355,7 @@ pub(crate) unsafe fn fwd_task_avx2<T: Float>(
     g: &Geo,
     c: &Cfg,
     x: &Inputs<T>,
+    pk: Option<&Packed>,
     n: usize,
     i0: usize,
     i1: usize,
@@ -348,8 +363,8 @@ pub(crate) unsafe fn fwd_task_avx2<T: Float>(
     lse: SyncPtr<T>,
     ws: &mut FwdWs<T>,
 ) {
-    // SAFETY: the caller upholds `fwd_task`'s contract; `pk` is None.
-    unsafe { fwd_task::<T, true>(g, c, x, None, n, i0, i1, out, lse, ws) }
+    // SAFETY: the caller upholds `fwd_task`'s contract (and the CPU features `pk` needs).
+    unsafe { fwd_task::<T, true, crate::ops::lanes::X8>(g, c, x, pk, n, i0, i1, out, lse, ws) }
 }
 
 /// The forward over all (batch, query block) tasks: output (n, l, dv) and logsumexp (n, l).
@@ -360,20 +375,21 @@ pub(crate) fn forward<T: Float>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec
     let nqb = q_blocks(g.l, BQ);
     let (op, lp) = (SyncPtr(out.as_mut_ptr()), SyncPtr(lse.as_mut_ptr()));
     let simd = simd_level();
-    // The register-tiled f32 path (AVX-512): K and V repacked once per call.
-    let packed = if matches!(simd, Simd::Avx512) && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && g.n * g.l > 0 {
-        // SAFETY: T is f32 (the TypeId check just above), so these are the same slices,
-        // same length, viewed at their own type.
-        let (k, v) = unsafe {
-            (
-                std::slice::from_raw_parts(x.k.as_ptr() as *const f32, x.k.len()),
-                std::slice::from_raw_parts(x.v.as_ptr() as *const f32, x.v.len()),
-            )
+    // The register-tiled f32 path (AVX2, AVX-512): K and V repacked once per call.
+    let packed =
+        if matches!(simd, Simd::Avx512 | Simd::Avx2) && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && g.n * g.l > 0 {
+            // SAFETY: T is f32 (the TypeId check just above), so these are the same slices,
+            // same length, viewed at their own type.
+            let (k, v) = unsafe {
+                (
+                    std::slice::from_raw_parts(x.k.as_ptr() as *const f32, x.k.len()),
+                    std::slice::from_raw_parts(x.v.as_ptr() as *const f32, x.v.len()),
+                )
+            };
+            Some(pack(g, k, v, simd))
+        } else {
+            None
         };
-        Some(pack(g, k, v))
-    } else {
-        None
-    };
     let pk = packed.as_ref();
     let bk = BK.min(g.s.max(1)).div_ceil(16) * 16;
     let accw = g.dv.div_ceil(16) * 16;
@@ -394,15 +410,15 @@ pub(crate) fn forward<T: Float>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec
         // disjoint) of entry n of `out` / `lse`,
         // whose capacities are n * l * dv and n * l; `g` describes `x`; `ws` has
         // min(q_block_max(BQ), l) >= i1 - i0 rows of bk scores and accw accumulators; `pk` is Some
-        // only for f32 on AVX-512 (built from `x` above); each arm runs where
+        // only for f32 on AVX2 or AVX-512 (built from `x` above); each arm runs where
         // `simd_level()` found its features.
         unsafe {
             match simd {
                 #[cfg(target_arch = "x86_64")]
                 Simd::Avx512 => fwd_task_avx512(g, c, x, pk, n, i0, i1, op, lp, ws),
                 #[cfg(target_arch = "x86_64")]
-                Simd::Avx2 => fwd_task_avx2(g, c, x, n, i0, i1, op, lp, ws),
-                _ => fwd_task::<T, false>(g, c, x, None, n, i0, i1, op, lp, ws),
+                Simd::Avx2 => fwd_task_avx2(g, c, x, pk, n, i0, i1, op, lp, ws),
+                _ => fwd_task::<T, false, NoTiles>(g, c, x, None, n, i0, i1, op, lp, ws),
             }
         }
     };
