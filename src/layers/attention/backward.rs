@@ -1,6 +1,6 @@
 //! The flash-attention backward: P recomputed per tile from the saved logsumexp;
 //! tasks own disjoint key blocks (dK, dV) and private dQ chunks, summed after.
-use super::microkernel::{panel_width, panels, Epi, NoTiles, Tiles};
+use super::microkernel::{dense_rows, panel_width, panels, Epi, NoTiles, Tiles};
 use super::rows::*;
 use super::*;
 
@@ -32,6 +32,11 @@ pub(crate) struct BwdWs<T> {
     pub(crate) p: Vec<T>,
     pub(crate) pd: Vec<T>,
     pub(crate) dp: Vec<T>,
+    /// The tile's query rows, output-gradient rows and key rows, contiguous, for the
+    /// tiled products (`dense_rows`; empty without them).
+    pub(crate) qs: Vec<T>,
+    pub(crate) dos: Vec<T>,
+    pub(crate) ks: Vec<T>,
 }
 
 pub(crate) struct BwdIo<'a, T> {
@@ -58,7 +63,8 @@ pub(crate) struct BwdIo<'a, T> {
 /// `dv_base` to `s * d` / `s * dv` elements, readable and writable; no other task may
 /// access the `dq_base` ones, nor the rows of key blocks `chunk, chunk + stride, ...`
 /// (`key_block(c)` keys each) of `dk_base` / `dv_base`, while this runs. Each of `ws`'s
-/// buffers must hold `q_block_max(BQ_B) * BK_B` elements. `pk` must be `None` unless
+/// buffers `p`, `pd`, `dp` must hold `q_block_max(BQ_B) * BK_B` elements, and with `pk`
+/// `qs`, `dos`, `ks` `q_block_max(BQ_B) * d`, `q_block_max(BQ_B) * dv`, `BK_B * d`. `pk` must be `None` unless
 /// `T` is f32, d and dv are multiples of 16 and the CPU has the features of `M` (a SIMD
 /// level, not `NoTiles`), and then hold the panels of `io.x.k` / `io.x.v` (`transposed`).
 #[inline(always)]
@@ -84,7 +90,7 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
     let drop = c.drop_params().map(|(t, inv)| (t, T::of(inv)));
     let bk = key_block(c);
     let nkb = s.div_ceil(bk);
-    let BwdWs { p, pd, dp } = ws;
+    let BwdWs { p, pd, dp, qs, dos, ks } = ws;
     let mut kb = chunk;
     while kb < nkb {
         let j0 = kb * bk;
@@ -99,6 +105,9 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
                 dv_base.add(j0 * dvn),
             )
         };
+        // SAFETY: the w key rows at `kp` (d elements, k_rs apart) are inside `x.k`; `ks`
+        // holds BK_B * d >= w * d elements with `pk` (the caller's contract).
+        let (kt, kt_rs) = if pk.is_some() { unsafe { dense_rows(kp, g.k_rs, w, d, ks) } } else { (kp, g.k_rs) };
         let mut i0 = if c.causal { (j0 / BQ_B) * BQ_B } else { 0 };
         while i0 < l {
             // As `q_blocks`: a remainder under BQ_B / 2 joins the block before it.
@@ -107,6 +116,14 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
             // SAFETY: i0 < l: query row i0 of entry n is inside `x.q`, and its
             // output-gradient row inside `d_o` (`g` describes both).
             let (qp, dop) = unsafe { (x.q.as_ptr().add(g.q_off[n] + i0 * g.q_rs), io.d_o.as_ptr().add(g.o_off[n] + i0 * g.o_rs)) };
+            // SAFETY: the h query rows (d elements, q_rs apart) and output-gradient rows
+            // (dv, o_rs apart) are inside `x.q` / `d_o`; `qs` / `dos` hold
+            // q_block_max(BQ_B) * d / dv >= h rows with `pk` (the caller's contract).
+            let ((qt, qt_rs), (dot, dot_rs)) = if pk.is_some() {
+                unsafe { (dense_rows(qp, g.q_rs, h, d, qs), dense_rows(dop, g.o_rs, h, dvn, dos)) }
+            } else {
+                ((qp, g.q_rs), (dop, g.o_rs))
+            };
             // Tile rows are `tr` apart: w, or w rounded up to 16 for the tiled products
             // (the K^T / V^T panels are zero past the last key, so the extra columns are 0).
             let tr = if pk.is_some() { w.div_ceil(16) * 16 } else { w };
@@ -121,8 +138,8 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
                         h,
                         tr,
                         d,
-                        qp as *const f32,
-                        (g.q_rs, 1),
+                        qt as *const f32,
+                        (qt_rs, 1),
                         t.kt.as_ptr().add(g.k_idx[n] * d * t.sp + j0 * d),
                         t.pw,
                         d * t.pw,
@@ -158,8 +175,8 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
                         h,
                         tr,
                         dvn,
-                        dop as *const f32,
-                        (g.o_rs, 1),
+                        dot as *const f32,
+                        (dot_rs, 1),
                         t.vt.as_ptr().add(g.v_idx[n] * dvn * t.sp + j0 * dvn),
                         t.pw,
                         dvn * t.pw,
@@ -201,10 +218,10 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
             unsafe {
                 if pk.is_some() {
                     let (pa, dsa) = (pk_ptr as *const f32, dp.as_ptr() as *const f32);
-                    M::mm(w, dvn, h, pa, (1, tr), dop as *const f32, g.o_rs, 64, dvp as *mut f32, dvn, true, 1.0, Epi::NONE);
-                    M::mm(w, d, h, dsa, (1, tr), qp as *const f32, g.q_rs, 64, dkp as *mut f32, d, true, c.scale as f32, Epi::NONE);
+                    M::mm(w, dvn, h, pa, (1, tr), dot as *const f32, dot_rs, 64, dvp as *mut f32, dvn, true, 1.0, Epi::NONE);
+                    M::mm(w, d, h, dsa, (1, tr), qt as *const f32, qt_rs, 64, dkp as *mut f32, d, true, c.scale as f32, Epi::NONE);
                     let dqp = dq_base.add(i0 * d) as *mut f32;
-                    M::mm(h, d, w, dsa, (tr, 1), kp as *const f32, g.k_rs, 64, dqp, d, true, c.scale as f32, Epi::NONE);
+                    M::mm(h, d, w, dsa, (tr, 1), kt as *const f32, kt_rs, 64, dqp, d, true, c.scale as f32, Epi::NONE);
                     i0 += h;
                     continue;
                 }
@@ -374,7 +391,15 @@ pub(crate) fn backward<T: Float>(g: &Geo, gc: &Geo, c: &Cfg, x: Inputs<T>, o: &[
         true,
         || {
             let n = q_block_max(BQ_B) * BK_B;
-            BwdWs { p: vec![T::ZERO; n], pd: vec![T::ZERO; n], dp: vec![T::ZERO; n] }
+            let rows = |w: usize| if pk.is_some() { vec![T::ZERO; w] } else { Vec::new() };
+            BwdWs {
+                p: vec![T::ZERO; n],
+                pd: vec![T::ZERO; n],
+                dp: vec![T::ZERO; n],
+                qs: rows(q_block_max(BQ_B) * d),
+                dos: rows(q_block_max(BQ_B) * dvn),
+                ks: rows(BK_B * d),
+            }
         },
         |ws, t| {
             let (n, ch) = (t / chunks, t % chunks);

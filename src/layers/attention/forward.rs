@@ -13,6 +13,8 @@ pub(crate) struct FwdWs<T> {
     pub(crate) l: Vec<T>,
     /// Row maxes of the current score tile, when the tile store computed them.
     pub(crate) m_blk: Vec<T>,
+    /// The task's query rows, contiguous, for the tiles (`dense_rows`).
+    pub(crate) qs: Vec<T>,
 }
 
 /// Query rows up to this many are multiplied with plain dot products and row updates
@@ -91,7 +93,7 @@ pub(crate) fn dot_any<T: Float, const FMA: bool>(a: &[T], b: &[T]) -> T {
 /// `out` must point to an output where row `i` of entry `n` is the `dv` elements at
 /// `o_off[n] + i * o_rs`, and when `c.lse`, `lse` to `n * l` elements; rows `i0..i1`
 /// of entry `n` (of both) must be writable and accessed by no other task meanwhile.
-/// `ws` must hold `h * bk` scores (h = i1 - i0, bk = `BK.min(s)` rounded up to 16),
+/// `ws` must hold `h * bk` scores (h = i1 - i0, bk = `BK.min(s)` rounded up to 16), with `pk` `h * d` query elements,
 /// `h * dv` accumulators (`h * pk.dvp` with `pk`) and `h` of each row statistic. `pk` must be
 /// `None` unless `T` is f32 and the CPU has the features of `M` (a SIMD level, not
 /// `NoTiles`), and then be `pack(g, x.k, x.v, _)`.
@@ -114,13 +116,17 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool, M: Tiles>(
     let scale = T::of(c.scale);
     let drop = c.drop_params().map(|(t, inv)| (t, T::of(inv)));
     let fast = fast_exp::<T>();
-    let FwdWs { sc, acc, m, l: lsum, m_blk } = ws;
+    let FwdWs { sc, acc, m, l: lsum, m_blk, qs } = ws;
     let acc_rs = pk.map_or(dv, |p| p.dvp);
     acc[..h * acc_rs].iter_mut().for_each(|a| *a = T::ZERO);
     m[..h].iter_mut().for_each(|a| *a = T::NEG_INF);
     lsum[..h].iter_mut().for_each(|a| *a = T::ZERO);
     // SAFETY: i0 < l, so row i0 of entry n's Q is inside `x.q` (`g` describes `x`).
     let qp = unsafe { x.q.as_ptr().add(g.q_off[n] + i0 * g.q_rs) };
+    // The tiles read the query rows contiguous (`dense_rows`).
+    // SAFETY: rows i0..i1 of entry n (d elements, q_rs apart) are inside `x.q`; `qs`
+    // holds h * d elements with `pk` (the caller's contract).
+    let (qt, qt_rs) = if pk.is_some() { unsafe { dense_rows(qp, g.q_rs, h, d, qs) } } else { (qp, g.q_rs) };
     // Causal rows i attend keys j <= i: the block needs keys below i1.
     let s_end = if c.causal { s.min(i1) } else { s };
     let mut j0 = 0;
@@ -160,8 +166,8 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool, M: Tiles>(
                     h,
                     wp,
                     d,
-                    qp as *const f32,
-                    (g.q_rs, 1),
+                    qt as *const f32,
+                    (qt_rs, 1),
                     kt,
                     p.pw,
                     d * p.pw,
@@ -402,6 +408,7 @@ pub(crate) fn forward<T: Float>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec
         m: vec![T::ZERO; rows],
         l: vec![T::ZERO; rows],
         m_blk: vec![T::ZERO; rows],
+        qs: if pk.is_some() { vec![T::ZERO; rows * g.d] } else { Vec::new() },
     };
     let run = |ws: &mut FwdWs<T>, t: usize| {
         let (n, qb) = (t / nqb, t % nqb);

@@ -73,7 +73,30 @@ pub(crate) fn panels(src: &[f32], slices: &[usize], rs: usize, s: usize, d: usiz
     })
 }
 
-/// K^T panels and, when dv is not a multiple of 16, V padded to `dvp` columns.
+/// Where the tiles read `rows` rows of `width` elements `rs` apart from `src`: in
+/// place when they are contiguous (`rs == width`), else copied into `dst` first.
+/// Q, K and V split from one projection are views with rows 3 d apart (a GPT's
+/// 1152 floats): rows that far apart share few L1 sets, and the tiles' operands
+/// thrashed there (the tiled attention ran slower than the `gemm` crate's, which
+/// packs, on exactly those views).
+///
+/// # Safety
+/// `src` must be readable at `r * rs + c` for r < rows, c < width, and `dst` hold
+/// `rows * width` elements.
+#[inline(always)]
+pub(crate) unsafe fn dense_rows<T: Copy>(src: *const T, rs: usize, rows: usize, width: usize, dst: &mut [T]) -> (*const T, usize) {
+    if rs == width {
+        return (src, rs);
+    }
+    for (r, row) in dst[..rows * width].chunks_exact_mut(width).enumerate() {
+        // SAFETY: row r's `width` elements at `src + r * rs` are readable (the caller's).
+        row.copy_from_slice(unsafe { std::slice::from_raw_parts(src.add(r * rs), width) });
+    }
+    (dst.as_ptr(), width)
+}
+
+/// K^T panels and V copied to contiguous rows of `dvp` columns (zero past dv), unless
+/// its rows already are (`dv` a multiple of 16, rows `dv` apart).
 pub(crate) fn pack(g: &Geo, k: &[f32], v: &[f32], simd: Simd) -> Packed {
     let (s, d, dv) = (g.s, g.d, g.dv);
     let dvp = dv.div_ceil(16) * 16;
@@ -81,7 +104,7 @@ pub(crate) fn pack(g: &Geo, k: &[f32], v: &[f32], simd: Simd) -> Packed {
     let v_rs = g.v_rs;
     let (pw, sp) = panel_width(s);
     let kt = panels(k, &g.k_slices, g.k_rs, s, d, simd);
-    let vp = if dvp == dv {
+    let vp = if dvp == dv && v_rs == dv {
         Vec::new()
     } else {
         let mut vp = vec![0f32; nv * s * dvp];
