@@ -86,11 +86,12 @@ def tiled_cases(g: torch.Generator) -> list[tuple[str, tuple, tuple, tuple, Opti
     8 (the panel transposes' tails), a short panel, masks fused into the score store
     and a fully masked row. Own generator, so the cases above keep their values."""
     f32 = torch.float32
+    dead = bool_mask((2, 1, 21, 90), 0.5, g, dead_row=True)
     return [
         ("tiled_causal", (2, 3, 100, 64), (2, 3, 100, 64), (2, 3, 100, 64), None, {"is_causal": True}, f32),
         ("tiled_float_mask_dv48", (2, 2, 70, 32), (2, 2, 133, 32), (2, 2, 133, 48), float_mask((70, 133), g), {}, f32),
         ("tiled_gqa_short_dv80", (1, 4, 37, 16), (1, 2, 37, 16), (1, 2, 37, 80), None, {"enable_gqa": True, "scale": 0.4}, f32),
-        ("tiled_bool_mask_dead_row", (2, 2, 21, 16), (2, 2, 90, 16), (2, 2, 90, 16), bool_mask((2, 1, 21, 90), 0.5, g, dead_row=True), {}, f32),
+        ("tiled_bool_mask_dead_row", (2, 2, 21, 16), (2, 2, 90, 16), (2, 2, 90, 16), dead, {}, f32),
     ]
 
 
