@@ -1,6 +1,6 @@
 //! The flash-attention backward: P recomputed per tile from the saved logsumexp;
 //! tasks own disjoint key blocks (dK, dV) and private dQ chunks, summed after.
-use super::microkernel::{dense_rows, panel_width, panels, Epi, NoTiles, Tiles};
+use super::microkernel::{dense_rows, panel_width, panels, Epi, NoTiles, Product, Tiles};
 use super::rows::*;
 use super::*;
 
@@ -134,21 +134,21 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
             // from the inputs). With `pk`, T is f32 on a CPU with `M`'s level.
             unsafe {
                 match pk {
-                    Some(t) => M::mm(
-                        h,
-                        tr,
-                        d,
-                        qt as *const f32,
-                        (qt_rs, 1),
-                        t.kt.as_ptr().add(g.k_idx[n] * d * t.sp + j0 * d),
-                        t.pw,
-                        d * t.pw,
-                        p.as_mut_ptr() as *mut f32,
-                        tr,
-                        false,
-                        c.scale as f32,
-                        Epi::NONE,
-                    ),
+                    Some(t) => M::mm(Product {
+                        m: h,
+                        n: tr,
+                        k: d,
+                        a: qt as *const f32,
+                        a_st: (qt_rs, 1),
+                        b: t.kt.as_ptr().add(g.k_idx[n] * d * t.sp + j0 * d),
+                        b_rs: t.pw,
+                        b_c64: d * t.pw,
+                        c: p.as_mut_ptr() as *mut f32,
+                        c_rs: tr,
+                        add: false,
+                        alpha: c.scale as f32,
+                        ep: Epi::NONE,
+                    }),
                     None => gemm((h, w, d), p.as_mut_ptr(), w as isize, false, (qp, q_rs, 1), (kp, 1, k_rs), scale, Parallelism::None),
                 }
             }
@@ -171,21 +171,21 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
             // h x tr tile of the scratch `dp`.
             unsafe {
                 match pk {
-                    Some(t) => M::mm(
-                        h,
-                        tr,
-                        dvn,
-                        dot as *const f32,
-                        (dot_rs, 1),
-                        t.vt.as_ptr().add(g.v_idx[n] * dvn * t.sp + j0 * dvn),
-                        t.pw,
-                        dvn * t.pw,
-                        dp.as_mut_ptr() as *mut f32,
-                        tr,
-                        false,
-                        1.0,
-                        Epi::NONE,
-                    ),
+                    Some(t) => M::mm(Product {
+                        m: h,
+                        n: tr,
+                        k: dvn,
+                        a: dot as *const f32,
+                        a_st: (dot_rs, 1),
+                        b: t.vt.as_ptr().add(g.v_idx[n] * dvn * t.sp + j0 * dvn),
+                        b_rs: t.pw,
+                        b_c64: dvn * t.pw,
+                        c: dp.as_mut_ptr() as *mut f32,
+                        c_rs: tr,
+                        add: false,
+                        alpha: 1.0,
+                        ep: Epi::NONE,
+                    }),
                     None => gemm((h, w, dvn), dp.as_mut_ptr(), w as isize, false, (dop, o_rs, 1), (vp, 1, v_rs), T::ONE, Parallelism::None),
                 }
             }
@@ -218,10 +218,52 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
             unsafe {
                 if pk.is_some() {
                     let (pa, dsa) = (pk_ptr as *const f32, dp.as_ptr() as *const f32);
-                    M::mm(w, dvn, h, pa, (1, tr), dot as *const f32, dot_rs, 64, dvp as *mut f32, dvn, true, 1.0, Epi::NONE);
-                    M::mm(w, d, h, dsa, (1, tr), qt as *const f32, qt_rs, 64, dkp as *mut f32, d, true, c.scale as f32, Epi::NONE);
+                    M::mm(Product {
+                        m: w,
+                        n: dvn,
+                        k: h,
+                        a: pa,
+                        a_st: (1, tr),
+                        b: dot as *const f32,
+                        b_rs: dot_rs,
+                        b_c64: 64,
+                        c: dvp as *mut f32,
+                        c_rs: dvn,
+                        add: true,
+                        alpha: 1.0,
+                        ep: Epi::NONE,
+                    });
+                    M::mm(Product {
+                        m: w,
+                        n: d,
+                        k: h,
+                        a: dsa,
+                        a_st: (1, tr),
+                        b: qt as *const f32,
+                        b_rs: qt_rs,
+                        b_c64: 64,
+                        c: dkp as *mut f32,
+                        c_rs: d,
+                        add: true,
+                        alpha: c.scale as f32,
+                        ep: Epi::NONE,
+                    });
                     let dqp = dq_base.add(i0 * d) as *mut f32;
-                    M::mm(h, d, w, dsa, (tr, 1), kt as *const f32, kt_rs, 64, dqp, d, true, c.scale as f32, Epi::NONE);
+                    M::mm(Product {
+                        m: h,
+                        n: d,
+                        k: w,
+                        a: dsa,
+                        a_st: (tr, 1),
+                        b: kt as *const f32,
+                        b_rs: kt_rs,
+                        b_c64: 64,
+                        c: dqp,
+                        c_rs: d,
+                        add: true,
+                        alpha: c.scale as f32,
+                        ep: Epi::NONE,
+                    });
                     i0 += h;
                     continue;
                 }

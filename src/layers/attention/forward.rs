@@ -162,21 +162,21 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool, M: Tiles>(
                 } else {
                     Epi::NONE
                 };
-                M::mm(
-                    h,
-                    wp,
-                    d,
-                    qt as *const f32,
-                    (qt_rs, 1),
-                    kt,
-                    p.pw,
-                    d * p.pw,
-                    sc.as_mut_ptr() as *mut f32,
-                    wp,
-                    false,
-                    c.scale as f32,
+                M::mm(Product {
+                    m: h,
+                    n: wp,
+                    k: d,
+                    a: qt as *const f32,
+                    a_st: (qt_rs, 1),
+                    b: kt,
+                    b_rs: p.pw,
+                    b_c64: d * p.pw,
+                    c: sc.as_mut_ptr() as *mut f32,
+                    c_rs: wp,
+                    add: false,
+                    alpha: c.scale as f32,
                     ep,
-                );
+                });
                 wp
             },
             // SAFETY: as for the GEMM below: key rows j0..j0 + w of entry n (d elements
@@ -260,21 +260,21 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool, M: Tiles>(
                     } else {
                         (p.vp.as_ptr().add(g.v_idx[n] * s * p.dvp + j0 * p.dvp), p.dvp)
                     };
-                    M::mm(
-                        h,
-                        p.dvp,
-                        w,
-                        sc.as_ptr() as *const f32,
-                        (sc_rs, 1),
-                        vpp,
-                        v_rs,
-                        64,
-                        acc.as_mut_ptr() as *mut f32,
-                        p.dvp,
-                        true,
-                        1.0,
-                        Epi::NONE,
-                    );
+                    M::mm(Product {
+                        m: h,
+                        n: p.dvp,
+                        k: w,
+                        a: sc.as_ptr() as *const f32,
+                        a_st: (sc_rs, 1),
+                        b: vpp,
+                        b_rs: v_rs,
+                        b_c64: 64,
+                        c: acc.as_mut_ptr() as *mut f32,
+                        c_rs: p.dvp,
+                        add: true,
+                        alpha: 1.0,
+                        ep: Epi::NONE,
+                    });
                 }
                 None if h <= SMALL_H => {
                     for r in 0..h {

@@ -423,38 +423,44 @@ unsafe fn band<V: Lanes, const NC: usize>(
     }
 }
 
+/// One product `C[m x n] (+)= alpha * A B` for `Tiles::mm`, n a multiple of 16.
+#[derive(Clone, Copy)]
+pub(crate) struct Product {
+    pub(crate) m: usize,
+    pub(crate) n: usize,
+    pub(crate) k: usize,
+    /// A's element (r, kk) is at `a + r * a_st.0 + kk * a_st.1` (a transposed A is
+    /// read in place).
+    pub(crate) a: *const f32,
+    pub(crate) a_st: (usize, usize),
+    /// B is `k` rows of `n`: row `kk`'s columns `64 t..64 t + 64` at
+    /// `b + t * b_c64 + kk * b_rs` (64-column panels, or plain rows with `b_c64` 64).
+    pub(crate) b: *const f32,
+    pub(crate) b_rs: usize,
+    pub(crate) b_c64: usize,
+    /// C's rows, `c_rs` apart; read too when `add`.
+    pub(crate) c: *mut f32,
+    pub(crate) c_rs: usize,
+    pub(crate) add: bool,
+    pub(crate) alpha: f32,
+    pub(crate) ep: Epi,
+}
+
 /// The register-tiled product of a SIMD level, or none (`NoTiles`): what the packed
 /// attention paths are generic over, so the plain build of a task has no intrinsics.
 pub(crate) trait Tiles {
-    /// `C[m x n] (+)= alpha * A B` with n a multiple of 16, by register tiles of 6 rows
-    /// (4 x 16 lanes with AVX-512: 24 of its 32 registers hold sums; 2 x 8 with AVX2:
-    /// 12 of its 16). A's element (r, kk) is at `a + r * a_rs + kk * a_cs`; B is `k`
-    /// rows of `n`, row `kk`'s columns `64 t..64 t + 64` at `b + t * b_c64 + kk * b_rs`.
+    /// `p.c (+)= p.alpha * A B` by register tiles of 6 rows (4 x 16 lanes with AVX-512:
+    /// 24 of its 32 registers hold sums; 2 x 8 with AVX2: 12 of its 16).
     ///
     /// # Safety
     /// The CPU has the level's features; `n` is a multiple of 16. A must be readable at
-    /// `r * a_rs + kk * a_cs` (r < m, kk < k), B as laid out above; `c` must point to `m`
-    /// rows of `n` writable floats (readable too when `add`), `c_rs` apart, not
-    /// overlapping the inputs. `ep` as `ukr` asks, for the whole m x n tile: `ep.mask`
-    /// null, or row r's first `min(ep.row_lim(r), n)` readable and `ep.mask + r * m_rs +
-    /// col` (col < n, a multiple of 8) inside its allocation; `ep.rmax` null or `m`
-    /// readable and writable floats.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn mm(
-        m: usize,
-        n: usize,
-        k: usize,
-        a: *const f32,
-        a_st: (usize, usize),
-        b: *const f32,
-        b_rs: usize,
-        b_c64: usize,
-        c: *mut f32,
-        c_rs: usize,
-        add: bool,
-        alpha: f32,
-        ep: Epi,
-    );
+    /// `r * a_st.0 + kk * a_st.1` (r < m, kk < k), B as `Product` lays it out; `c` must
+    /// point to `m` rows of `n` writable floats (readable too when `add`), `c_rs` apart,
+    /// not overlapping the inputs. `ep` as `ukr` asks, for the whole m x n tile:
+    /// `ep.mask` null, or row r's first `min(ep.row_lim(r), n)` readable and `ep.mask +
+    /// r * m_rs + col` (col < n, a multiple of 8) inside its allocation; `ep.rmax` null
+    /// or `m` readable and writable floats.
+    unsafe fn mm(p: Product);
 }
 
 /// `Tiles` for a level: column bands of up to `$most` vectors, one `band` instance per
@@ -464,22 +470,8 @@ macro_rules! tiles {
         #[cfg(target_arch = "x86_64")]
         impl Tiles for $v {
             #[inline(always)]
-            #[allow(clippy::too_many_arguments)]
-            unsafe fn mm(
-                m: usize,
-                n: usize,
-                k: usize,
-                a: *const f32,
-                a_st: (usize, usize),
-                b: *const f32,
-                b_rs: usize,
-                b_c64: usize,
-                c: *mut f32,
-                c_rs: usize,
-                add: bool,
-                alpha: f32,
-                ep: Epi,
-            ) {
+            unsafe fn mm(p: Product) {
+                let Product { m, n, k, a, a_st, b, b_rs, b_c64, c, c_rs, add, alpha, ep } = p;
                 let lanes = <$v as Lanes>::LANES;
                 let mut c0 = 0;
                 // SAFETY: each band is columns c0..c0 + LANES * NC (NC = the vectors left,
@@ -511,22 +503,7 @@ tiles!(crate::ops::lanes::X8, 2, [2]);
 pub(crate) enum NoTiles {}
 
 impl Tiles for NoTiles {
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn mm(
-        _: usize,
-        _: usize,
-        _: usize,
-        _: *const f32,
-        _: (usize, usize),
-        _: *const f32,
-        _: usize,
-        _: usize,
-        _: *mut f32,
-        _: usize,
-        _: bool,
-        _: f32,
-        _: Epi,
-    ) {
+    unsafe fn mm(_: Product) {
         unreachable!("the packed attention paths run only with AVX2 or AVX-512")
     }
 }
@@ -560,7 +537,23 @@ mod tests {
                     let mut rmax = vec![f32::NEG_INFINITY; m];
                     let ep = if add { Epi::NONE } else { Epi { mask: mask.as_ptr(), m_rs: n, rmax: rmax.as_mut_ptr(), lim, diag } };
                     // SAFETY: the caller checked the CPU has T's level; the buffers hold what `mm` reads and writes.
-                    unsafe { T::mm(m, n, k, a.as_ptr(), (a_rs, a_cs), b.as_ptr(), 64, 64 * k, c.as_mut_ptr(), n, add, 0.5, ep) };
+                    unsafe {
+                        T::mm(Product {
+                            m,
+                            n,
+                            k,
+                            a: a.as_ptr(),
+                            a_st: (a_rs, a_cs),
+                            b: b.as_ptr(),
+                            b_rs: 64,
+                            b_c64: 64 * k,
+                            c: c.as_mut_ptr(),
+                            c_rs: n,
+                            add,
+                            alpha: 0.5,
+                            ep,
+                        })
+                    };
                     for r in 0..m {
                         let mut mx = f32::NEG_INFINITY;
                         for col in 0..n {
