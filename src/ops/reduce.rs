@@ -137,10 +137,10 @@ unsafe fn row_sums_avx512<T: Float>(rows: &[T], out: &mut [T], r: usize) {
 }
 
 /// Row sums of float32 rows at the level `V` (`lanes::fold`: four accumulators of
-/// `V::LANES` lanes, the tail one masked load, folded in f64). The generic form (`sum_slice`) copied each row's tail
-/// into a padded chunk (a `memmove` call per row) and chained all of a row's adds
-/// through one pair of accumulators; with rows of 196 (global average pooling of
-/// 14x14 planes) that latency, not the memory, set the pace.
+/// `V::LANES` lanes, the tail one masked load, folded in f64). The generic form
+/// (`sum_slice`) copied each row's tail into a padded chunk (a `memmove` call per row)
+/// and chained all of a row's adds through one pair of accumulators; with rows of 196
+/// (global average pooling of 14x14 planes) that latency, not the memory, set the pace.
 ///
 /// # Safety
 /// Runs inside a function compiled with `V`'s features, on a CPU that has them;

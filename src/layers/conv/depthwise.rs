@@ -381,8 +381,9 @@ unsafe fn wgrad_plane<V: Level>(a: &[f32], padded: &[f32], pp: &PaddedPlane, g: 
 /// stores (a fused load-multiply-add per tap and vector); the others two at a time
 /// with the lane masks of `xmask` (row-major by tap, `dst.len().div_ceil(LANES)` per
 /// tap; `masks` the same as the level's masks), or the whole row at once (`whole`)
-/// where only its first and last vectors need masks. Why: a mask test on every load made the loop issue-bound (6-7 instructions
-/// per tap and vector; the row's edges are the only vectors that need one).
+/// where only its first and last vectors need masks. Why: a mask test on every load
+/// made the loop issue-bound (6-7 instructions per tap and vector; the row's edges are
+/// the only vectors that need one).
 ///
 /// # Safety
 /// The CPU has `V`'s features; every selected lane's input is inside `src`, and every
