@@ -7,13 +7,15 @@ where loss = (output.float() * loss_weight).sum(), and metadata
 {"kind": "attention", "kwargs": JSON of the keyword arguments (is_causal, scale,
 enable_gqa), "dtype": the input dtype}.
 
-Run from the repository root:  python tools/make_fixtures_attention.py
+Run from the repository root:  python tools/make_fixtures_attention.py [case ...]
+(only the named cases are written when some are given).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any, Optional
 
 import torch
@@ -78,13 +80,30 @@ def decode_cases(g: torch.Generator) -> list[tuple[str, tuple, tuple, tuple, Opt
     ]
 
 
+def tiled_cases(g: torch.Generator) -> list[tuple[str, tuple, tuple, tuple, Optional[torch.Tensor], dict[str, Any], torch.dtype]]:
+    """Float32 with head dims that are multiples of 16: the register-tiled products
+    (`Tiles`) of the forward and backward, over key counts that are not multiples of
+    8 (the panel transposes' tails), a short panel, masks fused into the score store
+    and a fully masked row. Own generator, so the cases above keep their values."""
+    f32 = torch.float32
+    dead = bool_mask((2, 1, 21, 90), 0.5, g, dead_row=True)
+    return [
+        ("tiled_causal", (2, 3, 100, 64), (2, 3, 100, 64), (2, 3, 100, 64), None, {"is_causal": True}, f32),
+        ("tiled_float_mask_dv48", (2, 2, 70, 32), (2, 2, 133, 32), (2, 2, 133, 48), float_mask((70, 133), g), {}, f32),
+        ("tiled_gqa_short_dv80", (1, 4, 37, 16), (1, 2, 37, 16), (1, 2, 37, 80), None, {"enable_gqa": True, "scale": 0.4}, f32),
+        ("tiled_bool_mask_dead_row", (2, 2, 21, 16), (2, 2, 90, 16), (2, 2, 90, 16), dead, {}, f32),
+    ]
+
+
 def main() -> None:
     os.makedirs(OUT, exist_ok=True)
     g = torch.Generator().manual_seed(1234)
     g2 = torch.Generator().manual_seed(99)
     # The decode cases come last and draw their masks from their own generator, so
     # the earlier cases' tensors are what they were.
-    for name, qs, ks, vs, mask, kwargs, dt in cases(g) + decode_cases(g2):
+    g3 = torch.Generator().manual_seed(2026)
+    only = set(sys.argv[1:])
+    for name, qs, ks, vs, mask, kwargs, dt in cases(g) + decode_cases(g2) + tiled_cases(g3):
         q = torch.randn(qs, generator=g).to(dt).requires_grad_(True)
         k = torch.randn(ks, generator=g).to(dt).requires_grad_(True)
         v = torch.randn(vs, generator=g).to(dt).requires_grad_(True)
@@ -106,6 +125,8 @@ def main() -> None:
         if mask is not None:
             tensors["attn_mask"] = mask
         meta = {"kind": "attention", "kwargs": json.dumps(kwargs), "dtype": str(dt).replace("torch.", "")}
+        if only and name not in only:
+            continue
         save_file({k2: t.contiguous() for k2, t in tensors.items()}, os.path.join(OUT, f"{name}.safetensors"), metadata=meta)
         print("wrote", name)
 

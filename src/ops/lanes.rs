@@ -57,6 +57,12 @@ pub(crate) trait Lanes: Copy {
     unsafe fn evens(lo: Self, hi: Self) -> Self;
     /// The sum of the lanes.
     unsafe fn sum(self) -> f32;
+    /// The lane-wise maximum (`o`'s lane where either is NaN, as `maxps`).
+    unsafe fn max(self, o: Self) -> Self;
+    /// The largest lane.
+    unsafe fn max_lane(self) -> f32;
+    /// `o`'s lane where `m` selects it, else `self`'s.
+    unsafe fn blend(self, o: Self, m: Self::Mask) -> Self;
 }
 
 /// 16 lanes: AVX-512F (with AVX2 and FMA).
@@ -246,7 +252,8 @@ pub(crate) unsafe fn fold<V: Lanes, const SQ: bool>(p: *const f32, d: usize, mv:
 macro_rules! lanes {
     ($name:ident, $n:expr, $zero:ident, $set1:ident, $load:ident, $store:ident, $add:ident, $sub:ident, $mul:ident, $fmadd:ident, $fnmadd:ident, |$v:ident| $ordered:expr,
      mask: $mask:ty, |$mb:ident| $make_mask:expr, load_mask: |$lp:ident, $lm:ident| $load_mask:expr, merge_mask: |$mv:ident, $mp:ident, $mm:ident| $merge_mask:expr,
-     store_masked: |$sv:ident, $sp:ident, $sm:ident| $store_masked:expr, evens: |$elo:ident, $ehi:ident| $evens:expr, sum: |$rv:ident| $sum:expr) => {
+     store_masked: |$sv:ident, $sp:ident, $sm:ident| $store_masked:expr, evens: |$elo:ident, $ehi:ident| $evens:expr, sum: |$rv:ident| $sum:expr,
+     $max:ident, max_lane: |$xv:ident| $max_lane:expr, blend: |$ba:ident, $bb:ident, $bm:ident| $blend:expr) => {
         #[cfg(target_arch = "x86_64")]
         impl Lanes for $name {
             const LANES: usize = $n;
@@ -341,6 +348,23 @@ macro_rules! lanes {
                 // SAFETY: the trait's contract.
                 unsafe { $sum }
             }
+            #[inline(always)]
+            unsafe fn max(self, o: Self) -> Self {
+                // SAFETY: the trait's contract.
+                $name(unsafe { $max(self.0, o.0) })
+            }
+            #[inline(always)]
+            unsafe fn max_lane(self) -> f32 {
+                let $xv = self.0;
+                // SAFETY: the trait's contract.
+                unsafe { $max_lane }
+            }
+            #[inline(always)]
+            unsafe fn blend(self, o: Self, m: $mask) -> Self {
+                let ($ba, $bb, $bm) = (self.0, o.0, m);
+                // SAFETY: the trait's contract.
+                $name(unsafe { $blend })
+            }
         }
     };
 }
@@ -363,7 +387,10 @@ lanes!(
     merge_mask: |v, p, m| _mm512_mask_loadu_ps(v, m, p),
     store_masked: |v, p, m| _mm512_mask_storeu_ps(p, m as __mmask16, v),
     evens: |lo, hi| _mm512_permutex2var_ps(lo, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), hi),
-    sum: |v| _mm512_reduce_add_ps(v)
+    sum: |v| _mm512_reduce_add_ps(v),
+    _mm512_max_ps,
+    max_lane: |v| _mm512_reduce_max_ps(v),
+    blend: |a, b, m| _mm512_mask_blend_ps(m, a, b)
 );
 lanes!(
     X8,
@@ -392,7 +419,14 @@ lanes!(
         let s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
         let s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
         _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)))
-    }
+    },
+    _mm256_max_ps,
+    max_lane: |v| {
+        let m4 = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+        let m2 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        _mm_cvtss_f32(_mm_max_ss(m2, _mm_movehdup_ps(m2)))
+    },
+    blend: |a, b, m| _mm256_blendv_ps(a, b, _mm256_castsi256_ps(m))
 );
 
 /// `maskstore` of the lanes in bits 0..8 of `mask` without `maskstore`: a full mask is
@@ -471,6 +505,16 @@ mod tests {
                 bad[n - 1] = f32::NAN;
                 assert!(!V::load(bad.as_ptr()).ordered());
                 assert_eq!(V::splat(2.0).fnmadd(V::splat(3.0), V::splat(10.0)).sum(), 4.0 * n as f32);
+                let blended = V::splat(-2.0).blend(V::load(src.as_ptr()), V::mask(mask));
+                blended.store(out.as_mut_ptr());
+                for (i, &x) in out.iter().enumerate() {
+                    assert_eq!(x, if mask >> i & 1 == 1 { src[i] } else { -2.0 }, "blend mask {mask:b} lane {i}");
+                }
+                let mut peak = src.clone();
+                peak[mask as usize % n] = 100.0;
+                assert_eq!(V::load(peak.as_ptr()).max_lane(), 100.0);
+                V::load(src.as_ptr()).max(V::splat(n as f32 / 2.0)).store(out.as_mut_ptr());
+                assert_eq!(out, src.iter().map(|&x| x.max(n as f32 / 2.0)).collect::<Vec<_>>());
                 let merged = V::splat(-2.0).merge_mask(src.as_ptr(), V::mask(mask));
                 merged.store(out.as_mut_ptr());
                 for (i, &x) in out.iter().enumerate() {

@@ -1,7 +1,17 @@
 //! The flash-attention backward: P recomputed per tile from the saved logsumexp;
 //! tasks own disjoint key blocks (dK, dV) and private dQ chunks, summed after.
+use super::microkernel::{dense_rows, panel_width, panels, Epi, NoTiles, Product, Tiles};
 use super::rows::*;
 use super::*;
+
+/// K^T and V^T in panels (`microkernel::panels`, one set per kv slice) for the
+/// register-tiled float32 products (`Tiles`), which need both head dims a multiple of 16.
+pub(crate) struct Transposed {
+    pub(crate) kt: Vec<f32>,
+    pub(crate) vt: Vec<f32>,
+    pub(crate) sp: usize,
+    pub(crate) pw: usize,
+}
 
 /// Keys per backward tile: `BK_B`, or `BK_B / 2` when causal. A causal key block
 /// meets query blocks from its own start on, and the tiles astride the diagonal are
@@ -22,6 +32,11 @@ pub(crate) struct BwdWs<T> {
     pub(crate) p: Vec<T>,
     pub(crate) pd: Vec<T>,
     pub(crate) dp: Vec<T>,
+    /// The tile's query rows, output-gradient rows and key rows, contiguous, for the
+    /// tiled products (`dense_rows`; empty without them).
+    pub(crate) qs: Vec<T>,
+    pub(crate) dos: Vec<T>,
+    pub(crate) ks: Vec<T>,
 }
 
 pub(crate) struct BwdIo<'a, T> {
@@ -48,12 +63,17 @@ pub(crate) struct BwdIo<'a, T> {
 /// `dv_base` to `s * d` / `s * dv` elements, readable and writable; no other task may
 /// access the `dq_base` ones, nor the rows of key blocks `chunk, chunk + stride, ...`
 /// (`key_block(c)` keys each) of `dk_base` / `dv_base`, while this runs. Each of `ws`'s
-/// buffers must hold `q_block_max(BQ_B) * BK_B` elements.
+/// buffers `p`, `pd`, `dp` must hold `q_block_max(BQ_B) * BK_B` elements, and with `pk`
+/// `qs`, `dos`, `ks` `q_block_max(BQ_B) * d`, `q_block_max(BQ_B) * dv`, `BK_B * d`. `pk` must be `None` unless
+/// `T` is f32, d and dv are multiples of 16 and the CPU has the features of `M` (a SIMD
+/// level, not `NoTiles`), and then hold the panels of `io.x.k` / `io.x.v` (`transposed`).
 #[inline(always)]
-pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool>(
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
     g: &Geo,
     c: &Cfg,
     io: &BwdIo<T>,
+    pk: Option<&Transposed>,
     n: usize,
     chunk: usize,
     stride: usize,
@@ -70,7 +90,7 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool>(
     let drop = c.drop_params().map(|(t, inv)| (t, T::of(inv)));
     let bk = key_block(c);
     let nkb = s.div_ceil(bk);
-    let BwdWs { p, pd, dp } = ws;
+    let BwdWs { p, pd, dp, qs, dos, ks } = ws;
     let mut kb = chunk;
     while kb < nkb {
         let j0 = kb * bk;
@@ -85,6 +105,9 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool>(
                 dv_base.add(j0 * dvn),
             )
         };
+        // SAFETY: the w key rows at `kp` (d elements, k_rs apart) are inside `x.k`; `ks`
+        // holds BK_B * d >= w * d elements with `pk` (the caller's contract).
+        let (kt, kt_rs) = if pk.is_some() { unsafe { dense_rows(kp, g.k_rs, w, d, ks) } } else { (kp, g.k_rs) };
         let mut i0 = if c.causal { (j0 / BQ_B) * BQ_B } else { 0 };
         while i0 < l {
             // As `q_blocks`: a remainder under BQ_B / 2 joins the block before it.
@@ -93,13 +116,45 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool>(
             // SAFETY: i0 < l: query row i0 of entry n is inside `x.q`, and its
             // output-gradient row inside `d_o` (`g` describes both).
             let (qp, dop) = unsafe { (x.q.as_ptr().add(g.q_off[n] + i0 * g.q_rs), io.d_o.as_ptr().add(g.o_off[n] + i0 * g.o_rs)) };
+            // SAFETY: the h query rows (d elements, q_rs apart) and output-gradient rows
+            // (dv, o_rs apart) are inside `x.q` / `d_o`; `qs` / `dos` hold
+            // q_block_max(BQ_B) * d / dv >= h rows with `pk` (the caller's contract).
+            let ((qt, qt_rs), (dot, dot_rs)) = if pk.is_some() {
+                unsafe { (dense_rows(qp, g.q_rs, h, d, qs), dense_rows(dop, g.o_rs, h, dvn, dos)) }
+            } else {
+                ((qp, g.q_rs), (dop, g.o_rs))
+            };
+            // Tile rows are `tr` apart: w, or w rounded up to 16 for the tiled products
+            // (the K^T / V^T panels are zero past the last key, so the extra columns are 0).
+            let tr = if pk.is_some() { w.div_ceil(16) * 16 } else { w };
             // SAFETY: S = Q K^T reads the h query rows at `qp` and the w key rows at `kp`
-            // (inside `x.q` / `x.k`), and writes the h x w tile into `p` (q_block_max(BQ_B) x BK_B
-            // scratch, disjoint from the inputs).
-            unsafe { gemm((h, w, d), p.as_mut_ptr(), w as isize, false, (qp, q_rs, 1), (kp, 1, k_rs), scale, Parallelism::None) };
+            // (inside `x.q` / `x.k`; with `pk`, key j0's column of entry n's K^T panels,
+            // j0 a multiple of the panel width or 0, tr <= sp - j0 columns), and writes the
+            // h x tr tile into `p` (q_block_max(BQ_B) x BK_B scratch, tr <= BK_B, disjoint
+            // from the inputs). With `pk`, T is f32 on a CPU with `M`'s level.
+            unsafe {
+                match pk {
+                    Some(t) => M::mm(Product {
+                        m: h,
+                        n: tr,
+                        k: d,
+                        a: qt as *const f32,
+                        a_st: (qt_rs, 1),
+                        b: t.kt.as_ptr().add(g.k_idx[n] * d * t.sp + j0 * d),
+                        b_rs: t.pw,
+                        b_c64: d * t.pw,
+                        c: p.as_mut_ptr() as *mut f32,
+                        c_rs: tr,
+                        add: false,
+                        alpha: c.scale as f32,
+                        ep: Epi::NONE,
+                    }),
+                    None => gemm((h, w, d), p.as_mut_ptr(), w as isize, false, (qp, q_rs, 1), (kp, 1, k_rs), scale, Parallelism::None),
+                }
+            }
             for r in 0..h {
                 let i = i0 + r;
-                let row = &mut p[r * w..(r + 1) * w];
+                let row = &mut p[r * tr..r * tr + w];
                 let lse_i = io.lse[n * l + i];
                 if lse_i == T::INF {
                     row.iter_mut().for_each(|v| *v = T::ZERO);
@@ -111,16 +166,36 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool>(
                 exp_row_fast::<T, FMA>(row, lse_i, fast);
             }
             // dP = dO V^T (h x w).
-            // SAFETY: h rows of dO (inside `d_o`) times the w rows of V (inside `x.v`),
-            // transposed, into the h x w tile of the scratch `dp`.
-            unsafe { gemm((h, w, dvn), dp.as_mut_ptr(), w as isize, false, (dop, o_rs, 1), (vp, 1, v_rs), T::ONE, Parallelism::None) };
+            // SAFETY: h rows of dO (inside `d_o`) times the w rows of V (inside `x.v`; with
+            // `pk`, entry n's V^T panels from key j0, as K^T above), transposed, into the
+            // h x tr tile of the scratch `dp`.
+            unsafe {
+                match pk {
+                    Some(t) => M::mm(Product {
+                        m: h,
+                        n: tr,
+                        k: dvn,
+                        a: dot as *const f32,
+                        a_st: (dot_rs, 1),
+                        b: t.vt.as_ptr().add(g.v_idx[n] * dvn * t.sp + j0 * dvn),
+                        b_rs: t.pw,
+                        b_c64: dvn * t.pw,
+                        c: dp.as_mut_ptr() as *mut f32,
+                        c_rs: tr,
+                        add: false,
+                        alpha: 1.0,
+                        ep: Epi::NONE,
+                    }),
+                    None => gemm((h, w, dvn), dp.as_mut_ptr(), w as isize, false, (dop, o_rs, 1), (vp, 1, v_rs), T::ONE, Parallelism::None),
+                }
+            }
             for r in 0..h {
                 let i = i0 + r;
                 let di = io.delta[n * l + i];
-                let prow = &p[r * w..(r + 1) * w];
-                let dprow = &mut dp[r * w..(r + 1) * w];
+                let prow = &p[r * tr..r * tr + w];
+                let dprow = &mut dp[r * tr..r * tr + w];
                 if let Some((thr, inv)) = drop {
-                    let pdrow = &mut pd[r * w..(r + 1) * w];
+                    let pdrow = &mut pd[r * tr..r * tr + w];
                     let base = ((n * l + i) * s + j0) as u64;
                     for jj in 0..w {
                         let f = keep_factor(c.seed, base + jj as u64, thr, inv);
@@ -133,13 +208,66 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool>(
                     }
                 }
             }
-            let pk = if drop.is_some() { pd.as_ptr() } else { p.as_ptr() };
+            let pk_ptr = if drop.is_some() { pd.as_ptr() } else { p.as_ptr() };
             // dV_j += P^T dO ; dK_j += scale dS^T Q ; dQ_i += scale dS K.
             // SAFETY: the sources are the h x w scratch tiles and the input rows above; dV
             // and dK get this task's key rows j0..j0 + w (inside `dk_base` / `dv_base`,
             // owned by the task), dQ the query rows i0..i0 + h of `dq_base` (i0 + h <= l,
-            // exclusive to the task). Outputs and sources are distinct buffers.
+            // exclusive to the task). Outputs and sources are distinct buffers. The tiled
+            // products read P and dS transposed in place (A's stride along k is tr).
             unsafe {
+                if pk.is_some() {
+                    let (pa, dsa) = (pk_ptr as *const f32, dp.as_ptr() as *const f32);
+                    M::mm(Product {
+                        m: w,
+                        n: dvn,
+                        k: h,
+                        a: pa,
+                        a_st: (1, tr),
+                        b: dot as *const f32,
+                        b_rs: dot_rs,
+                        b_c64: 64,
+                        c: dvp as *mut f32,
+                        c_rs: dvn,
+                        add: true,
+                        alpha: 1.0,
+                        ep: Epi::NONE,
+                    });
+                    M::mm(Product {
+                        m: w,
+                        n: d,
+                        k: h,
+                        a: dsa,
+                        a_st: (1, tr),
+                        b: qt as *const f32,
+                        b_rs: qt_rs,
+                        b_c64: 64,
+                        c: dkp as *mut f32,
+                        c_rs: d,
+                        add: true,
+                        alpha: c.scale as f32,
+                        ep: Epi::NONE,
+                    });
+                    let dqp = dq_base.add(i0 * d) as *mut f32;
+                    M::mm(Product {
+                        m: h,
+                        n: d,
+                        k: w,
+                        a: dsa,
+                        a_st: (tr, 1),
+                        b: kt as *const f32,
+                        b_rs: kt_rs,
+                        b_c64: 64,
+                        c: dqp,
+                        c_rs: d,
+                        add: true,
+                        alpha: c.scale as f32,
+                        ep: Epi::NONE,
+                    });
+                    i0 += h;
+                    continue;
+                }
+                let pk = pk_ptr;
                 gemm((w, dvn, h), dvp, dvn as isize, true, (pk, 1, w as isize), (dop, o_rs, 1), T::ONE, Parallelism::None);
                 gemm((w, d, h), dkp, d as isize, true, (dp.as_ptr(), 1, w as isize), (qp, q_rs, 1), scale, Parallelism::None);
                 gemm(
@@ -159,16 +287,18 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool>(
     }
 }
 
-/// `bwd_task` compiled for AVX-512.
+/// `bwd_task` compiled for AVX-512 (with the tiled f32 products when `pk` is given).
 ///
 /// # Safety
 /// The CPU must support AVX-512F, AVX2 and FMA, and `bwd_task`'s contract must hold.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn bwd_task_avx512<T: Float>(
     g: &Geo,
     c: &Cfg,
     io: &BwdIo<T>,
+    pk: Option<&Transposed>,
     n: usize,
     chunk: usize,
     stride: usize,
@@ -177,20 +307,22 @@ pub(crate) unsafe fn bwd_task_avx512<T: Float>(
     dv: *mut T,
     ws: &mut BwdWs<T>,
 ) {
-    // SAFETY: the caller upholds `bwd_task`'s contract.
-    unsafe { bwd_task::<T, true>(g, c, io, n, chunk, stride, dq, dk, dv, ws) }
+    // SAFETY: the caller upholds `bwd_task`'s contract (and the CPU features `pk` needs).
+    unsafe { bwd_task::<T, true, crate::ops::lanes::X16>(g, c, io, pk, n, chunk, stride, dq, dk, dv, ws) }
 }
 
-/// `bwd_task` compiled for AVX2+FMA.
+/// `bwd_task` compiled for AVX2+FMA (with the tiled f32 products when `pk` is given).
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA, and `bwd_task`'s contract must hold.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn bwd_task_avx2<T: Float>(
     g: &Geo,
     c: &Cfg,
     io: &BwdIo<T>,
+    pk: Option<&Transposed>,
     n: usize,
     chunk: usize,
     stride: usize,
@@ -199,8 +331,28 @@ pub(crate) unsafe fn bwd_task_avx2<T: Float>(
     dv: *mut T,
     ws: &mut BwdWs<T>,
 ) {
-    // SAFETY: the caller upholds `bwd_task`'s contract.
-    unsafe { bwd_task::<T, true>(g, c, io, n, chunk, stride, dq, dk, dv, ws) }
+    // SAFETY: the caller upholds `bwd_task`'s contract (and the CPU features `pk` needs).
+    unsafe { bwd_task::<T, true, crate::ops::lanes::X8>(g, c, io, pk, n, chunk, stride, dq, dk, dv, ws) }
+}
+
+/// K^T and V^T panels for the tiled products where they apply: float32, both head
+/// dims multiples of 16 (whole vectors of both levels), AVX2 or AVX-512.
+fn transposed<T: Float>(g: &Geo, x: &Inputs<T>, simd: Simd) -> Option<Transposed> {
+    let fits =
+        std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && g.d.is_multiple_of(16) && g.dv.is_multiple_of(16) && g.n * g.l > 0;
+    if !fits || !matches!(simd, Simd::Avx512 | Simd::Avx2) {
+        return None;
+    }
+    // SAFETY: T is f32 (the TypeId check above), so these are the same slices, same
+    // length, viewed at their own type.
+    let (k, v) = unsafe {
+        (
+            std::slice::from_raw_parts(x.k.as_ptr() as *const f32, x.k.len()),
+            std::slice::from_raw_parts(x.v.as_ptr() as *const f32, x.v.len()),
+        )
+    };
+    let (pw, sp) = panel_width(g.s);
+    Some(Transposed { kt: panels(k, &g.k_slices, g.k_rs, g.s, g.d, simd), vt: panels(v, &g.v_slices, g.v_rs, g.s, g.dv, simd), sp, pw })
 }
 
 /// Add `full` (n entries of `block` elements) into `dst` at `off[n]`, in parallel over distinct targets.
@@ -273,13 +425,23 @@ pub(crate) fn backward<T: Float>(g: &Geo, gc: &Geo, c: &Cfg, x: Inputs<T>, o: &[
     };
     let (q_direct, k_direct, v_direct) = (dq_full.is_empty(), dk_full.is_empty(), dv_full.is_empty());
     let simd = simd_level();
+    let packed = transposed(g, &io.x, simd);
+    let pk = packed.as_ref();
     let io_ref = &io;
     crate::ops::parallel::for_tasks_init(
         n_ * chunks,
         true,
         || {
             let n = q_block_max(BQ_B) * BK_B;
-            BwdWs { p: vec![T::ZERO; n], pd: vec![T::ZERO; n], dp: vec![T::ZERO; n] }
+            let rows = |w: usize| if pk.is_some() { vec![T::ZERO; w] } else { Vec::new() };
+            BwdWs {
+                p: vec![T::ZERO; n],
+                pd: vec![T::ZERO; n],
+                dp: vec![T::ZERO; n],
+                qs: rows(q_block_max(BQ_B) * d),
+                dos: rows(q_block_max(BQ_B) * dvn),
+                ks: rows(BK_B * d),
+            }
         },
         |ws, t| {
             let (n, ch) = (t / chunks, t % chunks);
@@ -288,17 +450,18 @@ pub(crate) fn backward<T: Float>(g: &Geo, gc: &Geo, c: &Cfg, x: Inputs<T>, o: &[
             // entry n's slice (`gc`'s `k_off` / `v_off` distinct when direct, else its own
             // s x d block of the full buffer); dq is entry n's slice (direct: one chunk, and
             // distinct `q_off`) or its own l x d block. Each arm runs where `simd_level()`
-            // found its features.
+            // found its features; `pk` is Some only for f32 with d, dv multiples of 16 on
+            // AVX2 or AVX-512, made from `io.x` (`transposed`).
             unsafe {
                 let dq = if q_direct { io_ref.dq.ptr().add(gc.q_off[n]) } else { io_ref.dq.ptr().add((n * chunks + ch) * l * d) };
                 let dk = if k_direct { io_ref.dk.ptr().add(gc.k_off[n]) } else { io_ref.dk.ptr().add(n * s * d) };
                 let dv = if v_direct { io_ref.dv.ptr().add(gc.v_off[n]) } else { io_ref.dv.ptr().add(n * s * dvn) };
                 match simd {
                     #[cfg(target_arch = "x86_64")]
-                    Simd::Avx512 => bwd_task_avx512(g, c, io_ref, n, ch, chunks, dq, dk, dv, ws),
+                    Simd::Avx512 => bwd_task_avx512(g, c, io_ref, pk, n, ch, chunks, dq, dk, dv, ws),
                     #[cfg(target_arch = "x86_64")]
-                    Simd::Avx2 => bwd_task_avx2(g, c, io_ref, n, ch, chunks, dq, dk, dv, ws),
-                    _ => bwd_task::<T, false>(g, c, io_ref, n, ch, chunks, dq, dk, dv, ws),
+                    Simd::Avx2 => bwd_task_avx2(g, c, io_ref, pk, n, ch, chunks, dq, dk, dv, ws),
+                    _ => bwd_task::<T, false, NoTiles>(g, c, io_ref, None, n, ch, chunks, dq, dk, dv, ws),
                 }
             }
         },

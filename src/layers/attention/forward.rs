@@ -13,6 +13,8 @@ pub(crate) struct FwdWs<T> {
     pub(crate) l: Vec<T>,
     /// Row maxes of the current score tile, when the tile store computed them.
     pub(crate) m_blk: Vec<T>,
+    /// The task's query rows, contiguous, for the tiles (`dense_rows`).
+    pub(crate) qs: Vec<T>,
 }
 
 /// Query rows up to this many are multiplied with plain dot products and row updates
@@ -91,13 +93,13 @@ pub(crate) fn dot_any<T: Float, const FMA: bool>(a: &[T], b: &[T]) -> T {
 /// `out` must point to an output where row `i` of entry `n` is the `dv` elements at
 /// `o_off[n] + i * o_rs`, and when `c.lse`, `lse` to `n * l` elements; rows `i0..i1`
 /// of entry `n` (of both) must be writable and accessed by no other task meanwhile.
-/// `ws` must hold `h * bk` scores (h = i1 - i0, bk = `BK.min(s)` rounded up to 16),
+/// `ws` must hold `h * bk` scores (h = i1 - i0, bk = `BK.min(s)` rounded up to 16), with `pk` `h * d` query elements,
 /// `h * dv` accumulators (`h * pk.dvp` with `pk`) and `h` of each row statistic. `pk` must be
-/// `None` unless `T` is f32 and the CPU supports AVX-512F, AVX2 and FMA, and then be
-/// `pack(g, x.k, x.v)`.
+/// `None` unless `T` is f32 and the CPU has the features of `M` (a SIMD level, not
+/// `NoTiles`), and then be `pack(g, x.k, x.v, _)`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool>(
+pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool, M: Tiles>(
     g: &Geo,
     c: &Cfg,
     x: &Inputs<T>,
@@ -114,13 +116,17 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool>(
     let scale = T::of(c.scale);
     let drop = c.drop_params().map(|(t, inv)| (t, T::of(inv)));
     let fast = fast_exp::<T>();
-    let FwdWs { sc, acc, m, l: lsum, m_blk } = ws;
+    let FwdWs { sc, acc, m, l: lsum, m_blk, qs } = ws;
     let acc_rs = pk.map_or(dv, |p| p.dvp);
     acc[..h * acc_rs].iter_mut().for_each(|a| *a = T::ZERO);
     m[..h].iter_mut().for_each(|a| *a = T::NEG_INF);
     lsum[..h].iter_mut().for_each(|a| *a = T::ZERO);
     // SAFETY: i0 < l, so row i0 of entry n's Q is inside `x.q` (`g` describes `x`).
     let qp = unsafe { x.q.as_ptr().add(g.q_off[n] + i0 * g.q_rs) };
+    // The tiles read the query rows contiguous (`dense_rows`).
+    // SAFETY: rows i0..i1 of entry n (d elements, q_rs apart) are inside `x.q`; `qs`
+    // holds h * d elements with `pk` (the caller's contract).
+    let (qt, qt_rs) = if pk.is_some() { unsafe { dense_rows(qp, g.q_rs, h, d, qs) } } else { (qp, g.q_rs) };
     // Causal rows i attend keys j <= i: the block needs keys below i1.
     let s_end = if c.causal { s.min(i1) } else { s };
     let mut j0 = 0;
@@ -131,8 +137,8 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool>(
         let mut fused = false;
         // S = scale * Q K^T (h x w), rows of stride sc_rs.
         let sc_rs = match pk {
-            // SAFETY: `pk` is Some only for f32 on an AVX-512 CPU (the caller's contract),
-            // so the pointer casts to f32 are identities and `mm16` may run. `kt` is entry
+            // SAFETY: `pk` is Some only for f32 on a CPU with `M`'s level (the caller's
+            // contract), so the pointer casts to f32 are identities and `M::mm` may run. `kt` is entry
             // n's K^T from key j0 (j0 is a multiple of 64, and j0 + wp <= sp); the Q rows
             // i0..i1 are inside `x.q`; the h x wp tile fits `sc` (wp <= bk); the
             // mask tile (rows i0..i1, columns j0 + col for col <= wp - 16 < w, unit column
@@ -156,7 +162,21 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool>(
                 } else {
                     Epi::NONE
                 };
-                mm16(h, wp, d, qp as *const f32, g.q_rs, kt, p.pw, d * p.pw, sc.as_mut_ptr() as *mut f32, wp, false, c.scale as f32, ep);
+                M::mm(Product {
+                    m: h,
+                    n: wp,
+                    k: d,
+                    a: qt as *const f32,
+                    a_st: (qt_rs, 1),
+                    b: kt,
+                    b_rs: p.pw,
+                    b_c64: d * p.pw,
+                    c: sc.as_mut_ptr() as *mut f32,
+                    c_rs: wp,
+                    add: false,
+                    alpha: c.scale as f32,
+                    ep,
+                });
                 wp
             },
             // SAFETY: as for the GEMM below: key rows j0..j0 + w of entry n (d elements
@@ -231,7 +251,7 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool>(
         // SAFETY: P is the h x w tile of `sc` (rows sc_rs apart); V's rows j0..j0 + w of
         // entry n are inside `x.v` (dv = dvp floats each when `p.vp` is empty), or inside
         // `p.vp` (rows of dvp floats per kv slice); `acc` holds h rows of dvp (or
-        // dv) floats and is disjoint from both. With `pk`, T is f32 on an AVX-512 CPU.
+        // dv) floats and is disjoint from both. With `pk`, T is f32 on a CPU with `M`'s level.
         unsafe {
             match pk {
                 Some(p) => {
@@ -240,21 +260,21 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool>(
                     } else {
                         (p.vp.as_ptr().add(g.v_idx[n] * s * p.dvp + j0 * p.dvp), p.dvp)
                     };
-                    mm16(
-                        h,
-                        p.dvp,
-                        w,
-                        sc.as_ptr() as *const f32,
-                        sc_rs,
-                        vpp,
-                        v_rs,
-                        64,
-                        acc.as_mut_ptr() as *mut f32,
-                        p.dvp,
-                        true,
-                        1.0,
-                        Epi::NONE,
-                    );
+                    M::mm(Product {
+                        m: h,
+                        n: p.dvp,
+                        k: w,
+                        a: sc.as_ptr() as *const f32,
+                        a_st: (sc_rs, 1),
+                        b: vpp,
+                        b_rs: v_rs,
+                        b_c64: 64,
+                        c: acc.as_mut_ptr() as *mut f32,
+                        c_rs: p.dvp,
+                        add: true,
+                        alpha: 1.0,
+                        ep: Epi::NONE,
+                    });
                 }
                 None if h <= SMALL_H => {
                     for r in 0..h {
@@ -327,10 +347,10 @@ pub(crate) unsafe fn fwd_task_avx512<T: Float>(
     ws: &mut FwdWs<T>,
 ) {
     // SAFETY: the caller upholds `fwd_task`'s contract (and the CPU features `pk` needs).
-    unsafe { fwd_task::<T, true>(g, c, x, pk, n, i0, i1, out, lse, ws) }
+    unsafe { fwd_task::<T, true, crate::ops::lanes::X16>(g, c, x, pk, n, i0, i1, out, lse, ws) }
 }
 
-/// `fwd_task` compiled for AVX2+FMA (no packed kernel).
+/// `fwd_task` compiled for AVX2+FMA (with the packed f32 kernel when `pk` is given).
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA, and `fwd_task`'s contract must hold.
@@ -341,6 +361,7 @@ pub(crate) unsafe fn fwd_task_avx2<T: Float>(
     g: &Geo,
     c: &Cfg,
     x: &Inputs<T>,
+    pk: Option<&Packed>,
     n: usize,
     i0: usize,
     i1: usize,
@@ -348,8 +369,8 @@ pub(crate) unsafe fn fwd_task_avx2<T: Float>(
     lse: SyncPtr<T>,
     ws: &mut FwdWs<T>,
 ) {
-    // SAFETY: the caller upholds `fwd_task`'s contract; `pk` is None.
-    unsafe { fwd_task::<T, true>(g, c, x, None, n, i0, i1, out, lse, ws) }
+    // SAFETY: the caller upholds `fwd_task`'s contract (and the CPU features `pk` needs).
+    unsafe { fwd_task::<T, true, crate::ops::lanes::X8>(g, c, x, pk, n, i0, i1, out, lse, ws) }
 }
 
 /// The forward over all (batch, query block) tasks: output (n, l, dv) and logsumexp (n, l).
@@ -360,20 +381,21 @@ pub(crate) fn forward<T: Float>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec
     let nqb = q_blocks(g.l, BQ);
     let (op, lp) = (SyncPtr(out.as_mut_ptr()), SyncPtr(lse.as_mut_ptr()));
     let simd = simd_level();
-    // The register-tiled f32 path (AVX-512): K and V repacked once per call.
-    let packed = if matches!(simd, Simd::Avx512) && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && g.n * g.l > 0 {
-        // SAFETY: T is f32 (the TypeId check just above), so these are the same slices,
-        // same length, viewed at their own type.
-        let (k, v) = unsafe {
-            (
-                std::slice::from_raw_parts(x.k.as_ptr() as *const f32, x.k.len()),
-                std::slice::from_raw_parts(x.v.as_ptr() as *const f32, x.v.len()),
-            )
+    // The register-tiled f32 path (AVX2, AVX-512): K and V repacked once per call.
+    let packed =
+        if matches!(simd, Simd::Avx512 | Simd::Avx2) && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && g.n * g.l > 0 {
+            // SAFETY: T is f32 (the TypeId check just above), so these are the same slices,
+            // same length, viewed at their own type.
+            let (k, v) = unsafe {
+                (
+                    std::slice::from_raw_parts(x.k.as_ptr() as *const f32, x.k.len()),
+                    std::slice::from_raw_parts(x.v.as_ptr() as *const f32, x.v.len()),
+                )
+            };
+            Some(pack(g, k, v, simd))
+        } else {
+            None
         };
-        Some(pack(g, k, v))
-    } else {
-        None
-    };
     let pk = packed.as_ref();
     let bk = BK.min(g.s.max(1)).div_ceil(16) * 16;
     let accw = g.dv.div_ceil(16) * 16;
@@ -386,6 +408,7 @@ pub(crate) fn forward<T: Float>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec
         m: vec![T::ZERO; rows],
         l: vec![T::ZERO; rows],
         m_blk: vec![T::ZERO; rows],
+        qs: if pk.is_some() { vec![T::ZERO; rows * g.d] } else { Vec::new() },
     };
     let run = |ws: &mut FwdWs<T>, t: usize| {
         let (n, qb) = (t / nqb, t % nqb);
@@ -394,15 +417,15 @@ pub(crate) fn forward<T: Float>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec
         // disjoint) of entry n of `out` / `lse`,
         // whose capacities are n * l * dv and n * l; `g` describes `x`; `ws` has
         // min(q_block_max(BQ), l) >= i1 - i0 rows of bk scores and accw accumulators; `pk` is Some
-        // only for f32 on AVX-512 (built from `x` above); each arm runs where
+        // only for f32 on AVX2 or AVX-512 (built from `x` above); each arm runs where
         // `simd_level()` found its features.
         unsafe {
             match simd {
                 #[cfg(target_arch = "x86_64")]
                 Simd::Avx512 => fwd_task_avx512(g, c, x, pk, n, i0, i1, op, lp, ws),
                 #[cfg(target_arch = "x86_64")]
-                Simd::Avx2 => fwd_task_avx2(g, c, x, n, i0, i1, op, lp, ws),
-                _ => fwd_task::<T, false>(g, c, x, None, n, i0, i1, op, lp, ws),
+                Simd::Avx2 => fwd_task_avx2(g, c, x, pk, n, i0, i1, op, lp, ws),
+                _ => fwd_task::<T, false, NoTiles>(g, c, x, None, n, i0, i1, op, lp, ws),
             }
         }
     };
