@@ -47,6 +47,12 @@ export PATH="$TOOLS/bin:$PATH"
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 rm -f "$OUT"/candle_py-"$version"-*.whl "$OUT"/candle_py-"$version".tar.gz
 
+# The wheel keeps its symbol table (and std's line tables: +0.9 MB compressed). cargo's
+# default release strip, `debuginfo`, reaches zig's linker as --strip-debug, which zig
+# treats as strip-all; without names, tools/avx_audit.py could audit only a twin build,
+# and a twin compiled without --target is not the same machine code (LLVM's choices
+# differ in large inlined functions: the attention tasks' zeroing idioms did).
+export CARGO_PROFILE_RELEASE_STRIP=none
 echo "== wheel: maturin build --release --zig --compatibility $POLICY (CARGO_TARGET_DIR=$CARGO_TARGET_DIR)"
 start=$(date +%s)
 maturin build --release --zig --compatibility "$POLICY" --out "$OUT"

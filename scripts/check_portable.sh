@@ -2,17 +2,15 @@
 # Show that a wheel's code runs on x86-64 CPUs without AVX, and on AVX2-only ones.
 #
 # 1. tools/avx_audit.py: every AVX/AVX2/FMA/AVX-512 instruction in the library lies
-#    in a runtime-dispatched function. The wheel's library is stripped by its zig
-#    link, so the names come from a build of the same code with symbols (SYMBOLS_SO,
-#    e.g. the one `pip install .` put in a virtualenv); the two must hold the same
-#    number of such instructions.
+#    in a runtime-dispatched function, named by the wheel's own symbol table
+#    (scripts/build_wheel.sh keeps it).
 # 2. QEMU user-mode emulation (Debian's qemu-user) of a Nehalem CPU (SSE4.2, no AVX)
 #    and of a Haswell one (AVX2+FMA, no AVX-512) runs tools/isa_smoke.py (matmul,
 #    conv, softmax, norms, attention, backward, checked against NumPy) and, on
 #    Nehalem, a few test files. An AVX instruction there dies with SIGILL; a control
 #    program checks that it does. Emulation is ~20x slower than native, hence a subset.
 #
-# Usage: SYMBOLS_SO=path/to/_core.abi3.so scripts/check_portable.sh WHEEL [pytest args]
+# Usage: scripts/check_portable.sh WHEEL [pytest args]
 #        (after scripts/test_wheel.sh WHEEL, whose
 #        virtualenv .venv-wheel it runs; TEST_WHEEL_VENV overrides)
 set -euo pipefail
@@ -23,7 +21,7 @@ VENV=${TEST_WHEEL_VENV:-$ROOT/.venv-wheel}
 cd "$ROOT"
 
 echo "== disassembly: AVX code only in runtime-dispatched functions"
-python3 tools/avx_audit.py "$WHEEL" ${SYMBOLS_SO:+--symbols "$SYMBOLS_SO"}
+python3 tools/avx_audit.py "$WHEEL"
 
 if ! command -v qemu-x86_64 >/dev/null; then
     echo "check_portable: qemu-x86_64 not found (apt-get install qemu-user)" >&2

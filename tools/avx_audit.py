@@ -12,13 +12,12 @@ LZCNT), and requires each to be one of:
 Anything else fails the check, as would a build with target-cpu=native (there AVX
 is everywhere). Prints a count per owner.
 
-A library linked by zig (the wheel's) has no symbol table, so its instructions cannot
-be put in functions. `--symbols SO` names another build of the same code that kept
-its symbols (cargo's own link, e.g. `pip install .`'s): the audit runs on that one,
-and the stripped library must hold exactly the same beyond-baseline instructions,
-mnemonic by mnemonic.
+The library must keep its symbol table, which names the functions: scripts/build_wheel.sh
+builds the wheel that way. (A twin build with symbols is no stand-in for a stripped
+wheel: compiled without --target, LLVM picked other instructions in the attention
+tasks, so the two could not be matched instruction by instruction.)
 
-Usage: python tools/avx_audit.py WHEEL_OR_SO [--symbols SO] [--list]
+Usage: python tools/avx_audit.py WHEEL_OR_SO [--list]
 """
 
 from __future__ import annotations
@@ -129,21 +128,12 @@ def library(target: Path, tmp: str) -> Path:
 def main() -> int:
     args = sys.argv[1:]
     listing = "--list" in args
-    symbols = args[args.index("--symbols") + 1] if "--symbols" in args else None
     with tempfile.TemporaryDirectory() as tmp:
         lib = library(Path(args[0]), tmp)
-        found, total, callers = disassemble(lib)
-        if symbols is not None:
-            named, named_total, callers = disassemble(Path(symbols))
-            if named_total != total:
-                diff = (named_total - total) + (total - named_total)
-                print(f"{lib.name} and {symbols} differ in beyond-baseline instructions: {dict(diff.most_common(10))}")
-                return 1
-            print(f"{lib.name}: the same {sum(total.values())} beyond-baseline instructions as {symbols}; auditing that one")
-            found = named
-        if symbols is None and not has_symtab(lib):
-            print(f"{lib.name} has no symbol table: give --symbols a build of the same code with one")
+        if not has_symtab(lib):
+            print(f"{lib.name} has no symbol table: build it with CARGO_PROFILE_RELEASE_STRIP=none (scripts/build_wheel.sh does)")
             return 1
+        found, total, callers = disassemble(lib)
     ours = target_feature_fns()
     counts: Counter[str] = Counter()
     bad = []
