@@ -31,6 +31,7 @@ pub(crate) mod sort;
 pub(crate) mod special;
 pub(crate) mod storage;
 pub(crate) mod team;
+pub(crate) mod tiles;
 pub(crate) mod transpose;
 pub(crate) mod unary;
 pub(crate) mod vector;

@@ -1,8 +1,9 @@
 //! The flash-attention backward: P recomputed per tile from the saved logsumexp;
 //! tasks own disjoint key blocks (dK, dV) and private dQ chunks, summed after.
-use super::microkernel::{dense_rows, panel_width, panels, Epi, NoTiles, Product, Tiles};
+use super::microkernel::{dense_rows, panel_width, panels};
 use super::rows::*;
 use super::*;
+use crate::ops::tiles::{Epi, NoTiles, Product, Tiles};
 
 /// K^T and V^T in panels (`microkernel::panels`, one set per kv slice) for the
 /// register-tiled float32 products (`Tiles`), which need both head dims a multiple of 16.

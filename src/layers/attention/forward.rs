@@ -3,6 +3,7 @@ use super::microkernel::*;
 use super::rows::*;
 use super::*;
 use crate::ops::float::as_f32;
+use crate::ops::tiles::{Epi, NoTiles, Product, Tiles};
 use crate::ops::vector::{axpy, dot};
 
 /// Per-thread scratch of the forward.

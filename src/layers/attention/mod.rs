@@ -3,7 +3,7 @@
 //! The forward walks each block of query rows over blocks of keys with an online
 //! softmax (running row max and row sum), so the L x S score matrix never exists
 //! in memory: only a `BQ x BK` tile per task. Float32 block products run on our
-//! register tiles (`microkernel::Tiles`, AVX2 or AVX-512) over K^T (and, in the
+//! register tiles (`ops::tiles::Tiles`, AVX2 or AVX-512) over K^T (and, in the
 //! backward, V^T) panels transposed once per call; other dtypes and CPUs use the
 //! `gemm` crate. The row work (mask, exp, rescale) is compiled for AVX-512 and AVX2
 //! and picked at run time. Tasks are (batch, query block) pairs run with rayon.
