@@ -31,6 +31,9 @@ def main() -> int:
     a = rng.standard_normal((96, 130)).astype(np.float32)
     b = rng.standard_normal((130, 70)).astype(np.float32)
     close("matmul", cp.from_numpy(a) @ cp.from_numpy(b), a @ b)  # the gemm crate's kernels
+    ba = rng.standard_normal((3, 13, 20)).astype(np.float32)
+    bb = rng.standard_normal((3, 20, 17)).astype(np.float32)
+    close("bmm", cp.from_numpy(ba) @ cp.from_numpy(bb), ba @ bb)  # the small batched products
     x = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
     w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
     want = np.zeros((2, 4, 7, 9), np.float32)
