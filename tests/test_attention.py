@@ -300,6 +300,37 @@ def test_dropout_statistics_and_gradients(p: float) -> None:
     np.testing.assert_allclose(np.asarray(v.grad)[0, 0], o[0, 0].T @ np.asarray(g)[0, 0], atol=1e-5)
 
 
+def test_causal_dropout_gradients_follow_the_forward_mask() -> None:
+    """Causal attention with dropout on the tiled float32 path (head dims of 16): with
+    V = I the output is the dropped, rescaled P itself, so the keep factors are read off
+    it and dQ, dK, dV are checked against the backward's formulas in float64. The query
+    block astride the diagonal is where the tiles skip the masked half of P and dS."""
+    rng = np.random.default_rng(11)
+    L = S = 80
+    qn = rng.standard_normal((1, 1, L, S)).astype(np.float32) * 0.3
+    kn = rng.standard_normal((1, 1, S, S)).astype(np.float32) * 0.3
+    gn = rng.standard_normal((1, 1, L, S)).astype(np.float32)
+    q, k = cp.from_numpy(qn).requires_grad_(True), cp.from_numpy(kn).requires_grad_(True)
+    v = cp.from_numpy(np.eye(S, dtype=np.float32)[None, None]).requires_grad_(True)
+    out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True)
+    (out * cp.from_numpy(gn)).sum().backward()
+    o, g = np.asarray(out.detach())[0, 0].astype(np.float64), gn[0, 0].astype(np.float64)
+    scale = 1.0 / math.sqrt(S)
+    s = qn[0, 0].astype(np.float64) @ kn[0, 0].T.astype(np.float64) * scale
+    s = np.where(np.tril(np.ones((L, S), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    assert np.all(o[np.triu_indices(L, 1)] == 0), "dropout output past the causal diagonal"
+    f = np.divide(o, p, out=np.zeros_like(o), where=p > 0)  # 0 or 1 / (1 - p_drop)
+    kept = f[np.tril_indices(L)]
+    assert 0.2 < np.mean(kept == 0) < 0.4
+    np.testing.assert_allclose(kept[kept > 0], 1.0 / 0.7, rtol=1e-4)
+    ds = p * (g * f - (g * o).sum(-1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(v.grad)[0, 0], o.T @ g, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(q.grad)[0, 0], scale * ds @ kn[0, 0], atol=1e-4)
+    np.testing.assert_allclose(np.asarray(k.grad)[0, 0], scale * ds.T @ qn[0, 0], atol=1e-4)
+
+
 def test_dropout_is_seeded_and_varies() -> None:
     cp.manual_seed(7)
     a = np.asarray(_dropout_setup(0.5)[3].detach())

@@ -195,7 +195,7 @@ unsafe fn small_product_f32_avx2(
     (b, b_rs, b_cs): (*const f32, isize, isize),
     (bpad, cpad): (&mut Vec<f32>, &mut Vec<f32>),
 ) {
-    use super::tiles::{Epi, Product, Tiles};
+    use super::tiles::{Depth, Epi, Product, Tiles};
     let np = n.div_ceil(16) * 16;
     bpad.clear();
     bpad.resize(k * np, 0.0);
@@ -235,6 +235,7 @@ unsafe fn small_product_f32_avx2(
             add: false,
             alpha: 1.0,
             ep: Epi::NONE,
+            depth: Depth::All,
         });
         if np != n {
             for r in 0..m {

@@ -51,6 +51,9 @@ pub(crate) unsafe fn ukr<V: Lanes, const R: usize, const NC: usize>(
     }
     // SAFETY: the caller's level.
     let mut acc = [[unsafe { V::zero() }; NC]; R];
+    // A tile wholly past the causal diagonal (or the limit) stores only -inf: its
+    // products are never read, so none are computed (its last row keeps the most).
+    let k = if ep.row_lim(R - 1) == 0 { 0 } else { k };
     let mut kk = 0;
     // SAFETY: kk < k, cc < NC and r < R: the LANES floats at `b + kk * b_rs + LANES * cc`
     // are inside B's row kk (LANES * NC floats), and `a + r * a_rs + kk * a_cs` is A's
@@ -186,23 +189,61 @@ unsafe fn band<V: Lanes, const NC: usize>(
     add: bool,
     alpha: f32,
     ep: Epi,
+    depth: Depth,
 ) {
     let mut r0 = 0;
     // SAFETY: rows r0..r0 + R (R = min(6, m - r0)) of the band are the parts of the
-    // caller's A, C, mask and row maxes that `ukr` and `Epi::at` ask for.
+    // caller's A, C, mask and row maxes that `ukr` and `Epi::at` ask for; depths k0..k1
+    // lie inside 0..k, so A's elements and B's rows from k0 on are the caller's too.
     unsafe {
         while r0 < m {
-            let (ap, cp, e, st) = (a.add(r0 * a_rs), c.add(r0 * c_rs), ep.at(r0, 0), (a_rs, a_cs));
+            let (k0, k1) = depth.range(r0, (m - r0).min(6), k);
+            if k0 == k1 && add {
+                // Nothing to add: A is zero over this block's rows.
+                r0 += 6;
+                continue;
+            }
+            let (ap, bp, kd) = (a.add(r0 * a_rs + k0 * a_cs), b.add(k0 * b_rs), k1 - k0);
+            let (cp, e, st) = (c.add(r0 * c_rs), ep.at(r0, 0), (a_rs, a_cs));
             match m - r0 {
-                1 => ukr::<V, 1, NC>(k, ap, st, b, b_rs, cp, c_rs, add, alpha, e),
-                2 => ukr::<V, 2, NC>(k, ap, st, b, b_rs, cp, c_rs, add, alpha, e),
-                3 => ukr::<V, 3, NC>(k, ap, st, b, b_rs, cp, c_rs, add, alpha, e),
-                4 => ukr::<V, 4, NC>(k, ap, st, b, b_rs, cp, c_rs, add, alpha, e),
-                5 => ukr::<V, 5, NC>(k, ap, st, b, b_rs, cp, c_rs, add, alpha, e),
-                _ => ukr::<V, 6, NC>(k, ap, st, b, b_rs, cp, c_rs, add, alpha, e),
+                1 => ukr::<V, 1, NC>(kd, ap, st, bp, b_rs, cp, c_rs, add, alpha, e),
+                2 => ukr::<V, 2, NC>(kd, ap, st, bp, b_rs, cp, c_rs, add, alpha, e),
+                3 => ukr::<V, 3, NC>(kd, ap, st, bp, b_rs, cp, c_rs, add, alpha, e),
+                4 => ukr::<V, 4, NC>(kd, ap, st, bp, b_rs, cp, c_rs, add, alpha, e),
+                5 => ukr::<V, 5, NC>(kd, ap, st, bp, b_rs, cp, c_rs, add, alpha, e),
+                _ => ukr::<V, 6, NC>(kd, ap, st, bp, b_rs, cp, c_rs, add, alpha, e),
             }
             r0 += 6;
         }
+    }
+}
+
+/// The depths where A's rows can be non-zero: a triangular A (causal attention's
+/// probabilities P and their gradient dS, or their transposes) is multiplied only over
+/// those, block of 6 rows by block. The rest of A must be exactly zero there (the
+/// result is then the full product's; an inf or NaN in B's skipped rows is not read).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Depth {
+    /// Every depth `0..k`.
+    All,
+    /// Row r is zero from depth `d + r + 1` on (lower-triangular: a causal P or dS,
+    /// `d` the query index minus the key index of A's corner).
+    Below(isize),
+    /// Row r is zero below depth `r - d` (upper-triangular: their transposes, P^T and dS^T).
+    From(isize),
+}
+
+impl Depth {
+    /// The depths `k0..k1` (inside `0..k`, empty as `k0 == k1`) where rows `r0..r0 + rows` can be non-zero.
+    #[inline(always)]
+    pub(crate) fn range(self, r0: usize, rows: usize, k: usize) -> (usize, usize) {
+        let clamp = |x: isize| x.clamp(0, k as isize) as usize;
+        let (k0, k1) = match self {
+            Depth::All => (0, k),
+            Depth::Below(d) => (0, clamp(d + (r0 + rows) as isize)),
+            Depth::From(d) => (clamp(r0 as isize - d), k),
+        };
+        (k0.min(k1), k1)
     }
 }
 
@@ -227,6 +268,8 @@ pub(crate) struct Product {
     pub(crate) add: bool,
     pub(crate) alpha: f32,
     pub(crate) ep: Epi,
+    /// Where A's rows can be non-zero (`Depth::All` for a dense A).
+    pub(crate) depth: Depth,
 }
 
 /// The register-tiled product of a SIMD level, or none (`NoTiles`): what the packed
@@ -254,7 +297,7 @@ macro_rules! tiles {
         impl Tiles for $v {
             #[inline(always)]
             unsafe fn mm(p: Product) {
-                let Product { m, n, k, a, a_st, b, b_rs, b_c64, c, c_rs, add, alpha, ep } = p;
+                let Product { m, n, k, a, a_st, b, b_rs, b_c64, c, c_rs, add, alpha, ep, depth } = p;
                 let lanes = <$v as Lanes>::LANES;
                 let mut c0 = 0;
                 // SAFETY: each band is columns c0..c0 + LANES * NC (NC = the vectors left,
@@ -268,7 +311,7 @@ macro_rules! tiles {
                         let bp = b.add(c0 / 64 * b_c64 + c0 % 64);
                         let (cp, e) = (c.add(c0), ep.at(0, c0));
                         match nc {
-                            $($nc => band::<$v, $nc>(m, k, a, a_st, bp, b_rs, cp, c_rs, add, alpha, e),)*
+                            $($nc => band::<$v, $nc>(m, k, a, a_st, bp, b_rs, cp, c_rs, add, alpha, e, depth),)*
                             _ => unreachable!("n is a multiple of 16"),
                         }
                         c0 += lanes * nc;
@@ -335,6 +378,7 @@ mod tests {
                             add,
                             alpha: 0.5,
                             ep,
+                            depth: Depth::All,
                         })
                     };
                     for r in 0..m {
@@ -364,13 +408,105 @@ mod tests {
         }
     }
 
+    /// A triangular A (zero outside `depth`) times a B that is NaN wherever no row of
+    /// a 6-row block needs it: equal to the plain product, so the skipped depths are
+    /// the right ones and are never read. Also a causal score tile whose later column
+    /// bands lie wholly past the diagonal (stored -inf).
+    fn check_depth<T: Tiles>() {
+        for &(m, n, k) in &[(64usize, 64usize, 64usize), (13, 32, 29), (5, 16, 40), (40, 16, 7)] {
+            for d in [-9isize, -1, 0, 3, 20] {
+                for depth in [Depth::Below(d), Depth::From(d)] {
+                    let live = |r: usize, kk: usize| match depth {
+                        Depth::Below(d) => (kk as isize) < d + r as isize + 1,
+                        Depth::From(d) => kk as isize >= r as isize - d,
+                        Depth::All => true,
+                    };
+                    let a: Vec<f32> = data(m * k, 5).iter().enumerate().map(|(i, &v)| if live(i / k, i % k) { v } else { 0.0 }).collect();
+                    // B row kk is needed by a block of rows r0..r0 + 6 if any of them is live there.
+                    let needed = |kk: usize| (0..m).any(|r| (r / 6 * 6..(r / 6 * 6 + 6).min(m)).any(|q| live(q, kk)));
+                    let mut b = data(k * 64, 6);
+                    for kk in 0..k {
+                        if !needed(kk) {
+                            b[kk * 64..(kk + 1) * 64].iter_mut().for_each(|v| *v = f32::NAN);
+                        }
+                    }
+                    let c0 = data(m * n, 7);
+                    let mut c = c0.clone();
+                    // SAFETY: the caller checked the CPU has T's level; the buffers hold what `mm` reads and writes.
+                    unsafe {
+                        T::mm(Product {
+                            m,
+                            n,
+                            k,
+                            a: a.as_ptr(),
+                            a_st: (k, 1),
+                            b: b.as_ptr(),
+                            b_rs: 64,
+                            b_c64: 64 * k,
+                            c: c.as_mut_ptr(),
+                            c_rs: n,
+                            add: true,
+                            alpha: 1.0,
+                            ep: Epi::NONE,
+                            depth,
+                        })
+                    };
+                    for r in 0..m {
+                        for col in 0..n {
+                            let dot: f64 = (0..k).filter(|&kk| live(r, kk)).map(|kk| a[r * k + kk] as f64 * b[kk * 64 + col] as f64).sum();
+                            let (got, want) = (c[r * n + col], c0[r * n + col] as f64 + dot);
+                            assert!((got as f64 - want).abs() < 1e-4, "{m}x{n}x{k} {depth:?} ({r}, {col}): {got} vs {want}");
+                        }
+                    }
+                }
+            }
+        }
+        // Score tile: 8 rows, 64 columns, diagonal at 2: columns past row 7's limit (10)
+        // are -inf; the bands from column 16 on are wholly past it.
+        let (m, n, k) = (8usize, 64usize, 9usize);
+        let (a, b) = (data(m * k, 8), data(k * n, 9));
+        let mut c = vec![0f32; m * n];
+        // SAFETY: as above.
+        unsafe {
+            T::mm(Product {
+                m,
+                n,
+                k,
+                a: a.as_ptr(),
+                a_st: (k, 1),
+                b: b.as_ptr(),
+                b_rs: n,
+                b_c64: 64,
+                c: c.as_mut_ptr(),
+                c_rs: n,
+                add: false,
+                alpha: 1.0,
+                ep: Epi { mask: std::ptr::null(), m_rs: 0, rmax: std::ptr::null_mut(), lim: n, diag: Some(2) },
+                depth: Depth::All,
+            })
+        };
+        for r in 0..m {
+            for col in 0..n {
+                let got = c[r * n + col];
+                if col < r + 3 {
+                    let dot: f64 = (0..k).map(|kk| a[r * k + kk] as f64 * b[kk * n + col] as f64).sum();
+                    assert!((got as f64 - dot).abs() < 1e-4, "score ({r}, {col}): {got} vs {dot}");
+                } else {
+                    assert_eq!(got, f32::NEG_INFINITY, "score ({r}, {col}) past the diagonal");
+                }
+            }
+        }
+    }
+
     #[test]
     fn tiles_match_a_plain_product() {
         if crate::ops::cpu::has_avx2_fma() {
             check::<X8>();
+            check_depth::<X8>();
         }
         if crate::ops::cpu::has_avx512() {
             check::<X16>();
+            check_depth::<X16>();
         }
     }
 }

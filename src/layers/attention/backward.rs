@@ -3,7 +3,7 @@
 use super::microkernel::{dense_rows, panel_width, panels};
 use super::rows::*;
 use super::*;
-use crate::ops::tiles::{Epi, NoTiles, Product, Tiles};
+use crate::ops::tiles::{Depth, Epi, NoTiles, Product, Tiles};
 
 /// K^T and V^T in panels (`microkernel::panels`, one set per kv slice) for the
 /// register-tiled float32 products (`Tiles`), which need both head dims a multiple of 16.
@@ -19,7 +19,9 @@ pub(crate) struct Transposed {
 /// computed whole: at 64 keys they are a smaller share (a GPT's 256 tokens compute
 /// 1.24x the causal scores instead of 1.5x). Backward of (4, 6, 256, 64) causal
 /// 3.46-3.56 -> 3.04-3.15 ms, (8, 4, 128, 32) 0.96-1.02 -> 0.80-0.81, (1, 8, 1024, 64)
-/// 13.1-13.4 -> 12.6-12.9; not causal, 64 keys were level at 256 tokens.
+/// 13.1-13.4 -> 12.6-12.9; not causal, 64 keys were level at 256 tokens. (The
+/// generic path still computes those tiles whole; the tiled products now skip most of
+/// their masked half, and there 64 and 128 keys measured level.)
 pub(crate) fn key_block(c: &Cfg) -> usize {
     if c.causal {
         BK_B / 2
@@ -128,6 +130,13 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
             // Tile rows are `tr` apart: w, or w rounded up to 16 for the tiled products
             // (the K^T / V^T panels are zero past the last key, so the extra columns are 0).
             let tr = if pk.is_some() { w.div_ceil(16) * 16 } else { w };
+            // Causal: row r of this tile sees keys below `diag + r + 1`. The tiled products
+            // skip score tiles wholly past that diagonal (stored -inf: `prep_row` cuts there
+            // anyway) and multiply P and dS, which are zero past it, only over the depths
+            // before it (`Depth`): a tile astride the diagonal costs about half.
+            let diag = c.causal.then_some(i0 as isize - j0 as isize);
+            let (below, from) = diag.map_or((Depth::All, Depth::All), |d| (Depth::Below(d), Depth::From(d)));
+            let cut = |lim: usize| Epi { mask: std::ptr::null(), m_rs: 0, rmax: std::ptr::null_mut(), lim, diag };
             // SAFETY: S = Q K^T reads the h query rows at `qp` and the w key rows at `kp`
             // (inside `x.q` / `x.k`; with `pk`, key j0's column of entry n's K^T panels,
             // j0 a multiple of the panel width or 0, tr <= sp - j0 columns), and writes the
@@ -148,7 +157,8 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
                         c_rs: tr,
                         add: false,
                         alpha: c.scale as f32,
-                        ep: Epi::NONE,
+                        ep: cut(w),
+                        depth: Depth::All,
                     }),
                     None => gemm((h, w, d), p.as_mut_ptr(), w as isize, false, (qp, q_rs, 1), (kp, 1, k_rs), scale, Parallelism::None),
                 }
@@ -185,7 +195,8 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
                         c_rs: tr,
                         add: false,
                         alpha: 1.0,
-                        ep: Epi::NONE,
+                        ep: cut(w),
+                        depth: Depth::All,
                     }),
                     None => gemm((h, w, dvn), dp.as_mut_ptr(), w as isize, false, (dop, o_rs, 1), (vp, 1, v_rs), T::ONE, Parallelism::None),
                 }
@@ -193,12 +204,16 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
             for r in 0..h {
                 let i = i0 + r;
                 let di = io.delta[n * l + i];
-                let prow = &p[r * tr..r * tr + w];
+                // Past the causal limit P is 0 and dP may be -inf (the tiles' cut): dS is 0.
+                let lim = if c.causal { (i + 1).saturating_sub(j0).min(w) } else { w };
+                let prow = &p[r * tr..r * tr + lim];
                 let dprow = &mut dp[r * tr..r * tr + w];
+                dprow[lim..].iter_mut().for_each(|v| *v = T::ZERO);
                 if let Some((thr, inv)) = drop {
                     let pdrow = &mut pd[r * tr..r * tr + w];
+                    pdrow[lim..].iter_mut().for_each(|v| *v = T::ZERO);
                     let base = ((n * l + i) * s + j0) as u64;
-                    for jj in 0..w {
+                    for jj in 0..lim {
                         let f = keep_factor(c.seed, base + jj as u64, thr, inv);
                         pdrow[jj] = prow[jj] * f;
                         dprow[jj] = prow[jj] * (dprow[jj] * f - di);
@@ -233,6 +248,7 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
                         add: true,
                         alpha: 1.0,
                         ep: Epi::NONE,
+                        depth: from,
                     });
                     M::mm(Product {
                         m: w,
@@ -248,6 +264,7 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
                         add: true,
                         alpha: c.scale as f32,
                         ep: Epi::NONE,
+                        depth: from,
                     });
                     let dqp = dq_base.add(i0 * d) as *mut f32;
                     M::mm(Product {
@@ -264,6 +281,7 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
                         add: true,
                         alpha: c.scale as f32,
                         ep: Epi::NONE,
+                        depth: below,
                     });
                     i0 += h;
                     continue;

@@ -3,7 +3,7 @@ use super::microkernel::*;
 use super::rows::*;
 use super::*;
 use crate::ops::float::as_f32;
-use crate::ops::tiles::{Epi, NoTiles, Product, Tiles};
+use crate::ops::tiles::{Depth, Epi, NoTiles, Product, Tiles};
 use crate::ops::vector::{axpy, dot};
 
 /// Per-thread scratch of the forward.
@@ -177,6 +177,7 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool, M: Tiles>(
                     add: false,
                     alpha: c.scale as f32,
                     ep,
+                    depth: Depth::All,
                 });
                 wp
             },
@@ -275,6 +276,9 @@ pub(crate) unsafe fn fwd_task<T: Float, const FMA: bool, M: Tiles>(
                         add: true,
                         alpha: 1.0,
                         ep: Epi::NONE,
+                        // Causal: P is zero past each row's diagonal (exp(-inf) is
+                        // exactly 0), so V's rows there are not read.
+                        depth: if c.causal { Depth::Below(i0 as isize - j0 as isize) } else { Depth::All },
                     });
                 }
                 None if h <= SMALL_H => {
