@@ -136,7 +136,9 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
             // before it (`Depth`): a tile astride the diagonal costs about half.
             let diag = c.causal.then_some(i0 as isize - j0 as isize);
             let (below, from) = diag.map_or((Depth::All, Depth::All), |d| (Depth::Below(d), Depth::From(d)));
-            let cut = |lim: usize| Epi { mask: std::ptr::null(), m_rs: 0, rmax: std::ptr::null_mut(), lim, diag };
+            let cut = Epi { mask: std::ptr::null(), m_rs: 0, rmax: std::ptr::null_mut(), lim: w, diag };
+            // The keys query row i sees in this tile.
+            let row_lim = |i: usize| if c.causal { (i + 1).saturating_sub(j0).min(w) } else { w };
             // SAFETY: S = Q K^T reads the h query rows at `qp` and the w key rows at `kp`
             // (inside `x.q` / `x.k`; with `pk`, key j0's column of entry n's K^T panels,
             // j0 a multiple of the panel width or 0, tr <= sp - j0 columns), and writes the
@@ -157,7 +159,7 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
                         c_rs: tr,
                         add: false,
                         alpha: c.scale as f32,
-                        ep: cut(w),
+                        ep: cut,
                         depth: Depth::All,
                     }),
                     None => gemm((h, w, d), p.as_mut_ptr(), w as isize, false, (qp, q_rs, 1), (kp, 1, k_rs), scale, Parallelism::None),
@@ -171,7 +173,7 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
                     row.iter_mut().for_each(|v| *v = T::ZERO);
                     continue;
                 }
-                let lim = if c.causal { (i + 1).saturating_sub(j0).min(w) } else { w };
+                let lim = row_lim(i);
                 let mrow = x.mask.map(|mk| &mk[g.m_off[n] + i * g.m_rs + j0 * g.m_cs..]);
                 prep_row(row, mrow, g.m_cs, lim);
                 exp_row_fast::<T, FMA>(row, lse_i, fast);
@@ -195,7 +197,7 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
                         c_rs: tr,
                         add: false,
                         alpha: 1.0,
-                        ep: cut(w),
+                        ep: cut,
                         depth: Depth::All,
                     }),
                     None => gemm((h, w, dvn), dp.as_mut_ptr(), w as isize, false, (dop, o_rs, 1), (vp, 1, v_rs), T::ONE, Parallelism::None),
@@ -205,7 +207,7 @@ pub(crate) unsafe fn bwd_task<T: Float, const FMA: bool, M: Tiles>(
                 let i = i0 + r;
                 let di = io.delta[n * l + i];
                 // Past the causal limit P is 0 and dP may be -inf (the tiles' cut): dS is 0.
-                let lim = if c.causal { (i + 1).saturating_sub(j0).min(w) } else { w };
+                let lim = row_lim(i);
                 let prow = &p[r * tr..r * tr + lim];
                 let dprow = &mut dp[r * tr..r * tr + w];
                 dprow[lim..].iter_mut().for_each(|v| *v = T::ZERO);
