@@ -314,9 +314,9 @@ fn add_to(buf: &mut [Option<Value>], own: &mut [bool], nr: usize, g: Value, owne
         None => (Some(g), owned),
         Some(old) => {
             let plain = old.meta.is_none() && g.meta.is_none();
-            if plain && own[nr] && crate::ops::binary::add_assign(&old.data, &g.data)? {
+            if plain && own[nr] && crate::ops::assign::add_assign(&old.data, &g.data)? {
                 (Some(old), true)
-            } else if plain && owned && crate::ops::binary::add_assign(&g.data, &old.data)? {
+            } else if plain && owned && crate::ops::assign::add_assign(&g.data, &old.data)? {
                 (Some(g), true)
             } else {
                 (Some(crate::autograd::ops::add(&old, &g)?), true)

@@ -503,6 +503,65 @@ pub fn assign_inplace(a: &PyTensor, new: PyTensor, op: &str) -> PyResult<()> {
     crate::bindings::indexing::overwrite(a, nv, op)
 }
 
+/// The in-place fast path (`ops::assign`): `a (op)= other` (times `alpha`) written into
+/// `a`'s own storage when `a` is a dense CPU float tensor outside autograd and `other` a
+/// Python number or a tensor of `a`'s dtype and shape, also outside autograd. The values
+/// are those of the general path (compute out of place, write back), which takes
+/// everything else: `Ok(false)`, nothing written.
+fn assign_direct(a: &PyTensor, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>, op: Bin, name: &str) -> PyResult<bool> {
+    if a.is_bool || a.is_sparse_coo() {
+        return Ok(false);
+    }
+    let alpha = match alpha {
+        Some(al) if !al.is_none() => match extract_scalar(al) {
+            Some(Scalar::Float(f)) => Some(f),
+            Some(Scalar::Int(i)) => Some(i as f64),
+            _ => return Ok(false),
+        },
+        _ => None,
+    };
+    let av = a.v();
+    if av.requires_grad() && grad_enabled() {
+        return Ok(false);
+    }
+    let other_v = match other.cast::<PyTensor>() {
+        Ok(b) => {
+            let b = b.get();
+            if b.is_bool || b.is_sparse_coo() || b.dt() != a.dt() {
+                return Ok(false);
+            }
+            let bv = b.v();
+            if bv.requires_grad() && grad_enabled() {
+                return Ok(false);
+            }
+            Some(bv)
+        }
+        Err(_) => None,
+    };
+    let rhs = match (&other_v, alpha) {
+        (Some(bv), None) => crate::ops::assign::Rhs::Tensor(&bv.data),
+        (Some(bv), Some(al)) => crate::ops::assign::Rhs::Scaled(&bv.data, al),
+        (None, None) => match extract_scalar(other) {
+            Some(s) => crate::ops::assign::Rhs::Scalar(s.f64()),
+            None => return Ok(false),
+        },
+        (None, Some(_)) => return Ok(false),
+    };
+    write_direct(&av, name, |t| crate::ops::assign::arith_assign(t, op, rhs))
+}
+
+/// Run `f`, a direct write into the storage of `av` (a tensor's value, outside autograd)
+/// that answers whether it applied; when it did, the tensor's version counter moves on
+/// and its bit-cast aliases see the write, as after any in-place op.
+pub(crate) fn write_direct(av: &Value, name: &str, f: impl FnOnce(&Tensor) -> candle_core::Result<bool> + Send) -> PyResult<bool> {
+    if !detach_if(av.data.elem_count(), || f(&av.data)).op(name)? {
+        return Ok(false);
+    }
+    av.bump_version();
+    crate::bindings::bitcast::after_write(&av.version)?;
+    Ok(true)
+}
+
 macro_rules! dunder {
     ($fwd:ident, $rev:ident, $inplace:ident, $method:ident, $method_:ident, $op:expr) => {
         #[pymethods]
@@ -514,6 +573,9 @@ macro_rules! dunder {
                 binop(py, self, other, $op, true)
             }
             fn $inplace(&self, other: &Bound<'_, PyAny>) -> PyResult<()> {
+                if assign_direct(self, other, None, $op, stringify!($inplace))? {
+                    return Ok(());
+                }
                 let r = binop_strict(&self.inplace_source(), other, $op)?;
                 assign_inplace(self, r, stringify!($inplace))
             }
@@ -521,6 +583,9 @@ macro_rules! dunder {
                 binop_strict(self, other, $op)
             }
             fn $method_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+                if assign_direct(slf.get(), other, None, $op, stringify!($method_))? {
+                    return Ok(slf.clone().unbind());
+                }
                 let r = binop_strict(&slf.get().inplace_source(), other, $op)?;
                 assign_inplace(slf.get(), r, stringify!($method_))?;
                 Ok(slf.clone().unbind())
@@ -540,6 +605,9 @@ macro_rules! dunder_ops {
                 binop(py, self, other, $op, true)
             }
             fn $inplace(&self, other: &Bound<'_, PyAny>) -> PyResult<()> {
+                if assign_direct(self, other, None, $op, stringify!($inplace))? {
+                    return Ok(());
+                }
                 let r = binop_strict(&self.inplace_source(), other, $op)?;
                 assign_inplace(self, r, stringify!($inplace))
             }
@@ -592,6 +660,9 @@ mod operators {
         /// `self += alpha * other`, in place.
         #[pyo3(signature = (other, *, alpha=None))]
         fn add_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+            if assign_direct(slf.get(), other, alpha, Bin::Add, "add_")? {
+                return Ok(slf.clone().unbind());
+            }
             let r = scaled(&slf.get().inplace_source(), other, alpha, Bin::Add)?;
             assign_inplace(slf.get(), r, "add_")?;
             Ok(slf.clone().unbind())
@@ -604,6 +675,9 @@ mod operators {
         /// `self -= alpha * other`, in place.
         #[pyo3(signature = (other, *, alpha=None))]
         fn sub_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+            if assign_direct(slf.get(), other, alpha, Bin::Sub, "sub_")? {
+                return Ok(slf.clone().unbind());
+            }
             let r = scaled(&slf.get().inplace_source(), other, alpha, Bin::Sub)?;
             assign_inplace(slf.get(), r, "sub_")?;
             Ok(slf.clone().unbind())
@@ -616,6 +690,9 @@ mod operators {
         /// `div` in place.
         #[pyo3(signature = (other, *, rounding_mode=None))]
         fn div_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, rounding_mode: Option<&str>) -> PyResult<Py<PyTensor>> {
+            if rounding_mode.is_none() && assign_direct(slf.get(), other, None, Bin::Div, "div_")? {
+                return Ok(slf.clone().unbind());
+            }
             let r = slf.get().inplace_source().divide(other, rounding_mode)?;
             assign_inplace(slf.get(), r, "div_")?;
             Ok(slf.clone().unbind())

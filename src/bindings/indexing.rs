@@ -246,7 +246,7 @@ macro_rules! copy_variants {
         match ($dst, $src) {
             $( (CpuStorage::$v(d), CpuStorage::$v(s)) => {
                 let s = &s[$sl.start_offset()..$sl.start_offset() + $len];
-                d[$start..$start + $len].copy_from_slice(s);
+                crate::ops::parallel::par_copy(&mut d[$start..$start + $len], s);
                 Ok(())
             } )*
             _ => candle_core::bail!("copy: source and destination dtypes differ"),
@@ -499,14 +499,32 @@ impl PyTensor {
         Ok(slf.clone().unbind())
     }
     fn fill_(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        if let Some(s) = crate::bindings::args::extract_scalar(value) {
+            if fill_direct(slf.get(), s.f64(), "fill_")? {
+                return Ok(slf.clone().unbind());
+            }
+        }
         Self::copy_(slf, value)
     }
     fn zero_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         let me = slf.get();
+        if fill_direct(me, 0.0, "zero_")? {
+            return Ok(slf.clone().unbind());
+        }
         let z = me.t().zeros_like().op("zero_")?;
         overwrite(me, Value::plain(z), "zero_")?;
         Ok(slf.clone().unbind())
     }
+}
+
+/// `fill_` / `zero_` written straight into a dense CPU tensor's storage outside autograd
+/// (`ops::assign::fill_assign`); `Ok(false)` leaves it to the general path.
+fn fill_direct(a: &PyTensor, value: f64, name: &str) -> PyResult<bool> {
+    let av = a.v();
+    if a.is_sparse_coo() || (av.requires_grad() && grad_enabled()) {
+        return Ok(false);
+    }
+    crate::bindings::arith::write_direct(&av, name, |t| crate::ops::assign::fill_assign(t, value))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -348,62 +348,6 @@ pub(crate) fn float_floordiv_rem(l: &Tensor, r: &Tensor, rem: bool) -> candle_co
     out.to_dtype(dt)?.to_device(&dev)
 }
 
-/// `dst += src` in place, for two CPU tensors of one float dtype and shape, each
-/// densely laid out (any start offset), in distinct storages. `Ok(false)`: not
-/// those, nothing written. The engine's gradient sums go here when it holds the only
-/// reference to the first (as PyTorch's accumulation adds into a buffer it owns):
-/// no new buffer, one pass less over memory.
-pub(crate) fn add_assign(dst: &Tensor, src: &Tensor) -> candle_core::Result<bool> {
-    let fits = dst.device().is_cpu()
-        && src.device().is_cpu()
-        && dst.dtype() == src.dtype()
-        && matches!(dst.dtype(), DType::F32 | DType::F64)
-        && dst.dims() == src.dims()
-        && dst.layout().contiguous_offsets().is_some()
-        && src.layout().contiguous_offsets().is_some()
-        && crate::ops::optim::storage_addr(dst) != crate::ops::optim::storage_addr(src);
-    if !fits {
-        return Ok(false);
-    }
-    dst.inplace_op2(src, &AddAssign)?;
-    Ok(true)
-}
-
-struct AddAssign;
-
-fn add_slices<T: Copy + Send + Sync + std::ops::AddAssign>(a: &mut [T], b: &[T]) {
-    const TASK: usize = 1 << 14;
-    crate::ops::parallel::for_chunks(a, TASK, crate::ops::parallel::par_ok(b.len()), |c, part| {
-        for (x, &y) in part.iter_mut().zip(&b[c * TASK..]) {
-            *x += y;
-        }
-    });
-}
-
-impl candle_core::InplaceOp2 for AddAssign {
-    fn name(&self) -> &'static str {
-        "add_"
-    }
-    fn cpu_fwd(
-        &self,
-        d: &mut candle_core::CpuStorage,
-        dl: &candle_core::Layout,
-        s: &candle_core::CpuStorage,
-        sl: &candle_core::Layout,
-    ) -> candle_core::Result<()> {
-        use candle_core::CpuStorage as C;
-        let (Some((d0, d1)), Some((s0, s1))) = (dl.contiguous_offsets(), sl.contiguous_offsets()) else {
-            candle_core::bail!("add_: expected dense operands")
-        };
-        match (d, s) {
-            (C::F32(a), C::F32(b)) => add_slices(&mut a[d0..d1], &b[s0..s1]),
-            (C::F64(a), C::F64(b)) => add_slices(&mut a[d0..d1], &b[s0..s1]),
-            _ => candle_core::bail!("add_: expected float32 or float64 operands of one dtype"),
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod floor_rem_tests {
     use super::*;

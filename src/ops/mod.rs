@@ -3,6 +3,7 @@
 //! shares (one float trait, one CPU-feature detector, one threading policy).
 pub(crate) mod advanced_index;
 pub(crate) mod approx;
+pub(crate) mod assign;
 pub(crate) mod binary;
 pub(crate) mod bitwise;
 pub(crate) mod bmm;

@@ -239,6 +239,16 @@ impl<T> SyncPtr<T> {
     }
 }
 
+/// `dst.copy_from_slice(src)`, split over the threads from `PAR_ELEMS` on: each thread
+/// copies its share through its own core's cache (one thread copying 400K floats took
+/// 121 us, torch's two 27).
+pub(crate) fn par_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
+    assert_eq!(dst.len(), src.len(), "par_copy: slices of different lengths");
+    let par = par_ok(dst.len());
+    let size = even_chunk(dst.len(), 1 << 16, 64, par);
+    for_chunks(dst, size, par, |i, d| d.copy_from_slice(&src[i * size..i * size + d.len()]));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -146,3 +146,90 @@ fn zip_map_fma_weighted<A: Copy + Sync, B: Copy + Sync, U: Copy + Send, F: Fn(A,
         })
     })
 }
+
+#[inline(always)]
+fn run1i<T: Copy, F: Fn(T) -> T>(dst: &mut [T], f: &F) {
+    for d in dst.iter_mut() {
+        *d = f(*d);
+    }
+}
+
+#[inline(always)]
+fn run2i<T: Copy, B: Copy, F: Fn(T, B) -> T>(dst: &mut [T], b: &[B], f: &F) {
+    for (d, &y) in dst.iter_mut().zip(b) {
+        *d = f(*d, y);
+    }
+}
+
+/// # Safety
+/// As `run1_avx2`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn run1i_avx2<T: Copy, F: Fn(T) -> T>(dst: &mut [T], f: &F) {
+    run1i(dst, f)
+}
+
+/// # Safety
+/// As `run1_avx512`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn run1i_avx512<T: Copy, F: Fn(T) -> T>(dst: &mut [T], f: &F) {
+    run1i(dst, f)
+}
+
+/// # Safety
+/// As `run1_avx2`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn run2i_avx2<T: Copy, B: Copy, F: Fn(T, B) -> T>(dst: &mut [T], b: &[B], f: &F) {
+    run2i(dst, b, f)
+}
+
+/// # Safety
+/// As `run1_avx512`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn run2i_avx512<T: Copy, B: Copy, F: Fn(T, B) -> T>(dst: &mut [T], b: &[B], f: &F) {
+    run2i(dst, b, f)
+}
+
+/// `a[i] = f(a[i])` for every i, in place: `map` without the new buffer.
+pub(crate) fn map_assign<T: Copy + Send + Sync, F: Fn(T) -> T + Sync + Send>(a: &mut [T], f: F) {
+    let (wide, simd) = (has_avx512(), has_avx2_fma());
+    let par = par_ok(a.len());
+    let size = even_chunk(a.len(), CHUNK, 64, par);
+    for_chunks(a, size, par, |_, dst| {
+        #[cfg(target_arch = "x86_64")]
+        if wide {
+            // SAFETY: `wide` is `has_avx512()`.
+            return unsafe { run1i_avx512(dst, &f) };
+        } else if simd {
+            // SAFETY: `simd` is `has_avx2_fma()`.
+            return unsafe { run1i_avx2(dst, &f) };
+        }
+        let _ = (wide, simd);
+        run1i(dst, &f)
+    })
+}
+
+/// `a[i] = f(a[i], b[i])` for every i (`a` and `b` of one length), in place: `zip_map`
+/// without the new buffer.
+pub(crate) fn zip_assign<T: Copy + Send + Sync, B: Copy + Sync, F: Fn(T, B) -> T + Sync + Send>(a: &mut [T], b: &[B], f: F) {
+    assert_eq!(a.len(), b.len(), "zip_assign: operands of different lengths");
+    let (wide, simd) = (has_avx512(), has_avx2_fma());
+    let par = par_ok(a.len());
+    let size = even_chunk(a.len(), CHUNK, 64, par);
+    for_chunks(a, size, par, |i, dst| {
+        let src = &b[i * size..];
+        #[cfg(target_arch = "x86_64")]
+        if wide {
+            // SAFETY: `wide` is `has_avx512()`.
+            return unsafe { run2i_avx512(dst, src, &f) };
+        } else if simd {
+            // SAFETY: `simd` is `has_avx2_fma()`.
+            return unsafe { run2i_avx2(dst, src, &f) };
+        }
+        let _ = (wide, simd);
+        run2i(dst, src, &f)
+    })
+}
