@@ -129,6 +129,11 @@ LOSSES: list[tuple[str, str, dict[str, Any], tuple[int, ...], str]] = [
     ("bce_with_logits", "BCEWithLogitsLoss", {}, (4, 3), "prob"),
     ("bce_with_logits_pos_weight", "BCEWithLogitsLoss", {"pos_weight": [1.0, 2.0, 3.0]}, (4, 3), "prob"),
     ("kl_div", "KLDivLoss", {"reduction": "batchmean"}, (4, 3), "kl"),
+    # NLL's fused op (layers/nll.rs): weights with an ignored row, per-position "none"
+    # over (N, C, d), and a batch wide enough that its backward splits over threads.
+    ("nll_weight_ignore", "NLLLoss", {"weight": [1.0, 2.0, 0.5, 1.5], "ignore_index": 2}, (6, 4), "class_logp"),
+    ("nll_spatial_none", "NLLLoss", {"reduction": "none"}, (2, 4, 3), "class_logp"),
+    ("nll_sum_wide", "NLLLoss", {"reduction": "sum"}, (24, 700), "class_logp"),
 ]
 
 
@@ -244,8 +249,10 @@ def make_sequence() -> None:
         _save(name, tensors, {"kind": "sequence", "layer": cls, "args": json.dumps(args), "kwargs": json.dumps(kwargs), "train": "1"})
 
 
-def make_losses() -> None:
+def make_losses(only: set[str] | None = None) -> None:
     for i, (name, cls, kwargs, shape, target) in enumerate(LOSSES):
+        if only is not None and name not in only:
+            continue
         torch.manual_seed(2000 + i)
         kw = {k: (torch.tensor(v) if isinstance(v, list) else v) for k, v in kwargs.items()}
         loss_fn = getattr(torch.nn, cls)(**kw)
@@ -258,7 +265,9 @@ def make_losses() -> None:
                 t[0] = kwargs["ignore_index"]
         elif target == "class_logp":
             x = x.log_softmax(1)
-            t = torch.randint(0, shape[1], (shape[0],))
+            t = torch.randint(0, shape[1], (shape[0], *shape[2:]))
+            if "ignore_index" in kwargs:
+                t[0] = kwargs["ignore_index"]
         elif target == "probs":
             t = torch.randn(*shape).softmax(1)
         elif target == "prob":
@@ -429,6 +438,7 @@ def main() -> None:
         make_layers(only)
         make_edges(only)
         make_embeddings(only)
+        make_losses(only)
         print(f"wrote the cases {sorted(only)} (where they exist) to {os.path.normpath(OUT)}")
         return
     make_layers()

@@ -35,11 +35,11 @@ pub(crate) struct Spec {
 }
 
 impl Spec {
-    fn w(&self, k: usize) -> f64 {
+    pub(crate) fn w(&self, k: usize) -> f64 {
         self.weight.as_ref().map_or(1.0, |w| w[k])
     }
     /// Sum of the target weights of the counted rows: "mean"'s divisor.
-    fn denom(&self) -> f64 {
+    pub(crate) fn denom(&self) -> f64 {
         self.target.iter().flatten().map(|&t| self.w(t)).sum()
     }
 }
@@ -156,7 +156,7 @@ pub(crate) fn forward<T: Float + Into<f64>>(x: &[T], s: &Spec) -> (Vec<T>, Vec<f
 }
 
 /// Row `i`'s loss (0 for an ignored row), given its `max + lse`.
-fn row_loss<T: Float + Into<f64>>(row: &[T], i: usize, s: &Spec, shift: f64) -> f64 {
+pub(crate) fn row_loss<T: Float + Into<f64>>(row: &[T], i: usize, s: &Spec, shift: f64) -> f64 {
     let Some(t) = s.target[i] else { return 0.0 };
     let logp = |k: usize| row[k].into() - shift;
     let mut loss = -s.w(t) * logp(t) * (1.0 - s.smoothing);

@@ -9,6 +9,7 @@ pub(crate) mod linear;
 pub(crate) mod llama_block;
 pub(crate) mod loss;
 pub(crate) mod loss_elementwise;
+pub(crate) mod nll;
 pub(crate) mod norm;
 pub(crate) mod pointwise;
 pub(crate) mod pooling;

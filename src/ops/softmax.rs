@@ -255,7 +255,7 @@ pub fn softmax_backward_last(y: &Tensor, g: &Tensor, log: bool) -> Option<Tensor
                 return unsafe { grad_rows_avx2(yr, gr, o, n, log) };
             }
             let _ = simd;
-            grad_rows(yr, gr, o, n, log);
+            grad_rows::<T, false>(yr, gr, o, n, log);
         };
         // `row_grad` writes each row whole: no zero fill first.
         filled_plain(y.len(), |out| {
@@ -279,9 +279,9 @@ pub fn softmax_backward_last(y: &Tensor, g: &Tensor, log: bool) -> Option<Tensor
 
 /// Rows of `softmax_backward_last` (rows of `n`).
 #[inline(always)]
-fn grad_rows<T: Float>(y: &[T], g: &[T], o: &mut [T], n: usize, log: bool) {
+fn grad_rows<T: Float, const FMA: bool>(y: &[T], g: &[T], o: &mut [T], n: usize, log: bool) {
     for ((o, y), g) in o.chunks_mut(n).zip(y.chunks(n)).zip(g.chunks(n)) {
-        row_grad(y, g, o, log);
+        row_grad::<T, FMA>(y, g, o, log);
     }
 }
 
@@ -294,16 +294,18 @@ fn grad_rows<T: Float>(y: &[T], g: &[T], o: &mut [T], n: usize, log: bool) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn grad_rows_avx2<T: Float>(y: &[T], g: &[T], o: &mut [T], n: usize, log: bool) {
-    grad_rows(y, g, o, n, log)
+    grad_rows::<T, true>(y, g, o, n, log)
 }
 
 /// One row of `softmax_backward_last`: the row's sum in 16 lanes (the tail's elements
 /// in lanes of their own) folded halves onto halves, then one pass. `log` is tested
 /// outside the loops: inside, the vectorized loop computed the exp for every element
 /// and selected. A running fold over the lanes was a chain of dependent adds per row,
-/// most of the time for short rows.
+/// most of the time for short rows. The exponential is `approx`'s fused-multiply-add
+/// form in the AVX2 variant (`FMA`): its plain form made a word LM's (700, 7792)
+/// log-softmax backward 1.3x torch's time.
 #[inline(always)]
-fn row_grad<T: Float>(y: &[T], g: &[T], o: &mut [T], log: bool) {
+fn row_grad<T: Float, const FMA: bool>(y: &[T], g: &[T], o: &mut [T], log: bool) {
     let mut acc = [T::ZERO; 16];
     let n16 = y.len() / 16 * 16;
     if log {
@@ -328,7 +330,7 @@ fn row_grad<T: Float>(y: &[T], g: &[T], o: &mut [T], log: bool) {
     let s = fold16(acc);
     if log {
         for ((o, &yv), &gv) in o.iter_mut().zip(y).zip(g) {
-            *o = gv - yv.exp::<false>() * s;
+            *o = gv - yv.exp::<FMA>() * s;
         }
     } else {
         for ((o, &yv), &gv) in o.iter_mut().zip(y).zip(g) {

@@ -211,6 +211,20 @@ fn _nll_loss(
         Arc::new(move |a: &[Value]| composed::nll_rows(&composed::class_rows(&a[0])?, &spec, w_t.as_ref(), &out))
     };
     let y = detach_op(py, OP, || {
+        if x.device().is_cpu() {
+            // CPU: the fused op (`layers::nll`; half types in float32, as torch's opmath).
+            let x2 = composed::class_rows(&xv)?;
+            let wide = if matches!(x.dtype(), DType::F32 | DType::F64) { x2 } else { ops::to_dtype(&x2, DType::F32)? };
+            let none = reduction == Reduction::None;
+            let y = custom::apply_with(
+                "NllLossBackward0",
+                custom::Op::one(crate::layers::nll::Nll(spec.clone())),
+                &[&ops::contiguous(&wide)?],
+                Some(composed),
+            )?;
+            let y = ops::to_dtype(&y, x.dtype())?;
+            return if none { ops::reshape(&y, &candle_core::Shape::from(out.clone())) } else { Ok(y) };
+        }
         custom::fused_or(
             "NllLossBackward0",
             None,
