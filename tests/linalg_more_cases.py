@@ -459,6 +459,42 @@ def _solve_triangular(lib: Any, dt: str) -> Out:
     return out
 
 
+# -- QR ----------------------------------------------------------------------------------
+
+
+@_both("qr")
+def _qr(lib: Any, dt: str) -> Out:
+    """Householder QR with LAPACK's signs: tall, square, wide and batched inputs in each
+    mode, gradients of Q and R together (the wide case routes Q's gradient through R's
+    extra columns), R alone's refusal, and the empty shapes."""
+    out: Out = {}
+    for name, shape in (("tall", (5, 3)), ("square", (4, 4)), ("wide", (3, 5)), ("batch", (2, 3, 4, 3))):
+        an = _np(*shape, seed=f"qr_{name}")
+        for mode in ("reduced", "complete", "r"):
+            q, r = lib.linalg.qr(_t(lib, an, dt), mode=mode)
+            out[f"{name}_{mode}_Q"], out[f"{name}_{mode}_R"] = q, r
+        for mode in ("reduced", "complete"):
+            if mode == "complete" and shape[-2] > shape[-1]:
+                a = _t(lib, an, dt, grad=True)
+                q, r = lib.linalg.qr(a, mode=mode)
+                out[f"{name}_complete_backward"] = _err(lambda q=q: _loss(lib, q))
+                continue
+            a = _t(lib, an, dt, grad=True)
+            q, r = lib.linalg.qr(a, mode=mode)
+            _loss(lib, q, r)
+            out[f"{name}_{mode}_grad"] = a.grad
+        a = _t(lib, an, dt, grad=True)
+        out[f"{name}_r_backward"] = _err(lambda a=a: _loss(lib, lib.linalg.qr(a, mode="r").R))
+    z = getattr(lib, dt)
+    for shape in ((0, 3), (3, 0), (2, 0, 0)):
+        for mode in ("reduced", "complete"):
+            q, r = lib.linalg.qr(lib.zeros(*shape, dtype=z), mode=mode)
+            out[f"empty_{shape}_{mode}"] = [q, r]
+    out["vector"] = _err(lambda: lib.linalg.qr(_t(lib, [1.0, 2.0], dt)))
+    out["mode"] = _err(lambda: lib.linalg.qr(_t(lib, np.eye(2), dt), mode="full"))
+    return out
+
+
 # -- LU ----------------------------------------------------------------------------------
 
 

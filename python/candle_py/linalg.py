@@ -51,6 +51,7 @@ cholesky_ex_result = collections.namedtuple("cholesky_ex", ("L", "info"), module
 lu_factor_result = collections.namedtuple("lu_factor", ("LU", "pivots"), module="candle_py.return_types")  # type: ignore[name-match]
 lu_factor_ex_result = collections.namedtuple("lu_factor_ex", ("LU", "pivots", "info"), module="candle_py.return_types")  # type: ignore[name-match]
 lu_result = collections.namedtuple("lu", ("P", "L", "U"), module="candle_py.return_types")  # type: ignore[name-match]
+qr_result = collections.namedtuple("linalg_qr", ("Q", "R"), module="candle_py.return_types")  # type: ignore[name-match]
 
 
 # -- checks ---------------------------------------------------------------------------------
@@ -621,7 +622,77 @@ pinv = _missing("pinv")
 lstsq = _missing("lstsq")
 matrix_rank = _missing("matrix_rank")
 cond = _missing("cond")
-qr = _missing("qr")
+
+
+def _qr_square_backward(q: Tensor, r: Tensor, gq: Tensor, gr: Tensor) -> Tensor:
+    """PyTorch's `linalg_qr_backward` for m >= n (Q m x n, R n x n):
+    `gA = (gQ + Q syminvadj(triu(gR R^T - Q^T gQ))) R^{-T}`, where `syminvadj(X) =
+    X + X^T` with the diagonal counted once."""
+    m = (gr @ r.mT - q.mT @ gq).triu()
+    m = m + m.mT - m.diagonal(0, -2, -1).diag_embed()
+    return solve_triangular(r.mT, gq + q @ m, upper=False, left=False)
+
+
+class _QR(Function):
+    """`A = Q R` (Householder, LAPACK's signs); the gradient PyTorch's for "reduced" and
+    for "complete" with rows <= columns."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, complete: bool) -> Any:  # type: ignore[override]
+        q, r = _core._linalg_qr(a.detach().contiguous(), complete)
+        ctx.save_for_backward(q, r)
+        ctx.shape = tuple(a.shape)  # type: ignore[attr-defined]
+        return q, r
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, gq: Optional[Tensor], gr: Optional[Tensor]) -> Any:  # type: ignore[override]
+        q, r = ctx.saved_tensors
+        m, n = ctx.shape[-2], ctx.shape[-1]  # type: ignore[attr-defined]
+        gq = _core.zeros_like(q) if gq is None else gq
+        gr = _core.zeros_like(r) if gr is None else gr
+        if m >= n:
+            if q.shape[-1] != n:
+                raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+            return _qr_square_backward(q, r, gq, gr), None
+        # Wide: A = Q [X | Y] with X square; Y = Q^T A_Y carries Q's gradient too.
+        x, y = r[..., :m], r[..., m:]
+        gx, gy = gr[..., :m], gr[..., m:]
+        a_y = q @ y
+        ga_x = _qr_square_backward(q, x, gq + a_y @ gy.mT, gx)
+        return _core.cat([ga_x, q @ gy], -1), None
+
+
+class _QROnlyR(Function):
+    """R of `mode="r"`: no Q, so no gradient (PyTorch raises at the backward, as here)."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor) -> Tensor:  # type: ignore[override]
+        return _core._linalg_qr(a.detach().contiguous(), False)[1]
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, g: Tensor) -> Any:  # type: ignore[override]
+        raise RuntimeError(
+            "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
+            "Please use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr."
+        )
+
+
+def qr(A: Tensor, mode: str = "reduced") -> Any:
+    """`(Q, R)` with `A = Q R`, Q's columns orthonormal and R upper triangular (batches
+    over the leading dims). `mode`: "reduced" (Q m x k, R k x n, k = min(m, n)),
+    "complete" (Q m x m, R m x n) or "r" (R only; Q is an empty tensor). Computed by
+    Householder reflections in float64 with LAPACK's sign conventions, as PyTorch's."""
+    a = _float(A, "linalg.qr")
+    if a.ndim < 2:
+        raise ShapeError(f"linalg.qr: The input tensor A must have at least 2 dimensions. Got {a.ndim} dimensions.")
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or 'complete'")
+    if mode == "r":
+        return qr_result(_core.empty(0, dtype=a.dtype), _QROnlyR.apply(a))
+    q, r = _QR.apply(a, mode == "complete")
+    return qr_result(q, r)
+
+
 matrix_exp = _missing("matrix_exp")
 
 

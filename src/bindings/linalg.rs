@@ -92,7 +92,26 @@ fn _linalg_triangular(py: Python<'_>, t: &Bound<'_, PyTensor>, b: &Bound<'_, PyT
     Ok(PyTensor::wrap(out, false))
 }
 
+/// `(Q, R)` of the matrices `a` (..., m, n): Q (..., m, kq), R (..., kq, n), kq = m
+/// when `complete`, else min(m, n) (`ops::linalg::qr_batch`, LAPACK's signs).
+#[pyfunction]
+fn _linalg_qr(py: Python<'_>, a: &Bound<'_, PyTensor>, complete: bool) -> PyResult<(PyTensor, PyTensor)> {
+    let (x, dt, dims) = matrices(a.get(), "linalg.qr")?;
+    let (m, n) = (dims[dims.len() - 2], dims[dims.len() - 1]);
+    let batch = &dims[..dims.len() - 2];
+    let kq = if complete { m } else { m.min(n) };
+    let (q, r) = detach_op(py, "linalg.qr", || {
+        let (q, r) = crate::ops::linalg::qr_batch(&as_f64(&x)?, m, n, batch.iter().product(), complete);
+        let (mut qd, mut rd) = (batch.to_vec(), batch.to_vec());
+        qd.extend([m, kq]);
+        rd.extend([kq, n]);
+        Ok((back(q, &qd, dt, x.device())?, back(r, &rd, dt, x.device())?))
+    })?;
+    Ok((PyTensor::wrap(q, false), PyTensor::wrap(r, false)))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_linalg_qr, m)?)?;
     m.add_function(wrap_pyfunction!(_linalg_lu, m)?)?;
     m.add_function(wrap_pyfunction!(_linalg_lu_solve, m)?)?;
     m.add_function(wrap_pyfunction!(_linalg_cholesky, m)?)?;

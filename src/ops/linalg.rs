@@ -194,6 +194,86 @@ pub fn triangular_batch(t: &[f64], n: usize, b: &[f64], k: usize, upper: bool, u
     out
 }
 
+/// Householder QR of one m x n row-major matrix with LAPACK's conventions (geqrf's
+/// reflectors, orgqr's Q), so that Q and R come out as PyTorch's (which calls LAPACK):
+/// column k's reflector maps `(alpha, x)` to `(beta, 0)` with `beta = -sign(alpha) *
+/// |(alpha, x)|`, and is the identity (R's entry keeps its sign) where `x` is zero,
+/// the last row of a wide matrix included. Returns Q (m x kq) and R (kq x n), kq = m
+/// when `complete`, else min(m, n); R is zero below its diagonal.
+pub fn qr_one(a: &[f64], m: usize, n: usize, complete: bool) -> (Vec<f64>, Vec<f64>) {
+    let k = m.min(n);
+    let mut r = a.to_vec();
+    let mut taus = vec![0.0f64; k];
+    for c in 0..k {
+        let alpha = r[c * n + c];
+        let xnorm = (c + 1..m).map(|i| r[i * n + c] * r[i * n + c]).sum::<f64>().sqrt();
+        if xnorm == 0.0 {
+            continue; // H = I
+        }
+        let beta = -alpha.signum() * alpha.hypot(xnorm);
+        let tau = (beta - alpha) / beta;
+        let scale = 1.0 / (alpha - beta);
+        for i in c + 1..m {
+            r[i * n + c] *= scale; // v below its implicit leading 1, kept in place
+        }
+        r[c * n + c] = beta;
+        taus[c] = tau;
+        for j in c + 1..n {
+            let w = r[c * n + j] + (c + 1..m).map(|i| r[i * n + c] * r[i * n + j]).sum::<f64>();
+            r[c * n + j] -= tau * w;
+            for i in c + 1..m {
+                r[i * n + j] -= tau * w * r[i * n + c];
+            }
+        }
+    }
+    let kq = if complete { m } else { k };
+    // Q = H_0 H_1 ... H_{k-1} applied to the first kq columns of the identity.
+    let mut q = vec![0.0f64; m * kq];
+    for i in 0..m.min(kq) {
+        q[i * kq + i] = 1.0;
+    }
+    for c in (0..k).rev() {
+        let tau = taus[c];
+        if tau == 0.0 {
+            continue;
+        }
+        for j in 0..kq {
+            let w = q[c * kq + j] + (c + 1..m).map(|i| r[i * n + c] * q[i * kq + j]).sum::<f64>();
+            q[c * kq + j] -= tau * w;
+            for i in c + 1..m {
+                q[i * kq + j] -= tau * w * r[i * n + c];
+            }
+        }
+    }
+    let mut rr = vec![0.0f64; kq * n];
+    for i in 0..kq.min(m) {
+        for j in i..n {
+            rr[i * n + j] = r[i * n + j];
+        }
+    }
+    (q, rr)
+}
+
+/// `qr_one` over a batch of `count` m x n matrices: Q (count x m x kq) and R (count x kq x n).
+pub fn qr_batch(data: &[f64], m: usize, n: usize, count: usize, complete: bool) -> (Vec<f64>, Vec<f64>) {
+    let kq = if complete { m } else { m.min(n) };
+    let mut q = vec![0.0f64; count * m * kq];
+    let mut r = vec![0.0f64; count * kq * n];
+    if m * n > 0 {
+        q.par_chunks_mut(m * kq).zip(r.par_chunks_mut(kq * n)).zip(data.par_chunks(m * n)).for_each(|((qo, ro), a)| {
+            let (qv, rv) = qr_one(a, m, n, complete);
+            qo.copy_from_slice(&qv);
+            ro.copy_from_slice(&rv);
+        });
+    } else if complete && m > 0 {
+        // An empty matrix's complete Q is still the m x m identity.
+        for qo in q.chunks_mut(m * m) {
+            (0..m).for_each(|i| qo[i * m + i] = 1.0);
+        }
+    }
+    (q, r)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +311,38 @@ mod tests {
         let (l, info) = cholesky_batch(&[4.0, 2.0, 2.0, 3.0, 1.0, 2.0, 2.0, 1.0], 2, 2);
         assert_eq!(info, vec![0, 2]);
         assert_eq!(&l[..4], &[2.0, 0.0, 1.0, 2f64.sqrt()]);
+    }
+
+    /// Q R = A, Q's columns orthonormal, R upper with LAPACK's signs (a negative
+    /// diagonal where the column's head is positive), for tall, wide and square inputs.
+    #[test]
+    fn qr_reconstructs_with_lapack_signs() {
+        for (m, n) in [(5usize, 3usize), (3, 5), (4, 4), (1, 3), (3, 1)] {
+            let a: Vec<f64> = (0..m * n).map(|i| ((i * 7919 % 23) as f64 - 11.0) / 7.0).collect();
+            for complete in [false, true] {
+                let (q, r) = qr_one(&a, m, n, complete);
+                let kq = if complete { m } else { m.min(n) };
+                for i in 0..m {
+                    for j in 0..n {
+                        let v: f64 = (0..kq).map(|t| q[i * kq + t] * r[t * n + j]).sum();
+                        assert!((v - a[i * n + j]).abs() < 1e-12, "{m}x{n} complete={complete}: QR[{i},{j}] = {v}, A = {}", a[i * n + j]);
+                    }
+                }
+                for s in 0..kq {
+                    for t in 0..kq {
+                        let d: f64 = (0..m).map(|i| q[i * kq + s] * q[i * kq + t]).sum();
+                        assert!((d - if s == t { 1.0 } else { 0.0 }).abs() < 1e-12, "{m}x{n}: Q^T Q[{s},{t}] = {d}");
+                    }
+                }
+                for i in 0..kq {
+                    for j in 0..i.min(n) {
+                        assert_eq!(r[i * n + j], 0.0, "R below the diagonal");
+                    }
+                }
+                if m > 1 && a[0] > 0.0 {
+                    assert!(r[0] < 0.0, "geqrf's sign: R[0,0] = -sign(a00) * |col|");
+                }
+            }
+        }
     }
 }

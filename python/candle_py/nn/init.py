@@ -13,7 +13,8 @@ from ..autograd import no_grad
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_", "dirac_",
-    "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_",
+    "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_", "orthogonal_",
+    "sparse_",
 ]  # fmt: skip
 
 
@@ -176,6 +177,46 @@ def trunc_normal_(
         if out.numel() < n:
             raise ValueError(f"trunc_normal_: [{a}, {b}] is too far from mean={mean} (std={std}) to sample")
         return tensor.copy_(out[:n].reshape(tuple(tensor.shape)))
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Optional[Generator] = None) -> Tensor:
+    """A (semi-)orthogonal matrix times `gain`, as PyTorch: the tensor viewed as (rows,
+    numel / rows) is the Q of a QR decomposition of N(0, 1) draws (of its transpose when
+    wider than tall), Q's columns signed by R's diagonal; in place, returns `tensor`."""
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    from .. import linalg
+
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    with no_grad():
+        flat = _core.empty(rows, cols, dtype=tensor.dtype, device=tensor.device).normal_(0.0, 1.0, generator=generator)
+        if rows < cols:
+            flat = flat.t()
+        q, r = linalg.qr(flat)
+        q = q * r.diagonal(0, -2, -1).sign()
+        if rows < cols:
+            q = q.t()
+        tensor.copy_(q.reshape(tuple(tensor.shape)))
+        tensor.mul_(gain)
+    return tensor
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Optional[Generator] = None) -> Tensor:
+    """N(0, std**2) draws with `ceil(sparsity * rows)` entries of each column set to zero
+    (rows picked at random per column), as PyTorch; a 2-D tensor, in place."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    with no_grad():
+        tensor.normal_(0.0, std, generator=generator)
+        for col in range(cols):
+            zero_rows = _core.randperm(rows, generator=generator)[:num_zeros]
+            tensor[zero_rows, col] = 0
+    return tensor
 
 
 # A non-tensor argument raises TypeError, not AttributeError (see _typecheck.py).
