@@ -135,8 +135,13 @@ impl PyTensor {
         // Candle's index_select (and the row copy) read contiguous sources only.
         let v = if t.is_contiguous() { v } else { ops::force_contiguous(&v, "CloneBackward0").op("index_select")? };
         let tracked = ops::records(&[&v]);
-        let out = match if tracked { None } else { gather_untracked(py, &v.data, &idx1, d)? } {
-            Some(out) => Value::plain(out),
+        let out = match gather_untracked(py, &v.data, &idx1, d)? {
+            Some(out) if !tracked => Value::plain(out),
+            Some(out) => {
+                // The row copy's value, with index_select's node (its backward adds the rows back).
+                let u = checked_index(&idx1, t.dims()[d], "index_select")?;
+                ops::index_selected(&v, &u, d, out).op("index_select")?
+            }
             None => {
                 let u = checked_index(&idx1, t.dims()[d], "index_select")?;
                 crate::bindings::errors::detach_op(py, "index_select", || ops::index_select(&v, &u, d))?
