@@ -388,8 +388,9 @@ pub fn index_select(x: &Value, idx: &Tensor, dim: usize) -> Result<Value> {
 pub fn index_selected(x: &Value, idx: &Tensor, dim: usize, out: Tensor) -> Result<Value> {
     let (idx, shape) = (idx.clone(), x.data.shape().clone());
     Ok(record("IndexSelectBackward0", &[x], out, &[], false, move |_, g, _| {
-        if let Some(gx) = index_select_grad(&g.data, &idx, &shape, dim)? {
-            if !(grad_enabled() && g.requires_grad()) {
+        // Under create_graph the gradient must be recorded: the differentiable index_add.
+        if !(grad_enabled() && g.requires_grad()) {
+            if let Some(gx) = index_select_grad(&g.data, &idx, &shape, dim)? {
                 return Ok(vec![c(Value::plain(gx))]);
             }
         }

@@ -509,7 +509,7 @@ pub fn assign_inplace(a: &PyTensor, new: PyTensor, op: &str) -> PyResult<()> {
 /// are those of the general path (compute out of place, write back), which takes
 /// everything else: `Ok(false)`, nothing written.
 fn assign_direct(a: &PyTensor, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>, op: Bin, name: &str) -> PyResult<bool> {
-    if a.is_bool || a.is_sparse_coo() {
+    if a.is_bool {
         return Ok(false);
     }
     let alpha = match alpha {
@@ -520,10 +520,6 @@ fn assign_direct(a: &PyTensor, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_
         },
         _ => None,
     };
-    let av = a.v();
-    if av.requires_grad() && grad_enabled() {
-        return Ok(false);
-    }
     let other_v = match other.cast::<PyTensor>() {
         Ok(b) => {
             let b = b.get();
@@ -547,13 +543,18 @@ fn assign_direct(a: &PyTensor, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_
         },
         (None, Some(_)) => return Ok(false),
     };
-    write_direct(&av, name, |t| crate::ops::assign::arith_assign(t, op, rhs))
+    write_direct(a, name, |t| crate::ops::assign::arith_assign(t, op, rhs))
 }
 
-/// Run `f`, a direct write into the storage of `av` (a tensor's value, outside autograd)
-/// that answers whether it applied; when it did, the tensor's version counter moves on
-/// and its bit-cast aliases see the write, as after any in-place op.
-pub(crate) fn write_direct(av: &Value, name: &str, f: impl FnOnce(&Tensor) -> candle_core::Result<bool> + Send) -> PyResult<bool> {
+/// Run `f`, a direct write into `a`'s storage that answers whether it applied, when `a`
+/// is a dense tensor outside autograd (not sparse, not requiring grad in grad mode);
+/// when it did, the tensor's version counter moves on and its bit-cast aliases see the
+/// write, as after any in-place op. `Ok(false)`: nothing written.
+pub(crate) fn write_direct(a: &PyTensor, name: &str, f: impl FnOnce(&Tensor) -> candle_core::Result<bool> + Send) -> PyResult<bool> {
+    let av = a.v();
+    if a.is_sparse_coo() || (av.requires_grad() && grad_enabled()) {
+        return Ok(false);
+    }
     if !detach_if(av.data.elem_count(), || f(&av.data)).op(name)? {
         return Ok(false);
     }

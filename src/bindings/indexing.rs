@@ -500,7 +500,7 @@ impl PyTensor {
     }
     fn fill_(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         if let Some(s) = crate::bindings::args::extract_scalar(value) {
-            if fill_direct(slf.get(), s.f64(), "fill_")? {
+            if crate::bindings::arith::write_direct(slf.get(), "fill_", |t| crate::ops::assign::fill_assign(t, s.f64()))? {
                 return Ok(slf.clone().unbind());
             }
         }
@@ -508,23 +508,13 @@ impl PyTensor {
     }
     fn zero_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         let me = slf.get();
-        if fill_direct(me, 0.0, "zero_")? {
+        if crate::bindings::arith::write_direct(me, "zero_", |t| crate::ops::assign::fill_assign(t, 0.0))? {
             return Ok(slf.clone().unbind());
         }
         let z = me.t().zeros_like().op("zero_")?;
         overwrite(me, Value::plain(z), "zero_")?;
         Ok(slf.clone().unbind())
     }
-}
-
-/// `fill_` / `zero_` written straight into a dense CPU tensor's storage outside autograd
-/// (`ops::assign::fill_assign`); `Ok(false)` leaves it to the general path.
-fn fill_direct(a: &PyTensor, value: f64, name: &str) -> PyResult<bool> {
-    let av = a.v();
-    if a.is_sparse_coo() || (av.requires_grad() && grad_enabled()) {
-        return Ok(false);
-    }
-    crate::bindings::arith::write_direct(&av, name, |t| crate::ops::assign::fill_assign(t, value))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -57,10 +57,11 @@ pub(crate) fn checked_index(idx: &Tensor, size: usize, op: &str) -> PyResult<Ten
     fixed.to_dtype(DType::U32).op(op)
 }
 
-/// `index_select` as one pass of row copies, for contiguous CPU data that records
-/// no graph (inference, `no_grad`): Candle's op plus the bounds check costs several
-/// passes over the index and a per-element copy. `None` where it does not apply.
-fn gather_untracked(py: Python<'_>, t: &Tensor, idx: &Tensor, d: usize) -> PyResult<Option<Tensor>> {
+/// `index_select`'s value as one pass of row copies for contiguous CPU data, with the
+/// rows read (negative indices resolved, bounds checked): Candle's op plus the bounds
+/// check costs several passes over the index and a per-element copy. `None` where it
+/// does not apply.
+fn gather_dense(py: Python<'_>, t: &Tensor, idx: &Tensor, d: usize) -> PyResult<Option<(Tensor, Vec<usize>)>> {
     const OP: &str = "index_select";
     if !t.device().is_cpu() || !idx.device().is_cpu() || !t.is_contiguous() || idx.dtype() != DType::I64 {
         return Ok(None);
@@ -88,7 +89,7 @@ fn gather_untracked(py: Python<'_>, t: &Tensor, idx: &Tensor, d: usize) -> PyRes
                 $(candle_core::CpuStorage::$v(src) => {
                     let src = &src[start..];
                     let out = crate::bindings::errors::detach(py, OP, || Ok(gather_rows(src, outer, size, inner, &rows)))?;
-                    Tensor::from_vec(out, dims, &candle_core::Device::Cpu).op(OP)?
+                    (Tensor::from_vec(out, dims, &candle_core::Device::Cpu).op(OP)?, rows)
                 })*
                 _ => return Ok(None),
             }
@@ -135,11 +136,13 @@ impl PyTensor {
         // Candle's index_select (and the row copy) read contiguous sources only.
         let v = if t.is_contiguous() { v } else { ops::force_contiguous(&v, "CloneBackward0").op("index_select")? };
         let tracked = ops::records(&[&v]);
-        let out = match gather_untracked(py, &v.data, &idx1, d)? {
-            Some(out) if !tracked => Value::plain(out),
-            Some(out) => {
+        let out = match gather_dense(py, &v.data, &idx1, d)? {
+            Some((out, _)) if !tracked => Value::plain(out),
+            Some((out, rows)) => {
                 // The row copy's value, with index_select's node (its backward adds the rows back).
-                let u = checked_index(&idx1, t.dims()[d], "index_select")?;
+                let n = rows.len();
+                let u = Tensor::from_vec(rows.into_iter().map(|r| r as u32).collect::<Vec<_>>(), n, &candle_core::Device::Cpu)
+                    .op("index_select")?;
                 ops::index_selected(&v, &u, d, out).op("index_select")?
             }
             None => {

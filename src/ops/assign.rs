@@ -74,7 +74,7 @@ pub(crate) fn arith_assign(dst: &Tensor, op: Bin, rhs: Rhs) -> candle_core::Resu
 /// The engine's gradient sums go here when it holds the only reference to the first
 /// (as PyTorch's accumulation adds into a buffer it owns).
 pub(crate) fn add_assign(dst: &Tensor, src: &Tensor) -> candle_core::Result<bool> {
-    if !src.device().is_cpu() || crate::ops::layout::storage_key(src) == crate::ops::layout::storage_key(dst) {
+    if crate::ops::layout::storage_key(src) == crate::ops::layout::storage_key(dst) {
         return Ok(false);
     }
     arith_assign(dst, Bin::Add, Rhs::Tensor(src))
