@@ -614,10 +614,30 @@ for _n in (
 ):  # fmt: skip
     setattr(Tensor, _n, _as_method(globals()[_n]))
 for _n in (
-    "addcmul", "addcdiv", "nan_to_num", "hypot", "xlogy", "logit", "sinc", "deg2rad", "rad2deg", "copysign",
+    "nan_to_num", "hypot", "xlogy", "logit", "sinc", "deg2rad", "rad2deg", "copysign",
     "heaviside", "sgn", "fix", "renorm",
 ):  # fmt: skip
     setattr(Tensor, _n + "_", _as_inplace(globals()[_n]))
+
+
+def _addc_inplace(fn: Callable[..., Any], divide: bool) -> Callable[..., Any]:
+    """`addcmul_` / `addcdiv_`: written directly into `self`'s storage where the Rust
+    pass applies (operands of `self`'s dtype and shape, a number `value`, outside
+    autograd: an optimizer's update), else `fn`'s in-place twin (same values)."""
+    general = _as_inplace(fn)
+
+    def method(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor:
+        if isinstance(self, Tensor) and self._addc_direct(tensor1, tensor2, value, divide):
+            return self
+        return general(self, tensor1, tensor2, value=value)
+
+    _name_like(method, fn, fn.__name__ + "_")
+    method.__doc__ = f"In-place `{fn.__name__}`: writes the result into `self` and returns it."
+    return method
+
+
+setattr(Tensor, "addcmul_", _addc_inplace(addcmul, False))  # noqa: B010 - attached as the loops attach the others
+setattr(Tensor, "addcdiv_", _addc_inplace(addcdiv, True))  # noqa: B010
 _name_like(_float_power_, float_power, "float_power_")
 _float_power_.__doc__ = "In-place `float_power` (`self` must be float64): writes the result into `self` and returns it."
 setattr(Tensor, "float_power_", _float_power_)  # noqa: B010 - attached as the loop above attaches the others

@@ -563,6 +563,25 @@ pub(crate) fn write_direct(a: &PyTensor, name: &str, f: impl FnOnce(&Tensor) -> 
     Ok(true)
 }
 
+/// A Python int or float (not a bool) as f64: the number operands the direct in-place
+/// paths take (`clamp_`'s bounds, `lerp_`'s weight, `addcmul_`'s value).
+pub(crate) fn number(obj: &Bound<'_, PyAny>) -> Option<f64> {
+    match extract_scalar(obj)? {
+        Scalar::Float(f) => Some(f),
+        Scalar::Int(i) => Some(i as f64),
+        Scalar::Bool(_) => None,
+    }
+}
+
+/// `t`'s data when it can be read by a direct in-place write into a tensor of dtype
+/// `dt`: that dtype, not bool or sparse, and outside autograd (a tensor that requires
+/// grad in grad mode needs the general path's graph).
+pub(crate) fn plain_operand(t: &PyTensor, dt: DT) -> Option<Tensor> {
+    let v = t.v();
+    let tracked = v.requires_grad() && grad_enabled();
+    (!(t.is_bool || t.is_sparse_coo() || t.dt() != dt || tracked)).then_some(v.data)
+}
+
 macro_rules! dunder {
     ($fwd:ident, $rev:ident, $inplace:ident, $method:ident, $method_:ident, $op:expr) => {
         #[pymethods]

@@ -8,8 +8,15 @@
 //! requires grad is refused with PyTorch's error, and a result that the tensor's
 //! dtype cannot hold (`sqrt_` of an integer tensor) is refused. The math stays the
 //! out-of-place method's: each op is still written once.
-use crate::bindings::arith::assign_inplace;
+//!
+//! The twins of `ops::unary`'s vectorized functions (`exp_`, `relu_`, `sqrt_`, ...)
+//! first try the direct write (`ops::assign::unary_assign`: the same element formulas,
+//! computed in the tensor's own storage, one pass and no new buffer) on a dense CPU
+//! float tensor outside autograd.
+use crate::bindings::arith::{assign_inplace, write_direct};
 use crate::bindings::tensor::PyTensor;
+use crate::ops::assign::{unary_assign, Unary};
+use crate::ops::unary::Fast;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
@@ -45,13 +52,40 @@ macro_rules! inplace_twins {
     };
 }
 
+/// The twins with a direct path: `slf` overwritten by `f` in its own storage when
+/// `ops::assign::unary_assign` applies (no arguments given), `inplace_via` otherwise.
+macro_rules! direct_twins {
+    ($($name_:ident => $name:ident: $f:expr),* $(,)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(
+            #[doc = concat!("`", stringify!($name), "` written into this tensor in place; returns it.")]
+            #[pyo3(signature = (*args, **kwargs))]
+            fn $name_(slf: &Bound<'_, Self>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyTensor>> {
+                let bare = args.is_empty() && kwargs.is_none_or(|k| k.is_empty());
+                if bare && write_direct(slf.get(), stringify!($name_), |t| unary_assign(t, Unary::Fast($f)))? {
+                    return Ok(slf.clone().unbind());
+                }
+                inplace_via(slf, stringify!($name), stringify!($name_), args, kwargs)
+            }
+            )*
+        }
+    };
+}
+
+direct_twins! {
+    abs_ => abs: Fast::Abs, absolute_ => absolute: Fast::Abs, neg_ => neg: Fast::Neg, negative_ => negative: Fast::Neg,
+    square_ => square: Fast::Sqr, exp_ => exp: Fast::Exp, log_ => log: Fast::Log, sqrt_ => sqrt: Fast::Sqrt,
+    reciprocal_ => reciprocal: Fast::Recip, sin_ => sin: Fast::Sin, cos_ => cos: Fast::Cos, tanh_ => tanh: Fast::Tanh,
+    sigmoid_ => sigmoid: Fast::Sigmoid, relu_ => relu: Fast::Relu,
+}
+
 inplace_twins! {
-    abs_ => abs, absolute_ => absolute, neg_ => neg, negative_ => negative, sign_ => sign, square_ => square,
-    exp_ => exp, expm1_ => expm1, log_ => log, log2_ => log2, log10_ => log10, log1p_ => log1p,
-    sqrt_ => sqrt, rsqrt_ => rsqrt, reciprocal_ => reciprocal, sin_ => sin, cos_ => cos, tan_ => tan,
-    tanh_ => tanh, sigmoid_ => sigmoid, erf_ => erf, relu_ => relu, frac_ => frac,
+    sign_ => sign,
+    expm1_ => expm1, log2_ => log2, log10_ => log10, log1p_ => log1p,
+    rsqrt_ => rsqrt, tan_ => tan,
+    erf_ => erf, frac_ => frac,
     floor_ => floor, ceil_ => ceil, round_ => round, trunc_ => trunc,
-    clip_ => clip, clamp_min_ => clamp_min, clamp_max_ => clamp_max,
     tril_ => tril, triu_ => triu, cumsum_ => cumsum,
     eq_ => eq, ne_ => ne, lt_ => lt, le_ => le, gt_ => gt, ge_ => ge,
     multiply_ => multiply, subtract_ => subtract, divide_ => divide, true_divide_ => true_divide,

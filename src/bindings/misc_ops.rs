@@ -818,9 +818,37 @@ impl PyTensor {
         Ok(PyTensor::wrap_vdt(out, dt))
     }
 
-    /// In-place `lerp`.
+    /// `addcmul_` / `addcdiv_`'s direct path (`ops::assign::addc_assign`): this tensor
+    /// `+= value * tensor1 * tensor2` (or `/ tensor2` when `divide`) in its own storage,
+    /// for operands of its dtype and shape outside autograd. False: not those, nothing
+    /// written (the Python method then takes the general path).
+    fn _addc_direct(
+        &self,
+        tensor1: &Bound<'_, PyAny>,
+        tensor2: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        divide: bool,
+    ) -> PyResult<bool> {
+        use crate::bindings::arith::{number, plain_operand};
+        let (Ok(t1), Ok(t2), Some(v)) = (tensor1.cast::<PyTensor>(), tensor2.cast::<PyTensor>(), number(value)) else {
+            return Ok(false);
+        };
+        let dt = self.dt();
+        let (Some(a), Some(b)) = (plain_operand(t1.get(), dt), plain_operand(t2.get(), dt)) else { return Ok(false) };
+        let name = if divide { "addcdiv_" } else { "addcmul_" };
+        crate::bindings::arith::write_direct(self, name, |t| crate::ops::assign::addc_assign(t, &a, &b, v, divide))
+    }
+
+    /// In-place `lerp`: directly in this tensor's storage (`ops::assign::lerp_assign`)
+    /// for a number weight and an `end` of its dtype and shape, both outside autograd.
     fn lerp_(slf: &Bound<'_, Self>, end: &Bound<'_, PyTensor>, weight: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let out = slf.get().inplace_source().lerp(end, weight)?;
+        let me = slf.get();
+        if let (Some(w), Some(e)) = (crate::bindings::arith::number(weight), crate::bindings::arith::plain_operand(end.get(), me.dt())) {
+            if me.dt().is_float() && crate::bindings::arith::write_direct(me, "lerp_", |t| crate::ops::assign::lerp_assign(t, &e, w))? {
+                return Ok(slf.clone().unbind());
+            }
+        }
+        let out = me.inplace_source().lerp(end, weight)?;
         inplace(slf, out, "lerp_")
     }
 

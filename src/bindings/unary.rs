@@ -3,11 +3,12 @@
 use crate::autograd::{composed, custom, ops, special, Value};
 use crate::bindings::args::cast;
 use crate::bindings::arith::Operand;
-use crate::bindings::arith::{assign_inplace, binop_strict, operand, result_dt};
+use crate::bindings::arith::{assign_inplace, binop_strict, number, operand, result_dt, write_direct};
 use crate::bindings::errors::detach_if;
 use crate::bindings::errors::{dtype_err, shape_err, type_err, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
+use crate::ops::assign::{unary_assign, Unary};
 use crate::ops::binary::Bin;
 use crate::ops::layout::Dense;
 use crate::ops::unary::round_half_even;
@@ -290,11 +291,23 @@ impl PyTensor {
     fn clip(&self, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         self.clamp(min, max)
     }
+    /// `clamp` written into this tensor in place; returns it.
     #[pyo3(signature = (min=None, max=None))]
     fn clamp_(slf: &Bound<'_, Self>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
-        let r = slf.get().inplace_source().clamp(min, max)?;
-        assign_inplace(slf.get(), r, "clamp_")?;
-        Ok(slf.clone().unbind())
+        clamp_inplace(slf, min, max, "clamp_")
+    }
+    /// `clip` written into this tensor in place; returns it.
+    #[pyo3(signature = (min=None, max=None))]
+    fn clip_(slf: &Bound<'_, Self>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        clamp_inplace(slf, min, max, "clip_")
+    }
+    /// `clamp_min` written into this tensor in place; returns it.
+    fn clamp_min_(slf: &Bound<'_, Self>, min: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        clamp_inplace(slf, Some(min), None, "clamp_min_")
+    }
+    /// `clamp_max` written into this tensor in place; returns it.
+    fn clamp_max_(slf: &Bound<'_, Self>, max: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        clamp_inplace(slf, None, Some(max), "clamp_max_")
     }
 
     fn masked_fill(&self, mask: &Bound<'_, PyTensor>, value: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
@@ -455,6 +468,29 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// `clamp` as `maximum(x, min)` then `minimum(_, max)`: NaN-propagating, with PyTorch's
 /// type promotion and, for tensor bounds, its gradient (split at ties).
+/// `clamp(min, max)` written into `slf` (the in-place clamps): directly in its storage
+/// (`ops::assign::unary_assign`) for number bounds on a dense CPU float tensor outside
+/// autograd, else computed from an alias and written back.
+fn clamp_inplace(
+    slf: &Bound<'_, PyTensor>,
+    min: Option<&Bound<'_, PyAny>>,
+    max: Option<&Bound<'_, PyAny>>,
+    op: &str,
+) -> PyResult<Py<PyTensor>> {
+    let (min, max) = (min.filter(|m| !m.is_none()), max.filter(|m| !m.is_none()));
+    let (lo, hi) = (min.map(number), max.map(number));
+    let numbers = (min.is_some() || max.is_some()) && !matches!(lo, Some(None)) && !matches!(hi, Some(None));
+    if numbers {
+        let f = Unary::Clamp(lo.flatten(), hi.flatten());
+        if write_direct(slf.get(), op, |t| unary_assign(t, f))? {
+            return Ok(slf.clone().unbind());
+        }
+    }
+    let r = slf.get().inplace_source().clamp(min, max)?;
+    assign_inplace(slf.get(), r, op)?;
+    Ok(slf.clone().unbind())
+}
+
 fn clamp_by_extremes(x: PyTensor, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
     let mut cur = x;
     if let Some(m) = min {

@@ -1,5 +1,6 @@
-//! Elementwise arithmetic written into a tensor's own storage: `add_`, `sub_`, `mul_`,
-//! `div_`, `+=` and friends outside autograd, and the engine's gradient sums. One pass
+//! Elementwise ops written into a tensor's own storage: `add_`, `sub_`, `mul_`, `div_`,
+//! `+=` and friends, the unary twins (`exp_`, `relu_`, `clamp_`, ...), `addcmul_`,
+//! `addcdiv_` and `lerp_` outside autograd, and the engine's gradient sums. One pass
 //! over the destination (read, compute, write back), no new buffer.
 //!
 //! Why: these ops were computed out of place into a fresh buffer and copied back, three
@@ -10,11 +11,16 @@
 //!
 //! The element formulas are those of the out-of-place ops, so `x.add_(y)` and `x + y`
 //! agree bit for bit: `x + c`, `x - c`, `x * c`, `x / c` for a scalar `c` rounded to the
-//! dtype first, and `x + y * alpha` (two roundings, as `x + y.mul(alpha)`).
+//! dtype first, and `x + y * alpha` (two roundings, as `x + y.mul(alpha)`). The unary
+//! twins run `Fast`'s element formulas, `clamp_` `nan_max` / `nan_min` (the out-of-place
+//! clamp's), `addcmul_` `x + (y * v) * z`, `addcdiv_` `x + (y * v) / z` and `lerp_`
+//! the two-sided form of `Tensor.lerp` (all as the out-of-place compositions round).
 use crate::ops::binary::Bin;
+use crate::ops::broadcast::{nan_max, nan_min};
 use crate::ops::float::Float;
-use crate::ops::simd_map::{map_assign, zip_assign};
-use candle_core::{CpuStorage, DType, InplaceOp1, InplaceOp2, Layout, Tensor};
+use crate::ops::simd_map::{map_assign, zip3_assign, zip_assign};
+use crate::ops::unary::Fast;
+use candle_core::{CpuStorage, DType, InplaceOp1, InplaceOp2, InplaceOp3, Layout, Tensor};
 
 /// The right-hand side of an in-place op.
 #[derive(Clone, Copy)]
@@ -90,6 +96,173 @@ pub(crate) fn fill_assign(dst: &Tensor, value: f64) -> candle_core::Result<bool>
     }
     dst.inplace_op1(&Fill(value))?;
     Ok(true)
+}
+
+/// A unary function applied in place.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Unary {
+    /// One of `ops::unary`'s vectorized functions.
+    Fast(Fast),
+    /// `clamp(min, max)` with number bounds (either may be absent).
+    Clamp(Option<f64>, Option<f64>),
+}
+
+/// `x = f(x)` in `dst`'s storage for a dense CPU float32/float64 `dst`. `Ok(false)`: not
+/// those, nothing written.
+pub(crate) fn unary_assign(dst: &Tensor, f: Unary) -> candle_core::Result<bool> {
+    if !dense_float(dst) {
+        return Ok(false);
+    }
+    dst.inplace_op1(&UnaryAssign(f))?;
+    Ok(true)
+}
+
+/// `dst += value * t1 * t2` (`addcmul_`) or `dst += value * t1 / t2` (`addcdiv_`), for
+/// `t1`, `t2` of `dst`'s dtype and shape, dense, each in a storage other than `dst`'s.
+/// `Ok(false)`: not those, nothing written.
+pub(crate) fn addc_assign(dst: &Tensor, t1: &Tensor, t2: &Tensor, value: f64, divide: bool) -> candle_core::Result<bool> {
+    if !dense_float(dst) || !operand_fits(dst, t1) || !operand_fits(dst, t2) {
+        return Ok(false);
+    }
+    // `t1` and `t2` may share a storage (`v.addcmul_(g, g)`): Candle reads it twice.
+    dst.inplace_op3(t1, t2, &Addc { value, divide })?;
+    Ok(true)
+}
+
+/// `dst = lerp(dst, end, weight)` for a number `weight` and an `end` of `dst`'s dtype and
+/// shape, dense, in another storage. `Ok(false)`: not those, nothing written.
+pub(crate) fn lerp_assign(dst: &Tensor, end: &Tensor, weight: f64) -> candle_core::Result<bool> {
+    if !dense_float(dst) || !operand_fits(dst, end) {
+        return Ok(false);
+    }
+    dst.inplace_op2(end, &Lerp(weight))?;
+    Ok(true)
+}
+
+/// A contiguous (any start offset) CPU float32/float64 tensor.
+fn dense_float(t: &Tensor) -> bool {
+    t.device().is_cpu() && matches!(t.dtype(), DType::F32 | DType::F64) && t.layout().contiguous_offsets().is_some()
+}
+
+/// `src` can be read beside `dst`: a dense CPU tensor of its dtype and shape in another storage.
+fn operand_fits(dst: &Tensor, src: &Tensor) -> bool {
+    dense_float(src)
+        && src.dtype() == dst.dtype()
+        && src.dims() == dst.dims()
+        && crate::ops::layout::storage_key(src) != crate::ops::layout::storage_key(dst)
+}
+
+struct UnaryAssign(Unary);
+
+fn unary_pass<T: Float>(v: &mut [T], f: Unary) {
+    match f {
+        Unary::Fast(f) => f.run_assign(v),
+        Unary::Clamp(Some(lo), Some(hi)) => {
+            let (lo, hi) = (T::of(lo), T::of(hi));
+            map_assign(v, move |x| nan_min(nan_max(x, lo), hi))
+        }
+        Unary::Clamp(Some(lo), None) => map_assign(v, move |x| nan_max(x, T::of(lo))),
+        Unary::Clamp(None, Some(hi)) => map_assign(v, move |x| nan_min(x, T::of(hi))),
+        Unary::Clamp(None, None) => {}
+    }
+}
+
+impl InplaceOp1 for UnaryAssign {
+    fn name(&self) -> &'static str {
+        "unary_assign"
+    }
+    fn cpu_fwd(&self, s: &mut CpuStorage, l: &Layout) -> candle_core::Result<()> {
+        let Some((a, b)) = l.contiguous_offsets() else { candle_core::bail!("{:?}: expected a dense tensor", self.0) };
+        match s {
+            CpuStorage::F32(v) => unary_pass(&mut v[a..b], self.0),
+            CpuStorage::F64(v) => unary_pass(&mut v[a..b], self.0),
+            _ => candle_core::bail!("{:?}: expected a float32 or float64 tensor", self.0),
+        }
+        Ok(())
+    }
+}
+
+/// `x + (y * value) * z` or `x + (y * value) / z` in place.
+struct Addc {
+    value: f64,
+    divide: bool,
+}
+
+fn addc_pass<T: Float>(d: &mut [T], y: &[T], z: &[T], value: f64, divide: bool) {
+    let v = T::of(value);
+    if divide {
+        zip3_assign(d, y, z, move |x, y, z| x + (y * v) / z)
+    } else {
+        zip3_assign(d, y, z, move |x, y, z| x + (y * v) * z)
+    }
+}
+
+impl InplaceOp3 for Addc {
+    fn name(&self) -> &'static str {
+        if self.divide {
+            "addcdiv_"
+        } else {
+            "addcmul_"
+        }
+    }
+    fn cpu_fwd(
+        &self,
+        d: &mut CpuStorage,
+        dl: &Layout,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> candle_core::Result<()> {
+        let (Some((d0, d1)), Some((a0, a1)), Some((b0, b1))) = (dl.contiguous_offsets(), l1.contiguous_offsets(), l2.contiguous_offsets())
+        else {
+            candle_core::bail!("{}: expected dense operands", self.name())
+        };
+        match (d, s1, s2) {
+            (CpuStorage::F32(d), CpuStorage::F32(y), CpuStorage::F32(z)) => {
+                addc_pass(&mut d[d0..d1], &y[a0..a1], &z[b0..b1], self.value, self.divide)
+            }
+            (CpuStorage::F64(d), CpuStorage::F64(y), CpuStorage::F64(z)) => {
+                addc_pass(&mut d[d0..d1], &y[a0..a1], &z[b0..b1], self.value, self.divide)
+            }
+            _ => candle_core::bail!("{}: expected float32 or float64 operands of one dtype", self.name()),
+        }
+        Ok(())
+    }
+}
+
+/// `lerp(x, end, weight)` in place.
+struct Lerp(f64);
+
+/// `Tensor.lerp`'s number-weight form, element by element: `x + (e - x) * w` for
+/// `|w| < 0.5`, else `e - (e - x) * (1 - w)` (exact at both ends); each product is
+/// `direct_affine`'s (a unit factor adds zero instead, as there).
+fn lerp_pass<T: Float>(d: &mut [T], e: &[T], w: f64) {
+    let scale = move |x: T, m: T| if m == T::ONE { x + T::ZERO } else { x * m };
+    if w.abs() < 0.5 {
+        let w = T::of(w);
+        zip_assign(d, e, move |x, e| x + scale(e - x, w))
+    } else {
+        let w = T::of(1.0 - w);
+        zip_assign(d, e, move |x, e| e - scale(e - x, w))
+    }
+}
+
+impl InplaceOp2 for Lerp {
+    fn name(&self) -> &'static str {
+        "lerp_"
+    }
+    fn cpu_fwd(&self, d: &mut CpuStorage, dl: &Layout, s: &CpuStorage, sl: &Layout) -> candle_core::Result<()> {
+        let (Some((d0, d1)), Some((s0, s1))) = (dl.contiguous_offsets(), sl.contiguous_offsets()) else {
+            candle_core::bail!("lerp_: expected dense operands")
+        };
+        match (d, s) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => lerp_pass(&mut a[d0..d1], &b[s0..s1], self.0),
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => lerp_pass(&mut a[d0..d1], &b[s0..s1], self.0),
+            _ => candle_core::bail!("lerp_: expected float32 or float64 operands of one dtype"),
+        }
+        Ok(())
+    }
 }
 
 /// Every element set to one value.
@@ -297,6 +470,20 @@ mod tests {
         // Overlapping parts of one storage (not the same elements): declined.
         let (a, b) = (x.narrow(0, 0, 2).unwrap(), x.narrow(0, 1, 2).unwrap());
         assert!(!arith_assign(&a, Bin::Add, Rhs::Tensor(&b)).unwrap());
+        // The unary, addc and lerp passes: integer and strided destinations, operands in
+        // the destination's storage, of another dtype or shape.
+        assert!(!unary_assign(&ints, Unary::Fast(Fast::Relu)).unwrap());
+        assert!(!unary_assign(&m.t().unwrap(), Unary::Clamp(Some(0.0), None)).unwrap());
+        let y = t(&[5.0, 6.0, 7.0, 8.0]);
+        assert!(!addc_assign(&x, &x, &y, 1.0, false).unwrap());
+        assert!(!addc_assign(&x, &y, &y.to_dtype(DType::F64).unwrap(), 1.0, true).unwrap());
+        assert!(!lerp_assign(&a, &b, 0.5).unwrap());
+        assert!(!lerp_assign(&x, &t(&[1.0, 2.0]), 0.5).unwrap());
         assert_eq!(x.to_vec1::<f32>().unwrap(), [1.0, 2.0, 3.0, 4.0]);
+        // What they do take: one operand read twice (`v.addcmul_(g, g)`), a row view.
+        assert!(addc_assign(&x, &y, &y, 0.5, false).unwrap());
+        assert_eq!(x.to_vec1::<f32>().unwrap(), [13.5, 20.0, 27.5, 36.0]);
+        assert!(lerp_assign(&m.get(1).unwrap(), &t(&[0.0, 0.0]), 0.75).unwrap());
+        assert_eq!(x.to_vec1::<f32>().unwrap(), [13.5, 20.0, 6.875, 9.0]);
     }
 }

@@ -195,20 +195,26 @@ unsafe fn run2i_avx512<T: Copy, B: Copy, F: Fn(T, B) -> T>(dst: &mut [T], b: &[B
 
 /// `a[i] = f(a[i])` for every i, in place: `map` without the new buffer.
 pub(crate) fn map_assign<T: Copy + Send + Sync, F: Fn(T) -> T + Sync + Send>(a: &mut [T], f: F) {
+    map_fma_assign_weighted(a, 1, move |x, _| f(x))
+}
+
+/// `map_assign` with `map_fma`'s fused-form flag, for an `f` costing about `weight`
+/// simple passes per element: `map_fma_weighted` without the new buffer.
+pub(crate) fn map_fma_assign_weighted<T: Copy + Send + Sync, F: Fn(T, bool) -> T + Sync + Send>(a: &mut [T], weight: usize, f: F) {
     let (wide, simd) = (has_avx512(), has_avx2_fma());
-    let par = par_ok(a.len());
+    let par = par_ok(a.len().saturating_mul(weight));
     let size = even_chunk(a.len(), CHUNK, 64, par);
     for_chunks(a, size, par, |_, dst| {
         #[cfg(target_arch = "x86_64")]
         if wide {
             // SAFETY: `wide` is `has_avx512()`.
-            return unsafe { run1i_avx512(dst, &f) };
+            return unsafe { run1i_avx512(dst, &|x| f(x, true)) };
         } else if simd {
             // SAFETY: `simd` is `has_avx2_fma()`.
-            return unsafe { run1i_avx2(dst, &f) };
+            return unsafe { run1i_avx2(dst, &|x| f(x, true)) };
         }
         let _ = (wide, simd);
-        run1i(dst, &f)
+        run1i(dst, &|x| f(x, false))
     })
 }
 
@@ -231,5 +237,50 @@ pub(crate) fn zip_assign<T: Copy + Send + Sync, B: Copy + Sync, F: Fn(T, B) -> T
         }
         let _ = (wide, simd);
         run2i(dst, src, &f)
+    })
+}
+
+#[inline(always)]
+fn run3i<T: Copy, F: Fn(T, T, T) -> T>(dst: &mut [T], b: &[T], c: &[T], f: &F) {
+    for ((d, &y), &z) in dst.iter_mut().zip(b).zip(c) {
+        *d = f(*d, y, z);
+    }
+}
+
+/// # Safety
+/// As `run1_avx2`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn run3i_avx2<T: Copy, F: Fn(T, T, T) -> T>(dst: &mut [T], b: &[T], c: &[T], f: &F) {
+    run3i(dst, b, c, f)
+}
+
+/// # Safety
+/// As `run1_avx512`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn run3i_avx512<T: Copy, F: Fn(T, T, T) -> T>(dst: &mut [T], b: &[T], c: &[T], f: &F) {
+    run3i(dst, b, c, f)
+}
+
+/// `a[i] = f(a[i], b[i], c[i])` for every i (all three of one length), in place
+/// (`addcmul_`'s pass).
+pub(crate) fn zip3_assign<T: Copy + Send + Sync, F: Fn(T, T, T) -> T + Sync + Send>(a: &mut [T], b: &[T], c: &[T], f: F) {
+    assert!(a.len() == b.len() && a.len() == c.len(), "zip3_assign: operands of different lengths");
+    let (wide, simd) = (has_avx512(), has_avx2_fma());
+    let par = par_ok(a.len());
+    let size = even_chunk(a.len(), CHUNK, 64, par);
+    for_chunks(a, size, par, |i, dst| {
+        let (y, z) = (&b[i * size..], &c[i * size..]);
+        #[cfg(target_arch = "x86_64")]
+        if wide {
+            // SAFETY: `wide` is `has_avx512()`.
+            return unsafe { run3i_avx512(dst, y, z, &f) };
+        } else if simd {
+            // SAFETY: `simd` is `has_avx2_fma()`.
+            return unsafe { run3i_avx2(dst, y, z, &f) };
+        }
+        let _ = (wide, simd);
+        run3i(dst, y, z, &f)
     })
 }

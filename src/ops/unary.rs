@@ -1,7 +1,7 @@
 //! Elementwise unary functions Candle lacks: compositions of its differentiable
 //! ops, and custom ops with their backward where a fused pass pays.
 use super::float::Float;
-use super::simd_map::{map, map_fma_weighted, map_weighted, zip_map};
+use super::simd_map::{map, map_fma_assign_weighted, map_fma_weighted, map_weighted, zip_map};
 use super::storage::{data, float_dispatch};
 use crate::ops::layout::Dense;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};
@@ -112,6 +112,7 @@ pub(crate) enum Fast {
     Sqr,
     Sqrt,
     Recip,
+    Relu,
     Log,
     Sin,
     Cos,
@@ -139,6 +140,32 @@ pub(crate) fn sigmoid<T: Float, const FMA: bool>(x: T) -> T {
     T::ONE / (T::ONE + Float::exp::<FMA>(-x))
 }
 
+/// `$go!(weight, |x, fma| f(x))` for the function `$f` over elements of type `$T`:
+/// each element formula written once, for `Fast::run` and `Fast::run_assign`.
+/// `weight`: about how many simple passes an element costs (the polynomial maps several:
+/// threads from 32K elements on; libm calls more). `fma`: the AVX2 / AVX-512 variants
+/// (the same results on both) take the fused polynomials, half the instructions; the
+/// portable variant (CPUs without FMA) multiplies and adds.
+macro_rules! fast_elem {
+    ($f:expr, $T:ty, $go:ident) => {
+        match $f {
+            Fast::Exp => $go!(8, |x: $T, fma: bool| if fma { Float::exp::<true>(x) } else { fexp(x) }),
+            Fast::Tanh => $go!(8, |x: $T, fma: bool| if fma { Float::tanh::<true>(x) } else { ftanh(x) }),
+            Fast::Sigmoid => $go!(8, |x: $T, fma: bool| if fma { sigmoid::<$T, true>(x) } else { fsigmoid(x) }),
+            Fast::Neg => $go!(1, |x: $T, _: bool| -x),
+            Fast::Abs => $go!(1, |x: $T, _: bool| Float::abs(x)),
+            Fast::Sqr => $go!(1, |x: $T, _: bool| x * x),
+            Fast::Sqrt => $go!(1, |x: $T, _: bool| x.sqrt()),
+            Fast::Recip => $go!(1, |x: $T, _: bool| <$T>::ONE / x),
+            // NaN stays NaN (`x < 0` is false), as torch.relu.
+            Fast::Relu => $go!(1, |x: $T, _: bool| if x < <$T>::ZERO { <$T>::ZERO } else { x }),
+            Fast::Log => $go!(8, |x: $T, _: bool| x.ln()),
+            Fast::Sin => $go!(16, |x: $T, _: bool| x.sin()),
+            Fast::Cos => $go!(16, |x: $T, _: bool| x.cos()),
+        }
+    };
+}
+
 impl Fast {
     fn name(self) -> &'static str {
         match self {
@@ -150,30 +177,32 @@ impl Fast {
             Fast::Sqr => "square",
             Fast::Sqrt => "sqrt",
             Fast::Recip => "reciprocal",
+            Fast::Relu => "relu",
             Fast::Log => "log",
             Fast::Sin => "sin",
             Fast::Cos => "cos",
         }
     }
 
-    fn run<T: Float>(self, v: &[T]) -> Vec<T> {
-        match self {
-            // The polynomial maps cost several passes' time: threads from 32K elements on.
-            // Fused multiply-adds in the AVX2 / AVX-512 variants (the same results on
-            // both): half the polynomial's instructions; the portable variant (CPUs
-            // without FMA) multiplies and adds.
-            Fast::Exp => map_fma_weighted(v, 8, |x: T, fma| if fma { Float::exp::<true>(x) } else { fexp(x) }),
-            Fast::Tanh => map_fma_weighted(v, 8, |x: T, fma| if fma { Float::tanh::<true>(x) } else { ftanh(x) }),
-            Fast::Sigmoid => map_fma_weighted(v, 8, |x: T, fma| if fma { sigmoid::<T, true>(x) } else { fsigmoid(x) }),
-            Fast::Neg => map(v, |x: T| -x),
-            Fast::Abs => map(v, |x: T| Float::abs(x)),
-            Fast::Sqr => map(v, |x: T| x * x),
-            Fast::Sqrt => map(v, |x: T| x.sqrt()),
-            Fast::Recip => map(v, |x: T| T::ONE / x),
-            Fast::Log => map_weighted(v, 8, |x: T| x.ln()),
-            Fast::Sin => map_weighted(v, 16, |x: T| x.sin()),
-            Fast::Cos => map_weighted(v, 16, |x: T| x.cos()),
+    /// `f(x)` for every element, into a new buffer.
+    pub(crate) fn run<T: Float>(self, v: &[T]) -> Vec<T> {
+        macro_rules! go {
+            ($w:expr, $f:expr) => {
+                map_fma_weighted(v, $w, $f)
+            };
         }
+        fast_elem!(self, T, go)
+    }
+
+    /// `x = f(x)` for every element, in place (`exp_`, `relu_`, ... outside autograd):
+    /// the element formulas of `run`, so both give the same bits.
+    pub(crate) fn run_assign<T: Float>(self, v: &mut [T]) {
+        macro_rules! go {
+            ($w:expr, $f:expr) => {
+                map_fma_assign_weighted(v, $w, $f)
+            };
+        }
+        fast_elem!(self, T, go)
     }
 }
 
@@ -241,6 +270,7 @@ pub(crate) fn fast(x: &Tensor, f: Fast) -> Result<Tensor> {
         Fast::Sqr => x.sqr(),
         Fast::Sqrt => x.sqrt(),
         Fast::Recip => x.recip(),
+        Fast::Relu => x.relu(),
         Fast::Log => x.log(),
         Fast::Sin => x.sin(),
         Fast::Cos => x.cos(),

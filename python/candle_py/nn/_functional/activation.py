@@ -21,8 +21,9 @@ def _result(input: Tensor, fn: Callable[[Tensor], Tensor], inplace: bool) -> Ten
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
-    """`max(input, 0)`, elementwise; `inplace=True` writes the result into `input`."""
-    return _result(input, lambda input: input.relu(), inplace)
+    """`max(input, 0)`, elementwise; `inplace=True` writes the result into `input`
+    (`Tensor.relu_`: one pass in its own storage outside autograd)."""
+    return input.relu_() if inplace else input.relu()
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
