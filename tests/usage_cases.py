@@ -2320,6 +2320,66 @@ def interpolate_bicubic(lib: Any) -> Dict[str, Any]:
     return {"a": F.interpolate(x, size=(5, 6), mode="bicubic"), "ac": F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=True)}
 
 
+@case("F.interpolate", cid="interpolate[kernels]")
+def interpolate_kernels(lib: Any) -> Dict[str, Any]:
+    """The one-pass resampling kernels (`layers::resample`): odd ratios up and down,
+    float32 index edges (nearest 26 -> 22 reads position 12 at output 11, as PyTorch's
+    float32 scale gives; 13 in float64), scale factors that set the source coordinates, the size-keeping copy,
+    1-D and 3-D, float64, and every mode's gradient."""
+    F = _F(lib)
+    x = _r(lib, 2, 3, 14, 9, grad=True)
+    ys = {
+        "near": F.interpolate(x, size=(20, 13)),
+        "near_sf": F.interpolate(x, scale_factor=(0.7, 1.3)),
+        "exact": F.interpolate(x, size=(5, 17), mode="nearest-exact"),
+        "exact_sf": F.interpolate(x, scale_factor=1.45, mode="nearest-exact"),
+        "bil": F.interpolate(x, scale_factor=(1.7, 0.55), mode="bilinear"),
+        "bil_ac": F.interpolate(x, size=(1, 19), mode="bilinear", align_corners=True),
+        "bil_same": F.interpolate(x, size=(14, 9), mode="bilinear"),
+        "bic": F.interpolate(x, size=(23, 4), mode="bicubic"),
+        "bic_ac": F.interpolate(x, scale_factor=2.5, mode="bicubic", align_corners=True),
+    }
+    _back_all(lib, ys)
+    x1 = _r(lib, 2, 3, 11, seed="y", grad=True)
+    ys1 = {"lin": F.interpolate(x1, size=25, mode="linear"), "near1": F.interpolate(x1, scale_factor=0.6)}
+    _back_all(lib, ys1)
+    x3 = lib.tensor(_np(1, 2, 5, 4, 6, seed="z").astype(np.float64), requires_grad=True)
+    ys3 = {
+        "tri": F.interpolate(x3, size=(7, 3, 11), mode="trilinear"),
+        "tri_ac": F.interpolate(x3, scale_factor=(1.5, 2.0, 0.5), mode="trilinear", align_corners=True),
+        "near3": F.interpolate(x3, size=(9, 8, 4)),
+    }
+    _back_all(lib, ys3)
+    edge = F.interpolate(_r(lib, 1, 2, 26, seed="w"), size=22)
+    return {**ys, "gx": x.grad, **ys1, "gx1": x1.grad, **ys3, "gx3": x3.grad, "near_edge": edge}
+
+
+@case("F.pad", cid="pad[kernels]")
+def pad_kernels(lib: Any) -> Dict[str, Any]:
+    """Reflect, replicate and circular padding of 1 to 3 dims on the one-pass kernel,
+    uneven and zero sides, a circular pad the size of its dim, float64, gradients."""
+    F = _F(lib)
+    x = _r(lib, 2, 3, 6, 7, grad=True)
+    ys = {
+        "reflect2": F.pad(x, (3, 6, 5, 0), mode="reflect"),
+        "replicate2": F.pad(x, (0, 4, 2, 9), mode="replicate"),
+        "circular2": F.pad(x, (7, 2, 1, 6), mode="circular"),
+        "reflect1": F.pad(x[0], (2, 1), mode="reflect"),
+        "replicate1": F.pad(x[1], (5, 5), mode="replicate"),
+    }
+    _back_all(lib, ys)
+    ys["one_dim_of_4d"] = _err(lambda: F.pad(x.detach(), (2, 1), mode="reflect"))
+    ys["four_dims"] = _err(lambda: F.pad(x.detach(), (1,) * 8, mode="replicate"))
+    x3 = lib.tensor(_np(2, 4, 3, 5, seed="z").astype(np.float64), requires_grad=True)
+    ys3 = {
+        "reflect3": F.pad(x3, (1, 4, 2, 0, 1, 2), mode="reflect"),
+        "replicate3": F.pad(x3, (2, 2, 0, 3, 4, 1), mode="replicate"),
+        "circular3": F.pad(x3, (5, 0, 1, 3, 2, 2), mode="circular"),
+    }
+    _back_all(lib, ys3)
+    return {**ys, "gx": x.grad, **ys3, "gx3": x3.grad}
+
+
 @case("F.layer_norm", "F.group_norm", "F.batch_norm")
 def f_norms(lib: Any) -> Dict[str, Any]:
     F = _F(lib)

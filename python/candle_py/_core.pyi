@@ -1232,6 +1232,14 @@ def _group_norm(
     x: Tensor, num_groups: builtins.int, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: builtins.float = 1e-5
 ) -> Tensor: ...
 def _rope(x: Tensor, cos: Tensor, sin: Tensor, interleaved: builtins.bool = False) -> Tensor: ...
+def _pad_index(input: Tensor, pad: Sequence[builtins.int], mode: builtins.str) -> Optional[Tensor]: ...
+def _interpolate(
+    input: Tensor,
+    sizes: Sequence[builtins.int],
+    scales: Optional[Sequence[builtins.float]],
+    mode: builtins.str,
+    align_corners: builtins.bool,
+) -> Optional[Tensor]: ...
 def _llama_decode_step(
     x: Tensor,
     k_cache: Tensor,

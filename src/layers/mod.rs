@@ -14,4 +14,5 @@ pub(crate) mod norm;
 pub(crate) mod pointwise;
 pub(crate) mod pooling;
 pub(crate) mod recurrent;
+pub(crate) mod resample;
 pub(crate) mod rope;

@@ -13,6 +13,7 @@ mod loss;
 mod norm;
 mod pooling;
 mod recurrent;
+mod resample;
 mod rope;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -24,6 +25,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     norm::register(m)?;
     pooling::register(m)?;
     recurrent::register(m)?;
+    resample::register(m)?;
     rope::register(m)?;
     loss::register(m)?;
     Ok(())

@@ -18,6 +18,13 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Option
         raise ValueError(f"pad: padding length must be even and at most 2 * ndim, got {len(pad)} for shape {list(input.shape)}")
     if mode in ("reflect", "replicate"):
         (input,) = _autocast.fp32(input)  # reflection/replication padding are on PyTorch's autocast float32 list
+    if mode in ("reflect", "replicate", "circular"):
+        _check_index_pad(input, pad, mode)
+        # One pass forward and backward (`layers::resample`); None: not a CPU float
+        # tensor, or a negative padding (the index_select path below).
+        res = _core._pad_index(input, [int(p) for p in pad], mode)
+        if res is not None:
+            return res
     out = input
     for i in range(len(pad) // 2):
         dim = input.ndim - 1 - i
@@ -59,6 +66,24 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Option
             raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
         out = out.index_select(dim, _core.tensor(idx, device=out.device))
     return out
+
+
+def _check_index_pad(input: Tensor, pad: Sequence[int], mode: str) -> None:
+    """PyTorch's limits on the non-constant paddings: 1 to 3 padded dims, of an input
+    with one or two more dims (N, C); reflect and circular sizes per padded dim."""
+    n = len(pad) // 2
+    if not 1 <= n <= 3 or input.ndim not in (n + 1, n + 2):
+        raise NotImplementedError(
+            f"pad: padding size {len(pad)} is not supported for {input.ndim}D input tensor in {mode!r} mode; supported: "
+            "2D or 3D input with padding size 2, 3D or 4D with 4, 4D or 5D with 6"
+        )
+    for i in range(len(pad) // 2):
+        dim = input.ndim - 1 - i
+        left, right, size = int(pad[2 * i]), int(pad[2 * i + 1]), input.shape[dim]
+        if mode == "reflect" and (left >= size or right >= size):
+            raise ValueError(f"pad: reflect padding ({left}, {right}) must be smaller than the input size {size} in dim {dim}")
+        if mode == "circular" and (left > size or right > size):
+            raise ValueError(f"pad: circular padding ({left}, {right}) is larger than the input size {size} in dim {dim}")
 
 
 _Size = Union[int, Sequence[int], None]
@@ -182,6 +207,13 @@ def interpolate(
     if mode == "area":  # PyTorch's "area" is adaptive average pooling to the output size
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[n - 1](input, tuple(int(v) for v in sizes))
     kind = {"nearest": "nearest", "nearest-exact": "nearest-exact", "bicubic": "cubic"}.get(mode, "linear")
+    # One pass forward and backward (`layers::resample`, PyTorch's index and weight
+    # tables); None: not a CPU float tensor (the index_select path below).
+    res = _core._interpolate(
+        input, [int(v) for v in sizes], None if scales is None else [float(v) for v in scales], kind, bool(align_corners)
+    )
+    if res is not None:
+        return res
     out = input
     for i in range(n):
         out = _resize_dim(
