@@ -7,7 +7,7 @@ writes tests/fixtures/nn/<case>.safetensors with:
 and metadata {"kind": "conv_pool", "layer", "args", "kwargs", "forward_kwargs"
 (JSON), "train"}.
 
-Run from the repository root:  python tools/make_fixtures_conv.py
+Run from the repository root:  python tools/make_fixtures_conv.py [--only CASE ...]
 (tools/make_fixtures.py also calls main() here.)
 """
 
@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+import sys
+from typing import Any, Optional
 
 import torch
 from safetensors.torch import save_file
@@ -210,6 +211,13 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     # Rows of several vectors: the interior vectors take plain loads, the edges masks.
     ("conv2d_depthwise_wide", "Conv2d", [8, 8, 3], {"groups": 8, "padding": 1}, (2, 8, 5, 56), {}),
     ("conv2d_depthwise_wide_k5_mult2", "Conv2d", [4, 8, 5], {"groups": 4, "padding": 2}, (1, 4, 6, 70), {}),
+    # The direct kernel's narrow tile (fewer than 8 output channels) and windows of up to
+    # 121 taps (9x9, 11x11: style-transfer and RGB output layers).
+    ("conv2d_narrow_k9", "Conv2d", [6, 3, 9], {"padding": 4}, (2, 6, 12, 19), {}),
+    ("conv2d_narrow_k11_s2", "Conv2d", [4, 1, 11], {"stride": 2, "padding": 3}, (1, 4, 23, 40), {}),
+    ("conv1d_narrow_k7", "Conv1d", [5, 2, 7], {"padding": 3}, (3, 5, 37), {}),
+    ("conv3d_narrow_co5", "Conv3d", [3, 5, 3], {"padding": 1}, (1, 3, 4, 6, 16), {}),
+    ("conv2d_k9_co12", "Conv2d", [3, 12, 9], {"padding": 4}, (1, 3, 10, 20), {}),
 ]
 
 
@@ -218,8 +226,12 @@ def _save(name: str, tensors: dict[str, torch.Tensor], meta: dict[str, str]) -> 
     save_file({k: v.detach().clone().contiguous() for k, v in tensors.items()}, path, metadata=meta)
 
 
-def make_cases() -> int:
+def make_cases(only: Optional[list[str]] = None) -> int:
+    """Write every case's file, or only the named ones (the others' files untouched: a
+    run on another torch build can move their values by an ULP)."""
     for i, (name, layer, args, kwargs, shape, fwd_kwargs) in enumerate(CASES):
+        if only is not None and name not in only:
+            continue
         torch.manual_seed(3000 + i)
         m = getattr(torch.nn, layer)(*args, **kwargs)
         state = {"state." + k: v.clone() for k, v in m.state_dict().items()}
@@ -251,8 +263,11 @@ def make_cases() -> int:
 def main() -> None:
     os.makedirs(OUT, exist_ok=True)
     torch.set_default_dtype(torch.float32)
-    n = make_cases()
-    print(f"wrote {n} conv/pool fixture files to {os.path.normpath(OUT)}")
+    only = sys.argv[sys.argv.index("--only") + 1 :] if "--only" in sys.argv else None
+    if only is not None and set(only) - {c[0] for c in CASES}:
+        sys.exit(f"unknown cases: {sorted(set(only) - {c[0] for c in CASES})}")
+    n = make_cases(only)
+    print(f"wrote {n if only is None else len(only)} conv/pool fixture files to {os.path.normpath(OUT)}")
 
 
 if __name__ == "__main__":

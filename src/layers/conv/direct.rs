@@ -2,8 +2,8 @@
 //! image: each strip of consecutive outputs of an output slice (`NV` vectors) is an
 //! `MR x NV` register tile over `MR` output channels (12 x 2 vectors of 16 with AVX-512,
 //! 6 x 2 vectors of 8 with AVX2; at x-stride 1, where the channels fit the first badly,
-//! 8 x 3 / 4 x 2), and every (input channel, tap) step loads the strip's input in place
-//! — masked loads give the padding (masked lanes are never read) — and multiplies it by
+//! 8 x 3 / 4 x 2; for fewer than 8 output channels 4 x 4 / 4 x 2), and every (input
+//! channel, tap) step loads the strip's input in place — masked loads give the padding (masked lanes are never read) — and multiplies it by
 //! `MR` broadcast weights. No column matrix and no packing of the image. Where output
 //! rows are a multiple of the vector wide each vector is one run of one input row;
 //! other widths fill a vector from the two rows it spans (three for rows of 9 to 15
@@ -19,7 +19,7 @@ use crate::ops::lanes::{Features, Kernel, Lanes};
 use crate::ops::parallel::SyncPtr;
 
 /// The most taps one kernel window may have (the per-strip tables are arrays).
-const MAX_TAPS: usize = 64;
+const MAX_TAPS: usize = 128;
 /// Output rows at least this wide: a vector of 16 then spans at most three rows (of 8
 /// lanes, two).
 const MIN_ROW: usize = 8;
@@ -30,7 +30,8 @@ const MIN_ROW: usize = 8;
 struct Kind {
     runs: usize,
     s2: bool,
-    wide: bool,
+    /// Which of `Level::TILES`' shapes.
+    tile: usize,
 }
 
 /// A SIMD level's tile shapes.
@@ -41,8 +42,10 @@ trait Level: Lanes {
     /// left a third of the second tile idle). AVX-512: 12 x 2 and 8 x 3, 24
     /// accumulators of its 32 registers. AVX2: 6 x 2 (12 of 16) and 4 x 2; 4 x 3 left
     /// no register for the masks, and LLVM spilled accumulators in the masked loop.
-    /// (`run_strip` instantiates the same shapes.)
-    const TILES: [(usize, usize); 2] = if Self::LANES == 16 { [(12, 2), (8, 3)] } else { [(6, 2), (4, 2)] };
+    /// The third shape is for fewer than 8 output channels (an RGB output layer: 32 -> 3
+    /// channels, 9x9): 4 channels by 4 vectors with AVX-512, so each input vector feeds
+    /// 3-4 live rows instead of 3 of 12. (`run_strip` instantiates the same shapes.)
+    const TILES: [(usize, usize); 3] = if Self::LANES == 16 { [(12, 2), (8, 3), (4, 4)] } else { [(6, 2), (4, 2), (4, 2)] };
 }
 
 impl<V: Lanes> Level for V {}
@@ -67,20 +70,26 @@ impl<const P: usize, const S: usize, const MR: usize, const NV: usize> Kernel fo
 /// The instance of `StripTiles` that `kind` selects, with the tile shapes `($mr0, $nv0)`
 /// and `($mr1, $nv1)`, run at the level `$v`.
 macro_rules! strip_instances {
-    ($v:ty, ($mr0:literal, $nv0:literal), ($mr1:literal, $nv1:literal), $kind:expr, $args:expr) => {
-        match ($kind.runs, $kind.s2, $kind.wide) {
-            (1, false, false) => <$v>::run(StripTiles::<1, 1, $mr0, $nv0>($args)),
-            (2, false, false) => <$v>::run(StripTiles::<2, 1, $mr0, $nv0>($args)),
-            (_, false, false) => <$v>::run(StripTiles::<3, 1, $mr0, $nv0>($args)),
-            (1, true, false) => <$v>::run(StripTiles::<1, 2, $mr0, $nv0>($args)),
-            (2, true, false) => <$v>::run(StripTiles::<2, 2, $mr0, $nv0>($args)),
-            (_, true, false) => <$v>::run(StripTiles::<3, 2, $mr0, $nv0>($args)),
-            (1, false, true) => <$v>::run(StripTiles::<1, 1, $mr1, $nv1>($args)),
-            (2, false, true) => <$v>::run(StripTiles::<2, 1, $mr1, $nv1>($args)),
-            (_, false, true) => <$v>::run(StripTiles::<3, 1, $mr1, $nv1>($args)),
-            (1, true, true) => <$v>::run(StripTiles::<1, 2, $mr1, $nv1>($args)),
-            (2, true, true) => <$v>::run(StripTiles::<2, 2, $mr1, $nv1>($args)),
-            (_, true, true) => <$v>::run(StripTiles::<3, 2, $mr1, $nv1>($args)),
+    ($v:ty, ($mr0:literal, $nv0:literal), ($mr1:literal, $nv1:literal), ($mr2:literal, $nv2:literal), $kind:expr, $args:expr) => {
+        match ($kind.tile, $kind.runs, $kind.s2) {
+            (0, 1, false) => <$v>::run(StripTiles::<1, 1, $mr0, $nv0>($args)),
+            (0, 2, false) => <$v>::run(StripTiles::<2, 1, $mr0, $nv0>($args)),
+            (0, _, false) => <$v>::run(StripTiles::<3, 1, $mr0, $nv0>($args)),
+            (0, 1, true) => <$v>::run(StripTiles::<1, 2, $mr0, $nv0>($args)),
+            (0, 2, true) => <$v>::run(StripTiles::<2, 2, $mr0, $nv0>($args)),
+            (0, _, true) => <$v>::run(StripTiles::<3, 2, $mr0, $nv0>($args)),
+            (1, 1, false) => <$v>::run(StripTiles::<1, 1, $mr1, $nv1>($args)),
+            (1, 2, false) => <$v>::run(StripTiles::<2, 1, $mr1, $nv1>($args)),
+            (1, _, false) => <$v>::run(StripTiles::<3, 1, $mr1, $nv1>($args)),
+            (1, 1, true) => <$v>::run(StripTiles::<1, 2, $mr1, $nv1>($args)),
+            (1, 2, true) => <$v>::run(StripTiles::<2, 2, $mr1, $nv1>($args)),
+            (1, _, true) => <$v>::run(StripTiles::<3, 2, $mr1, $nv1>($args)),
+            (_, 1, false) => <$v>::run(StripTiles::<1, 1, $mr2, $nv2>($args)),
+            (_, 2, false) => <$v>::run(StripTiles::<2, 1, $mr2, $nv2>($args)),
+            (_, _, false) => <$v>::run(StripTiles::<3, 1, $mr2, $nv2>($args)),
+            (_, 1, true) => <$v>::run(StripTiles::<1, 2, $mr2, $nv2>($args)),
+            (_, 2, true) => <$v>::run(StripTiles::<2, 2, $mr2, $nv2>($args)),
+            (_, _, true) => <$v>::run(StripTiles::<3, 2, $mr2, $nv2>($args)),
         }
     };
 }
@@ -94,16 +103,17 @@ unsafe fn run_strip<V: Features>(kind: Kind, args: (&Strip, *const f32, &[f32], 
     // SAFETY: the caller's.
     unsafe {
         if V::LANES == 16 {
-            strip_instances!(V, (12, 2), (8, 3), kind, args)
+            strip_instances!(V, (12, 2), (8, 3), (4, 4), kind, args)
         } else {
-            strip_instances!(V, (6, 2), (4, 2), kind, args)
+            strip_instances!(V, (6, 2), (4, 2), (4, 2), kind, args)
         }
     }
 }
 
 /// Whether this kernel runs the forward: AVX2 (or AVX-512), one group, a 1-, 2- or 3-D
 /// window at dilation 1 and an x-stride of 1 or 2 (any y- and z-stride), output rows at
-/// least 8 wide, and at least 8 output channels (fewer waste most of a tile's rows).
+/// least 8 wide, at most `MAX_TAPS` taps (an 11x11 window); any number of output
+/// channels (fewer than 8 take the narrow tile).
 pub(crate) fn applies(g: &Geom, w_rows: usize) -> bool {
     crate::ops::cpu::has_avx2_fma()
         && g.groups == 1
@@ -111,7 +121,7 @@ pub(crate) fn applies(g: &Geom, w_rows: usize) -> bool {
         && g.dil == [1, 1, 1]
         && g.outs[2] >= MIN_ROW
         && g.kvol() <= MAX_TAPS
-        && w_rows >= 8
+        && w_rows >= 1
 }
 
 /// `out (N, Co, [OD,] OH, OW) = conv(img (N, C, [D,] H, W), w (Co, C, [kd,] kh, kw)) (+ bias)`
@@ -137,10 +147,11 @@ fn direct<V: Features>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, c
     // The second shape at x-stride 1 only: at stride 2 each vector costs two loads and
     // a permute, and three vectors per 8 broadcasts measured 1.8x slower (AVX-512, 64 ->
     // 128 channels at 16x16).
-    let [(mr0, _), (mr1, _)] = V::TILES;
+    let [(mr0, _), (mr1, _), _] = V::TILES;
     let waste = co.div_ceil(mr0) * mr0 * 8 >= co * 9;
     let wide = g.stride[2] == 1 && co.is_multiple_of(mr1) && waste;
-    let (mr, nv) = V::TILES[wide as usize];
+    let tile = if co < 8 { 2 } else { wide as usize };
+    let (mr, nv) = V::TILES[tile];
     let mut wp = vec![0f32; co.div_ceil(mr) * mr * depth];
     // SAFETY: `w` holds the (co, depth) row-major weight (asserted above), and `wp` the
     // co.div_ceil(mr) strips of mr x depth floats that `pack_left` writes.
@@ -164,7 +175,7 @@ fn direct<V: Features>(img: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, c
     } else {
         3
     };
-    let kind = Kind { runs, s2: g.stride[2] == 2, wide };
+    let kind = Kind { runs, s2: g.stride[2] == 2, tile };
     // A task is one strip of one output slice for a run of `nb` samples, which share
     // its tables of offsets and masks (with 8 input channels and 27 taps, building them
     // per sample took a quarter of a 3-D convolution's time): all samples where the
