@@ -554,3 +554,40 @@ def test_full_extent_slice_gradient_is_not_the_callers_tensor() -> None:
     g.add_(5)
     assert x.grad is not None
     np.testing.assert_array_equal(x.grad.numpy(), np.full((4, 3), 2.0, np.float32))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: nn.BatchNorm2d(4),
+        lambda: nn.LayerNorm(5),
+        lambda: nn.GroupNorm(2, 4),
+        lambda: nn.Conv2d(4, 4, 3, padding=1),
+        lambda: nn.Linear(5, 5),
+    ],
+)
+def test_fused_nodes_do_not_save_their_output(make) -> None:
+    """`layer -> ReLU(inplace=True)` / `LeakyReLU(inplace=True)` (torchvision's ResNets,
+    DCGAN) trains: a fused node whose backward does not read its result does not save it,
+    so an in-place write to the result is not refused, and the gradient is that of the
+    out-of-place activation."""
+    m = make()
+    x0 = np.random.default_rng(11).standard_normal((2, 4, 5, 5)).astype(np.float32)
+    grads = []
+    for act in (lambda y: y.relu_(), lambda y: nn.LeakyReLU(0.2, inplace=True)(y), lambda y: y.relu()):
+        x = cp.tensor(x0).requires_grad_()
+        y = act(m(x))
+        (y * y).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[2])
+    assert np.abs(grads[1] - grads[2]).max() > 0  # LeakyReLU passes the negatives' gradient
+
+
+def test_attention_saves_its_output_and_refuses_an_inplace_write() -> None:
+    """SDPA's backward reads its output (D = rowsum(dO * O)): writing it in place before
+    the backward is refused, as PyTorch refuses it."""
+    q = cp.randn(1, 2, 4, 8, requires_grad=True)
+    o = cp.nn.functional.scaled_dot_product_attention(q, q, q)
+    o.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        o.sum().backward()

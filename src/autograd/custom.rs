@@ -18,6 +18,11 @@ pub enum Op {
     One(Arc<Box<dyn CustomOp1 + Send + Sync>>),
     Two(Arc<Box<dyn CustomOp2 + Send + Sync>>),
     Three(Arc<Box<dyn CustomOp3 + Send + Sync>>),
+    /// An op whose backward reads its result (attention's output). Only these save it:
+    /// the others' `bwd` ignores the result, so their node neither keeps the output
+    /// alive nor refuses an in-place write to it (PyTorch saves a batch norm's input
+    /// and statistics, not its output, so `bn -> ReLU(inplace=True)` trains).
+    ReadsResult(Box<Op>),
 }
 
 impl Op {
@@ -30,12 +35,20 @@ impl Op {
     pub fn three(op: impl CustomOp3 + Send + Sync + 'static) -> Op {
         Op::Three(Arc::new(Box::new(op)))
     }
+    /// `self`, marked as reading its result in the backward.
+    pub fn reading_result(self) -> Op {
+        Op::ReadsResult(Box::new(self))
+    }
+    fn reads_result(&self) -> bool {
+        matches!(self, Op::ReadsResult(_))
+    }
 
     fn forward(&self, a: &[Tensor]) -> Result<Tensor> {
         match self {
             Op::One(o) => a[0].apply_op1_arc(o.clone()),
             Op::Two(o) => a[0].apply_op2_arc(&a[1], o.clone()),
             Op::Three(o) => a[0].apply_op3_arc(&a[1], &a[2], o.clone()),
+            Op::ReadsResult(o) => o.forward(a),
         }
     }
 
@@ -50,6 +63,7 @@ impl Op {
                 let (x, y, z) = o.bwd(&a[0], &a[1], &a[2], res, g)?;
                 vec![x, y, z]
             }
+            Op::ReadsResult(o) => o.backward(a, res, g)?,
         })
     }
 }
@@ -98,8 +112,11 @@ pub fn apply_with(name: &'static str, op: Op, inputs: &[&Value], composed: Optio
     let edges: Vec<Option<Edge>> = inputs.iter().map(|v| v.edge()).collect();
     let res = Value::plain(out);
     let mut saved: Vec<Saved> = inputs.iter().map(|v| Saved::input(v)).collect();
-    saved.push(Saved::output(&res, 0));
-    let node = Arc::new(Fused { name, base: NodeBase::new(edges, 1), saved: Mutex::new(Some(saved)), op, composed });
+    let reads = op.reads_result();
+    if reads {
+        saved.push(Saved::output(&res, 0));
+    }
+    let node = Arc::new(Fused { name, base: NodeBase::new(edges, 1), saved: Mutex::new(Some(saved)), op, composed, reads });
     Ok(Value { meta: Some(Meta::non_leaf(node, 0)), ..res })
 }
 
@@ -109,6 +126,8 @@ struct Fused {
     saved: Mutex<Option<Vec<Saved>>>,
     op: Op,
     composed: Option<Composed>,
+    /// The result was saved (last), for an op that reads it.
+    reads: bool,
 }
 
 impl Node for Fused {
@@ -121,7 +140,7 @@ impl Node for Fused {
     fn apply(&self, grads: Vec<Option<Value>>) -> Result<Vec<Option<Value>>> {
         let n = self.base.next.len();
         let Some((mut vals, g)) = unpack(&self.saved, self.name, grads)? else { return Ok(vec![None; n]) };
-        let res = vals.pop().expect("the result is saved last");
+        let res = if self.reads { vals.pop() } else { None };
         if grad_enabled() && (g.requires_grad() || vals.iter().any(|v| v.requires_grad())) {
             if let Some(f) = &self.composed {
                 let needs: Vec<bool> = self.base.next.iter().map(|e| e.is_some()).collect();
@@ -133,7 +152,10 @@ impl Node for Fused {
             )));
         }
         let ts: Vec<Tensor> = vals.iter().map(|v| v.data.clone()).collect();
-        let gs = self.op.backward(&ts, &res.data, &g.data.dense()?)?;
+        let g_dense = g.data.dense()?;
+        // An op that does not read its result is handed the gradient in its place (same
+        // shape and dtype; its `bwd` ignores the argument).
+        let gs = self.op.backward(&ts, res.as_ref().map_or(&g_dense, |r| &r.data), &g_dense)?;
         Ok(gs.into_iter().zip(&self.base.next).map(|(g, e)| if e.is_some() { g.map(|g| Value::plain(g.detach())) } else { None }).collect())
     }
     fn release(&self) {

@@ -251,6 +251,19 @@ impl PyTensor {
     fn is_cuda(&self) -> bool {
         self.t().device().is_cuda()
     }
+    /// Whether the tensor lives on Apple's GPU (the `metal` feature's device).
+    #[getter]
+    fn is_mps(&self) -> bool {
+        self.t().device().is_metal()
+    }
+    /// `is_conj()`: False (no tensor here carries a lazy conjugation bit).
+    fn is_conj(&self) -> bool {
+        false
+    }
+    /// `is_neg()`: False (no tensor here carries a lazy negation bit).
+    fn is_neg(&self) -> bool {
+        false
+    }
     fn dim(&self) -> usize {
         self.t().rank()
     }
@@ -661,3 +674,24 @@ fn legacy_type_name(dt: DT) -> &'static str {
         DT::F64 => "DoubleTensor",
     }
 }
+
+/// PyTorch's device-kind and layout flags that are always False here (no XPU, meta,
+/// MKL-DNN, Vulkan, IPU, MTIA, MAIA or XLA tensors; quantized tensors are `QTensor`s,
+/// not Tensors; no nested or CSR tensors): code that tests them (`input.is_xpu` in
+/// pytorch/examples' DCGAN) runs unchanged.
+macro_rules! false_flags {
+    ($($name:ident),*) => {
+        #[pymethods]
+        impl PyTensor {
+            $(
+            #[doc = concat!("`", stringify!($name), "`: always False here.")]
+            #[getter]
+            fn $name(&self) -> bool {
+                false
+            }
+            )*
+        }
+    };
+}
+
+false_flags!(is_xpu, is_meta, is_mkldnn, is_quantized, is_vulkan, is_ipu, is_mtia, is_maia, is_xla, is_nested, is_sparse_csr);

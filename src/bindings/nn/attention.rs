@@ -296,8 +296,12 @@ fn _sdpa(
                     }
                 };
                 let (q, k, v) = (prep(&qv, qs.is_some())?, prep(&kv, ks.is_some())?, prep(&vv, vs.is_some())?);
-                let mut y =
-                    custom::apply_with("ScaledDotProductFlashAttentionForCpuBackward0", custom::Op::three(op), &[&q, &k, &v], composed)?;
+                let mut y = custom::apply_with(
+                    "ScaledDotProductFlashAttentionForCpuBackward0",
+                    custom::Op::three(op).reading_result(),
+                    &[&q, &k, &v],
+                    composed,
+                )?;
                 if interleave {
                     y = ops::transpose(&y, rank - 1, rank)?;
                 }
