@@ -13,6 +13,7 @@
 //! summed the columns back into the image (col2im), a pass over `taps` copies of the
 //! image; a ResNet's 32 -> 64 stride-2 layer's input gradient took 2.8 ms there (torch:
 //! 1.4 ms). Stride 1 stays on the flipped-kernel forward (`implicit::adjoint`).
+use super::fwd_cl::MIN_PLANE;
 use super::wgrad_cl::Padded;
 use super::Geom;
 use crate::ops::cpu::has_avx2_fma;
@@ -31,7 +32,7 @@ const MIN_C: usize = 16;
 /// image channels, and (when it splits over threads) a sample per thread at least.
 pub(crate) fn applies(g: &Geom, par: bool) -> bool {
     let threads = if par { crate::ops::pool::num_threads() } else { 1 };
-    has_avx2_fma() && g.groups == 1 && g.stride != [1, 1, 1] && g.c >= MIN_C && g.n >= threads && g.ovol() > 0
+    has_avx2_fma() && g.groups == 1 && g.stride != [1, 1, 1] && g.c >= MIN_C && g.n >= threads && g.ovol() >= MIN_PLANE
 }
 
 /// img (N, C, *ins) = the adjoint of the convolution `g` applied to `a` (N, rows, *outs)
