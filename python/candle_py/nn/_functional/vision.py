@@ -52,15 +52,12 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Option
                 parts.append(_core.full(tuple(s), fill, dtype=out.dtype, device=out.device))
             out = _core.cat(parts, dim)
             continue
+        # Reflect and circular sizes were checked by `_check_index_pad`.
         if mode == "reflect":
-            if left >= size or right >= size:
-                raise ValueError(f"pad: reflect padding ({left}, {right}) must be smaller than the input size {size} in dim {dim}")
             idx = list(range(left, 0, -1)) + list(range(size)) + list(range(size - 2, size - 2 - right, -1))
         elif mode == "replicate":
             idx = [0] * left + list(range(size)) + [size - 1] * right
         elif mode == "circular":
-            if left > size or right > size:
-                raise ValueError(f"pad: circular padding ({left}, {right}) is larger than the input size {size} in dim {dim}")
             idx = [(j - left) % size for j in range(size + left + right)]
         else:
             raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
