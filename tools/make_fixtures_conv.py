@@ -212,6 +212,16 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     ("conv2d_depthwise_wide", "Conv2d", [8, 8, 3], {"groups": 8, "padding": 1}, (2, 8, 5, 56), {}),
     ("conv2d_depthwise_wide_k5_mult2", "Conv2d", [4, 8, 5], {"groups": 4, "padding": 2}, (1, 4, 6, 70), {}),
     # The direct kernel's narrow tile (fewer than 8 output channels) and windows of up to
+    # A window as large as the image (no padding): the three passes are plain GEMMs
+    # (src/layers/conv/dense.rs). DCGAN's discriminator head and generator input layer.
+    ("conv2d_dense_head", "Conv2d", [64, 1, 4], {}, (5, 64, 4, 4), {}),
+    ("conv1d_dense", "Conv1d", [6, 9, 7], {"bias": False}, (3, 6, 7), {}),
+    ("convt2d_dense_first", "ConvTranspose2d", [20, 32, 4], {}, (4, 20, 1, 1), {}),
+    # Under 16 input channels per group, strided: the weight gradient multiplies small
+    # blocks of columns on ops::sgemm, summed over threads (src/layers/conv/wgrad_cols.rs).
+    ("conv2d_wgrad_cols_s2", "Conv2d", [3, 32, 4], {"stride": 2, "padding": 1}, (3, 3, 16, 16), {}),
+    ("conv2d_wgrad_cols_7x7", "Conv2d", [3, 16, 7], {"stride": 2, "padding": 3, "bias": False}, (2, 3, 20, 20), {}),
+    ("convt2d_wgrad_cols", "ConvTranspose2d", [32, 3, 4], {"stride": 2, "padding": 1}, (2, 32, 8, 8), {}),
     # 121 taps (9x9, 11x11: style-transfer and RGB output layers).
     ("conv2d_narrow_k9", "Conv2d", [6, 3, 9], {"padding": 4}, (2, 6, 12, 19), {}),
     ("conv2d_narrow_k11_s2", "Conv2d", [4, 1, 11], {"stride": 2, "padding": 3}, (1, 4, 23, 40), {}),

@@ -15,7 +15,10 @@
 //! Its users are the implicit-GEMM convolution (`layers::conv::implicit`), whose
 //! right operand is packed straight from the image (`Right`), and the recurrent
 //! layers' time loop (`layers::recurrent`), whose weight is packed once for the small
-//! products of every step (`Packed`). Plain products stay on
+//! products of every step (`Packed`), and the convolutions' weight gradients and the
+//! adjoints of large weights (`layers::conv::passes`, `wgrad_cols`), whose operands are
+//! read transposed (a column-major right operand packs as 16 x 16 register transposes).
+//! Plain products stay on
 //! the `gemm` crate (`ops::gemm`): measured here on products of linear layers
 //! (1024 x 384 x 1152 and the like), the crate's kernels ran 15-40% faster than this
 //! one, whose row-major left operand costs a transposing pack; it won only where few
@@ -272,6 +275,16 @@ unsafe fn pack_right(nr: usize, b: Mat, (p0, kc): (usize, usize), (c0, cols): (u
                 dst[..live].copy_from_slice(src);
                 dst[live..].fill(0.0);
             }
+        } else if b.rs == 1 && b.cs > 0 {
+            // Column-major: the strip is the transpose of `live` contiguous columns.
+            if live < nr {
+                strip.fill(0.0);
+            }
+            // SAFETY: columns cb..cb + live, rows p0..p0 + kc are inside `b` (unit row
+            // stride, columns `cs` apart); `strip` holds kc rows of nr >= live floats.
+            unsafe {
+                super::transpose::transpose(b.ptr.offset(cb as isize * b.cs + p0 as isize), b.cs as usize, live, kc, strip.as_mut_ptr(), nr)
+            };
         } else {
             if live < nr {
                 strip.fill(0.0);

@@ -33,13 +33,19 @@
 //! rows of 32+ takes a dot-product kernel reading both in place (`wgrad`). The adjoint
 //! of a strided convolution with 16+ image channels (its input gradient, a strided
 //! transposed convolution) adds register tiles into a channels-last image (`adj_cl`).
-//! Depthwise convolutions (one input channel per group) run as direct loops over
-//! their planes in all three directions (`depthwise`), f32 and f64.
+//! With fewer than 16 channels, any stride, the weight gradient multiplies small blocks
+//! of columns on `ops::sgemm`, one sum per thread (`wgrad_cols`). Weights beyond L2
+//! (`BIG_WEIGHT`: adjoints) or gradients beyond 4 MiB (`GEMM_GRAD`) take the im2col GEMM
+//! on `ops::sgemm` instead of the register tiles, which stream the whole weight per run
+//! of positions. Depthwise convolutions (one input channel per group) run as direct
+//! loops over their planes in all three directions (`depthwise`), f32 and f64, and a
+//! window as large as the image is three plain GEMMs (`dense`).
 //!
 //! The threading policy (`par_ok`, `par_gemm`, `in_pool`, `for_chunks`) is
 //! `crate::ops::parallel`'s.
 
 mod adj_cl;
+mod dense;
 mod depthwise;
 mod direct;
 mod fwd_cl;
@@ -48,6 +54,7 @@ mod implicit;
 mod passes;
 mod wgrad;
 mod wgrad_cl;
+mod wgrad_cols;
 mod winograd;
 
 use crate::ops::float::Float;
@@ -150,6 +157,36 @@ impl Geom {
     }
 }
 
+/// Weight gradients of more than this many floats (4 MiB) take the im2col GEMM
+/// (`passes::conv_wgrad`, whose `ops::sgemm` product splits the gradient over the
+/// threads and writes each element once). The other kernels keep a gradient per thread
+/// and add into all of it once per chunk of positions (`wgrad_cl`: ~20 positions with
+/// 256 channels), so a gradient beyond L2 streams from L3 at every chunk. Batch 16,
+/// ms (torch): a 256 -> 512 channel 4 x 4 stride-2 layer at 8 x 8 (8 MB) 13-15 -> 6.2-6.9
+/// (7-9); 128 -> 256 at 16 x 16 (2 MB) ran 6.4-7.5 either way, 64 -> 128 at 32 x 32
+/// 5.6 with `wgrad_cl`, 8.8 with the GEMM.
+const GEMM_GRAD: usize = 1 << 20;
+
+/// Whether the weight gradient of `g` takes the im2col GEMM for its size (`GEMM_GRAD`).
+fn gemm_grad(g: &Geom, w_rows: usize) -> bool {
+    let (mg, kc, _) = dims(g, w_rows);
+    g.groups * mg * kc > GEMM_GRAD && crate::ops::sgemm::takes(mg, kc)
+}
+
+/// Weights of more than this many floats (1 MiB, a core's L2) do not fit the register
+/// tiles of `adj_cl`, which stream the whole weight once per run of 12 positions: the
+/// adjoint of such a strided convolution takes the im2col GEMM on `ops::sgemm` (see
+/// `passes::conv_adj`). Batch 16, ms (torch): the adjoint of 128 -> 256 channels at
+/// 16 x 16, 4 x 4 stride 2 (2 MB), 7.7 -> 6.5 (5.4-5.8); 64 -> 128 at 32 x 32 (512 KB)
+/// stays faster on `adj_cl` (6.8 against 7.3).
+pub(crate) const BIG_WEIGHT: usize = 1 << 18;
+
+/// Whether the weight of `g` is beyond `BIG_WEIGHT`.
+fn big_weight(g: &Geom, w_rows: usize) -> bool {
+    let (mg, kc, _) = dims(g, w_rows);
+    g.groups * mg * kc > BIG_WEIGHT
+}
+
 /// Which kernel a `ConvOp` runs forward: `Fwd(img, w) -> a` or `Adj(a, w) -> img`.
 #[derive(Clone, Copy, PartialEq)]
 pub(crate) enum Kind {
@@ -208,6 +245,20 @@ impl ConvOp {
         let keep = self.keep_cols.then_some(&*self.cols);
         let kept = self.cols.get().and_then(T::view);
         let par = self.parallel();
+        if dense::applies(&self.g) {
+            return in_pool(par, || match self.kind {
+                Kind::Fwd => dense::forward(a, b, bias, &self.g, self.w_rows),
+                Kind::Adj => dense::adjoint(a, b, bias, &self.g, self.w_rows),
+                Kind::WGrad => {
+                    let sink = self.bias_sink.as_deref();
+                    let (dw, db) = dense::weight_grad(a, b, &self.g, self.w_rows, sink.is_some());
+                    if let (Some(sink), Some(db)) = (sink, db) {
+                        let _ = sink.set(T::wrap(db));
+                    }
+                    dw
+                }
+            });
+        }
         if depthwise::applies(&self.g) {
             return in_pool(par, || match self.kind {
                 Kind::Fwd => depthwise::forward(a, b, bias, &self.g, self.w_rows),
@@ -238,18 +289,23 @@ impl ConvOp {
                 Kind::Fwd if implicit::applies(&self.g, self.w_rows) => {
                     Some(in_pool(par, || implicit::conv_fwd_implicit(a, b, bias, &self.g, self.w_rows, par)))
                 }
-                Kind::Adj if adj_cl::applies(&self.g, par) => {
+                Kind::Adj if adj_cl::applies(&self.g, par) && !big_weight(&self.g, self.w_rows) => {
                     Some(in_pool(par, || adj_cl::conv_adj_cl(a, b, bias, &self.g, self.w_rows, par)))
                 }
                 Kind::Adj => implicit::adjoint(&self.g, self.w_rows)
                     .map(|adj| in_pool(par, || implicit::conv_adj_implicit(a, b, bias, &self.g, &adj, self.w_rows, par))),
-                Kind::WGrad if wgrad_cl::applies(&self.g, par) || wgrad::applies(&self.g) => {
+                Kind::WGrad
+                    if !gemm_grad(&self.g, self.w_rows)
+                        && (wgrad_cl::applies(&self.g, par) || wgrad::applies(&self.g) || wgrad_cols::applies(&self.g, self.w_rows)) =>
+                {
                     let sink = self.bias_sink.as_deref();
                     let (dw, db) = in_pool(par, || {
                         if wgrad_cl::applies(&self.g, par) {
                             wgrad_cl::conv_wgrad_cl(a, b, &self.g, self.w_rows, par, sink.is_some())
-                        } else {
+                        } else if wgrad::applies(&self.g) {
                             wgrad::conv_wgrad_direct(a, b, &self.g, self.w_rows, par, sink.is_some())
+                        } else {
+                            wgrad_cols::conv_wgrad_cols(a, b, &self.g, self.w_rows, par, sink.is_some())
                         }
                     });
                     if let (Some(sink), Some(db)) = (sink, db) {
