@@ -165,10 +165,11 @@ pub(crate) fn conv_adj<T: Keep>(a: &[T], w: &[T], bias: Option<&[T]>, g: &Geom, 
     // f32 weights beyond L2 (`BIG_WEIGHT`) multiply on `ops::sgemm`, which reads the
     // transposed weight as it lies: a 256 -> 512 channel 4 x 4 layer's adjoint (batch 16)
     // 9.6 -> 6.8 ms (torch 5.8); smaller ones measured 5% faster on the `gemm` crate.
-    let sgemm_adj = g.groups * mg * kc > BIG_WEIGHT && takes(kc, per.min(g.n) * l);
+    let big = g.groups * mg * kc > BIG_WEIGHT;
     for (ci, o) in out.chunks_mut(per * g.c * iv).enumerate() {
         let (n0, nb) = (ci * per, o.len() / (g.c * iv));
         let nl = nb * l;
+        let sgemm_adj = big && takes(kc, nl);
         let ap = channel_major(&a[n0 * rows * l..(n0 + nb) * rows * l], nb, rows, l);
         let mut cols = filled(g.groups * kc * nl, |c| match (T::as_f32(w), T::as_f32(&ap)) {
             (Some(w32), Some(ap32)) if sgemm_adj => {
