@@ -241,6 +241,14 @@ impl ConvOp {
         let g = &self.g;
         par_gemm(g.n * g.groups * mg * kc * l) || par_ok(g.n * g.c * g.kvol() * l)
     }
+    /// A weight-gradient kernel's result: the gradient, with its bias sums handed to
+    /// `bias_sink` (kernels compute them only when there is one).
+    fn sink_bias<T: Keep>(&self, (dw, db): (Vec<T>, Option<Vec<T>>)) -> Vec<T> {
+        if let (Some(sink), Some(db)) = (self.bias_sink.as_deref(), db) {
+            let _ = sink.set(T::wrap(db));
+        }
+        dw
+    }
     fn run<T: Keep>(&self, a: &[T], b: &[T], bias: Option<&[T]>) -> Vec<T> {
         let keep = self.keep_cols.then_some(&*self.cols);
         let kept = self.cols.get().and_then(T::view);
@@ -249,28 +257,14 @@ impl ConvOp {
             return in_pool(par, || match self.kind {
                 Kind::Fwd => dense::forward(a, b, bias, &self.g, self.w_rows),
                 Kind::Adj => dense::adjoint(a, b, bias, &self.g, self.w_rows),
-                Kind::WGrad => {
-                    let sink = self.bias_sink.as_deref();
-                    let (dw, db) = dense::weight_grad(a, b, &self.g, self.w_rows, sink.is_some());
-                    if let (Some(sink), Some(db)) = (sink, db) {
-                        let _ = sink.set(T::wrap(db));
-                    }
-                    dw
-                }
+                Kind::WGrad => self.sink_bias(dense::weight_grad(a, b, &self.g, self.w_rows, self.bias_sink.is_some())),
             });
         }
         if depthwise::applies(&self.g) {
             return in_pool(par, || match self.kind {
                 Kind::Fwd => depthwise::forward(a, b, bias, &self.g, self.w_rows),
                 Kind::Adj => depthwise::adjoint(a, b, bias, &self.g, self.w_rows),
-                Kind::WGrad => {
-                    let sink = self.bias_sink.as_deref();
-                    let (dw, db) = depthwise::weight_grad(a, b, &self.g, self.w_rows, sink.is_some());
-                    if let (Some(sink), Some(db)) = (sink, db) {
-                        let _ = sink.set(T::wrap(db));
-                    }
-                    dw
-                }
+                Kind::WGrad => self.sink_bias(depthwise::weight_grad(a, b, &self.g, self.w_rows, self.bias_sink.is_some())),
             });
         }
         if let (Some(a), Some(b)) = (T::as_f32(a), T::as_f32(b)) {
@@ -298,20 +292,16 @@ impl ConvOp {
                     if !gemm_grad(&self.g, self.w_rows)
                         && (wgrad_cl::applies(&self.g, par) || wgrad::applies(&self.g) || wgrad_cols::applies(&self.g, self.w_rows)) =>
                 {
-                    let sink = self.bias_sink.as_deref();
-                    let (dw, db) = in_pool(par, || {
+                    let bias = self.bias_sink.is_some();
+                    Some(self.sink_bias(in_pool(par, || {
                         if wgrad_cl::applies(&self.g, par) {
-                            wgrad_cl::conv_wgrad_cl(a, b, &self.g, self.w_rows, par, sink.is_some())
+                            wgrad_cl::conv_wgrad_cl(a, b, &self.g, self.w_rows, par, bias)
                         } else if wgrad::applies(&self.g) {
-                            wgrad::conv_wgrad_direct(a, b, &self.g, self.w_rows, par, sink.is_some())
+                            wgrad::conv_wgrad_direct(a, b, &self.g, self.w_rows, par, bias)
                         } else {
-                            wgrad_cols::conv_wgrad_cols(a, b, &self.g, self.w_rows, par, sink.is_some())
+                            wgrad_cols::conv_wgrad_cols(a, b, &self.g, self.w_rows, par, bias)
                         }
-                    });
-                    if let (Some(sink), Some(db)) = (sink, db) {
-                        let _ = sink.set(Buf::F32(db));
-                    }
-                    Some(dw)
+                    })))
                 }
                 _ => None,
             };
