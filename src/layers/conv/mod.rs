@@ -182,7 +182,7 @@ fn gemm_grad(g: &Geom, w_rows: usize) -> bool {
 pub(crate) const BIG_WEIGHT: usize = 1 << 18;
 
 /// Whether the weight of `g` is beyond `BIG_WEIGHT`.
-fn big_weight(g: &Geom, w_rows: usize) -> bool {
+pub(crate) fn big_weight(g: &Geom, w_rows: usize) -> bool {
     let (mg, kc, _) = dims(g, w_rows);
     g.groups * mg * kc > BIG_WEIGHT
 }

@@ -165,7 +165,7 @@ pub(crate) fn conv_adj<T: Keep>(a: &[T], w: &[T], bias: Option<&[T]>, g: &Geom, 
     // f32 weights beyond L2 (`BIG_WEIGHT`) multiply on `ops::sgemm`, which reads the
     // transposed weight as it lies: a 256 -> 512 channel 4 x 4 layer's adjoint (batch 16)
     // 9.6 -> 6.8 ms (torch 5.8); smaller ones measured 5% faster on the `gemm` crate.
-    let big = g.groups * mg * kc > BIG_WEIGHT;
+    let big = big_weight(g, w_rows);
     for (ci, o) in out.chunks_mut(per * g.c * iv).enumerate() {
         let (n0, nb) = (ci * per, o.len() / (g.c * iv));
         let nl = nb * l;
@@ -266,9 +266,15 @@ pub(crate) fn conv_wgrad<T: Keep>(
     if direct {
         return acc;
     }
-    let mut out = vec![T::ZERO; g.groups * mg * kc];
-    for (o, t) in out.chunks_exact_mut(mg * kc).zip(acc.chunks_exact(mg * kc)) {
-        for (r, row) in o.chunks_exact_mut(kc).enumerate() {
+    from_transposed(&acc, mg, kc)
+}
+
+/// Per group, a transposed weight gradient dW^T (kc x mg) back in the weight's layout
+/// (mg x kc), for the kernels that multiply in the transposed order.
+pub(crate) fn from_transposed<T: Float>(t: &[T], mg: usize, kc: usize) -> Vec<T> {
+    let mut out = vec![T::ZERO; t.len()];
+    for (o, t) in out.chunks_exact_mut((mg * kc).max(1)).zip(t.chunks_exact((mg * kc).max(1))) {
+        for (r, row) in o.chunks_exact_mut(kc.max(1)).enumerate() {
             for (k, v) in row.iter_mut().enumerate() {
                 *v = t[k * mg + r];
             }
