@@ -188,6 +188,34 @@ def test_views_of_a_fused_qkv_projection_read_in_place() -> None:
     for i, tc in enumerate(conts):
         np.testing.assert_allclose(g[:, :, i].transpose(0, 2, 1, 3), np.asarray(tc.grad), rtol=0, atol=1e-6)
         assert np.abs(g[:, :, i]).sum() > 0
+    # The gradients come back in the views' (B, L, H, D) order, so the transpose
+    # backward of each view is contiguous (no transposing copy before the concatenation).
+    views = [qkv[:, :, i].transpose(1, 2) for i in range(3)]
+    grads = cp.autograd.grad((F.scaled_dot_product_attention(*views, attn_mask=mask) * cp.from_numpy(w)).sum(), views)
+    for i, gv in enumerate(grads):
+        assert gv.transpose(1, 2).is_contiguous(), f"gradient {i} not stored in (B, L, H, D) order: strides {gv.stride()}"
+        np.testing.assert_allclose(np.asarray(gv), np.asarray(conts[i].grad), rtol=0, atol=1e-6)
+
+
+def test_broadcast_key_view_gradient_is_summed_in_its_own_layout() -> None:
+    """A key/value transposed head view shared by every batch entry (shape (H, S, D)
+    against a (B, H, L, D) query): its gradient, stored (S, H, D), is the sum over the
+    batch, row by row, equal to the contiguous call's."""
+    B, L, S, H, D = 3, 21, 34, 4, 16
+    rng = np.random.default_rng(11)
+    qn = rng.standard_normal((B, H, L, D)).astype(np.float32)
+    kn, vn = (rng.standard_normal((S, H, D)).astype(np.float32) for _ in range(2))
+    kv = [cp.from_numpy(a).requires_grad_(True) for a in (kn, vn)]
+    kc = [cp.from_numpy(np.ascontiguousarray(a.transpose(1, 0, 2))).requires_grad_(True) for a in (kn, vn)]
+    w = cp.from_numpy(rng.standard_normal((B, H, L, D)).astype(np.float32))
+    q = cp.from_numpy(qn)
+    views = [t.transpose(0, 1) for t in kv]
+    grads = cp.autograd.grad((F.scaled_dot_product_attention(q, *views, is_causal=True) * w).sum(), views)
+    (F.scaled_dot_product_attention(q, *kc, is_causal=True) * w).sum().backward()
+    for gv, tc in zip(grads, kc):
+        assert gv.transpose(0, 1).is_contiguous(), f"strides {gv.stride()}"
+        np.testing.assert_allclose(np.asarray(gv), np.asarray(tc.grad), rtol=0, atol=1e-5)
+        assert np.abs(np.asarray(gv)).sum() > 0
 
 
 def test_no_grad_result_is_detached() -> None:

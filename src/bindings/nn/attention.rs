@@ -190,9 +190,33 @@ fn _sdpa(
     // Inputs the forward reads in place (transposed head views need no copy); the
     // rest get a contiguous copy in the compute dtype.
     let (qs, ks, vs) = (in_place(&q, cdt, rank), in_place(&k, cdt, rank), in_place(&v, cdt, rank));
-    let cont_q = (bcast_strides(&qb, l * d), d);
-    let cont_k = (bcast_strides(&kb2, s * d), d);
-    let cont_v = (bcast_strides(&vb2, s * dv), dv);
+    // An input read in place as the transposed view of (..., L, H, D) (heads D apart,
+    // rows at least H * D apart) gets its gradient in that order too: the caller's
+    // transpose backward is then contiguous, and the gradient of a fused QKV projection
+    // is one concatenation instead of three transposing copies first.
+    let token_major = |x: &Option<(Vec<usize>, usize)>, xb: &[usize], width: usize, dims: &[usize]| {
+        x.as_ref()
+            .is_some_and(|(st, rs)| rank > 0 && dims.len() >= 3 && xb[rank - 1] > 1 && st[rank - 1] == width && *rs >= xb[rank - 1] * width)
+    };
+    let grad_tm = [token_major(&qs, &qb, d, &qd), token_major(&ks, &kb2, d, &kd), token_major(&vs, &vb2, dv, &vd)];
+    // Batch strides and row stride of a gradient: contiguous, or (..., rows, H, width).
+    let grad_layout = |xb: &[usize], rows: usize, width: usize, tm: bool| {
+        if !tm {
+            return (bcast_strides(xb, rows * width), width);
+        }
+        let h = xb[rank - 1];
+        let mut st = vec![0; rank];
+        st[rank - 1] = width;
+        let mut acc = rows * h * width;
+        for a in (0..rank - 1).rev() {
+            st[a] = if xb[a] == 1 { 0 } else { acc };
+            acc *= xb[a];
+        }
+        (st, h * width)
+    };
+    let cont_q = grad_layout(&qb, l, d, grad_tm[0]);
+    let cont_k = grad_layout(&kb2, s, d, grad_tm[1]);
+    let cont_v = grad_layout(&vb2, s, dv, grad_tm[2]);
     let heads = if rank > 0 { ob[rank - 1] } else { 1 };
     // A query read as the transposed view of (..., L, H, d) gets its output in that
     // order too, so the caller's `transpose(1, 2).reshape(...)` costs no copy. Rows
@@ -283,7 +307,7 @@ fn _sdpa(
         });
         f
     });
-    let op = Sdpa { geo, geo_c, cfg, mask, out_shape, lse: Mutex::new(None) };
+    let op = Sdpa { geo, geo_c, grad_tm, cfg, mask, out_shape, lse: Mutex::new(None) };
     // Released GIL, on the active pool (`ops::pool`: ours after set_num_threads or a fork).
     let y = py
         .detach(|| {

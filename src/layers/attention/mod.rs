@@ -107,7 +107,8 @@ pub(crate) struct Geo {
     pub(crate) v_len: usize,
     /// Elements between consecutive rows (sequence positions) of q, k, v and the
     /// output. Both passes read transposed head views in place, so these need not
-    /// be d / dv; the backward writes its gradients in the contiguous geometry.
+    /// be d / dv; in the geometry of the gradients (`Sdpa::geo_c`) they are d / dv, or
+    /// H * d / H * dv where a gradient is stored (..., L, H, D).
     pub(crate) q_rs: usize,
     pub(crate) k_rs: usize,
     pub(crate) v_rs: usize,
@@ -199,9 +200,14 @@ pub(crate) fn storage_slice<'a, T: Float>(s: &'a Storage, l: &Layout) -> Result<
 
 pub(crate) struct Sdpa {
     pub(crate) geo: Geo,
-    /// The contiguous geometry of the inputs (where the backward writes their
-    /// gradients) when the forward's differs.
+    /// Where the backward writes the inputs' gradients when the forward's geometry
+    /// differs: contiguous, or (`grad_tm`) in the (..., L, H, D) order of an input read
+    /// as a transposed head view.
     pub(crate) geo_c: Option<Geo>,
+    /// Per input (q, k, v): its gradient is stored (..., L, H, D) and returned as the
+    /// transposed view, so that the caller's `transpose(1, 2)` backward (and a fused
+    /// projection's reshape) needs no transposing copy.
+    pub(crate) grad_tm: [bool; 3],
     pub(crate) cfg: Cfg,
     /// The additive mask in the compute dtype (its own, unexpanded shape).
     pub(crate) mask: Option<Tensor>,
@@ -226,7 +232,7 @@ impl Sdpa {
         // q, k, v are the tensors the forward read, and `self.geo` says where their rows
         // are (transposed head views of a fused projection included): they are read in
         // place, as are the output and its gradient, in the output's stored layout
-        // (`o_off` / `o_rs`). The gradients are written contiguously (`geo_c`).
+        // (`o_off` / `o_rs`). The gradients are written where `geo_c` says.
         let d_o = d_o.dense()?;
         let (gq, lq) = q.storage_and_layout();
         let (gk, lk) = k.storage_and_layout();
@@ -244,8 +250,17 @@ impl Sdpa {
         let x = Inputs { q: storage_from::<T>(&gq, lq)?, k: storage_from::<T>(&gk, lk)?, v: storage_from::<T>(&gv, lv)?, mask };
         let geo_out = self.geo_c.as_ref().unwrap_or(&self.geo);
         let (dq, dk, dv) = backward(&self.geo, geo_out, &self.cfg, x, storage_slice::<T>(&go, lo)?, storage_slice::<T>(&gd, ld)?, lse);
-        let dev = Device::Cpu;
-        Ok((Tensor::from_vec(dq, q.shape(), &dev)?, Tensor::from_vec(dk, k.shape(), &dev)?, Tensor::from_vec(dv, v.shape(), &dev)?))
+        let shaped = |g: Vec<T>, x: &Tensor, tm: bool| -> Result<Tensor> {
+            if !tm {
+                return Tensor::from_vec(g, x.shape(), &Device::Cpu);
+            }
+            let mut dims = x.dims().to_vec();
+            let r = dims.len();
+            dims.swap(r - 3, r - 2);
+            Tensor::from_vec(g, dims, &Device::Cpu)?.transpose(r - 3, r - 2)
+        };
+        let [tq, tk, tv] = self.grad_tm;
+        Ok((shaped(dq, q, tq)?, shaped(dk, k, tk)?, shaped(dv, v, tv)?))
     }
 }
 
