@@ -276,14 +276,13 @@ unsafe fn pack_right(nr: usize, b: Mat, (p0, kc): (usize, usize), (c0, cols): (u
                 dst[live..].fill(0.0);
             }
         } else if b.rs == 1 && b.cs > 0 {
-            // Column-major: the strip is the transpose of `live` contiguous columns.
-            if live < nr {
-                strip.fill(0.0);
-            }
+            // Column-major: the strip is the transpose of `live` contiguous columns, the
+            // columns past them zeros.
             // SAFETY: columns cb..cb + live, rows p0..p0 + kc are inside `b` (unit row
             // stride, columns `cs` apart); `strip` holds kc rows of nr >= live floats.
             unsafe {
-                super::transpose::transpose(b.ptr.offset(cb as isize * b.cs + p0 as isize), b.cs as usize, live, kc, strip.as_mut_ptr(), nr)
+                let src = b.ptr.offset(cb as isize * b.cs + p0 as isize);
+                super::transpose::transpose_padded(src, b.cs as usize, live, nr, kc, strip.as_mut_ptr(), nr)
             };
         } else {
             if live < nr {

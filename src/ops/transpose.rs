@@ -11,52 +11,72 @@ use super::cpu::{simd_level, Simd};
 /// `src` holds `chans` rows of `len` floats, `src_rs` apart; `dst` holds `len` rows of
 /// `chans` floats, `dst_ps` apart.
 pub(crate) unsafe fn transpose(src: *const f32, src_rs: usize, chans: usize, len: usize, dst: *mut f32, dst_ps: usize) {
+    // SAFETY: the caller's bounds, with no padding columns.
+    unsafe { transpose_padded(src, src_rs, chans, chans, len, dst, dst_ps) }
+}
+
+/// `transpose` into `cols >= chans` columns, those past `chans` zero: the blocks that
+/// straddle `chans` load zero registers for the missing rows, those past it store
+/// zeros. A partial panel of packed keys (an attention's 65th key, padded to 64
+/// columns) gets its zeros at the transposes' cost; a fill before the transpose was
+/// a `memset` per panel that took longer than the transposes themselves.
+///
+/// # Safety
+/// `src` holds `chans` rows of `len` floats, `src_rs` apart; `dst` holds `len` rows of
+/// `cols` floats, `dst_ps` apart.
+pub(crate) unsafe fn transpose_padded(src: *const f32, src_rs: usize, chans: usize, cols: usize, len: usize, dst: *mut f32, dst_ps: usize) {
     let side = match simd_level() {
         Simd::Avx512 => 16,
         Simd::Avx2 => 8,
         Simd::Plain => usize::MAX,
     };
-    for c0 in (0..chans).step_by(side.min(chans.max(1))) {
-        let c1 = c0.saturating_add(side).min(chans);
+    for c0 in (0..cols).step_by(side.min(cols.max(1))) {
+        let c1 = c0.saturating_add(side).min(cols);
+        // Rows of this block that exist in `src` (the rest read as zeros).
+        let live = chans.saturating_sub(c0).min(c1 - c0);
         for p0 in (0..len).step_by(side.min(len.max(1))) {
             let p1 = p0.saturating_add(side).min(len);
             #[cfg(target_arch = "x86_64")]
             if c1 - c0 == side && p1 - p0 == side {
-                // SAFETY: rows c0..c1 and positions p0..p1 lie in both buffers (the caller's
-                // bounds); the level says the CPU has the block routine's features.
+                // SAFETY: rows c0..c0 + live and positions p0..p1 lie in `src`, rows
+                // p0..p1 and columns c0..c1 in `dst` (the caller's bounds); the source
+                // pointer is formed only when a row is read. The level says the CPU has
+                // the block routine's features.
                 unsafe {
-                    let (s, d) = (src.add(c0 * src_rs + p0), dst.add(p0 * dst_ps + c0));
+                    let s = if live > 0 { src.add(c0 * src_rs + p0) } else { src };
+                    let d = dst.add(p0 * dst_ps + c0);
                     if side == 16 {
-                        transpose16(s, src_rs, d, dst_ps)
+                        transpose16(s, src_rs, live, d, dst_ps)
                     } else {
-                        transpose8(s, src_rs, d, dst_ps)
+                        transpose8(s, src_rs, live, d, dst_ps)
                     }
                 };
                 continue;
             }
             for c in c0..c1 {
                 for p in p0..p1 {
-                    // SAFETY: c < chans, p < len (the caller's bounds).
-                    unsafe { *dst.add(p * dst_ps + c) = *src.add(c * src_rs + p) };
+                    // SAFETY: c < cols, p < len in `dst`; c < chans in `src` (the caller's bounds).
+                    unsafe { *dst.add(p * dst_ps + c) = if c < chans { *src.add(c * src_rs + p) } else { 0.0 } };
                 }
             }
         }
     }
 }
 
-/// One 8 x 8 block: `dst[j * dst_ps + i] = src[i * src_rs + j]`, as `transpose16` with
-/// 256-bit registers (unpack, shuffle within 128-bit lanes, then `permute2f128`).
+/// One 8 x 8 block: `dst[j * dst_ps + i] = src[i * src_rs + j]` (0 for `i >= rows`), as
+/// `transpose16` with 256-bit registers (unpack, shuffle within 128-bit lanes, then
+/// `permute2f128`).
 ///
 /// # Safety
-/// The CPU has AVX2; 8 rows of 8 floats at `src` (`src_rs` apart) and at `dst`
-/// (`dst_ps` apart).
+/// The CPU has AVX2; `rows <= 8` rows of 8 floats at `src` (`src_rs` apart), 8 rows of 8
+/// at `dst` (`dst_ps` apart).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn transpose8(src: *const f32, src_rs: usize, dst: *mut f32, dst_ps: usize) {
+unsafe fn transpose8(src: *const f32, src_rs: usize, rows: usize, dst: *mut f32, dst_ps: usize) {
     use std::arch::x86_64::*;
     let mut r = [_mm256_setzero_ps(); 8];
-    for (i, x) in r.iter_mut().enumerate() {
-        // SAFETY: row i of the block (the caller).
+    for (i, x) in r.iter_mut().enumerate().take(rows) {
+        // SAFETY: row i < rows of the block (the caller).
         *x = unsafe { _mm256_loadu_ps(src.add(i * src_rs)) };
     }
     let mut t = [_mm256_setzero_ps(); 8];
@@ -82,21 +102,22 @@ unsafe fn transpose8(src: *const f32, src_rs: usize, dst: *mut f32, dst_ps: usiz
     }
 }
 
-/// One 16 x 16 block: `dst[j * dst_ps + i] = src[i * src_rs + j]`. Pairs of rows are
-/// interleaved (`unpack`), then 4 x 4 blocks formed within each 128-bit lane
-/// (`shuffle_ps`), then the lanes gathered (two rounds of `shuffle_f32x4`). Written
-/// element by element, the two copies took a quarter of the kernel's time.
+/// One 16 x 16 block: `dst[j * dst_ps + i] = src[i * src_rs + j]` (0 for `i >= rows`).
+/// Pairs of rows are interleaved (`unpack`), then 4 x 4 blocks formed within each
+/// 128-bit lane (`shuffle_ps`), then the lanes gathered (two rounds of
+/// `shuffle_f32x4`). Written element by element, the two copies took a quarter of the
+/// kernel's time.
 ///
 /// # Safety
-/// The CPU has AVX-512F; 16 rows of 16 floats at `src` (`src_rs` apart) and at `dst`
-/// (`dst_ps` apart).
+/// The CPU has AVX-512F; `rows <= 16` rows of 16 floats at `src` (`src_rs` apart), 16
+/// rows of 16 at `dst` (`dst_ps` apart).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn transpose16(src: *const f32, src_rs: usize, dst: *mut f32, dst_ps: usize) {
+unsafe fn transpose16(src: *const f32, src_rs: usize, rows: usize, dst: *mut f32, dst_ps: usize) {
     use std::arch::x86_64::*;
     let mut r = [_mm512_setzero_ps(); 16];
-    for (i, x) in r.iter_mut().enumerate() {
-        // SAFETY: row i of the block (the caller).
+    for (i, x) in r.iter_mut().enumerate().take(rows) {
+        // SAFETY: row i < rows of the block (the caller).
         *x = unsafe { _mm512_loadu_ps(src.add(i * src_rs)) };
     }
     // t[2q], t[2q + 1]: rows 2q and 2q + 1 interleaved, elements 0-1 and 2-3 of each lane.
@@ -145,6 +166,31 @@ mod tests {
                 for c in 0..dst_ps {
                     let want = if c < chans { src[c * src_rs + p] } else { -1.0 };
                     assert_eq!(dst[p * dst_ps + c], want, "{chans}x{len} at p={p} c={c}");
+                }
+            }
+        }
+    }
+
+    /// Padded columns: zeros past `chans` up to `cols` (blocks that straddle `chans`,
+    /// blocks wholly past it, ragged edges), nothing written past `cols`.
+    #[test]
+    fn padded_columns_are_zero() {
+        for (chans, cols, len) in [(1, 64, 64), (17, 48, 35), (0, 16, 16), (16, 32, 8), (5, 9, 70), (40, 40, 3)] {
+            let (src_rs, dst_ps) = (len + 3, cols + 5);
+            let src: Vec<f32> = (0..chans * src_rs).map(|v| v as f32 + 1.0).collect();
+            let mut dst = vec![-1f32; len * dst_ps];
+            // SAFETY: chans rows of len floats, src_rs apart; len rows of cols, dst_ps apart.
+            unsafe { transpose_padded(src.as_ptr(), src_rs, chans, cols, len, dst.as_mut_ptr(), dst_ps) };
+            for p in 0..len {
+                for c in 0..dst_ps {
+                    let want = if c < chans {
+                        src[c * src_rs + p]
+                    } else if c < cols {
+                        0.0
+                    } else {
+                        -1.0
+                    };
+                    assert_eq!(dst[p * dst_ps + c], want, "{chans}->{cols}x{len} at p={p} c={c}");
                 }
             }
         }

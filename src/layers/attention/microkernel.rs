@@ -42,20 +42,18 @@ pub(crate) fn panels(src: &[f32], slices: &[usize], rs: usize, s: usize, d: usiz
                 let j0 = pi * pw;
                 let keys = s.min(j0 + pw) - j0;
                 let inside = keys > 0 && (j0 + keys - 1) * rs + d <= src.len();
-                #[cfg(target_arch = "x86_64")]
-                if inside && matches!(simd, Simd::Avx2) {
-                    // SAFETY: `simd` says the CPU has AVX2; the check above keeps every read
-                    // element ((j0 + jj) * rs + dd, jj < keys, dd < d) inside `src`; `panel`
-                    // is d rows of pw >= keys floats, all written.
-                    unsafe { transpose_panel8(src.as_ptr().add(j0 * rs), rs, keys, d, pw, panel.as_mut_ptr() as *mut f32) };
-                    continue;
-                }
-                if inside && matches!(simd, Simd::Avx512) && pw * rs <= i32::MAX as usize {
-                    // SAFETY: `simd` says the CPU has AVX-512F; the check above keeps
-                    // every gathered element ((j0 + jj) * rs + dd, jj < keys, dd < d)
-                    // inside `src` and the gather's i32 offsets (< pw * rs) from
-                    // overflowing; `panel` is d rows of pw (a multiple of 16) floats, all written.
-                    unsafe { transpose_panel(src.as_ptr().add(j0 * rs), rs, keys, d, pw, panel.as_mut_ptr() as *mut f32) };
+                if inside && !matches!(simd, Simd::Plain) {
+                    // Square blocks transposed in registers (`ops::transpose`: 16 x 16 with
+                    // AVX-512, 8 x 8 with AVX2), the columns past the last key written as
+                    // zeros by the same blocks. The AVX-512 path was one masked 16-lane
+                    // gather per panel row segment: 0.8% of a GPT training step and 1.8%
+                    // of a ViT's (`perf`), mostly in the gathers.
+                    let out = panel.as_mut_ptr() as *mut f32;
+                    // SAFETY: `inside` keeps every read element ((j0 + jj) * rs + dd, jj <
+                    // keys, dd < d) inside `src`; `panel` is d rows of pw >= keys floats,
+                    // all written; `simd` is the CPU's level, which `transpose_padded`
+                    // dispatches on as well.
+                    unsafe { crate::ops::transpose::transpose_padded(src.as_ptr().add(j0 * rs), rs, keys, pw, d, out, pw) };
                     continue;
                 }
                 for (dd, prow) in panel.chunks_mut(pw).enumerate() {
@@ -117,110 +115,6 @@ pub(crate) fn pack(g: &Geo, k: &[f32], v: &[f32], simd: Simd) -> Packed {
         vp
     };
     Packed { kt, vp, sp, pw, dvp }
-}
-
-/// Panel row `dd` = element `dd` of keys 0..keys (rows `k_rs` apart), zeros up to `pw`:
-/// 16 keys per masked gather instead of one scattered store per element.
-///
-/// # Safety
-/// The CPU must support AVX-512F. `src` must be readable at `j * k_rs + dd` for every
-/// key `j < keys` and `dd < d`, with `16 * k_rs <= i32::MAX`; `dst` must point to
-/// `d * pw` writable floats, `pw` a multiple of 16.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn transpose_panel(src: *const f32, k_rs: usize, keys: usize, d: usize, pw: usize, dst: *mut f32) {
-    use std::arch::x86_64::*;
-    let lanes = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(k_rs as i32));
-    for dd in 0..d {
-        let mut jb = 0;
-        while jb < pw {
-            let live = keys.saturating_sub(jb).min(16);
-            let km: __mmask16 = if live >= 16 { 0xFFFF } else { ((1u32 << live) - 1) as __mmask16 };
-            let v = if km == 0 {
-                _mm512_setzero_ps()
-            } else {
-                // SAFETY: km != 0 means jb < keys, so `src.add(jb * k_rs + dd)` is key jb's
-                // element dd; lane l (enabled only for jb + l < keys) reads key jb + l's
-                // element dd, byte offset 4 * l * k_rs (fits the i32 lanes), inside `src`.
-                unsafe { _mm512_mask_i32gather_ps::<4>(_mm512_setzero_ps(), km, lanes, src.add(jb * k_rs + dd)) }
-            };
-            // SAFETY: dd < d and jb + 16 <= pw (pw a multiple of 16), so the 16 floats
-            // at dd * pw + jb are inside the d * pw of `dst`.
-            unsafe { _mm512_storeu_ps(dst.add(dd * pw + jb), v) };
-            jb += 16;
-        }
-    }
-}
-
-/// `transpose_panel` for AVX2, by 8 x 8 blocks (8 row loads, 24 shuffles, 8 stores):
-/// one strided scalar read per element made these transposes 6% of a GPT-size
-/// attention's forward and backward.
-///
-/// # Safety
-/// The CPU must support AVX2. `src` must be readable at `j * rs + dd` for every row
-/// `j < keys` and `dd < d`; `dst` must point to `d * pw` writable floats, `pw >= keys`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn transpose_panel8(src: *const f32, rs: usize, keys: usize, d: usize, pw: usize, dst: *mut f32) {
-    use std::arch::x86_64::*;
-    let (kb, db) = (keys / 8 * 8, d / 8 * 8);
-    // SAFETY: every read is element (j, dd) with j < keys, dd < d, and every write is
-    // panel row dd < d, column j < pw: the caller's bounds.
-    unsafe {
-        let mut j = 0;
-        while j < kb {
-            let mut dd = 0;
-            while dd < db {
-                let r: [__m256; 8] = std::array::from_fn(|i| _mm256_loadu_ps(src.add((j + i) * rs + dd)));
-                let t: [__m256; 8] = std::array::from_fn(|i| {
-                    let (a, b) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);
-                    if i % 2 == 0 {
-                        _mm256_unpacklo_ps(a, b)
-                    } else {
-                        _mm256_unpackhi_ps(a, b)
-                    }
-                });
-                // u[4h + q]: quarter q (keys 2 pairs) of half h (rows 0-3 or 4-7).
-                let u: [__m256; 8] = std::array::from_fn(|i| {
-                    let (h, q) = (i / 4, i % 4);
-                    let (a, b) = (t[4 * h + q / 2], t[4 * h + q / 2 + 2]);
-                    if q % 2 == 0 {
-                        _mm256_shuffle_ps::<0x44>(a, b)
-                    } else {
-                        _mm256_shuffle_ps::<0xEE>(a, b)
-                    }
-                });
-                for q in 0..4 {
-                    _mm256_storeu_ps(dst.add((dd + q) * pw + j), _mm256_permute2f128_ps::<0x20>(u[q], u[4 + q]));
-                    _mm256_storeu_ps(dst.add((dd + q + 4) * pw + j), _mm256_permute2f128_ps::<0x31>(u[q], u[4 + q]));
-                }
-                dd += 8;
-            }
-            for dd in db..d {
-                for i in 0..8 {
-                    *dst.add(dd * pw + j + i) = *src.add((j + i) * rs + dd);
-                }
-            }
-            j += 8;
-        }
-        for dd in 0..d {
-            for jj in kb..keys {
-                *dst.add(dd * pw + jj) = *src.add(jj * rs + dd);
-            }
-            for jj in keys..pw {
-                *dst.add(dd * pw + jj) = 0.0;
-            }
-        }
-    }
-}
-
-/// Stand-in off x86-64, so `pack` compiles there.
-///
-/// # Safety
-/// Never called: the packed kernel runs only on x86-64 with AVX-512. It panics.
-#[cfg(not(target_arch = "x86_64"))]
-pub(crate) unsafe fn transpose_panel(_: *const f32, _: usize, _: usize, _: usize, _: usize, _: *mut f32) {
-    unreachable!("the packed kernel runs only with AVX-512")
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]
