@@ -454,8 +454,9 @@ pub(crate) fn backward<T: Float>(g: &Geo, gc: &Geo, c: &Cfg, x: Inputs<T>, o: &[
     // The tiled products read query and output-gradient rows contiguous. Where they are
     // not (heads read in place from a fused projection, the output stored (B, L, H, Dv)),
     // they are copied here once, not per tile: every query block meets all the key
-    // blocks before it, so a causal GPT's 256 tokens in 32-key blocks copied each row
-    // 4-5 times, 0.5 ms of a 4.1 ms (4, 6, 256, 64) backward.
+    // blocks before it, so a causal GPT's 256 tokens in 64-key blocks copied each query
+    // and output-gradient row up to four times (2.5 on average), a non-causal ViT's 65
+    // twice (64 keys and 1).
     let dense_q = packed.is_some() && g.q_rs != d && d > 0;
     let dense_o = packed.is_some() && g.o_rs != dvn && dvn > 0;
     let q_rows = if dense_q { rows_dense(x.q, &g.q_off, g.q_rs, l, d) } else { Vec::new() };
