@@ -243,6 +243,52 @@ def test_view_follows_torch_stride_rule(case: list[Any]) -> None:
         exact(t.reshape(*new), t.contiguous().view(*new).numpy())  # reshape still works
 
 
+def test_view_of_a_strided_tensor_shares_its_storage() -> None:
+    """Splitting dims of a strided tensor (a column slice, one part of a fused
+    projection) is a view, as in PyTorch: same storage, PyTorch's strides, and in-place
+    writes through it reach the base. It was a copy, so the writes were lost."""
+    x = cp.arange(24.0).reshape(4, 6)
+    v = x[:, :4].view(4, 2, 2)
+    assert v.stride() == (6, 2, 1) and v.data_ptr() == x.data_ptr()
+    v.mul_(0)
+    exact(x, np.where(np.arange(6) < 4, 0.0, np.arange(24.0).reshape(4, 6)).astype(np.float32))
+
+    qkv = cp.arange(120.0).reshape(2, 5, 12)
+    k = qkv.split(4, dim=2)[1]
+    heads = k.view(2, 5, 2, 2)
+    assert heads.stride() == (60, 12, 2, 1)
+    exact(heads, np.arange(120.0, dtype=np.float32).reshape(2, 5, 12)[:, :, 4:8].reshape(2, 5, 2, 2))
+    heads.transpose(1, 2).add_(1000)
+    want = np.arange(120.0, dtype=np.float32).reshape(2, 5, 12)
+    want[:, :, 4:8] += 1000
+    exact(qkv, want)
+    r = k.reshape(2, 5, 1, 2, 2)  # reshape too, where it splits dims
+    assert r.stride()[:2] == (60, 12) and r.stride()[3:] == (2, 1) and r.data_ptr() == k.data_ptr()
+
+
+def test_view_of_a_strided_tensor_in_the_graph() -> None:
+    """An in-place op through the split view of a non-leaf writes into it, and the
+    gradient flows through the write (d/dleaf of sum(y) after y[..., 4:8] *= 3)."""
+    leaf = cp.ones(2, 5, 12, requires_grad=True)
+    y = leaf * 1
+    y[:, :, 4:8].view(2, 5, 2, 2).mul_(3)
+    assert float(y.sum()) == 2 * 5 * (8 + 4 * 3)
+    y.sum().backward()
+    want = np.ones((2, 5, 12), np.float32)
+    want[:, :, 4:8] = 3
+    exact(leaf.grad, want)
+
+
+def test_reshape_that_merges_strided_dims_copies() -> None:
+    """A transposed matrix flattened cannot be a view (PyTorch copies too): writes to
+    the result leave the source alone."""
+    t = cp.arange(6.0).reshape(2, 3).t()
+    r = t.reshape(6)
+    r[0] = 100.0
+    exact(t, np.arange(6.0, dtype=np.float32).reshape(2, 3).T)
+    exact(r, np.array([100.0, 3, 1, 4, 2, 5], np.float32))
+
+
 def test_view_as_follows_the_rule() -> None:
     t = cp.ones(2, 3).t()
     with pytest.raises(RuntimeError, match="view size is not compatible"):

@@ -301,6 +301,68 @@ pub fn reshape(x: &Value, shape: &Shape) -> Result<Value> {
     Ok(record_view("ViewBackward0", &[x], out, &[], false, version, move |_, g, _| Ok(vec![c(reshape(g, &from)?)])))
 }
 
+/// `x` seen as `dims` without a copy, where `x` is strided and each of its dims of size
+/// over 1 splits into consecutive dims of `dims` (size-1 dims anywhere): the heads view
+/// `q.view(B, L, H, D)` of one part of a fused projection, say. As PyTorch's `view` and
+/// `reshape`, the result shares `x`'s storage, so in-place writes through either reach
+/// both; `reshape` copied it before, and `view` then wrote into a copy. Built from
+/// Candle's views (squeeze, `unfold` to split a dim, permute, unsqueeze). None where the
+/// new shape merges dims of `x` (PyTorch's view can merge dims whose strides chain;
+/// those still take the copy) or a dim is too long for `unfold`'s float arithmetic.
+pub fn view_split(x: &Value, dims: &[usize]) -> Result<Option<Value>> {
+    let t = &x.data;
+    if t.elem_count() == 0 || t.elem_count() != dims.iter().product::<usize>() {
+        return Ok(None);
+    }
+    let old: Vec<usize> = t.dims().iter().copied().filter(|&d| d > 1).collect();
+    let new: Vec<usize> = dims.iter().copied().filter(|&d| d > 1).collect();
+    // The new dims each old one splits into.
+    let mut groups: Vec<&[usize]> = Vec::with_capacity(old.len());
+    let mut j = 0;
+    for &d in &old {
+        let (start, mut p) = (j, 1);
+        while p < d && j < new.len() {
+            p *= new[j];
+            j += 1;
+        }
+        // `unfold` computes the split dim's new size in f32.
+        if p != d || d >= 1 << 24 {
+            return Ok(None);
+        }
+        groups.push(&new[start..j]);
+    }
+    let mut v = t.clone();
+    for i in (0..t.rank()).rev() {
+        if t.dims()[i] == 1 {
+            v = v.squeeze(i)?;
+        }
+    }
+    // Old dim i keeps its group's first size; `unfold` appends each further one at the end
+    // (size `rest`, the old stride), splitting it again for the next.
+    let mut order = Vec::with_capacity(new.len());
+    let mut next = old.len();
+    for (i, g) in groups.iter().enumerate() {
+        order.push(i);
+        let (mut cur, mut rest) = (i, g[1..].iter().product::<usize>());
+        for &e in &g[1..] {
+            v = v.unfold(cur, rest, rest)?;
+            order.push(next);
+            (cur, next, rest) = (next, next + 1, rest / e);
+        }
+    }
+    let mut v = v.permute(order)?;
+    for (k, &d) in dims.iter().enumerate() {
+        if d == 1 {
+            v = v.unsqueeze(k)?;
+        }
+    }
+    if v.dims() != dims {
+        return Ok(None);
+    }
+    let from = t.shape().clone();
+    Ok(Some(record_view("ViewBackward0", &[x], v, &[], false, Some(x.version.clone()), move |_, g, _| Ok(vec![c(reshape(g, &from)?)]))))
+}
+
 /// `x.view(x.shape)` as the user wrote it: a new view node (PyTorch's `ViewBackward0`), so
 /// the result of a leaf is not itself a leaf. Internal callers use `reshape`, which
 /// returns `x` unchanged for its own shape.

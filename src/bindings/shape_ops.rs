@@ -103,6 +103,11 @@ fn to_shape(v: &Value, dims: Vec<usize>) -> candle_core::Result<Value> {
     if v.data.dims() == dims.as_slice() {
         return ops::view_same_shape(v);
     }
+    if !v.data.is_contiguous() {
+        if let Some(view) = ops::view_split(v, &dims)? {
+            return Ok(view);
+        }
+    }
     ops::reshape(v, &Shape::from(dims))
 }
 
