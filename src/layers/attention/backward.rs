@@ -378,7 +378,7 @@ fn transposed<T: Float>(g: &Geo, x: &Inputs<T>, simd: Simd) -> Option<Transposed
         )
     };
     let (pw, sp) = panel_width(g.s);
-    Some(Transposed { kt: panels(k, &g.k_slices, g.k_rs, g.s, g.d, simd), vt: panels(v, &g.v_slices, g.v_rs, g.s, g.dv, simd), sp, pw })
+    Some(Transposed { kt: panels(k, &g.k_slices, g.k_rs, g.s, g.d), vt: panels(v, &g.v_slices, g.v_rs, g.s, g.dv), sp, pw })
 }
 
 /// The `l` rows of `width` elements of each entry `n` (at `off[n] + i * rs` in `src`)

@@ -397,7 +397,7 @@ pub(crate) fn forward<T: Float>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec
                     std::slice::from_raw_parts(x.v.as_ptr() as *const f32, x.v.len()),
                 )
             };
-            Some(pack(g, k, v, simd))
+            Some(pack(g, k, v))
         } else {
             None
         };

@@ -26,9 +26,9 @@ pub(crate) fn panel_width(s: usize) -> (usize, usize) {
 
 /// The rows of each slice (`slices[u]` its start in `src`, `s` rows of `d` elements
 /// `rs` apart) transposed into (d x pw) panels of `pw` rows each (`panel_width(s)`),
-/// zero past the last row: `slices.len() * d * sp` floats, with the level's vector
-/// transposes (`simd`, the CPU's level).
-pub(crate) fn panels(src: &[f32], slices: &[usize], rs: usize, s: usize, d: usize, simd: Simd) -> Vec<f32> {
+/// zero past the last row: `slices.len() * d * sp` floats, by `ops::transpose_padded`
+/// (register blocks at the CPU's level, which it dispatches on).
+pub(crate) fn panels(src: &[f32], slices: &[usize], rs: usize, s: usize, d: usize) -> Vec<f32> {
     let (pw, sp) = panel_width(s);
     let nk = slices.len();
     // Panel p holds [d][pw] contiguous, so the micro-kernel streams it (a plain
@@ -42,7 +42,7 @@ pub(crate) fn panels(src: &[f32], slices: &[usize], rs: usize, s: usize, d: usiz
                 let j0 = pi * pw;
                 let keys = s.min(j0 + pw) - j0;
                 let inside = keys > 0 && (j0 + keys - 1) * rs + d <= src.len();
-                if inside && !matches!(simd, Simd::Plain) {
+                if inside {
                     // Square blocks transposed in registers (`ops::transpose`: 16 x 16 with
                     // AVX-512, 8 x 8 with AVX2), the columns past the last key written as
                     // zeros by the same blocks. The AVX-512 path was one masked 16-lane
@@ -51,8 +51,7 @@ pub(crate) fn panels(src: &[f32], slices: &[usize], rs: usize, s: usize, d: usiz
                     let out = panel.as_mut_ptr() as *mut f32;
                     // SAFETY: `inside` keeps every read element ((j0 + jj) * rs + dd, jj <
                     // keys, dd < d) inside `src`; `panel` is d rows of pw >= keys floats,
-                    // all written; `simd` is the CPU's level, which `transpose_padded`
-                    // dispatches on as well.
+                    // all written.
                     unsafe { crate::ops::transpose::transpose_padded(src.as_ptr().add(j0 * rs), rs, keys, pw, d, out, pw) };
                     continue;
                 }
@@ -93,13 +92,13 @@ pub(crate) unsafe fn dense_rows<T: Copy>(src: *const T, rs: usize, rows: usize, 
 
 /// K^T panels and V copied to contiguous rows of `dvp` columns (zero past dv), unless
 /// its rows already are (`dv` a multiple of 16, rows `dv` apart).
-pub(crate) fn pack(g: &Geo, k: &[f32], v: &[f32], simd: Simd) -> Packed {
+pub(crate) fn pack(g: &Geo, k: &[f32], v: &[f32]) -> Packed {
     let (s, d, dv) = (g.s, g.d, g.dv);
     let dvp = dv.div_ceil(16) * 16;
     let nv = g.v_slices.len();
     let v_rs = g.v_rs;
     let (pw, sp) = panel_width(s);
-    let kt = panels(k, &g.k_slices, g.k_rs, s, d, simd);
+    let kt = panels(k, &g.k_slices, g.k_rs, s, d);
     let vp = if dvp == dv && v_rs == dv {
         Vec::new()
     } else {
@@ -125,34 +124,22 @@ mod tests {
         (0..n).map(|i| ((i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) >> 20) as f32 / 4096.0 - 0.5).collect()
     }
 
-    /// `panels` equals the plain transpose with zero padding, for each level this CPU
-    /// has (and the scalar loop), over key counts around the 8-key blocks and panels.
+    /// `panels` equals the plain transpose with zero padding, over key counts around
+    /// the register blocks and panels, at this CPU's level (`CANDLE_PY_MAX_ISA` selects a
+    /// lower one; `ops::transpose`'s tests cover the blocks themselves).
     #[test]
     fn panels_are_the_transpose() {
-        let mut levels = vec![Simd::Plain];
-        if crate::ops::cpu::has_avx2_fma() {
-            levels.push(Simd::Avx2);
-        }
-        if crate::ops::cpu::has_avx512() {
-            levels.push(Simd::Avx512);
-        }
         for &(s, d, rs) in &[(5usize, 3usize, 3usize), (37, 16, 20), (100, 64, 64), (133, 21, 50)] {
             let slices = [0, 7];
             let src = data(7 + s * rs, 5);
             let (pw, sp) = panel_width(s);
-            for &simd in &levels {
-                let got = panels(&src, &slices, rs, s, d, simd);
-                assert_eq!(got.len(), 2 * d * sp);
-                for (u, &base) in slices.iter().enumerate() {
-                    for j in 0..sp {
-                        for dd in 0..d {
-                            let want = if j < s { src[base + j * rs + dd] } else { 0.0 };
-                            assert_eq!(
-                                got[u * d * sp + j / pw * d * pw + dd * pw + j % pw],
-                                want,
-                                "{simd:?} s={s} d={d} slice {u} key {j} dim {dd}"
-                            );
-                        }
+            let got = panels(&src, &slices, rs, s, d);
+            assert_eq!(got.len(), 2 * d * sp);
+            for (u, &base) in slices.iter().enumerate() {
+                for j in 0..sp {
+                    for dd in 0..d {
+                        let want = if j < s { src[base + j * rs + dd] } else { 0.0 };
+                        assert_eq!(got[u * d * sp + j / pw * d * pw + dd * pw + j % pw], want, "s={s} d={d} slice {u} key {j} dim {dd}");
                     }
                 }
             }
