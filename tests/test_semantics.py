@@ -279,6 +279,52 @@ def test_view_of_a_strided_tensor_in_the_graph() -> None:
     exact(leaf.grad, want)
 
 
+def test_stepped_slice_is_a_view() -> None:
+    """`x[:, ::2]` is a view as in PyTorch: its strides are the base's times the step,
+    it shares the storage, and in-place writes through it reach the base (they were
+    lost: the slice was a copy)."""
+    x = cp.arange(12.0).reshape(3, 4)
+    v = x[:, ::2]
+    assert v.shape == (3, 2) and v.stride() == (4, 2) and v.data_ptr() == x.data_ptr()
+    v.mul_(0)
+    exact(x, np.where(np.arange(4) % 2 == 0, 0.0, np.arange(12.0).reshape(3, 4)).astype(np.float32))
+
+    y = cp.arange(35.0).reshape(5, 7)
+    w = y[1::2, 1::3]
+    want = np.arange(35.0, dtype=np.float32).reshape(5, 7)
+    assert w.shape == (2, 2) and w.stride() == (14, 3) and w.storage_offset() == 8
+    exact(w, want[1::2, 1::3])
+    w.fill_(-1)
+    want[1::2, 1::3] = -1
+    exact(y, want)
+    one = y[::10]  # one index whatever the step: still a view
+    assert one.shape == (1, 7) and one.data_ptr() == y.data_ptr()
+    one.zero_()
+    want[0] = 0
+    exact(y, want)
+    # A dim too long for the view's arithmetic (2^24 elements spanned) reads a copy.
+    big = cp.arange(2**24 + 3, dtype=cp.int32)
+    exact(big[1::2][-2:], np.array([2**24 - 1, 2**24 + 1], np.int32))
+
+
+def test_stepped_slice_in_the_graph() -> None:
+    """Reading through a stepped view gives SliceBackward0 (PyTorch's node) and the
+    gradient lands at the stepped positions; a write through it into a non-leaf flows
+    back too."""
+    leaf = cp.arange(6.0, requires_grad=True)
+    z = leaf[1::2]
+    assert z.grad_fn.name() == "SliceBackward0"
+    (z * z).sum().backward()
+    exact(leaf.grad, np.array([0, 2, 0, 6, 0, 10], np.float32))
+
+    leaf2 = cp.ones(6, requires_grad=True)
+    y = leaf2 * 1
+    y[::2].mul_(3)
+    exact(y.detach(), np.array([3, 1, 3, 1, 3, 1], np.float32))
+    y.sum().backward()
+    exact(leaf2.grad, np.array([3, 1, 3, 1, 3, 1], np.float32))
+
+
 def test_reshape_that_merges_strided_dims_copies() -> None:
     """A transposed matrix flattened cannot be a view (PyTorch copies too): writes to
     the result leave the source alone."""

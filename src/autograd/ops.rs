@@ -446,10 +446,20 @@ pub fn index_select(x: &Value, idx: &Tensor, dim: usize) -> Result<Value> {
     index_selected(x, idx, dim, out)
 }
 
-/// `index_select`'s node over an `out` the caller computed (`x[:, ::2]` gathers by strides).
+/// `index_select`'s node over an `out` the caller computed (`x[:, ::2]` gathered by
+/// strides, where `step_view` cannot make a view).
 pub fn index_selected(x: &Value, idx: &Tensor, dim: usize, out: Tensor) -> Result<Value> {
-    let (idx, shape) = (idx.clone(), x.data.shape().clone());
-    Ok(record("IndexSelectBackward0", &[x], out, &[], false, move |_, g, _| {
+    Ok(record("IndexSelectBackward0", &[x], out, &[], false, scatter_back(idx.clone(), x.data.shape().clone(), dim)))
+}
+
+/// The backward of reading the rows `idx` of `dim` from a tensor of `shape`: each row of
+/// the gradient added back where it was read, into zeros.
+fn scatter_back(
+    idx: Tensor,
+    shape: Shape,
+    dim: usize,
+) -> impl Fn(&[Value], &Value, &[bool]) -> Result<Vec<Option<Value>>> + Send + Sync + 'static {
+    move |_, g, _| {
         // Under create_graph the gradient must be recorded: the differentiable index_add.
         if !(grad_enabled() && g.requires_grad()) {
             if let Some(gx) = index_select_grad(&g.data, &idx, &shape, dim)? {
@@ -458,7 +468,29 @@ pub fn index_selected(x: &Value, idx: &Tensor, dim: usize, out: Tensor) -> Resul
         }
         let z = Value::plain(Tensor::zeros(&shape, g.data.dtype(), g.data.device())?);
         Ok(vec![c(index_add(&z, &idx, g, dim)?)])
-    }))
+    }
+}
+
+/// `x[..., start::step]` along `dim` (`len` indices, `step > 1`) as a view sharing `x`'s
+/// storage, as PyTorch's basic slicing is: writes through it (`x[:, ::2].zero_()`)
+/// reach `x`. Candle's `unfold` with windows of one element `step` apart gives the
+/// strides. None where `len < 2` (a plain narrow covers it) or the dim is too long for
+/// `unfold`'s float arithmetic.
+pub fn step_view(x: &Value, dim: usize, start: usize, len: usize, step: usize) -> Result<Option<Value>> {
+    let span = match len {
+        0 | 1 => return Ok(None),
+        _ => (len - 1) * step + 1,
+    };
+    if span >= 1 << 24 {
+        return Ok(None);
+    }
+    let out = x.data.narrow(dim, start, span)?.unfold(dim, 1, step)?.squeeze(x.data.rank())?;
+    if out.dims()[dim] != len {
+        return Ok(None);
+    }
+    let idx = Tensor::from_vec((0..len).map(|i| (start + i * step) as u32).collect::<Vec<_>>(), len, x.data.device())?;
+    let formula = scatter_back(idx, x.data.shape().clone(), dim);
+    Ok(Some(record_view("SliceBackward0", &[x], out, &[], false, Some(x.version.clone()), formula)))
 }
 
 /// `index_select`'s gradient for a contiguous CPU float32/float64 `g`: one pass adding

@@ -1,7 +1,7 @@
 //! `x[key]` and `x[key] = value`.
 //!
 //! Basic keys (ints, slices with positive steps, None, Ellipsis) are resolved
-//! here: reads become narrow/squeeze views (plus an index_select for steps),
+//! here: reads become narrow/squeeze views (steps too: `ops::step_view`),
 //! writes go straight into the storage region the key names, so a write costs
 //! time proportional to the region, not the tensor. Advanced keys (integer or
 //! boolean tensors, lists, arrays) follow NumPy's rules, which PyTorch shares:
@@ -135,11 +135,17 @@ fn read_basic(t: &Value, plan: &[Dim]) -> candle_core::Result<Value> {
                 x = ops::select(&x, d, index)?;
             }
             Dim::Keep { start, len, step } => {
-                if step == 1 {
+                // One index or none: a narrow, whatever the step.
+                if step == 1 || len <= 1 {
                     if start != 0 || len != x.data.dims()[d] {
                         x = ops::narrow(&x, d, start, len)?;
                     }
                 } else {
+                    if let Some(v) = ops::step_view(&x, d, start, len, step)? {
+                        x = v;
+                        d += 1;
+                        continue;
+                    }
                     let idx: Vec<u32> = (0..len).map(|i| (start + i * step) as u32).collect();
                     let idx = Tensor::from_vec(idx, len, x.data.device())?;
                     if let Some(out) = crate::ops::layout::step_slice(&x.data, d, start, len, step) {

@@ -180,7 +180,7 @@ struct Row {
 
 /// One run: each side contiguous (stride 1), a repeated value (stride 0), or strided.
 #[inline(always)]
-fn inner<T: Copy, U, F: Fn(T, T) -> U>(row: &mut [MaybeUninit<U>], a: &[T], b: &[T], at: Row, f: &F) {
+fn inner<T: Copy, U: Copy, F: Fn(T, T) -> U>(row: &mut [MaybeUninit<U>], a: &[T], b: &[T], at: Row, f: &F) {
     let n = row.len();
     let Row { pl, pr, il, ir } = at;
     match (il, ir) {
@@ -201,9 +201,40 @@ fn inner<T: Copy, U, F: Fn(T, T) -> U>(row: &mut [MaybeUninit<U>], a: &[T], b: &
                 d.write(f(x, y));
             }
         }
-        _ => {
-            for (j, d) in row.iter_mut().enumerate() {
-                d.write(f(a[pl + j * il], b[pr + j * ir]));
+        (0, 0) => {
+            let v = f(a[pl], b[pr]);
+            for d in row.iter_mut() {
+                d.write(v);
+            }
+        }
+        // Strided sides (a stepped slice `x[..., ::2]`, a transposed view): iterators
+        // rather than indices, so there is no bounds check per element and LLVM can
+        // vectorize the even/odd loads of a step of 2.
+        (s, 1) => {
+            for ((d, &x), &y) in row.iter_mut().zip(a[pl..].iter().step_by(s)).zip(&b[pr..pr + n]) {
+                d.write(f(x, y));
+            }
+        }
+        (1, s) => {
+            for ((d, &x), &y) in row.iter_mut().zip(&a[pl..pl + n]).zip(b[pr..].iter().step_by(s)) {
+                d.write(f(x, y));
+            }
+        }
+        (s, 0) => {
+            let y = b[pr];
+            for (d, &x) in row.iter_mut().zip(a[pl..].iter().step_by(s)) {
+                d.write(f(x, y));
+            }
+        }
+        (0, s) => {
+            let x = a[pl];
+            for (d, &y) in row.iter_mut().zip(b[pr..].iter().step_by(s)) {
+                d.write(f(x, y));
+            }
+        }
+        (s, t) => {
+            for ((d, &x), &y) in row.iter_mut().zip(a[pl..].iter().step_by(s)).zip(b[pr..].iter().step_by(t)) {
+                d.write(f(x, y));
             }
         }
     }
@@ -215,7 +246,7 @@ fn inner<T: Copy, U, F: Fn(T, T) -> U>(row: &mut [MaybeUninit<U>], a: &[T], b: &
 /// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn inner_avx2<T: Copy, U, F: Fn(T, T) -> U>(row: &mut [MaybeUninit<U>], a: &[T], b: &[T], at: Row, f: &F) {
+unsafe fn inner_avx2<T: Copy, U: Copy, F: Fn(T, T) -> U>(row: &mut [MaybeUninit<U>], a: &[T], b: &[T], at: Row, f: &F) {
     inner(row, a, b, at, f)
 }
 
@@ -225,7 +256,7 @@ unsafe fn inner_avx2<T: Copy, U, F: Fn(T, T) -> U>(row: &mut [MaybeUninit<U>], a
 /// The CPU must support AVX-512F, AVX2 and FMA (`ops::cpu::has_avx512`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn inner_avx512<T: Copy, U, F: Fn(T, T) -> U>(row: &mut [MaybeUninit<U>], a: &[T], b: &[T], at: Row, f: &F) {
+unsafe fn inner_avx512<T: Copy, U: Copy, F: Fn(T, T) -> U>(row: &mut [MaybeUninit<U>], a: &[T], b: &[T], at: Row, f: &F) {
     inner(row, a, b, at, f)
 }
 
@@ -247,6 +278,13 @@ mod tests {
             (a.narrow(2, 1, 2)?, a.narrow(2, 0, 2)?),
             (Tensor::arange(1f32, 3.0, &dev)?.reshape((2, 1, 1))?, a.clone()),
             (Tensor::new(3f32, &dev)?.broadcast_as((2, 3, 4))?, a.clone()),
+            // Stepped views (`x[..., ::2]`: inner stride 2), against each kind of side.
+            (a.unfold(2, 1, 2)?.squeeze(3)?, a.narrow(2, 0, 2)?.contiguous()?),
+            (a.narrow(2, 0, 2)?.contiguous()?, a.unfold(2, 1, 2)?.squeeze(3)?),
+            (a.unfold(2, 1, 2)?.squeeze(3)?, Tensor::arange(1f32, 4.0, &dev)?.reshape((3, 1))?),
+            (Tensor::arange(1f32, 4.0, &dev)?.reshape((3, 1))?, a.unfold(2, 1, 3)?.squeeze(3)?),
+            (a.unfold(2, 1, 2)?.squeeze(3)?, a.narrow(2, 1, 3)?.unfold(2, 1, 2)?.squeeze(3)?),
+            (Tensor::new(2f32, &dev)?.broadcast_as((2, 3))?, Tensor::new(-1.5f32, &dev)?),
         ];
         for (l, r) in cases {
             for op in [Bin::Add, Bin::Sub, Bin::Mul, Bin::Div] {
