@@ -74,10 +74,28 @@ pub(crate) unsafe fn transpose_padded(src: *const f32, src_rs: usize, chans: usi
 #[target_feature(enable = "avx2")]
 unsafe fn transpose8(src: *const f32, src_rs: usize, rows: usize, dst: *mut f32, dst_ps: usize) {
     use std::arch::x86_64::*;
+    if rows == 0 {
+        // A block wholly past the rows: zeros (see `transpose16`).
+        for j in 0..8 {
+            // SAFETY: row j of the destination block (the caller).
+            unsafe { _mm256_storeu_ps(dst.add(j * dst_ps), _mm256_setzero_ps()) };
+        }
+        return;
+    }
+    // Constant loop lengths keep the rows in registers (see `transpose16`).
     let mut r = [_mm256_setzero_ps(); 8];
-    for (i, x) in r.iter_mut().enumerate().take(rows) {
-        // SAFETY: row i < rows of the block (the caller).
-        *x = unsafe { _mm256_loadu_ps(src.add(i * src_rs)) };
+    if rows >= 8 {
+        for (i, x) in r.iter_mut().enumerate() {
+            // SAFETY: row i < 8 <= rows of the block (the caller).
+            *x = unsafe { _mm256_loadu_ps(src.add(i * src_rs)) };
+        }
+    } else {
+        for (i, x) in r.iter_mut().enumerate() {
+            if i < rows {
+                // SAFETY: row i < rows of the block (the caller).
+                *x = unsafe { _mm256_loadu_ps(src.add(i * src_rs)) };
+            }
+        }
     }
     let mut t = [_mm256_setzero_ps(); 8];
     for q in 0..4 {
@@ -115,10 +133,30 @@ unsafe fn transpose8(src: *const f32, src_rs: usize, rows: usize, dst: *mut f32,
 #[target_feature(enable = "avx512f")]
 unsafe fn transpose16(src: *const f32, src_rs: usize, rows: usize, dst: *mut f32, dst_ps: usize) {
     use std::arch::x86_64::*;
+    if rows == 0 {
+        // A block wholly past the rows (a panel's padding): zeros, nothing to shuffle.
+        for j in 0..16 {
+            // SAFETY: row j of the destination block (the caller).
+            unsafe { _mm512_storeu_ps(dst.add(j * dst_ps), _mm512_setzero_ps()) };
+        }
+        return;
+    }
+    // Loops of constant length, so the rows stay in registers: a loop to `rows` left
+    // them in a stack array (16 zero stores, 16 stores and 16 reloads per block; perf:
+    // most of the transposes' time in a ViT's attention).
     let mut r = [_mm512_setzero_ps(); 16];
-    for (i, x) in r.iter_mut().enumerate().take(rows) {
-        // SAFETY: row i < rows of the block (the caller).
-        *x = unsafe { _mm512_loadu_ps(src.add(i * src_rs)) };
+    if rows >= 16 {
+        for (i, x) in r.iter_mut().enumerate() {
+            // SAFETY: row i < 16 <= rows of the block (the caller).
+            *x = unsafe { _mm512_loadu_ps(src.add(i * src_rs)) };
+        }
+    } else {
+        for (i, x) in r.iter_mut().enumerate() {
+            if i < rows {
+                // SAFETY: row i < rows of the block (the caller).
+                *x = unsafe { _mm512_loadu_ps(src.add(i * src_rs)) };
+            }
+        }
     }
     // t[2q], t[2q + 1]: rows 2q and 2q + 1 interleaved, elements 0-1 and 2-3 of each lane.
     let mut t = [_mm512_setzero_ps(); 16];
