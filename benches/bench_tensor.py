@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -99,6 +99,15 @@ def main() -> None:
     for shp in ((8, 64, 128), (2048, 64)):
         y, ty = pair(*shp)
         mid(f"softmax(-1) of {shp}", lambda: y.softmax(-1), (lambda: ty.softmax(-1)) if torch else None, "<= 1.0x")
+    # Stepped slices are strided views (as torch's): a rotary embedding's even/odd halves
+    # go straight into the broadcast kernels.
+    r, tr = pair(8, 256, 384)
+    cs, tcs = pair(256, 192)
+
+    def rot(x: Any, c: Any) -> Any:
+        return x[..., ::2] * c - x[..., 1::2] * c
+
+    mid("x[..., ::2] * c - x[..., 1::2] * c, (8, 256, 384)", lambda: rot(r, cs), (lambda: rot(tr, tcs)) if torch else None, "<= 1.0x")
 
     print_table(rows)
 
