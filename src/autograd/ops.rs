@@ -471,12 +471,12 @@ fn scatter_back(
     }
 }
 
-/// `x[..., start::step]` along `dim` (`len` indices, `step > 1`) as a view sharing `x`'s
-/// storage, as PyTorch's basic slicing is: writes through it (`x[:, ::2].zero_()`)
-/// reach `x`. Candle's `unfold` with windows of one element `step` apart gives the
-/// strides. None where `len < 2` (a plain narrow covers it) or the dim is too long for
-/// `unfold`'s float arithmetic.
-pub fn step_view(x: &Value, dim: usize, start: usize, len: usize, step: usize) -> Result<Option<Value>> {
+/// `x[..., start::step]` along `dim` (`len` indices, `step > 1`; `idx` holds them, for
+/// the backward's scatter) as a view sharing `x`'s storage, as PyTorch's basic slicing
+/// is: writes through it (`x[:, ::2].zero_()`) reach `x`. Candle's `unfold` with
+/// windows of one element `step` apart gives the strides. None where `len < 2` (a plain
+/// narrow covers it) or the dim is too long for `unfold`'s float arithmetic.
+pub fn step_view(x: &Value, dim: usize, start: usize, len: usize, step: usize, idx: &Tensor) -> Result<Option<Value>> {
     let span = match len {
         0 | 1 => return Ok(None),
         _ => (len - 1) * step + 1,
@@ -488,8 +488,7 @@ pub fn step_view(x: &Value, dim: usize, start: usize, len: usize, step: usize) -
     if out.dims()[dim] != len {
         return Ok(None);
     }
-    let idx = Tensor::from_vec((0..len).map(|i| (start + i * step) as u32).collect::<Vec<_>>(), len, x.data.device())?;
-    let formula = scatter_back(idx, x.data.shape().clone(), dim);
+    let formula = scatter_back(idx.clone(), x.data.shape().clone(), dim);
     Ok(Some(record_view("SliceBackward0", &[x], out, &[], false, Some(x.version.clone()), formula)))
 }
 

@@ -141,13 +141,15 @@ fn read_basic(t: &Value, plan: &[Dim]) -> candle_core::Result<Value> {
                         x = ops::narrow(&x, d, start, len)?;
                     }
                 } else {
-                    if let Some(v) = ops::step_view(&x, d, start, len, step)? {
+                    // The indices read: the view's backward scatters through them, and
+                    // the copies below gather by them where no view can be made.
+                    let idx: Vec<u32> = (0..len).map(|i| (start + i * step) as u32).collect();
+                    let idx = Tensor::from_vec(idx, len, x.data.device())?;
+                    if let Some(v) = ops::step_view(&x, d, start, len, step, &idx)? {
                         x = v;
                         d += 1;
                         continue;
                     }
-                    let idx: Vec<u32> = (0..len).map(|i| (start + i * step) as u32).collect();
-                    let idx = Tensor::from_vec(idx, len, x.data.device())?;
                     if let Some(out) = crate::ops::layout::step_slice(&x.data, d, start, len, step) {
                         x = ops::index_selected(&x, &idx, d, out)?;
                         d += 1;

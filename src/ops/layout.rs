@@ -75,8 +75,8 @@ pub(crate) fn copy(t: &Tensor) -> Result<Tensor> {
 }
 
 /// `t`'s every `step`-th index of `dim` from `start` (`len` of them), densely: the
-/// read of `x[:, a:b:step]` where `autograd::ops::step_view` makes no view. `None` where another path must run (not a CPU tensor of
-/// a plain element type).
+/// read of `x[:, a:b:step]` where `autograd::ops::step_view` makes no view. `None`
+/// where another path must run (not a CPU tensor of a plain element type).
 pub(crate) fn step_slice(t: &Tensor, dim: usize, start: usize, len: usize, step: usize) -> Option<Tensor> {
     if !t.device().is_cpu() {
         return None;
