@@ -160,7 +160,8 @@ pub fn run(roots: Vec<(Edge, Value)>, targets: &[Value], opts: &Options) -> Resu
 
 /// A slice's gradient the engine joins with the other pieces of its tensor's gradient
 /// (`ops::slice_grad`): the tensor `id`'s data goes at `start` along `dim` of a
-/// gradient `size` long there.
+/// gradient `size` long there, laid out in memory in the dims' `order` (outermost
+/// first; `None`: row-major), the sliced tensor's own.
 #[derive(Clone)]
 struct Piece {
     id: candle_core::TensorId,
@@ -168,6 +169,7 @@ struct Piece {
     dim: usize,
     start: usize,
     size: usize,
+    order: Option<Vec<usize>>,
 }
 
 thread_local! {
@@ -178,10 +180,10 @@ thread_local! {
 /// Take `data` as a piece of a gradient (see `Piece`) when a node's backward is being
 /// applied by `run`, which then routes the returned tensor to the pieces; false (pad
 /// it yourself) anywhere else.
-pub(crate) fn defer_piece(data: &Tensor, dim: usize, start: usize, size: usize) -> bool {
+pub(crate) fn defer_piece(data: &Tensor, dim: usize, start: usize, size: usize, order: Option<&[usize]>) -> bool {
     PIECES.with(|p| match p.borrow_mut().as_mut() {
         Some(v) => {
-            v.push(Piece { id: data.id(), data: data.clone(), dim, start, size });
+            v.push(Piece { id: data.id(), data: data.clone(), dim, start, size, order: order.map(<[usize]>::to_vec) });
             true
         }
         None => false,
@@ -190,10 +192,15 @@ pub(crate) fn defer_piece(data: &Tensor, dim: usize, start: usize, size: usize) 
 
 /// One gradient from pieces: per dim, pieces that do not overlap are laid side by side
 /// with zeros in the gaps (one `cat`: every element written once); overlapping ones
-/// are padded and summed. The parts of different dims are summed.
+/// are padded and summed. The parts of different dims are summed. Pieces of one dim
+/// that share a memory order (`Piece::order`) are joined in that order and returned as
+/// the permuted view: a ViT's `qkv[0], qkv[1], qkv[2]` of a permuted (B, T, 3, H, D)
+/// projection then join straight into (B, T, 3, H, D) memory, which the permute backward
+/// turns contiguous (joined row-major, the reshape after it copied everything again).
 fn join(mut pieces: Vec<Piece>) -> Result<Tensor> {
     pieces.sort_by_key(|p| (p.dim, p.start));
     let mut total: Option<Tensor> = None;
+    let one_dim = pieces.windows(2).all(|w| w[0].dim == w[1].dim);
     let mut i = 0;
     while i < pieces.len() {
         let dim = pieces[i].dim;
@@ -202,9 +209,19 @@ fn join(mut pieces: Vec<Piece>) -> Result<Tensor> {
         let apart = group.windows(2).all(|w| w[0].start + w[0].data.dims()[dim] <= w[1].start);
         let part = if apart {
             let first = &group[0].data;
+            // The memory order to join in: the pieces' common one, when they are this
+            // gradient's only parts.
+            let order = group[0].order.as_ref().filter(|o| one_dim && group.iter().all(|p| p.order.as_ref() == Some(*o)));
+            let ord = |t: Tensor| match order {
+                Some(o) => t.permute(o.clone()),
+                None => Ok(t),
+            };
             let zeros = |n: usize| {
                 let mut shape = first.dims().to_vec();
                 shape[dim] = n;
+                if let Some(o) = order {
+                    shape = o.iter().map(|&k| shape[k]).collect();
+                }
                 Tensor::zeros(shape, first.dtype(), first.device())
             };
             let mut parts: Vec<Tensor> = Vec::with_capacity(2 * group.len() + 1);
@@ -213,14 +230,24 @@ fn join(mut pieces: Vec<Piece>) -> Result<Tensor> {
                 if p.start > at {
                     parts.push(zeros(p.start - at)?);
                 }
-                parts.push(p.data.clone());
+                parts.push(ord(p.data.clone())?);
                 at = p.start + p.data.dims()[dim];
             }
             if group[0].size > at {
                 parts.push(zeros(group[0].size - at)?);
             }
             let refs: Vec<&Tensor> = parts.iter().collect();
-            crate::ops::layout::cat(&refs, dim)?
+            match order {
+                Some(o) => {
+                    let at = o.iter().position(|&k| k == dim).expect("the order holds every dim");
+                    let mut inv = vec![0; o.len()];
+                    for (pos, &k) in o.iter().enumerate() {
+                        inv[k] = pos;
+                    }
+                    crate::ops::layout::cat(&refs, at)?.permute(inv)?
+                }
+                None => crate::ops::layout::cat(&refs, dim)?,
+            }
         } else {
             let mut sum: Option<Tensor> = None;
             for p in &group {

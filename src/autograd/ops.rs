@@ -393,9 +393,31 @@ pub fn permute(x: &Value, dims: &[usize]) -> Result<Value> {
 pub fn narrow(x: &Value, dim: usize, start: usize, len: usize) -> Result<Value> {
     let out = x.data.narrow(dim, start, len)?;
     let size = x.data.dims()[dim];
+    let order = memory_order(&x.data);
     Ok(record_view("SliceBackward0", &[x], out, &[], false, Some(x.version.clone()), move |_, g, _| {
-        Ok(vec![c(slice_grad(g, dim, start, size)?)])
+        Ok(vec![c(slice_grad(g, dim, start, size, order.as_deref())?)])
     }))
+}
+
+/// The order of `t`'s dims in memory, outermost first, when its layout is a dense
+/// one with the dims permuted (a permuted view of a contiguous tensor); `None` when it
+/// is contiguous or not dense. A slice's gradient is laid out in this order
+/// (`engine::join`), so the permute backward that follows gets a contiguous tensor.
+fn memory_order(t: &Tensor) -> Option<Vec<usize>> {
+    if t.is_contiguous() || t.elem_count() == 0 {
+        return None;
+    }
+    let (dims, strides) = (t.dims(), t.stride());
+    let mut order: Vec<usize> = (0..dims.len()).collect();
+    order.sort_by(|&a, &b| strides[b].cmp(&strides[a]).then(a.cmp(&b)));
+    let mut acc = 1;
+    for &k in order.iter().rev() {
+        if dims[k] > 1 && strides[k] != acc {
+            return None;
+        }
+        acc *= dims[k];
+    }
+    Some(order)
 }
 
 /// The gradient of a slice (`narrow` / `select` backward): `g` (the slice's part, at
@@ -403,11 +425,11 @@ pub fn narrow(x: &Value, dim: usize, start: usize, len: usize) -> Result<Value> 
 /// nothing the engine takes `g` itself as a piece of its input's gradient
 /// (`engine::defer_piece`) and joins the pieces of one tensor in one pass: a ViT's
 /// `qkv[0], qkv[1], qkv[2]` made three full-size padded gradients and summed them.
-fn slice_grad(g: &Value, dim: usize, start: usize, size: usize) -> Result<Value> {
+fn slice_grad(g: &Value, dim: usize, start: usize, size: usize, order: Option<&[usize]>) -> Result<Value> {
     let len = g.data.dims()[dim];
     // A slice of the whole extent is the gradient itself: nothing to pad or join
     // (joining it as a lone piece would only copy it).
-    if len < size && !grad_enabled() && crate::autograd::engine::defer_piece(&g.data, dim, start, size) {
+    if len < size && !grad_enabled() && crate::autograd::engine::defer_piece(&g.data, dim, start, size, order) {
         return Ok(g.clone());
     }
     pad_zeros(g, dim, start, size - start - len)
@@ -575,8 +597,9 @@ pub fn force_contiguous(x: &Value, name: &'static str) -> Result<Value> {
 pub fn select(x: &Value, dim: usize, i: usize) -> Result<Value> {
     let out = x.data.narrow(dim, i, 1)?.squeeze(dim)?;
     let size = x.data.dims()[dim];
+    let order = memory_order(&x.data);
     Ok(record_view("SelectBackward0", &[x], out, &[], false, Some(x.version.clone()), move |_, g, _| {
-        Ok(vec![c(slice_grad(&unsqueeze(g, dim)?, dim, i, size)?)])
+        Ok(vec![c(slice_grad(&unsqueeze(g, dim)?, dim, i, size, order.as_deref())?)])
     }))
 }
 

@@ -106,7 +106,10 @@ fn gather(t: &Tensor, dims: &[usize], strides: &[usize], off: usize) -> Option<R
 
 /// `Tensor::cat` along `dim` for CPU tensors of one plain dtype: each output row (the
 /// dims before `dim`) is its inputs' blocks side by side, rows split over threads.
-/// Candle's cat copies on one thread. Other devices and dtypes go to Candle.
+/// Inputs are read where they lie, strided views included (a dense copy of each first
+/// wrote every element twice: the gradient of a ViT's `qkv[0], qkv[1], qkv[2]` joins
+/// three transposed views). Candle's cat copies on one thread. Other devices and dtypes
+/// go to Candle.
 pub(crate) fn cat(ts: &[&Tensor], dim: usize) -> Result<Tensor> {
     let first = ts.first().copied();
     let plain = first.is_some_and(|f| {
@@ -115,10 +118,9 @@ pub(crate) fn cat(ts: &[&Tensor], dim: usize) -> Result<Tensor> {
     if !plain {
         return Tensor::cat(ts, dim);
     }
-    let dense: Vec<Tensor> = ts.iter().map(|t| t.dense()).collect::<Result<_>>()?;
-    let f = &dense[0];
+    let f = ts[0];
     let mut dims = f.dims().to_vec();
-    for t in &dense[1..] {
+    for t in &ts[1..] {
         for (k, (&a, &b)) in f.dims().iter().zip(t.dims()).enumerate() {
             if k != dim && a != b {
                 // Candle's error names the shapes.
@@ -126,21 +128,21 @@ pub(crate) fn cat(ts: &[&Tensor], dim: usize) -> Result<Tensor> {
             }
         }
     }
-    dims[dim] = dense.iter().map(|t| t.dims()[dim]).sum();
+    dims[dim] = ts.iter().map(|t| t.dims()[dim]).sum();
     let outer: usize = dims[..dim].iter().product();
     let inner: usize = dims[dim + 1..].iter().product();
-    let pieces: Vec<usize> = dense.iter().map(|t| t.dims()[dim] * inner).collect();
-    let guards: Vec<_> = dense.iter().map(|t| t.storage_and_layout()).collect();
+    let pieces: Vec<usize> = ts.iter().map(|t| t.dims()[dim] * inner).collect();
+    let guards: Vec<_> = ts.iter().map(|t| t.storage_and_layout()).collect();
     macro_rules! each {
         ($($v:ident),*) => {
             match &*guards[0].0 {
                 $(Storage::Cpu(CpuStorage::$v(_)) => {
                     let mut srcs = Vec::with_capacity(guards.len());
                     for (st, l) in &guards {
-                        let (Storage::Cpu(CpuStorage::$v(s)), Some((a, b))) = (&**st, l.contiguous_offsets()) else {
+                        let Storage::Cpu(CpuStorage::$v(s)) = &**st else {
                             candle_core::bail!("cat: inputs of one dtype expected")
                         };
-                        srcs.push(Some(&s[a..b]));
+                        srcs.push(Some(Block::of(s, l.dims(), l.stride(), l.start_offset(), dim)));
                     }
                     Tensor::from_vec(cat_slices(&srcs, &pieces, outer, Zero::ZERO), dims, &Device::Cpu)
                 })*
@@ -149,6 +151,72 @@ pub(crate) fn cat(ts: &[&Tensor], dim: usize) -> Result<Tensor> {
         };
     }
     each!(U8, U32, I16, I32, I64, BF16, F16, F32, F64)
+}
+
+/// One input of `cat_slices`: a view whose dims before the cat dim index the output
+/// rows and whose dims from it on make one block per row, each side merged where laid
+/// out as one (`merge`).
+struct Block<'a, T> {
+    s: &'a [T],
+    off: usize,
+    /// The row dims and strides (merged); empty for a single row.
+    rows: (Vec<usize>, Vec<usize>),
+    /// The block dims and strides (merged).
+    block: (Vec<usize>, Vec<usize>),
+    /// Rows follow each other densely and blocks are dense: row `o` is
+    /// `s[off + o * len..][..len]`.
+    dense: bool,
+}
+
+impl<'a, T: Copy> Block<'a, T> {
+    /// The view (`dims`, `strides`, `off`) of `s`, its rows the indices of `dims[..dim]`.
+    fn of(s: &'a [T], dims: &[usize], strides: &[usize], off: usize, dim: usize) -> Self {
+        let len: usize = dims[dim..].iter().product();
+        let rows = if dims[..dim].iter().all(|&d| d == 1) { (Vec::new(), Vec::new()) } else { merge(&dims[..dim], &strides[..dim]) };
+        let block = merge(&dims[dim..], &strides[dim..]);
+        let dense = block.1 == [1] && (rows.0.is_empty() || (rows.0.len() == 1 && rows.1[0] == len));
+        Block { s, off, rows, block, dense }
+    }
+
+    /// A dense block: `len` elements from `off` (`of`'s `dense` layout).
+    fn contiguous(s: &'a [T], off: usize, len: usize) -> Self {
+        Block { s, off, rows: (Vec::new(), Vec::new()), block: (vec![len], vec![1]), dense: true }
+    }
+
+    /// Row `o`'s block, in row-major order, into `dst` (its length).
+    #[inline]
+    fn copy_row(&self, o: usize, dst: &mut [T]) {
+        if dst.is_empty() {
+            return;
+        }
+        if self.dense {
+            let a = self.off + o * dst.len();
+            dst.copy_from_slice(&self.s[a..a + dst.len()]);
+            return;
+        }
+        let (rd, rs) = (&self.rows.0, &self.rows.1);
+        let mut base = self.off;
+        let mut rest = o;
+        for k in (0..rd.len()).rev() {
+            base += (rest % rd[k]) * rs[k];
+            rest /= rd[k];
+        }
+        let (bd, bs) = (&self.block.0, &self.block.1);
+        let r = bd.len();
+        let (n, sn) = (bd[r - 1], bs[r - 1]);
+        for (row, piece) in dst.chunks_mut(n).enumerate() {
+            let start = base + row_start(bd, bs, row);
+            match sn {
+                1 => piece.copy_from_slice(&self.s[start..start + n]),
+                0 => piece.fill(self.s[start]),
+                _ => {
+                    for (j, v) in piece.iter_mut().enumerate() {
+                        *v = self.s[start + j * sn];
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// `t` with `left` and `right` zeros added along `dim` (Candle's `pad_with_zeros`, which
@@ -164,12 +232,12 @@ pub(crate) fn pad_zeros(t: &Tensor, dim: usize, left: usize, right: usize) -> Re
     let pieces = [left * inner, dims[dim] * inner, right * inner];
     dims[dim] += left + right;
     let (st, l) = x.storage_and_layout();
-    let Some((a, b)) = l.contiguous_offsets() else { candle_core::bail!("pad: expected a dense input") };
+    let Some((a, _)) = l.contiguous_offsets() else { candle_core::bail!("pad: expected a dense input") };
     macro_rules! each {
         ($($v:ident),*) => {
             match &*st {
                 $(Storage::Cpu(CpuStorage::$v(s)) => {
-                    Tensor::from_vec(cat_slices(&[None, Some(&s[a..b]), None], &pieces, outer, Zero::ZERO), dims, &Device::Cpu)
+                    Tensor::from_vec(cat_slices(&[None, Some(Block::contiguous(s, a, pieces[1])), None], &pieces, outer, Zero::ZERO), dims, &Device::Cpu)
                 })*
                 _ => {
                     drop(st);
@@ -183,7 +251,7 @@ pub(crate) fn pad_zeros(t: &Tensor, dim: usize, left: usize, right: usize) -> Re
 
 /// Rows of `outer` output rows, each the concatenation of `pieces[i]` elements of
 /// input `i`'s matching row (`None`: that many `zero`s).
-fn cat_slices<T: Copy + Send + Sync>(srcs: &[Option<&[T]>], pieces: &[usize], outer: usize, zero: T) -> Vec<T> {
+fn cat_slices<T: Copy + Send + Sync>(srcs: &[Option<Block<T>>], pieces: &[usize], outer: usize, zero: T) -> Vec<T> {
     let row: usize = pieces.iter().sum();
     let total = row * outer;
     if total == 0 {
@@ -198,7 +266,7 @@ fn cat_slices<T: Copy + Send + Sync>(srcs: &[Option<&[T]>], pieces: &[usize], ou
                 let mut at = 0;
                 for (src, &p) in srcs.iter().zip(pieces) {
                     match src {
-                        Some(src) => r[at..at + p].copy_from_slice(&src[o * p..(o + 1) * p]),
+                        Some(src) => src.copy_row(o, &mut r[at..at + p]),
                         None => r[at..at + p].fill(zero),
                     }
                     at += p;
@@ -410,6 +478,24 @@ mod tests {
         let want = Tensor::cat(&[&big, &big.narrow(2, 0, 7)?], 2)?;
         assert_eq!(cat(&[&big, &big.narrow(2, 0, 7)?], 2)?.flatten_all()?.to_vec1::<i64>()?, want.flatten_all()?.to_vec1::<i64>()?);
         assert!(cat(&[&a, &b], 0).is_err());
+        // Views read in place: permuted, broadcast (stride 0), stepped, size-1 and empty
+        // pieces, along each dim.
+        let p = Tensor::arange(0f32, 60.0, &dev)?.reshape((5, 4, 3))?.permute((2, 1, 0))?;
+        let views = [
+            a.affine(1.0, 1000.0)?,
+            p.clone(),
+            Tensor::arange(0f32, 5.0, &dev)?.broadcast_as((3, 4, 5))?,
+            Tensor::arange(0f32, 120.0, &dev)?.reshape((3, 4, 10))?.i((.., .., 1..10))?.unfold(2, 1, 2)?.squeeze(3)?,
+        ];
+        for dim in 0..3 {
+            let refs: Vec<&Tensor> = views.iter().collect();
+            let want = Tensor::cat(&refs, dim)?.flatten_all()?.to_vec1::<f32>()?;
+            assert_eq!(cat(&refs, dim)?.flatten_all()?.to_vec1::<f32>()?, want, "dim {dim}");
+            let one = p.narrow(dim, 1, 1)?;
+            let none = p.narrow(dim, 0, 0)?;
+            let want = Tensor::cat(&[&p, &one, &none], dim)?.flatten_all()?.to_vec1::<f32>()?;
+            assert_eq!(cat(&[&p, &one, &none], dim)?.flatten_all()?.to_vec1::<f32>()?, want, "dim {dim}");
+        }
         for dim in 0..3 {
             let want = a.pad_with_zeros(dim, 2, 1)?.flatten_all()?.to_vec1::<f32>()?;
             assert_eq!(pad_zeros(&a.transpose(0, 2)?.transpose(0, 2)?, dim, 2, 1)?.flatten_all()?.to_vec1::<f32>()?, want);
