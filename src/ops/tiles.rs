@@ -81,6 +81,19 @@ pub(crate) unsafe fn ukr<V: Lanes, const R: usize, const NC: usize>(
             kk += 1;
         }
     }
+    // The sums leave the registers once, into `tile`, which the epilogue reads (its
+    // rows are not unrolled). Indexed by the epilogue's loops, `acc` itself lived in
+    // memory: LLVM kept it in registers through the depth loop but also stored all
+    // R x NC sums to the stack at every step (24 stores beside 24 FMAs per step, in the
+    // attention's 6 x 64 tiles).
+    // SAFETY: the caller's level.
+    let mut tile = [[unsafe { V::zero() }; NC]; R];
+    for r in 0..R {
+        for cc in 0..NC {
+            tile[r][cc] = acc[r][cc];
+        }
+    }
+    let acc = tile;
     // SAFETY: r < R and cc < NC: `cp` is C's row r, columns LANES * cc.. + LANES, inside
     // C (writable, and readable when `add`); the mask load enables only lanes below
     // `live`, i.e. columns below `row_lim(r)`, which the caller keeps readable, at an
