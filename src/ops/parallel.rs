@@ -120,14 +120,30 @@ pub(crate) fn for_tasks(n: usize, par: bool, f: impl Fn(usize) + Sync) {
     }
 }
 
-/// `f(&mut ws, i)` for `i < n` as `for_tasks`, with scratch `ws` made by `init` once
-/// per run of consecutive tasks (a few runs per thread, claimed as threads free up,
-/// so that uneven tasks still balance).
+/// `f(&mut ws, i)` for `i < n` as `for_tasks` (each thread claims the next index as it
+/// finishes one), with scratch `ws` made by `init` once per thread that takes part.
+/// Tasks were claimed in runs of `n / 8` (scratch made per run): with a ViT's 96
+/// attention heads, a thread that finished its last run early waited for up to a whole
+/// run of the other's.
 pub(crate) fn for_tasks_init<W>(n: usize, par: bool, init: impl Fn() -> W + Sync, f: impl Fn(&mut W, usize) + Sync) {
-    let runs = if par { (4 * super::pool::num_threads()).min(n) } else { n.min(1) };
-    for_tasks(runs, par, |r| {
-        let mut ws = init();
-        (r * n / runs..(r + 1) * n / runs).for_each(|i| f(&mut ws, i));
+    if !par || n < 2 {
+        if n > 0 {
+            let mut ws = init();
+            (0..n).for_each(|i| f(&mut ws, i));
+        }
+        return;
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = super::pool::num_threads().clamp(1, n);
+    for_tasks(workers, true, |_| {
+        let mut ws: Option<W> = None;
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if i >= n {
+                return;
+            }
+            f(ws.get_or_insert_with(&init), i);
+        }
     });
 }
 

@@ -441,7 +441,7 @@ pub(crate) fn forward<T: Float>(g: &Geo, c: &Cfg, x: &Inputs<T>) -> (Vec<T>, Vec
         // loop, where a rayon worker would first have to be woken.
         crate::ops::team::for_each(tasks, &|t| run(&mut new_ws(), t));
     } else {
-        // Scratch is made once per run of tasks, a few runs per thread.
+        // Tasks claimed one at a time, scratch made once per thread.
         crate::ops::parallel::for_tasks_init(tasks, true, new_ws, run);
     }
     // SAFETY: the capacities are n * l * dv and n * l; the tasks (n, qb) cover every row
