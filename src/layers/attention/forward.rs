@@ -66,15 +66,17 @@ pub(crate) unsafe fn dot_f32_avx2(a: &[f32], b: &[f32]) -> f32 {
     r
 }
 
-/// `dot`, through `dot_f32_avx2` for f32 when the caller is compiled with FMA (the
-/// AVX2 / AVX-512 task variants, which only run on CPUs that have AVX2 and FMA).
+/// `dot`, through `dot_f32_avx2` for f32 when `FMA`: the caller must pass it only on
+/// CPUs that have AVX2 and FMA (the AVX2 / AVX-512 task variants, or a caller that
+/// checked `has_avx2_fma`).
 #[inline(always)]
 pub(crate) fn dot_any<T: Float, const FMA: bool>(a: &[T], b: &[T]) -> T {
     #[cfg(target_arch = "x86_64")]
     if FMA {
         if let (Some(a32), Some(b32)) = (as_f32(a), as_f32(b)) {
-            // SAFETY: FMA is true only in `fwd_task_avx2` / `fwd_task_avx512`, which run
-            // where `simd_level()` found AVX2 and FMA; T is f32 (`as_f32` said so), so
+            // SAFETY: FMA is true only on CPUs with AVX2 and FMA (the contract above: the
+            // task variants run where `simd_level()` found them, other callers check
+            // `has_avx2_fma`); T is f32 (`as_f32` said so), so
             // the result is read back at its own type.
             return unsafe {
                 let r = dot_f32_avx2(a32, b32);
