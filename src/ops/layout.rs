@@ -106,9 +106,10 @@ fn gather(t: &Tensor, dims: &[usize], strides: &[usize], off: usize) -> Option<R
 
 /// `Tensor::cat` along `dim` for CPU tensors of one plain dtype: each output row (the
 /// dims before `dim`) is its inputs' blocks side by side, rows split over threads.
-/// Inputs are read where they lie, strided views included (a dense copy of each first
-/// wrote every element twice: the gradient of a ViT's `qkv[0], qkv[1], qkv[2]` joins
-/// three transposed views). Candle's cat copies on one thread. Other devices and dtypes
+/// Inputs are read where they lie, strided views whose blocks are runs included (a
+/// dense copy of each first wrote every element twice: the gradient of a ViT's
+/// `qkv[0], qkv[1], qkv[2]` joins three permuted views). Candle's cat copies on one
+/// thread. Other devices and dtypes
 /// go to Candle.
 pub(crate) fn cat(ts: &[&Tensor], dim: usize) -> Result<Tensor> {
     let first = ts.first().copied();
@@ -118,13 +119,21 @@ pub(crate) fn cat(ts: &[&Tensor], dim: usize) -> Result<Tensor> {
     if !plain {
         return Tensor::cat(ts, dim);
     }
-    let f = ts[0];
+    // A view whose blocks are not runs (a transpose: its last dim strided) is copied
+    // densely first, by the tiled transpose; read in place, each row would gather one
+    // element per cache line.
+    let runs = |t: &Tensor| {
+        let l = t.layout();
+        merge(&l.dims()[dim..], &l.stride()[dim..]).1.last().is_some_and(|&s| s <= 1)
+    };
+    let ts: Vec<Tensor> = ts.iter().map(|t| if runs(t) { Ok((*t).clone()) } else { t.dense() }).collect::<Result<_>>()?;
+    let f = &ts[0];
     let mut dims = f.dims().to_vec();
     for t in &ts[1..] {
         for (k, (&a, &b)) in f.dims().iter().zip(t.dims()).enumerate() {
             if k != dim && a != b {
                 // Candle's error names the shapes.
-                return Tensor::cat(ts, dim);
+                return Tensor::cat(&ts, dim);
             }
         }
     }
@@ -146,7 +155,7 @@ pub(crate) fn cat(ts: &[&Tensor], dim: usize) -> Result<Tensor> {
                     }
                     Tensor::from_vec(cat_slices(&srcs, &pieces, outer, Zero::ZERO), dims, &Device::Cpu)
                 })*
-                _ => Tensor::cat(ts, dim),
+                _ => Tensor::cat(&ts, dim),
             }
         };
     }
@@ -478,12 +487,14 @@ mod tests {
         let want = Tensor::cat(&[&big, &big.narrow(2, 0, 7)?], 2)?;
         assert_eq!(cat(&[&big, &big.narrow(2, 0, 7)?], 2)?.flatten_all()?.to_vec1::<i64>()?, want.flatten_all()?.to_vec1::<i64>()?);
         assert!(cat(&[&a, &b], 0).is_err());
-        // Views read in place: permuted, broadcast (stride 0), stepped, size-1 and empty
-        // pieces, along each dim.
+        // Views: permuted with the last dim in place (rows gathered by strides) and
+        // transposed (copied densely first), broadcast (stride 0), stepped, size-1 and
+        // empty pieces, along each dim.
         let p = Tensor::arange(0f32, 60.0, &dev)?.reshape((5, 4, 3))?.permute((2, 1, 0))?;
         let views = [
             a.affine(1.0, 1000.0)?,
             p.clone(),
+            Tensor::arange(0f32, 60.0, &dev)?.reshape((4, 3, 5))?.permute((1, 0, 2))?,
             Tensor::arange(0f32, 5.0, &dev)?.broadcast_as((3, 4, 5))?,
             Tensor::arange(0f32, 120.0, &dev)?.reshape((3, 4, 10))?.i((.., .., 1..10))?.unfold(2, 1, 2)?.squeeze(3)?,
         ];
