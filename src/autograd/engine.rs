@@ -239,12 +239,9 @@ fn join(mut pieces: Vec<Piece>) -> Result<Tensor> {
             let refs: Vec<&Tensor> = parts.iter().collect();
             match order {
                 Some(o) => {
-                    let at = o.iter().position(|&k| k == dim).expect("the order holds every dim");
-                    let mut inv = vec![0; o.len()];
-                    for (pos, &k) in o.iter().enumerate() {
-                        inv[k] = pos;
-                    }
-                    crate::ops::layout::cat(&refs, at)?.permute(inv)?
+                    // Joined along `dim`'s place in the order, then viewed back.
+                    let inv = crate::autograd::ops::inverse_permutation(o);
+                    crate::ops::layout::cat(&refs, inv[dim])?.permute(inv)?
                 }
                 None => crate::ops::layout::cat(&refs, dim)?,
             }

@@ -381,12 +381,18 @@ pub fn transpose(x: &Value, d0: usize, d1: usize) -> Result<Value> {
     Ok(record_view("TransposeBackward0", &[x], out, &[], false, Some(x.version.clone()), move |_, g, _| Ok(vec![c(transpose(g, d0, d1)?)])))
 }
 
-pub fn permute(x: &Value, dims: &[usize]) -> Result<Value> {
-    let out = x.data.permute(dims.to_vec())?;
+/// The permutation that undoes `dims` (`inv[dims[i]] = i`).
+pub(crate) fn inverse_permutation(dims: &[usize]) -> Vec<usize> {
     let mut inv = vec![0; dims.len()];
     for (i, &d) in dims.iter().enumerate() {
         inv[d] = i;
     }
+    inv
+}
+
+pub fn permute(x: &Value, dims: &[usize]) -> Result<Value> {
+    let out = x.data.permute(dims.to_vec())?;
+    let inv = inverse_permutation(dims);
     Ok(record_view("PermuteBackward0", &[x], out, &[], false, Some(x.version.clone()), move |_, g, _| Ok(vec![c(permute(g, &inv)?)])))
 }
 

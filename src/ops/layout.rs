@@ -109,8 +109,7 @@ fn gather(t: &Tensor, dims: &[usize], strides: &[usize], off: usize) -> Option<R
 /// Inputs are read where they lie, strided views whose blocks are runs included (a
 /// dense copy of each first wrote every element twice: the gradient of a ViT's
 /// `qkv[0], qkv[1], qkv[2]` joins three permuted views). Candle's cat copies on one
-/// thread. Other devices and dtypes
-/// go to Candle.
+/// thread. Other devices and dtypes go to Candle.
 pub(crate) fn cat(ts: &[&Tensor], dim: usize) -> Result<Tensor> {
     let first = ts.first().copied();
     let plain = first.is_some_and(|f| {
@@ -203,13 +202,7 @@ impl<'a, T: Copy> Block<'a, T> {
             dst.copy_from_slice(&self.s[a..a + dst.len()]);
             return;
         }
-        let (rd, rs) = (&self.rows.0, &self.rows.1);
-        let mut base = self.off;
-        let mut rest = o;
-        for k in (0..rd.len()).rev() {
-            base += (rest % rd[k]) * rs[k];
-            rest /= rd[k];
-        }
+        let base = self.off + offset_of(&self.rows.0, &self.rows.1, o);
         let (bd, bs) = (&self.block.0, &self.block.1);
         let r = bd.len();
         let (n, sn) = (bd[r - 1], bs[r - 1]);
@@ -370,9 +363,15 @@ fn merge(dims: &[usize], strides: &[usize]) -> (Vec<usize>, Vec<usize>) {
 /// The source offset of row `row` (a row: the last dim) of the merged view.
 #[inline]
 fn row_start(d: &[usize], s: &[usize], row: usize) -> usize {
-    let mut o = row;
+    offset_of(&d[..d.len() - 1], &s[..s.len() - 1], row)
+}
+
+/// The offset of element `i` (in row-major order) of the view (`d`, `s`).
+#[inline]
+fn offset_of(d: &[usize], s: &[usize], i: usize) -> usize {
+    let mut o = i;
     let mut p = 0;
-    for k in (0..d.len() - 1).rev() {
+    for k in (0..d.len()).rev() {
         p += (o % d[k]) * s[k];
         o /= d[k];
     }
