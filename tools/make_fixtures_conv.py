@@ -228,6 +228,10 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     ("conv1d_narrow_k7", "Conv1d", [5, 2, 7], {"padding": 3}, (3, 5, 37), {}),
     ("conv3d_narrow_co5", "Conv3d", [3, 5, 3], {"padding": 1}, (1, 3, 4, 6, 16), {}),
     ("conv2d_k9_co12", "Conv2d", [3, 12, 9], {"padding": 4}, (1, 3, 10, 20), {}),
+    # "same" with an even window pads one more at the end than at the start: the
+    # channels-last weight gradient's padded copy reaches past `pad` there.
+    ("conv2d_same_even_wgrad_cl", "Conv2d", [16, 20, (4, 2)], {"padding": "same"}, (2, 16, 9, 10), {}),
+    ("conv3d_same_even_wgrad_cl", "Conv3d", [16, 8, (2, 3, 4)], {"padding": "same", "bias": False}, (1, 16, 4, 5, 6), {}),
 ]
 
 

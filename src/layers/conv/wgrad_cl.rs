@@ -64,7 +64,11 @@ pub(super) struct Padded {
 
 impl Padded {
     pub(super) fn new(g: &Geom) -> Padded {
-        let dims: [usize; 3] = std::array::from_fn(|a| g.ins[a] + 2 * g.pad[a]);
+        // Past the image, as far as the last window reaches: `pad` after it, or further
+        // where the padding at the end is wider than at the start ("same" with an even
+        // window pads one more at the end).
+        let dims: [usize; 3] =
+            std::array::from_fn(|a| (g.ins[a] + 2 * g.pad[a]).max((g.outs[a].max(1) - 1) * g.stride[a] + g.dil[a] * (g.k[a] - 1) + 1));
         let cgp = (g.c / g.groups).next_multiple_of(CH_BLOCK);
         let cp = cgp * g.groups;
         let taps = (0..g.kvol())
