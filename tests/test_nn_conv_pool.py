@@ -767,6 +767,67 @@ def test_winograd_shapes_keep_the_direct_sums_infinities(bad: float) -> None:
     np.testing.assert_allclose(xg.grad.numpy(), xg64.grad.numpy(), rtol=1e-4, atol=1e-4)
 
 
+def test_winograd_1d_geometries_follow_the_float64_path() -> None:
+    """1-D stride-1 convolutions with 2 to 7 taps and 16+ channels each side run as
+    Winograd F(9 - r, r) in float32 (forward and input gradient; transposed ones too):
+    40 random ones (every tap count, lengths from one tile to several blocks, pads from 0
+    to past the window, channel counts off the vectors, 1 to 3 samples) give the float64
+    (im2col) path's output and gradients."""
+    rng = np.random.default_rng(45)
+    ran = 0
+    for _ in range(40):
+        transposed = bool(rng.random() < 0.3)
+        cin, cout = (int(rng.choice([16, 17, 24, 33, 64])) for _ in range(2))
+        k = int(rng.integers(2, 8))
+        pad = int(rng.integers(0, k + 2))
+        size = int(rng.choice([int(rng.integers(9, 80)), 700]))
+        n = int(rng.choice([1, 2, 3]))
+        if transposed:
+            pad = min(pad, k - 1)
+        out = size + k - 1 - 2 * pad if transposed else size + 2 * pad - k + 1
+        if out < 9:
+            continue
+        x = rng.standard_normal((n, cin, size)).astype(np.float32)
+        w = (rng.standard_normal((cin, cout, k) if transposed else (cout, cin, k)) * 0.1).astype(np.float32)
+        b = rng.standard_normal(cout).astype(np.float32)
+        g = rng.standard_normal((n, cout, out)).astype(np.float32)
+        op = F.conv_transpose1d if transposed else F.conv1d
+        got = []
+        for dtype in (cp.float32, cp.float64):
+            xt, wt, bt = (cp.tensor(v, dtype=dtype).requires_grad_() for v in (x, w, b))
+            y = op(xt, wt, bt, padding=pad)
+            y.backward(cp.tensor(g, dtype=dtype))
+            got.append([t.numpy().astype(np.float64) for t in (y.detach(), xt.grad, wt.grad, bt.grad)])
+        for name, a, want in zip(("output", "input grad", "weight grad", "bias grad"), *got):
+            what = f"{name}: transposed={transposed} k={k} pad={pad} n={n} {cin}->{cout} {size}"
+            np.testing.assert_allclose(a, want, rtol=0, atol=1e-4 * np.abs(want).max(), err_msg=what)
+        ran += 1
+    assert ran >= 30, f"only {ran} of the random geometries were valid"
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_winograd_1d_keeps_the_direct_sums_infinities(bad: float) -> None:
+    """As for 2-D: a non-finite input to a 1-D Winograd geometry (5 taps, 16 channels)
+    gives the float64 path's infinities and NaNs, value by value, in the output and in
+    the input gradient (the adjoint takes the same kernel)."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 16, 40)).astype(np.float32)
+    x[1, 3, 17] = bad
+    w = np.abs(rng.standard_normal((16, 16, 5))).astype(np.float32)
+    w[0] *= -1
+    xg = cp.tensor(x).requires_grad_()
+    y32 = F.conv1d(xg, cp.tensor(w), padding=2)
+    y64 = F.conv1d(cp.tensor(x, dtype=cp.float64), cp.tensor(w, dtype=cp.float64), padding=2).numpy()
+    assert not np.isfinite(y64).all()
+    np.testing.assert_allclose(y32.detach().numpy(), y64, rtol=1e-4, atol=1e-4)
+    gy = np.ones((2, 16, 40), dtype=np.float32)
+    gy[0, 2, 9] = bad
+    y32.backward(cp.tensor(gy))
+    xg64 = cp.tensor(x, dtype=cp.float64).requires_grad_()
+    F.conv1d(xg64, cp.tensor(w, dtype=cp.float64), padding=2).backward(cp.tensor(gy, dtype=cp.float64))
+    np.testing.assert_allclose(xg.grad.numpy(), xg64.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("pad", [0, 1])
 def test_depthwise_float32_kernels_follow_the_float64_path_with_infinities(pad: int) -> None:
     """The float32 depthwise kernels (taps summed in registers from a padded plane; the

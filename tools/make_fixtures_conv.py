@@ -228,6 +228,19 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     ("conv1d_narrow_k7", "Conv1d", [5, 2, 7], {"padding": 3}, (3, 5, 37), {}),
     ("conv3d_narrow_co5", "Conv3d", [3, 5, 3], {"padding": 1}, (1, 3, 4, 6, 16), {}),
     ("conv2d_k9_co12", "Conv2d", [3, 12, 9], {"padding": 4}, (1, 3, 10, 20), {}),
+    # 1-D, stride 1, 2 to 7 taps, one group, 16+ channels each side: the f32 forward is
+    # Winograd F(9 - r, r) over 8 points (src/layers/conv/winograd1d.rs), and so is the
+    # input gradient (the kernel flipped). Every tap count (tiles of 7 to 2 outputs),
+    # lengths ending in a partial tile, pads from 0 to wider than the window, channel
+    # counts off the vectors, several blocks per sample, and a transposed convolution.
+    ("conv1d_winograd_k3", "Conv1d", [16, 16, 3], {"padding": 1}, (2, 16, 40), {}),
+    ("conv1d_winograd_k5_odd", "Conv1d", [20, 33, 5], {"padding": 2}, (3, 20, 37), {}),
+    ("conv1d_winograd_k7_valid", "Conv1d", [17, 24, 7], {"bias": False}, (2, 17, 31), {}),
+    ("conv1d_winograd_k4_same", "Conv1d", [16, 18, 4], {"padding": "same"}, (1, 16, 29), {}),
+    ("conv1d_winograd_k6_pad7", "Conv1d", [24, 16, 6], {"padding": 7}, (2, 24, 19), {}),
+    ("conv1d_winograd_k2", "Conv1d", [32, 16, 2], {}, (2, 32, 23), {}),
+    ("conv1d_winograd_wide", "Conv1d", [64, 64, 5], {"padding": 2}, (1, 64, 1100), {}),
+    ("convt1d_winograd", "ConvTranspose1d", [16, 24, 5], {"padding": 2}, (2, 16, 33), {}),
     # "same" with an even window pads one more at the end than at the start: the
     # channels-last weight gradient's padded copy reaches past `pad` there.
     ("conv2d_same_even_wgrad_cl", "Conv2d", [16, 20, (4, 2)], {"padding": "same"}, (2, 16, 9, 10), {}),

@@ -177,7 +177,7 @@ fn chunk_samples(g: &Geom) -> usize {
 /// would run.
 pub(crate) fn adjoint(g: &Geom, w_rows: usize) -> Option<Geom> {
     let adj = flipped_geom(g, w_rows)?;
-    (applies(&adj, g.c) || super::winograd::applies(&adj, g.c)).then_some(adj)
+    (applies(&adj, g.c) || super::winograd::applies(&adj, g.c) || super::winograd1d::applies(&adj, g.c)).then_some(adj)
 }
 
 /// The geometry of the stride-1 adjoint as a convolution (`adjoint`'s, whichever kernel
@@ -213,12 +213,17 @@ pub(crate) fn flip_kernel(w: &[f32], g: &Geom, w_rows: usize) -> Vec<f32> {
 
 /// img (N, C, *ins) = the adjoint of the convolution `g` applied to `a` (N, w_rows,
 /// *outs), as the forward convolution `adj` (from `adjoint`) with the flipped kernel:
-/// as Winograd F(4x4, 3x3) (`winograd`) or in place (`direct`) where those kernels run
+/// as Winograd F(4x4, 3x3) (`winograd`) or 1-D F(9 - r, r) (`winograd1d`) or in place (`direct`) where those kernels run
 /// it, else as an implicit GEMM.
 pub(crate) fn conv_adj_implicit(a: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, adj: &Geom, w_rows: usize, par: bool) -> Vec<f32> {
     let flipped = flip_kernel(w, g, w_rows);
     if super::winograd::applies(adj, g.c) {
         if let Some(out) = super::winograd::conv_fwd_winograd(a, &flipped, bias, adj, g.c, par) {
+            return out;
+        }
+    }
+    if super::winograd1d::applies(adj, g.c) {
+        if let Some(out) = super::winograd1d::conv_fwd_winograd1d(a, &flipped, bias, adj, g.c, par) {
             return out;
         }
     }

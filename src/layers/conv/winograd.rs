@@ -340,30 +340,53 @@ fn segment(p: &Plan, (r0, r1): (usize, usize), r: usize) -> (usize, usize, usize
     (n, (r - r0) * p.tx, t0, t1)
 }
 
+/// `product_tile_rows` with the level's `TR` rows.
+///
+/// # Safety
+/// As `product_tile_rows`.
+#[inline(always)]
+unsafe fn product_tile<V: Level>(k: usize, a: *const f32, a_rs: usize, b: *const f32, out: *mut f32, out_rs: usize) {
+    // SAFETY: the caller's; TR is 12 (AVX-512) or 6 (AVX2), a constant per level.
+    unsafe {
+        if V::TR == 12 {
+            product_tile_rows::<V, 12>(k, a, a_rs, b, out, out_rs)
+        } else {
+            product_tile_rows::<V, 6>(k, a, a_rs, b, out, out_rs)
+        }
+    }
+}
+
 /// `out[i][0..2 LANES] = sum_ch a[i][ch] * b[ch][0..2 LANES]` for the `TR` rows of a
 /// register tile: `a` rows `a_rs` apart (broadcast in place), `b` packed (`2 LANES`
-/// floats per step).
+/// floats per step). Also the 1-D Winograd's (`winograd1d`) products.
 ///
 /// # Safety
 /// The CPU has `V`'s features; `a` holds `TR` rows of `k` floats `a_rs` apart, `b`
-/// `k * 2 LANES` floats, `out` `TR` rows of `2 LANES` writable floats `out_rs` apart.
+/// `k * 2 LANES` floats, `out` `TR` rows of `2 LANES` writable floats `out_rs` apart;
+/// `2 TR` accumulators fit the level's registers (TR 12 with AVX-512, 6 with AVX2).
 #[inline(always)]
-unsafe fn product_tile<V: Level>(k: usize, a: *const f32, a_rs: usize, b: *const f32, out: *mut f32, out_rs: usize) {
+pub(super) unsafe fn product_tile_rows<V: Lanes, const TR: usize>(
+    k: usize,
+    a: *const f32,
+    a_rs: usize,
+    b: *const f32,
+    out: *mut f32,
+    out_rs: usize,
+) {
     let l = V::LANES;
     // SAFETY: the caller's extents and level.
     unsafe {
-        // 12 rows at most (AVX-512); only the first TR are used, and the constant bounds
-        // keep them in registers.
-        let mut acc = [[V::zero(); 2]; 12];
+        // The constant bound keeps the accumulators in registers.
+        let mut acc = [[V::zero(); 2]; TR];
         for ch in 0..k {
             let (b0, b1) = (V::load(b.add(ch * 2 * l)), V::load(b.add(ch * 2 * l + l)));
-            for (i, row) in acc.iter_mut().enumerate().take(V::TR) {
+            for (i, row) in acc.iter_mut().enumerate() {
                 let ai = V::splat(*a.add(i * a_rs + ch));
                 row[0] = ai.fmadd(b0, row[0]);
                 row[1] = ai.fmadd(b1, row[1]);
             }
         }
-        for (i, row) in acc.iter().enumerate().take(V::TR) {
+        for (i, row) in acc.iter().enumerate() {
             row[0].store(out.add(i * out_rs));
             row[1].store(out.add(i * out_rs + l));
         }
@@ -371,7 +394,7 @@ unsafe fn product_tile<V: Level>(k: usize, a: *const f32, a_rs: usize, b: *const
 }
 
 /// At least `len` floats (new ones zero).
-fn grow(v: &mut Vec<f32>, len: usize) {
+pub(super) fn grow(v: &mut Vec<f32>, len: usize) {
     if v.len() < len {
         v.resize(len, 0.0);
     }
