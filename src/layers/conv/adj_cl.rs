@@ -5,9 +5,9 @@
 //! run of consecutive positions `p` (12 with AVX-512, 6 with AVX2), the products are
 //! `a (run x Co) @ w_tap (Co x C)`: the broadcasts of `a` are consecutive floats of its
 //! own (channel-major) rows, and each `w_tap` row is vector loads of a once-packed
-//! weight. The result (2 vectors of channels per position) is added into the padded
-//! channels-last image at the positions' windows, which is copied back (channel-major,
-//! padding cut, bias added) at the end of each sample.
+//! weight. The tile's result (2 vectors of channels per position) is added from the
+//! registers into the padded channels-last image at the positions' windows, which is
+//! copied back (channel-major, padding cut, bias added) at the end of each sample.
 //!
 //! Why: the im2col path multiplied into a column matrix with the `gemm` crate and then
 //! summed the columns back into the image (col2im), a pass over `taps` copies of the
@@ -23,8 +23,6 @@ use crate::ops::transpose::transpose;
 /// Channel vectors of a tile; positions (the broadcast side) are 12 with AVX-512 (24
 /// accumulators of its 32 registers) and 6 with AVX2 (12 of 16).
 const NV: usize = 2;
-/// The most floats of a tile's result (AVX-512: 12 positions x 2 vectors of 16).
-const ACC: usize = 12 * NV * 16;
 /// Image channels from which this kernel runs (it pads them to 16s).
 const MIN_C: usize = 16;
 
@@ -85,8 +83,11 @@ fn sample<V: Features>(a: &[f32], wt: &[f32], rows: usize, l: usize, pd: &Padded
 /// `sample` with runs of `MR` positions.
 fn sample_runs<V: Features, const MR: usize>(a: &[f32], wt: &[f32], rows: usize, l: usize, pd: &Padded, origin: &[usize], img: &mut [f32]) {
     let cv = pd.cp / V::LANES;
-    let mut acc = [0f32; ACC];
-    assert!(MR * NV * V::LANES <= ACC);
+    // Every window lies in the image: the furthest origin plus the last tap and a
+    // position's channels (the tiles add there unchecked).
+    let reach = origin.iter().max().copied().unwrap_or(0) + pd.taps.last().copied().unwrap_or(0) + pd.cp;
+    assert!(reach <= img.len() && origin.len() >= l, "conv_adj_cl: windows inside the padded image");
+    let dst = img.as_mut_ptr();
     // The last run of a sample may be short: its positions are copied here (zeros after).
     let mut tail = vec![0f32; rows * MR];
     for p0 in (0..l).step_by(MR) {
@@ -104,11 +105,13 @@ fn sample_runs<V: Features, const MR: usize>(a: &[f32], wt: &[f32], rows: usize,
             for v0 in (0..cv).step_by(NV) {
                 let nv = NV.min(cv - v0);
                 let b = wt[t * rows * pd.cp + v0 * V::LANES..].as_ptr();
-                let k = (src, stride, b, pd.cp, rows, &mut acc);
+                let k = ((src, stride, b, pd.cp, rows), (dst, &origin[p0..p0 + run], toff + v0 * V::LANES));
                 // SAFETY: the CPU has V's features (`applies`); for every o < rows the
                 // kernel reads MR floats at `src + o * stride` (a full run of the sample's
                 // row o, or the tail copy) and `nv` vectors at `b + o * cp` (within the
-                // packed weight, as v0 + nv <= cv), and writes MR * nv vectors of `acc`.
+                // packed weight, as v0 + nv <= cv), and adds nv vectors at each of the
+                // run's windows plus `toff + v0 LANES` (inside `img`: asserted above, as
+                // v0 + nv <= cv and the channels of a position are cp floats).
                 unsafe {
                     if nv == NV {
                         V::run(Tile::<MR, NV>(k))
@@ -116,32 +119,28 @@ fn sample_runs<V: Features, const MR: usize>(a: &[f32], wt: &[f32], rows: usize,
                         V::run(Tile::<MR, 1>(k))
                     }
                 };
-                let width = NV * V::LANES;
-                for i in 0..run {
-                    let at = origin[p0 + i] + toff + v0 * V::LANES;
-                    let dst = &mut img[at..at + nv * V::LANES];
-                    for (d, s) in dst.iter_mut().zip(&acc[i * width..]) {
-                        *d += s;
-                    }
-                }
             }
         }
     }
 }
 
-/// `acc[i, v] = sum over o < k of a[o * a_rs + i] * b[o * b_rs + v]` for the `MR`
-/// positions `i` and `W` vectors `v`, stored `NV` vectors per position. Fields:
-/// (a, a_rs, b, b_rs, k, acc).
+/// `img[origins[i] + off + v] += sum over o < k of a[o * a_rs + i] * b[o * b_rs + v]`
+/// for the positions `i < origins.len() <= MR` and `W` vectors `v`, added from the
+/// registers (in the level's vectors: the closure that added a stored tile ran in
+/// 4-lane SSE, a tenth of a transposed convolution's time). Fields: (a, a_rs, b, b_rs,
+/// k), (img, origins, off).
 ///
 /// Contract (`Kernel::body`): for every o < k, `MR` floats at `a + o * a_rs` and `W`
-/// vectors at `b + o * b_rs` are readable, and `acc` holds `MR * NV` vectors.
-struct Tile<'a, const MR: usize, const W: usize>((*const f32, usize, *const f32, usize, usize, &'a mut [f32; ACC]));
+/// vectors at `b + o * b_rs` are readable, and `W` vectors at `img + origins[i] + off`
+/// are writable for each i.
+#[allow(clippy::type_complexity)]
+struct Tile<'a, const MR: usize, const W: usize>(((*const f32, usize, *const f32, usize, usize), (*mut f32, &'a [usize], usize)));
 
 impl<const MR: usize, const W: usize> Kernel for Tile<'_, MR, W> {
     type Out = ();
     #[inline(always)]
     unsafe fn body<V: Lanes>(self) {
-        let (a, a_rs, b, b_rs, k, acc) = self.0;
+        let ((a, a_rs, b, b_rs, k), (img, origins, off)) = self.0;
         // SAFETY (every call and access below): the level's features, row o of each
         // operand and `acc` (the contract above).
         unsafe {
@@ -159,9 +158,11 @@ impl<const MR: usize, const W: usize> Kernel for Tile<'_, MR, W> {
                     }
                 }
             }
-            for (i, s) in sum.iter().enumerate() {
+            for (s, &origin) in sum.iter().zip(origins) {
+                let p = img.add(origin + off);
                 for (v, x) in s.iter().enumerate() {
-                    x.store(acc.as_mut_ptr().add((i * NV + v) * V::LANES));
+                    let q = p.add(v * V::LANES);
+                    x.add(V::load(q)).store(q);
                 }
             }
         }
