@@ -213,8 +213,8 @@ pub(crate) fn flip_kernel(w: &[f32], g: &Geom, w_rows: usize) -> Vec<f32> {
 
 /// img (N, C, *ins) = the adjoint of the convolution `g` applied to `a` (N, w_rows,
 /// *outs), as the forward convolution `adj` (from `adjoint`) with the flipped kernel:
-/// as Winograd F(4x4, 3x3) (`winograd`) or 1-D F(9 - r, r) (`winograd1d`) or in place (`direct`) where those kernels run
-/// it, else as an implicit GEMM.
+/// as Winograd F(4x4, 3x3) (`winograd`), as 1-D Winograd F(9 - r, r) (`winograd1d`) or
+/// in place (`direct`) where those kernels run it, else as an implicit GEMM.
 pub(crate) fn conv_adj_implicit(a: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, adj: &Geom, w_rows: usize, par: bool) -> Vec<f32> {
     let flipped = flip_kernel(w, g, w_rows);
     if super::winograd::applies(adj, g.c) {
