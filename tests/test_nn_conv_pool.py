@@ -743,27 +743,31 @@ def test_winograd_geometries_follow_the_float64_path() -> None:
             np.testing.assert_allclose(a, want, rtol=0, atol=1e-4 * np.abs(want).max(), err_msg=what)
 
 
+@pytest.mark.parametrize("dims", [2, 1])
 @pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
-def test_winograd_shapes_keep_the_direct_sums_infinities(bad: float) -> None:
+def test_winograd_shapes_keep_the_direct_sums_infinities(dims: int, bad: float) -> None:
     """Winograd's transforms subtract, so an infinite input would turn some infinite
     outputs into NaN; such outputs are recomputed directly: the float32 result equals the
-    float64 path's (inf where the sum is one-signed, NaN where it mixes), value by value."""
-    rng = np.random.default_rng(7)
-    x = rng.standard_normal((2, 16, 8, 8)).astype(np.float32)
-    x[1, 3, 4, 5] = bad
-    w = np.abs(rng.standard_normal((16, 16, 3, 3))).astype(np.float32)
+    float64 path's (inf where the sum is one-signed, NaN where it mixes), value by value,
+    for F(4x4, 3x3) (3x3 on 8x8) and the 1-D F(4, 5) (5 taps on 40), output and input
+    gradient (the adjoint takes the same kernel)."""
+    rng = np.random.default_rng(7 if dims == 2 else 8)
+    conv, size, k, pad = (F.conv2d, (8, 8), (3, 3), 1) if dims == 2 else (F.conv1d, (40,), (5,), 2)
+    x = rng.standard_normal((2, 16, *size)).astype(np.float32)
+    x[(1, 3, *[s // 2 for s in size])] = bad
+    w = np.abs(rng.standard_normal((16, 16, *k))).astype(np.float32)
     w[0] *= -1
     xg = cp.tensor(x).requires_grad_()
-    y32 = F.conv2d(xg, cp.tensor(w), padding=1)
-    y64 = F.conv2d(cp.tensor(x, dtype=cp.float64), cp.tensor(w, dtype=cp.float64), padding=1).numpy()
+    y32 = conv(xg, cp.tensor(w), padding=pad)
+    y64 = conv(cp.tensor(x, dtype=cp.float64), cp.tensor(w, dtype=cp.float64), padding=pad).numpy()
     assert not np.isfinite(y64).all()
     np.testing.assert_allclose(y32.detach().numpy(), y64, rtol=1e-4, atol=1e-4)
     # The input gradient with an infinite upstream gradient: the same through the adjoint.
-    gy = np.ones((2, 16, 8, 8), dtype=np.float32)
-    gy[0, 2, 1, 1] = bad
+    gy = np.ones(y64.shape, dtype=np.float32)
+    gy[(0, 2, *[1 for _ in size])] = bad
     y32.backward(cp.tensor(gy))
     xg64 = cp.tensor(x, dtype=cp.float64).requires_grad_()
-    F.conv2d(xg64, cp.tensor(w, dtype=cp.float64), padding=1).backward(cp.tensor(gy, dtype=cp.float64))
+    conv(xg64, cp.tensor(w, dtype=cp.float64), padding=pad).backward(cp.tensor(gy, dtype=cp.float64))
     np.testing.assert_allclose(xg.grad.numpy(), xg64.grad.numpy(), rtol=1e-4, atol=1e-4)
 
 
@@ -803,29 +807,6 @@ def test_winograd_1d_geometries_follow_the_float64_path() -> None:
             np.testing.assert_allclose(a, want, rtol=0, atol=1e-4 * np.abs(want).max(), err_msg=what)
         ran += 1
     assert ran >= 30, f"only {ran} of the random geometries were valid"
-
-
-@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
-def test_winograd_1d_keeps_the_direct_sums_infinities(bad: float) -> None:
-    """As for 2-D: a non-finite input to a 1-D Winograd geometry (5 taps, 16 channels)
-    gives the float64 path's infinities and NaNs, value by value, in the output and in
-    the input gradient (the adjoint takes the same kernel)."""
-    rng = np.random.default_rng(8)
-    x = rng.standard_normal((2, 16, 40)).astype(np.float32)
-    x[1, 3, 17] = bad
-    w = np.abs(rng.standard_normal((16, 16, 5))).astype(np.float32)
-    w[0] *= -1
-    xg = cp.tensor(x).requires_grad_()
-    y32 = F.conv1d(xg, cp.tensor(w), padding=2)
-    y64 = F.conv1d(cp.tensor(x, dtype=cp.float64), cp.tensor(w, dtype=cp.float64), padding=2).numpy()
-    assert not np.isfinite(y64).all()
-    np.testing.assert_allclose(y32.detach().numpy(), y64, rtol=1e-4, atol=1e-4)
-    gy = np.ones((2, 16, 40), dtype=np.float32)
-    gy[0, 2, 9] = bad
-    y32.backward(cp.tensor(gy))
-    xg64 = cp.tensor(x, dtype=cp.float64).requires_grad_()
-    F.conv1d(xg64, cp.tensor(w, dtype=cp.float64), padding=2).backward(cp.tensor(gy, dtype=cp.float64))
-    np.testing.assert_allclose(xg.grad.numpy(), xg64.grad.numpy(), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("pad", [0, 1])

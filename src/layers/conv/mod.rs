@@ -525,6 +525,49 @@ pub(crate) fn check_wgrad(
 
 /// The fast paths' tests: `got` equals `want` (the im2col path) within 1e-4 relative,
 /// element by element; `what` names the case.
+/// A Winograd forward (`winograd`, `winograd1d`) at one SIMD level: the output, or
+/// None where an output is not finite.
+#[cfg(test)]
+pub(crate) type WinogradRun = fn(&[f32], &[f32], Option<&[f32]>, &Geom, usize, bool) -> Option<Vec<f32>>;
+
+/// Those of `avx2` and `avx512` (a Winograd kernel's per-level forwards) whose level
+/// this CPU has, named.
+#[cfg(test)]
+pub(crate) fn winograd_levels(avx2: WinogradRun, avx512: WinogradRun) -> Vec<(&'static str, WinogradRun)> {
+    let mut out = Vec::new();
+    if crate::ops::cpu::has_avx2_fma() {
+        out.push(("avx2", avx2));
+    }
+    if crate::ops::cpu::has_avx512() {
+        out.push(("avx512", avx512));
+    }
+    out
+}
+
+/// The Winograd kernels' fallback test: finite operands for `g` (`co` output channels)
+/// give an output at every level; an infinite or NaN value in the image or the weight
+/// gives None, so the caller runs a direct method (the transforms subtract, and would
+/// turn some of the direct sum's infinities into NaN).
+#[cfg(test)]
+pub(crate) fn check_non_finite_fallback(g: &Geom, co: usize, levels: &[(&'static str, WinogradRun)]) {
+    let (ilen, wlen) = (g.n * g.c * g.ivol(), co * g.c * g.kvol());
+    let img: Vec<f32> = crate::ops::test_values(ilen, 5);
+    let wt: Vec<f32> = crate::ops::test_values(wlen, 6);
+    for &(level, run) in levels {
+        assert!(run(&img, &wt, None, g, co, false).is_some(), "{level}");
+    }
+    for bad in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
+        let mut x = img.clone();
+        x[ilen - 10] = bad;
+        let mut w = wt.clone();
+        w[3] = bad;
+        for &(level, run) in levels {
+            assert!(run(&x, &wt, None, g, co, false).is_none(), "{level}: {bad} in the image");
+            assert!(run(&img, &w, None, g, co, false).is_none(), "{level}: {bad} in the weight");
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn assert_close(got: &[f32], want: &[f32], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: lengths");

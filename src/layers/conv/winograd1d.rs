@@ -382,8 +382,8 @@ mod tests {
                 let want: Vec<f32> =
                     conv_fwd(&to64(&img), &to64(&wt), b.map(to64).as_deref(), &g, co, None).into_iter().map(|x| x as f32).collect();
                 for par in [false, true] {
-                    for (level, got) in levels(|run| super::super::on_two_threads(|| run(&img, &wt, b, &g, co, par))) {
-                        let got = got.expect("finite");
+                    for &(level, run) in &levels() {
+                        let got = super::super::on_two_threads(|| run(&img, &wt, b, &g, co, par)).expect("finite");
                         super::super::assert_close(&got, &want, &format!("{level} {g:?} co={co} bias={} par={par}", b.is_some()));
                     }
                 }
@@ -452,40 +452,17 @@ mod tests {
     #[test]
     fn non_finite_operands_are_left_to_the_direct_path() {
         let g = Geom::for_test(1, 16, 1, [1, 1, 40], [1, 1, 5], [1; 3], [0, 0, 2], [1; 3]);
-        let img: Vec<f32> = crate::ops::test_values(16 * 40, 5);
-        let wt: Vec<f32> = crate::ops::test_values(16 * 16 * 5, 6);
-        for (level, got) in levels(|run| run(&img, &wt, None, &g, 16, false)) {
-            assert!(got.is_some(), "{level}");
-        }
-        for bad in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
-            let mut x = img.clone();
-            x[16 * 40 - 10] = bad;
-            for (level, got) in levels(|run| run(&x, &wt, None, &g, 16, false)) {
-                assert!(got.is_none(), "{level}: {bad} in the image");
-            }
-            let mut w = wt.clone();
-            w[3] = bad;
-            for (level, got) in levels(|run| run(&img, &w, None, &g, 16, false)) {
-                assert!(got.is_none(), "{level}: {bad} in the weight");
-            }
-        }
+        super::super::check_non_finite_fallback(&g, 16, &levels());
     }
 
-    type Run = fn(&[f32], &[f32], Option<&[f32]>, &Geom, usize, bool) -> Option<Vec<f32>>;
-
-    /// `f` applied to the forward of each level this CPU has, named.
-    fn levels<R>(f: impl Fn(Run) -> R) -> Vec<(&'static str, R)> {
-        let mut out = Vec::new();
+    /// This kernel's forward at each level this CPU has, named.
+    fn levels() -> Vec<(&'static str, super::super::WinogradRun)> {
         #[cfg(target_arch = "x86_64")]
         {
             use crate::ops::lanes::{X16, X8};
-            if crate::ops::cpu::has_avx2_fma() {
-                out.push(("avx2", f(fwd::<X8>)));
-            }
-            if crate::ops::cpu::has_avx512() {
-                out.push(("avx512", f(fwd::<X16>)));
-            }
+            super::super::winograd_levels(fwd::<X8>, fwd::<X16>)
         }
-        out
+        #[cfg(not(target_arch = "x86_64"))]
+        Vec::new()
     }
 }
