@@ -664,6 +664,21 @@ def _random_conv(rng: np.random.Generator) -> tuple:
     return dims, transposed, groups, cin, cout, k, stride, pad, dil, size, outpad, n
 
 
+def _float32_follows_float64(op: Any, xwb: tuple, g: np.ndarray, what: str, **kw: Any) -> None:
+    """`op(x, w, b, **kw)` in float32 gives the float64 path's output and its input,
+    weight and bias gradients under the upstream gradient `g`, each to 1e-4 of its
+    largest magnitude (the fast paths are float32 only; float64 takes im2col)."""
+    got = []
+    for dtype in (cp.float32, cp.float64):
+        xt, wt, bt = (cp.tensor(v, dtype=dtype).requires_grad_() for v in xwb)
+        y = op(xt, wt, bt, **kw)
+        assert list(y.shape) == list(g.shape), (what, y.shape)
+        y.backward(cp.tensor(g, dtype=dtype))
+        got.append([t.numpy().astype(np.float64) for t in (y.detach(), xt.grad, wt.grad, bt.grad)])
+    for name, a, want in zip(("output", "input grad", "weight grad", "bias grad"), *got):
+        np.testing.assert_allclose(a, want, rtol=0, atol=1e-4 * np.abs(want).max(), err_msg=f"{name}: {what}")
+
+
 def test_random_geometries_follow_the_float64_path() -> None:
     """A sweep over 120 random geometries (1-3 d, plain and transposed, groups, strides,
     dilations, padding up to the kernel's reach, channel counts around 16): every float32
@@ -693,21 +708,8 @@ def test_random_geometries_follow_the_float64_path() -> None:
             kw = {"stride": stride, "padding": pad, "dilation": dil, "groups": groups}
         b = rng.standard_normal(cout).astype(np.float32)
         g = rng.standard_normal((n, cout, *out_sizes)).astype(np.float32)
-        got = []
-        for dtype in (cp.float32, cp.float64):
-            xt, wt, bt = (cp.tensor(v, dtype=dtype).requires_grad_() for v in (x, w, b))
-            y = op(xt, wt, bt, **kw)
-            assert list(y.shape) == [n, cout, *out_sizes], (kw, y.shape)
-            y.backward(cp.tensor(g, dtype=dtype))
-            got.append([t.numpy().astype(np.float64) for t in (y.detach(), xt.grad, wt.grad, bt.grad)])
-        for name, a, want in zip(("output", "input grad", "weight grad", "bias grad"), *got):
-            np.testing.assert_allclose(
-                a,
-                want,
-                rtol=0,
-                atol=1e-4 * np.abs(want).max(),
-                err_msg=f"{name}: {dims}-d transposed={transposed} {kw} n={n} cin={cin} cout={cout} size={size}",
-            )
+        what = f"{dims}-d transposed={transposed} {kw} n={n} cin={cin} cout={cout} size={size}"
+        _float32_follows_float64(op, (x, w, b), g, what, **kw)
         ran += 1
     assert ran >= 100, f"only {ran} of the random geometries were valid"
 
@@ -732,15 +734,7 @@ def test_winograd_geometries_follow_the_float64_path() -> None:
         b = rng.standard_normal(cout).astype(np.float32)
         g = rng.standard_normal((n, cout, *out_sizes)).astype(np.float32)
         op = F.conv_transpose2d if transposed else F.conv2d
-        got = []
-        for dtype in (cp.float32, cp.float64):
-            xt, wt, bt = (cp.tensor(v, dtype=dtype).requires_grad_() for v in (x, w, b))
-            y = op(xt, wt, bt, padding=pad)
-            y.backward(cp.tensor(g, dtype=dtype))
-            got.append([t.numpy().astype(np.float64) for t in (y.detach(), xt.grad, wt.grad, bt.grad)])
-        for name, a, want in zip(("output", "input grad", "weight grad", "bias grad"), *got):
-            what = f"{name}: transposed={transposed} pad={pad} n={n} {cin}->{cout} {size}"
-            np.testing.assert_allclose(a, want, rtol=0, atol=1e-4 * np.abs(want).max(), err_msg=what)
+        _float32_follows_float64(op, (x, w, b), g, f"transposed={transposed} pad={pad} n={n} {cin}->{cout} {size}", padding=pad)
 
 
 @pytest.mark.parametrize("dims", [2, 1])
@@ -796,15 +790,7 @@ def test_winograd_1d_geometries_follow_the_float64_path() -> None:
         b = rng.standard_normal(cout).astype(np.float32)
         g = rng.standard_normal((n, cout, out)).astype(np.float32)
         op = F.conv_transpose1d if transposed else F.conv1d
-        got = []
-        for dtype in (cp.float32, cp.float64):
-            xt, wt, bt = (cp.tensor(v, dtype=dtype).requires_grad_() for v in (x, w, b))
-            y = op(xt, wt, bt, padding=pad)
-            y.backward(cp.tensor(g, dtype=dtype))
-            got.append([t.numpy().astype(np.float64) for t in (y.detach(), xt.grad, wt.grad, bt.grad)])
-        for name, a, want in zip(("output", "input grad", "weight grad", "bias grad"), *got):
-            what = f"{name}: transposed={transposed} k={k} pad={pad} n={n} {cin}->{cout} {size}"
-            np.testing.assert_allclose(a, want, rtol=0, atol=1e-4 * np.abs(want).max(), err_msg=what)
+        _float32_follows_float64(op, (x, w, b), g, f"transposed={transposed} k={k} pad={pad} n={n} {cin}->{cout} {size}", padding=pad)
         ran += 1
     assert ran >= 30, f"only {ran} of the random geometries were valid"
 

@@ -544,6 +544,27 @@ pub(crate) fn winograd_levels(avx2: WinogradRun, avx512: WinogradRun) -> Vec<(&'
     out
 }
 
+/// The Winograd kernels' accuracy test: on operands for `g` (`co` output channels) made
+/// from `seed`, with and without a bias and threads, every level's output equals the
+/// materialised-columns path in float64 (itself checked against PyTorch's fixtures) to
+/// 1e-4.
+#[cfg(test)]
+pub(crate) fn check_against_float64(g: &Geom, co: usize, seed: u64, levels: &[(&'static str, WinogradRun)]) {
+    let img: Vec<f32> = crate::ops::test_values(g.n * g.c * g.ivol(), seed);
+    let wt: Vec<f32> = crate::ops::test_values(co * g.c * g.kvol(), seed + 1);
+    let bias: Vec<f32> = crate::ops::test_values(co, seed + 2);
+    let to64 = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+    for b in [None, Some(&bias[..])] {
+        let want: Vec<f32> = conv_fwd(&to64(&img), &to64(&wt), b.map(to64).as_deref(), g, co, None).into_iter().map(|x| x as f32).collect();
+        for par in [false, true] {
+            for &(level, run) in levels {
+                let got = on_two_threads(|| run(&img, &wt, b, g, co, par)).expect("finite");
+                assert_close(&got, &want, &format!("{level} {g:?} co={co} bias={} par={par}", b.is_some()));
+            }
+        }
+    }
+}
+
 /// The Winograd kernels' fallback test: finite operands for `g` (`co` output channels)
 /// give an output at every level; an infinite or NaN value in the image or the weight
 /// gives None, so the caller runs a direct method (the transforms subtract, and would

@@ -562,7 +562,6 @@ unsafe fn output_transform<V: Lanes>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::passes::conv_fwd;
     use super::*;
 
     /// Equals the materialised-columns path in float64 (itself checked against PyTorch's
@@ -589,20 +588,7 @@ mod tests {
             let g = Geom::for_test(n, c, 1, [1, h, w], [1, 3, 3], [1; 3], [0, pad, pad], [1; 3]);
             assert!(applies(&g, co), "{g:?}");
             seed += 3;
-            let img: Vec<f32> = crate::ops::test_values(n * c * h * w, seed);
-            let wt: Vec<f32> = crate::ops::test_values(co * c * 9, seed + 1);
-            let bias: Vec<f32> = crate::ops::test_values(co, seed + 2);
-            let to64 = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
-            for b in [None, Some(&bias[..])] {
-                let want: Vec<f32> =
-                    conv_fwd(&to64(&img), &to64(&wt), b.map(to64).as_deref(), &g, co, None).into_iter().map(|x| x as f32).collect();
-                for par in [false, true] {
-                    for &(level, run) in &levels() {
-                        let got = super::super::on_two_threads(|| run(&img, &wt, b, &g, co, par)).expect("finite");
-                        super::super::assert_close(&got, &want, &format!("{level} {g:?} co={co} bias={} par={par}", b.is_some()));
-                    }
-                }
-            }
+            super::super::check_against_float64(&g, co, seed, &levels());
         }
     }
 

@@ -345,7 +345,6 @@ unsafe fn compute<V: Lanes, const TR: usize>(k: Block<'_>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::passes::conv_fwd;
     use super::*;
 
     /// Equals the materialised-columns path in float64 (itself checked against PyTorch's
@@ -374,76 +373,7 @@ mod tests {
             let g = Geom::for_test(n, c, 1, [1, 1, len], [1, 1, r], [1; 3], [0, 0, pad], [1; 3]);
             assert!(applies(&g, co), "{g:?}");
             seed += 3;
-            let img: Vec<f32> = crate::ops::test_values(n * c * len, seed);
-            let wt: Vec<f32> = crate::ops::test_values(co * c * r, seed + 1);
-            let bias: Vec<f32> = crate::ops::test_values(co, seed + 2);
-            let to64 = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
-            for b in [None, Some(&bias[..])] {
-                let want: Vec<f32> =
-                    conv_fwd(&to64(&img), &to64(&wt), b.map(to64).as_deref(), &g, co, None).into_iter().map(|x| x as f32).collect();
-                for par in [false, true] {
-                    for &(level, run) in &levels() {
-                        let got = super::super::on_two_threads(|| run(&img, &wt, b, &g, co, par)).expect("finite");
-                        super::super::assert_close(&got, &want, &format!("{level} {g:?} co={co} bias={} par={par}", b.is_some()));
-                    }
-                }
-            }
-        }
-    }
-
-    /// `G`, `B^T` and `A^T` make the correlation exactly (in f64, to rounding) for
-    /// every tap count: `A^T [(G g) . (B^T d)]` against `sum_k g_k d_{i+k}`.
-    #[test]
-    fn transforms_make_the_correlation() {
-        let bt_rows: [[f64; ALPHA]; ALPHA] = [
-            [-1.0, 0.0, 5.25, 0.0, -5.25, 0.0, 1.0, 0.0],
-            [0.0, 1.0, 1.0, -4.25, -4.25, 1.0, 1.0, 0.0],
-            [0.0, -1.0, 1.0, 4.25, -4.25, -1.0, 1.0, 0.0],
-            [0.0, 0.5, 0.25, -2.5, -1.25, 2.0, 1.0, 0.0],
-            [0.0, -0.5, 0.25, 2.5, -1.25, -2.0, 1.0, 0.0],
-            [0.0, 2.0, 4.0, -2.5, -5.0, 0.5, 1.0, 0.0],
-            [0.0, -2.0, 4.0, 2.5, -5.0, -0.5, 1.0, 0.0],
-            [0.0, -1.0, 0.0, 5.25, 0.0, -5.25, 0.0, 1.0],
-        ];
-        // The coefficients of prod_{l != j} (x - p_l) (and of the full product): B^T.
-        for (j, row) in bt_rows.iter().enumerate() {
-            let mut poly = vec![1.0f64];
-            for (_, &q) in POINTS.iter().enumerate().filter(|&(l, _)| l != j) {
-                let mut next = vec![0.0; poly.len() + 1];
-                for (e, &a) in poly.iter().enumerate() {
-                    next[e + 1] += a;
-                    next[e] -= q * a;
-                }
-                poly = next;
-            }
-            poly.resize(ALPHA, 0.0);
-            assert_eq!(&poly[..], &row[..], "B^T row {j}");
-        }
-        let d: Vec<f64> = (0..ALPHA).map(|i| (i as f64 * 0.37 - 1.1).sin()).collect();
-        for r in 2..ALPHA {
-            let m = ALPHA + 1 - r;
-            let gk: Vec<f64> = (0..r).map(|k| (k as f64 * 0.71 + 0.3).cos()).collect();
-            let gm = g_matrix(r);
-            let prod: Vec<f64> = (0..ALPHA)
-                .map(|xi| (0..r).map(|k| gm[xi][k] * gk[k]).sum::<f64>() * (0..ALPHA).map(|j| bt_rows[xi][j] * d[j]).sum::<f64>())
-                .collect();
-            let scales = at_scales(m);
-            for i in 0..m {
-                let at_row: Vec<f64> = (0..ALPHA)
-                    .map(|xi| match xi {
-                        0 => (i == 0) as u8 as f64,
-                        7 => (i == m - 1) as u8 as f64,
-                        _ => {
-                            let (up, down) = (scales[i].0 as f64, scales[i].1 as f64);
-                            let sign = if xi % 2 == 0 && i % 2 == 1 { -1.0 } else { 1.0 };
-                            sign * [1.0, up, down][(xi - 1) / 2]
-                        }
-                    })
-                    .collect();
-                let y: f64 = at_row.iter().zip(&prod).map(|(a, b)| a * b).sum();
-                let want: f64 = (0..r).map(|k| gk[k] * d[i + k]).sum();
-                assert!((y - want).abs() < 1e-12, "r={r} i={i}: {y} vs {want}");
-            }
+            super::super::check_against_float64(&g, co, seed, &levels());
         }
     }
 
