@@ -377,6 +377,62 @@ mod tests {
         }
     }
 
+    /// `G`, `B^T` and `A^T` make the correlation exactly (in f64, to rounding) for
+    /// every tap count: `A^T [(G g) . (B^T d)]` against `sum_k g_k d_{i+k}`.
+    #[test]
+    fn transforms_make_the_correlation() {
+        let bt_rows: [[f64; ALPHA]; ALPHA] = [
+            [-1.0, 0.0, 5.25, 0.0, -5.25, 0.0, 1.0, 0.0],
+            [0.0, 1.0, 1.0, -4.25, -4.25, 1.0, 1.0, 0.0],
+            [0.0, -1.0, 1.0, 4.25, -4.25, -1.0, 1.0, 0.0],
+            [0.0, 0.5, 0.25, -2.5, -1.25, 2.0, 1.0, 0.0],
+            [0.0, -0.5, 0.25, 2.5, -1.25, -2.0, 1.0, 0.0],
+            [0.0, 2.0, 4.0, -2.5, -5.0, 0.5, 1.0, 0.0],
+            [0.0, -2.0, 4.0, 2.5, -5.0, -0.5, 1.0, 0.0],
+            [0.0, -1.0, 0.0, 5.25, 0.0, -5.25, 0.0, 1.0],
+        ];
+        // The coefficients of prod_{l != j} (x - p_l) (and of the full product): B^T.
+        for (j, row) in bt_rows.iter().enumerate() {
+            let mut poly = vec![1.0f64];
+            for (_, &q) in POINTS.iter().enumerate().filter(|&(l, _)| l != j) {
+                let mut next = vec![0.0; poly.len() + 1];
+                for (e, &a) in poly.iter().enumerate() {
+                    next[e + 1] += a;
+                    next[e] -= q * a;
+                }
+                poly = next;
+            }
+            poly.resize(ALPHA, 0.0);
+            assert_eq!(&poly[..], &row[..], "B^T row {j}");
+        }
+        let d: Vec<f64> = (0..ALPHA).map(|i| (i as f64 * 0.37 - 1.1).sin()).collect();
+        for r in 2..ALPHA {
+            let m = ALPHA + 1 - r;
+            let gk: Vec<f64> = (0..r).map(|k| (k as f64 * 0.71 + 0.3).cos()).collect();
+            let gm = g_matrix(r);
+            let prod: Vec<f64> = (0..ALPHA)
+                .map(|xi| (0..r).map(|k| gm[xi][k] * gk[k]).sum::<f64>() * (0..ALPHA).map(|j| bt_rows[xi][j] * d[j]).sum::<f64>())
+                .collect();
+            let scales = at_scales(m);
+            for i in 0..m {
+                let at_row: Vec<f64> = (0..ALPHA)
+                    .map(|xi| match xi {
+                        0 => (i == 0) as u8 as f64,
+                        7 => (i == m - 1) as u8 as f64,
+                        _ => {
+                            let (up, down) = (scales[i].0 as f64, scales[i].1 as f64);
+                            let sign = if xi % 2 == 0 && i % 2 == 1 { -1.0 } else { 1.0 };
+                            sign * [1.0, up, down][(xi - 1) / 2]
+                        }
+                    })
+                    .collect();
+                let y: f64 = at_row.iter().zip(&prod).map(|(a, b)| a * b).sum();
+                let want: f64 = (0..r).map(|k| gk[k] * d[i + k]).sum();
+                assert!((y - want).abs() < 1e-12, "r={r} i={i}: {y} vs {want}");
+            }
+        }
+    }
+
     /// An infinite or NaN input (or weight) gives None, so the caller runs a direct
     /// method.
     #[test]
