@@ -142,7 +142,7 @@ impl<const MR: usize, const W: usize> Kernel for Tile<'_, MR, W> {
     unsafe fn body<V: Lanes>(self) {
         let ((a, a_rs, b, b_rs, k), (img, origins, off)) = self.0;
         // SAFETY (every call and access below): the level's features, row o of each
-        // operand and `acc` (the contract above).
+        // operand and the windows added to (the contract above).
         unsafe {
             let mut sum = [[V::zero(); W]; MR];
             for o in 0..k {

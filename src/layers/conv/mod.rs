@@ -523,8 +523,6 @@ pub(crate) fn check_wgrad(
     }
 }
 
-/// The fast paths' tests: `got` equals `want` (the im2col path) within 1e-4 relative,
-/// element by element; `what` names the case.
 /// A Winograd forward (`winograd`, `winograd1d`) at one SIMD level: the output, or
 /// None where an output is not finite.
 #[cfg(test)]
@@ -589,6 +587,8 @@ pub(crate) fn check_non_finite_fallback(g: &Geom, co: usize, levels: &[(&'static
     }
 }
 
+/// The fast paths' tests: `got` equals `want` (the im2col path) within 1e-4 relative,
+/// element by element; `what` names the case.
 #[cfg(test)]
 pub(crate) fn assert_close(got: &[f32], want: &[f32], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: lengths");

@@ -263,25 +263,27 @@ unsafe fn compute<V: Lanes, const TR: usize>(k: Block<'_>) -> bool {
     grow(mm, ALPHA * nt * p.cop);
     grow(cl, tiles * p.m * p.cop);
     // The slab: position i is input position t0 m - pad + i, channels-last; zeros in the
-    // padding. Lanes past c are never read (the GEMMs' depth is c).
+    // padding. Lanes past c are never read (the GEMMs' depth is c). Rows a..b hold image
+    // positions; a block may lie wholly in a padding wider than itself (a == b).
     let s = (t0 * p.m) as isize - p.pad as isize;
-    let lo = s.clamp(0, p.lin as isize) as usize;
-    let hi = (s + wn as isize).clamp(lo as isize, p.lin as isize) as usize;
-    let (a, b) = ((lo as isize - s) as usize, (hi as isize - s) as usize);
+    let a = (-s).clamp(0, wn as isize) as usize;
+    let b = (p.lin as isize - s).clamp(a as isize, wn as isize) as usize;
     slab[..a * p.cp].fill(0.0);
     slab[b * p.cp..wn * p.cp].fill(0.0);
-    // SAFETY: positions lo..hi of sample n's c rows (inside `img`: `fwd`'s assertion);
-    // slab rows a..b of cp floats (grown above).
-    unsafe {
-        crate::ops::transpose::transpose(
-            k.img.as_ptr().add(n * p.c * p.lin + lo),
-            p.lin,
-            p.c,
-            hi - lo,
-            slab.as_mut_ptr().add(a * p.cp),
-            p.cp,
-        )
-    };
+    if b > a {
+        // SAFETY: positions s + a .. s + b (inside 0..lin by the clamps) of sample n's c
+        // rows (inside `img`: `fwd`'s assertion); slab rows a..b of cp floats (grown above).
+        unsafe {
+            crate::ops::transpose::transpose(
+                k.img.as_ptr().add(n * p.c * p.lin + (s + a as isize) as usize),
+                p.lin,
+                p.c,
+                b - a,
+                slab.as_mut_ptr().add(a * p.cp),
+                p.cp,
+            )
+        };
+    }
     // SAFETY (the three passes): slab rows t m + j < wn for j < 8; V_xi rows < nt of cp
     // floats, M_xi rows < nt of cop; U's panels (`kernel_transform`); `cl` rows < tiles m
     // of cop; the CPU has V's features (the caller's).
@@ -349,8 +351,8 @@ mod tests {
 
     /// Equals the materialised-columns path in float64 (itself checked against PyTorch's
     /// fixtures) to 1e-4 for every tap count (2 to 7): lengths that end in a partial tile,
-    /// pads from 0 to wider than the window, channel counts off the vectors, several
-    /// blocks per sample, bias, with and without threads.
+    /// pads from 0 to wider than the window and than a block, channel counts off the
+    /// vectors, several blocks per sample, bias, with and without threads.
     #[test]
     fn matches_the_float64_path() {
         if !crate::ops::cpu::has_avx2_fma() {
@@ -358,7 +360,8 @@ mod tests {
         }
         let mut seed = 91u64;
         // (n, c, co, len, taps, pad)
-        let cases: [(usize, usize, usize, usize, usize, usize); 9] = [
+        // The last two: pads wider than a block, so whole blocks lie in the padding.
+        let cases: [(usize, usize, usize, usize, usize, usize); 11] = [
             (2, 16, 16, 64, 3, 1),
             (3, 17, 33, 50, 5, 2),
             (1, 64, 64, 4100, 5, 2),
@@ -368,6 +371,8 @@ mod tests {
             (1, 24, 18, 31, 6, 8),
             (4, 48, 64, 200, 3, 1),
             (1, 130, 20, 9, 5, 2),
+            (1, 16, 16, 10, 3, 50),
+            (1, 16, 24, 200, 5, 300),
         ];
         for (n, c, co, len, r, pad) in cases {
             let g = Geom::for_test(n, c, 1, [1, 1, len], [1, 1, r], [1; 3], [0, 0, pad], [1; 3]);
