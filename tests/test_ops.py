@@ -609,6 +609,71 @@ def test_rounding_functions(a, name):
     check(t.frac(), h - np.trunc(h), name)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rounding_and_erf_edges_over_parallel_sizes(dtype):
+    """The vectorized roundings and erf (one pass split over threads) on their edge
+    values, in a tensor long enough to split: floor/ceil/trunc/round equal NumPy's bit
+    for bit (the sign of zeros, halves to even, values past 2^23 already whole, NaN,
+    infinities), erf is within 2e-6 of the exact value relative to max(|erf|, 1e-30)
+    (float32; float64 keeps Candle's series), odd at 0 and +-1 at the infinities."""
+    edges = [
+        0.0,
+        -0.0,
+        0.5,
+        -0.5,
+        1.5,
+        2.5,
+        -2.5,
+        0.49999997,
+        -1.0000001,
+        2.0**23 + 1,
+        -(2.0**23) - 3,
+        1e30,
+        -1e30,
+        3.9,
+        4.1,
+        -4.1,
+        1e-30,
+        np.inf,
+        -np.inf,
+        np.nan,
+    ]
+    rng = np.random.default_rng(3)
+    a = np.concatenate([np.array(edges), rng.uniform(-50, 50, 300_000), rng.standard_normal(1000) * 1e-3]).astype(dtype)
+    t = cp.from_numpy(a)
+    for fn, want in (("floor", np.floor(a)), ("ceil", np.ceil(a)), ("trunc", np.trunc(a)), ("round", np.round(a))):
+        got = getattr(t, fn)().numpy()
+        assert got.dtype == a.dtype
+        np.testing.assert_array_equal(got, want, err_msg=fn)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=f"{fn}: sign of zeros")
+    got = t.erf().numpy().astype(np.float64)
+    exact = np.array([math.erf(v) for v in a.astype(np.float64)])
+    finite = ~np.isnan(exact)
+    assert np.isnan(got[~finite]).all()
+    rel = np.abs(got[finite] - exact[finite]) / np.maximum(np.abs(exact[finite]), 1e-30)
+    assert rel.max() < 2e-6, (rel.max(), a[finite][rel.argmax()])
+    assert got[0] == 0.0 and np.signbit(got[1]) and got[edges.index(np.inf)] == 1.0 and got[edges.index(-np.inf)] == -1.0
+
+
+def test_flip_of_large_tensors_and_repeated_dims():
+    """`flip` over one and several dims of a tensor large enough to split over threads,
+    several dtypes, equals NumPy's; a dim given twice raises as in PyTorch (it was
+    flipped twice, a no-op)."""
+    a = np.arange(6 * 70 * 1001).reshape(6, 70, 1001)
+    for dt in (np.float32, np.int64, np.uint8, np.float64):
+        t = cp.from_numpy(a.astype(dt))
+        for dims in ((-1,), (0,), (1,), (0, 2), (2, 1, 0)):
+            np.testing.assert_array_equal(t.flip(dims).numpy(), np.flip(a.astype(dt), axis=dims), err_msg=f"{dt} {dims}")
+    t = cp.from_numpy(a.astype(np.float32))
+    np.testing.assert_array_equal(
+        t.transpose(0, 2)[:, ::3].flip(0, 1).numpy(), np.flip(a.astype(np.float32).transpose(2, 1, 0)[:, ::3], axis=(0, 1))
+    )
+    with pytest.raises(RuntimeError, match="dim 0 appears multiple times"):
+        t.flip(0, 0)
+    with pytest.raises(RuntimeError, match="dim 2 appears multiple times"):
+        t.flip(2, -1)
+
+
 @pytest.mark.parametrize("fn", ["floor", "ceil", "round", "trunc"])
 def test_rounding_integers_keeps_dtype(fn):
     t = cp.tensor([-3, 0, 5], dtype=cp.int32)
@@ -710,6 +775,44 @@ def test_amax_amin(case):
     ax = np_axis(dim, a.ndim)
     check(call_reduce(t, "amax", dim, keepdim), np.max(h, axis=ax, keepdims=kd), name)
     check(call_reduce(t, "amin", dim, keepdim), np.min(h, axis=ax, keepdims=kd), name)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_amax_amin_over_every_dim_of_large_tensors(dtype):
+    """amax/amin (one values-only pass, split over threads) over each dim of a tensor
+    with rows longer than the kernel's 64 lanes and slices wider than a task: NumPy's
+    values exactly, NaN wherever the reduced slice holds one, -inf/inf kept; the
+    gradient path (requires_grad) gives the same values."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((6, 333, 101)).astype(dtype)
+    a[2, 17, 40] = np.nan
+    a[4, :, 3] = -np.inf
+    a[1, 5, :] = np.inf
+    t = cp.from_numpy(a)
+    for dim in (0, 1, 2, -1, (0, 2)):
+        for fn, ref in (("amax", np.max), ("amin", np.min)):
+            want = ref(a, axis=dim)
+            np.testing.assert_array_equal(getattr(t, fn)(dim).numpy(), want, err_msg=f"{fn} {dim}")
+            np.testing.assert_array_equal(
+                getattr(t.detach().requires_grad_(True), fn)(dim).detach().numpy(), want, err_msg=f"{fn} {dim} grad path"
+            )
+
+
+def test_prod_of_long_rows_matches_numpy():
+    """`prod(-1)` over rows longer than the kernel's 64 lanes (products reassociated):
+    floats within rounding of NumPy's, zeros, NaN and infinities as NumPy's, integers
+    exact (wrapping as NumPy's int64)."""
+    rng = np.random.default_rng(6)
+    a = rng.uniform(0.9, 1.1, (300, 1000))
+    a[3, 500] = 0.0
+    a[4, 10] = np.nan
+    a[5, 999] = np.inf
+    a[6, :2] = [np.inf, 0.0]
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(cp.from_numpy(a).prod(-1).numpy(), np.prod(a, axis=-1), rtol=1e-12)
+        np.testing.assert_allclose(cp.from_numpy(a.astype(np.float32)).prod(-1).numpy(), np.prod(a.astype(np.float32), axis=-1), rtol=2e-5)
+    i = rng.integers(-3, 4, (50, 777))
+    np.testing.assert_array_equal(cp.from_numpy(i).prod(-1).numpy(), np.prod(i, axis=-1))
 
 
 def test_amax_of_empty_keeps_empty_dims():

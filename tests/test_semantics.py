@@ -325,6 +325,47 @@ def test_stepped_slice_in_the_graph() -> None:
     exact(leaf2.grad, np.array([3, 1, 3, 1, 3, 1], np.float32))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("view", ["step2", "step2_odd", "step3", "step4", "step7", "transposed", "narrowed"])
+def test_arithmetic_reads_strided_views_in_place(dtype: type, view: str) -> None:
+    """Scalar and tensor arithmetic, copies and reductions of stepped, transposed and
+    narrowed views (read where they lie, a block at a time) equal NumPy's on the same
+    views exactly: runs long enough to span several blocks and to end part-way through
+    one, signed zeros, infinities and NaN included."""
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((3, 5, 1203)).astype(dtype)
+    base.flat[::97] = -0.0
+    base.flat[5::211] = np.inf
+    base.flat[9::307] = -np.inf
+    base.flat[13::401] = np.nan
+    pick = {
+        "step2": lambda a: a[..., ::2],
+        "step2_odd": lambda a: a[..., 1::2],
+        "step3": lambda a: a[..., 2::3],
+        "step4": lambda a: a[:, 1:, ::4],
+        "step7": lambda a: a[..., 3::7],
+        "transposed": lambda a: a.permute(2, 0, 1) if isinstance(a, cp.Tensor) else a.transpose(2, 0, 1),
+        "narrowed": lambda a: a[:, :, 5:1000],
+    }[view]
+    x, want = pick(cp.from_numpy(base)), pick(base)
+    other = rng.standard_normal(want.shape[-1]).astype(dtype)
+    other_stepped = base[..., ::-1].copy()
+    o2 = pick(cp.from_numpy(other_stepped))
+    w2 = pick(other_stepped)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        exact(x.contiguous(), np.ascontiguousarray(want))
+        exact(x * 0.5, want * dtype(0.5))
+        exact(x * -2.0, want * dtype(-2.0))
+        exact(x + 1.25, want + dtype(1.25))
+        exact(x - 3.0, want - dtype(3.0))
+        exact(3.0 - x, dtype(3.0) - want)
+        exact(x * cp.from_numpy(other), want * other)
+        exact(cp.from_numpy(other) - x, other - want)
+        exact(x / o2, want / w2)
+        exact(x - o2, want - w2)
+        exact(-x, -want)
+
+
 def test_reshape_that_merges_strided_dims_copies() -> None:
     """A transposed matrix flattened cannot be a view (PyTorch copies too): writes to
     the result leave the source alone."""

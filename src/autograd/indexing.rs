@@ -71,7 +71,7 @@ pub fn scatter(x: &Value, src: &Value, out: Tensor, offs: Tensor, written: Optio
 
 /// Reverse the order along `dims`.
 pub fn flip(x: &Value, dims: &[usize]) -> Result<Value> {
-    let out = if dims.is_empty() { x.data.dense_copy()? } else { x.data.dense()?.flip(dims)? };
+    let out = if dims.is_empty() { x.data.dense_copy()? } else { crate::ops::layout::flip(&x.data, dims)? };
     let dims = dims.to_vec();
     Ok(record("FlipBackward0", &[x], out, &[], false, move |_, g, _| Ok(vec![c(flip(g, &dims)?)])))
 }

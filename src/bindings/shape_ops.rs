@@ -415,6 +415,9 @@ impl PyTensor {
         let t = v.data.clone();
         let req = shape_args(dims, "flip")?;
         let d: Vec<usize> = req.iter().map(|&x| norm_dim(x, t.rank(), "flip")).collect::<PyResult<_>>()?;
+        if let Some(k) = d.iter().enumerate().find_map(|(i, k)| d[..i].contains(k).then_some(k)) {
+            return Err(crate::bindings::errors::runtime_err("flip", format!("dim {k} appears multiple times in the list of dims")));
+        }
         Ok(wrap_like(self, crate::autograd::indexing::flip(&v, &d).op("flip")?))
     }
     #[pyo3(signature = (*sizes))]

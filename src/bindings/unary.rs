@@ -161,8 +161,8 @@ macro_rules! unary_round {
 }
 
 unary_round! {
-    floor, "FloorBackward0" => |t| t.floor(),
-    ceil, "CeilBackward0" => |t| t.ceil(),
+    floor, "FloorBackward0" => |t| crate::ops::unary::fast(t, crate::ops::unary::Fast::Floor),
+    ceil, "CeilBackward0" => |t| crate::ops::unary::fast(t, crate::ops::unary::Fast::Ceil),
     trunc, "TruncBackward0" => crate::ops::unary::trunc,
 }
 

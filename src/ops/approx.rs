@@ -92,6 +92,8 @@ pub fn fast_erf<const FMA: bool>(x: f32) -> f32 {
         1.0
     } else if x <= -4.0 {
         -1.0
+    } else if x.is_nan() {
+        x
     } else {
         e
     }
@@ -255,17 +257,19 @@ mod tests {
     }
 
     #[test]
-    fn fast_erf_saturates_past_the_clamp() {
+    fn fast_erf_saturates_past_the_clamp_and_keeps_nan() {
         // Both builds of the polynomials: plain and fused multiply-adds.
-        fast_erf_saturates_past_the_clamp_with::<false>();
-        fast_erf_saturates_past_the_clamp_with::<true>();
+        fast_erf_saturates_past_the_clamp_and_keeps_nan_with::<false>();
+        fast_erf_saturates_past_the_clamp_and_keeps_nan_with::<true>();
     }
 
-    fn fast_erf_saturates_past_the_clamp_with<const FMA: bool>() {
+    fn fast_erf_saturates_past_the_clamp_and_keeps_nan_with<const FMA: bool>() {
         for x in [4.0f32, 4.5, 100.0, 1e30, f32::INFINITY] {
             assert_eq!(fast_erf::<FMA>(x), 1.0);
             assert_eq!(fast_erf::<FMA>(-x), -1.0);
         }
+        // NaN stays NaN (the clamp made it -4 first: erf(NaN) was -0.99999988).
+        assert!(fast_erf::<FMA>(f32::NAN).is_nan());
     }
 
     /// erf by its Taylor series (|x| < 3) or the continued-fraction tail: a reference only.

@@ -241,24 +241,42 @@ pub(crate) fn direct_binary(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor> {
     }
 }
 
-/// `x * mul + add` for a contiguous CPU tensor, as Candle's
-/// affine computes it (same formula, same rounding), in one vectorized pass.
+/// `x * mul + add` for a CPU float32/float64 tensor, as Candle's affine computes it
+/// (same formula, same rounding), in one vectorized pass; a strided view is read in
+/// place (Candle's strided affine ran one element at a time: `x[..., ::2] * 0.5` on
+/// (8, 256, 384) took 1.0 ms, torch 0.23).
 pub(crate) fn direct_affine(x: &Tensor, mul: f64, add: f64) -> Option<Tensor> {
     let n = x.elem_count();
     if !x.device().is_cpu() {
         return None;
     }
-    let (a, _) = x.layout().contiguous_offsets()?;
+    let l = x.layout();
     let (st, _) = x.storage_and_layout();
     let shape = x.dims().to_vec();
     let dev = candle_core::Device::Cpu;
+    /// The affine map over `v`'s part that `l` addresses: one pass over a
+    /// contiguous range, else the strided reader.
+    fn run<T: crate::ops::float::Float>(v: &[T], l: &candle_core::Layout, n: usize, m: T, c: T) -> Vec<T> {
+        match l.contiguous_offsets() {
+            Some((a, _)) => affine_map(&v[a..a + n], m, c),
+            None => {
+                use crate::ops::broadcast::map_strided;
+                let (d, s, o) = (l.dims(), l.stride(), l.start_offset());
+                if m == T::ONE {
+                    map_strided(v, d, s, o, move |x| x + c)
+                } else if c == T::ZERO {
+                    map_strided(v, d, s, o, move |x| x * m)
+                } else {
+                    map_strided(v, d, s, o, move |x| x * m + c)
+                }
+            }
+        }
+    }
     match &*st {
         candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)) => {
-            Tensor::from_vec(affine_map(&v[a..a + n], mul as f32, add as f32), shape, &dev).ok()
+            Tensor::from_vec(run(v, l, n, mul as f32, add as f32), shape, &dev).ok()
         }
-        candle_core::Storage::Cpu(candle_core::CpuStorage::F64(v)) => {
-            Tensor::from_vec(affine_map(&v[a..a + n], mul, add), shape, &dev).ok()
-        }
+        candle_core::Storage::Cpu(candle_core::CpuStorage::F64(v)) => Tensor::from_vec(run(v, l, n, mul, add), shape, &dev).ok(),
         _ => None,
     }
 }

@@ -47,6 +47,22 @@ pub(crate) fn broadcast_arith(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor>
     }
 }
 
+/// `f(x)` for every element of a float32/float64 CPU view at any strides (a stepped
+/// slice, a transposed or expanded view), into a dense result: the view's runs read
+/// as `broadcast_arith` reads an operand, so no dense copy is made first.
+pub(crate) fn map_strided<T: crate::ops::float::Float>(
+    src: &[T],
+    dims: &[usize],
+    strides: &[usize],
+    off: usize,
+    f: impl Fn(T) -> T + Sync + Send + Copy,
+) -> Vec<T> {
+    let zeros = vec![0; dims.len()];
+    let (dims, sl, sr) = merge(dims, strides, &zeros);
+    let plan = Plan { dims, sl, sr, ol: off, or: 0 };
+    plan.run_with(src, &[T::ZERO], move |x, _| f(x))
+}
+
 /// `maximum` as PyTorch: NaN from either side propagates; otherwise Candle's choice
 /// (the first operand on ties).
 #[inline(always)]
@@ -181,6 +197,42 @@ struct Row {
 /// One run: each side contiguous (stride 1), a repeated value (stride 0), or strided.
 #[inline(always)]
 fn inner<T: Copy, U: Copy, F: Fn(T, T) -> U>(row: &mut [MaybeUninit<U>], a: &[T], b: &[T], at: Row, f: &F) {
+    if at.il <= 1 && at.ir <= 1 {
+        return dense_run(row, a, b, at, f);
+    }
+    // Strided sides (a stepped slice `x[..., ::2]`, a transposed view) are read a block
+    // at a time into dense buffers (`gather_step_in`: steps 2 to 4 vectorized), then the
+    // block runs as a contiguous one. Element by element through an iterator with the
+    // step in a register, `x[..., ::2] * c` on (8, 256, 384) took 245 us (torch 246).
+    const BLOCK: usize = 256;
+    let mut ba = [MaybeUninit::<T>::uninit(); BLOCK];
+    let mut bb = [MaybeUninit::<T>::uninit(); BLOCK];
+    let Row { pl, pr, il, ir } = at;
+    for (k, out) in row.chunks_mut(BLOCK).enumerate() {
+        let m = out.len();
+        let (x, xl, xi) = dense_side(&mut ba[..m], a, pl + k * BLOCK * il, il);
+        let (y, yr, yi) = dense_side(&mut bb[..m], b, pr + k * BLOCK * ir, ir);
+        dense_run(out, x, y, Row { pl: xl, pr: yr, il: xi, ir: yi }, f);
+    }
+}
+
+/// One operand of a block of `buf.len()` elements from `start` at stride `step`: the
+/// operand itself where it is contiguous or repeated (`step` <= 1), else gathered into
+/// `buf`. Returns (elements, start, stride) for `dense_run`.
+#[inline(always)]
+fn dense_side<'a, T: Copy>(buf: &'a mut [MaybeUninit<T>], src: &'a [T], start: usize, step: usize) -> (&'a [T], usize, usize) {
+    if step <= 1 {
+        return (src, start, step);
+    }
+    crate::ops::layout::gather_step_in(buf, &src[start..], step);
+    // SAFETY: `gather_step_in` wrote every element of `buf`; `MaybeUninit<T>` has `T`'s
+    // layout.
+    (unsafe { &*(buf as *const [MaybeUninit<T>] as *const [T]) }, 0, 1)
+}
+
+/// A run whose sides are each contiguous (stride 1) or a repeated value (stride 0).
+#[inline(always)]
+fn dense_run<T: Copy, U: Copy, F: Fn(T, T) -> U>(row: &mut [MaybeUninit<U>], a: &[T], b: &[T], at: Row, f: &F) {
     let n = row.len();
     let Row { pl, pr, il, ir } = at;
     match (il, ir) {
@@ -201,40 +253,10 @@ fn inner<T: Copy, U: Copy, F: Fn(T, T) -> U>(row: &mut [MaybeUninit<U>], a: &[T]
                 d.write(f(x, y));
             }
         }
-        (0, 0) => {
+        _ => {
             let v = f(a[pl], b[pr]);
             for d in row.iter_mut() {
                 d.write(v);
-            }
-        }
-        // Strided sides (a stepped slice `x[..., ::2]`, a transposed view): iterators
-        // rather than indices, so there is no bounds check per element and LLVM can
-        // vectorize the even/odd loads of a step of 2.
-        (s, 1) => {
-            for ((d, &x), &y) in row.iter_mut().zip(a[pl..].iter().step_by(s)).zip(&b[pr..pr + n]) {
-                d.write(f(x, y));
-            }
-        }
-        (1, s) => {
-            for ((d, &x), &y) in row.iter_mut().zip(&a[pl..pl + n]).zip(b[pr..].iter().step_by(s)) {
-                d.write(f(x, y));
-            }
-        }
-        (s, 0) => {
-            let y = b[pr];
-            for (d, &x) in row.iter_mut().zip(a[pl..].iter().step_by(s)) {
-                d.write(f(x, y));
-            }
-        }
-        (0, s) => {
-            let x = a[pl];
-            for (d, &y) in row.iter_mut().zip(b[pr..].iter().step_by(s)) {
-                d.write(f(x, y));
-            }
-        }
-        (s, t) => {
-            for ((d, &x), &y) in row.iter_mut().zip(a[pl..].iter().step_by(s)).zip(b[pr..].iter().step_by(t)) {
-                d.write(f(x, y));
             }
         }
     }
@@ -265,6 +287,30 @@ mod tests {
     use super::*;
     use candle_core::Device;
 
+    /// `map_strided` over stepped, transposed, narrowed and expanded views equals
+    /// Candle's affine on them.
+    #[test]
+    fn map_strided_reads_every_view_kind() -> candle_core::Result<()> {
+        let dev = Device::Cpu;
+        let long = Tensor::arange(0f64, 6600.0, &dev)?.reshape((2, 3, 1100))?.affine(0.01, -3.0)?;
+        let views = [
+            long.narrow(2, 1, 1099)?.unfold(2, 1, 2)?.squeeze(3)?,
+            long.unfold(2, 1, 3)?.squeeze(3)?,
+            long.unfold(2, 1, 6)?.squeeze(3)?,
+            long.transpose(0, 2)?,
+            long.narrow(2, 5, 7)?,
+            Tensor::new(1.5f64, &dev)?.broadcast_as((4, 300))?,
+        ];
+        for v in views {
+            let (st, l) = v.storage_and_layout();
+            let candle_core::Storage::Cpu(CpuStorage::F64(src)) = &*st else { panic!("f64 CPU") };
+            let got = map_strided(src, l.dims(), l.stride(), l.start_offset(), |x| x * 3.0 - 1.0);
+            let want = v.affine(3.0, -1.0)?.flatten_all()?.to_vec1::<f64>()?;
+            assert_eq!(got, want, "{:?} {:?}", l.dims(), l.stride());
+        }
+        Ok(())
+    }
+
     /// Every broadcast and stride pattern against Candle's own broadcast ops.
     #[test]
     fn matches_candle_broadcast() -> candle_core::Result<()> {
@@ -286,6 +332,20 @@ mod tests {
             (a.unfold(2, 1, 2)?.squeeze(3)?, a.narrow(2, 1, 3)?.unfold(2, 1, 2)?.squeeze(3)?),
             (Tensor::new(2f32, &dev)?.broadcast_as((2, 3))?, Tensor::new(-1.5f32, &dev)?),
         ];
+        // Stepped views whose runs span several of `inner`'s blocks and end part-way
+        // through one (the rows merge into one run of 3300 / s), every step kind.
+        // No element is 0, so `x / x` has no NaN (which the equality below would reject).
+        let long = Tensor::arange(0f32, 6600.0, &dev)?.reshape((2, 3, 1100))?.affine(0.01, -3.005)?;
+        let step = |s: usize, from: usize| long.narrow(2, from, 1100 - from)?.unfold(2, 1, s)?.squeeze(3);
+        let cases = cases.into_iter().chain([
+            (step(2, 0)?, step(2, 1)?),
+            (step(3, 0)?, Tensor::new(0.7f32, &dev)?),
+            (Tensor::new(0.7f32, &dev)?, step(4, 0)?),
+            (step(5, 0)?, step(5, 2)?.contiguous()?.affine(1.0, 0.25)?),
+            (step(2, 0)?.contiguous()?, step(2, 1)?),
+            (long.transpose(1, 2)?, long.transpose(1, 2)?.contiguous()?),
+            (step(9, 1)?, Tensor::arange(0f32, 3.0, &dev)?.reshape((3, 1))?),
+        ]);
         for (l, r) in cases {
             for op in [Bin::Add, Bin::Sub, Bin::Mul, Bin::Div] {
                 let got = broadcast_arith(&l, &r, op).expect("f32 CPU");

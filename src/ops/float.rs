@@ -41,6 +41,12 @@ pub(crate) trait Float:
     fn sqrt(self) -> Self;
     fn sin(self) -> Self;
     fn cos(self) -> Self;
+    /// Rounding to whole numbers (std's: one vector instruction where SSE4.1 or later is
+    /// enabled, a libm call per element otherwise). `round_even`: halves to even.
+    fn floor(self) -> Self;
+    fn ceil(self) -> Self;
+    fn trunc(self) -> Self;
+    fn round_even(self) -> Self;
     /// `|x|`, clearing the sign bit (`abs(-0.0)` is 0.0).
     fn abs(self) -> Self;
     fn powf(self, e: Self) -> Self;
@@ -101,6 +107,22 @@ impl Float for f32 {
     #[inline(always)]
     fn cos(self) -> f32 {
         f32::cos(self)
+    }
+    #[inline(always)]
+    fn floor(self) -> f32 {
+        f32::floor(self)
+    }
+    #[inline(always)]
+    fn ceil(self) -> f32 {
+        f32::ceil(self)
+    }
+    #[inline(always)]
+    fn trunc(self) -> f32 {
+        f32::trunc(self)
+    }
+    #[inline(always)]
+    fn round_even(self) -> f32 {
+        f32::round_ties_even(self)
     }
     #[inline(always)]
     fn abs(self) -> f32 {
@@ -171,6 +193,22 @@ impl Float for f64 {
     #[inline(always)]
     fn cos(self) -> f64 {
         f64::cos(self)
+    }
+    #[inline(always)]
+    fn floor(self) -> f64 {
+        f64::floor(self)
+    }
+    #[inline(always)]
+    fn ceil(self) -> f64 {
+        f64::ceil(self)
+    }
+    #[inline(always)]
+    fn trunc(self) -> f64 {
+        f64::trunc(self)
+    }
+    #[inline(always)]
+    fn round_even(self) -> f64 {
+        f64::round_ties_even(self)
     }
     #[inline(always)]
     fn abs(self) -> f64 {

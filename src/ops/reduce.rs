@@ -302,6 +302,134 @@ pub fn sum_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
     Ok(cur)
 }
 
+/// `amax` / `amin` (`is_max`) over dim `d` of a float32/float64 CPU tensor (`d` not
+/// empty, the result keeps it as size 1): values only, in one vectorized pass, NaN
+/// wherever the reduced slice holds one (as PyTorch's). `None` for other devices and
+/// dtypes. It went through `max(dim)`'s search for the first index (two passes per
+/// row and an index tensor, or a transposed copy off the last dim): amax(-1) of
+/// (8, 256, 384) took 190-230 us, torch 35-45.
+pub(crate) fn extreme_values(t: &Tensor, d: usize, is_max: bool) -> Option<Result<Tensor>> {
+    if !fast_path(t) || t.dims()[d] == 0 {
+        return None;
+    }
+    let run = || -> Result<Tensor> {
+        let x = t.dense()?;
+        let (outer, r, inner) = split(x.dims(), d, d);
+        let mut shape = x.dims().to_vec();
+        shape[d] = 1;
+        let (st, l) = x.storage_and_layout();
+        let Some((a, _)) = l.contiguous_offsets() else { candle_core::bail!("amax: expected a dense input") };
+        fn go<T: Float>(v: &[T], (outer, r, inner): (usize, usize, usize), is_max: bool) -> Vec<T> {
+            let mut out = vec![T::ZERO; outer * inner];
+            let wide = has_avx512();
+            let per = if inner == 1 { (GRAIN / r).max(1) } else { (GRAIN / r).max(16) };
+            super::parallel::for_chunks(&mut out, per, super::parallel::par_ok(v.len()), |ci, o| {
+                #[cfg(target_arch = "x86_64")]
+                if wide {
+                    // SAFETY: `wide` is `has_avx512()`.
+                    return unsafe { extreme_block_avx512(v, (r, inner), ci * per, o, is_max) };
+                }
+                let _ = wide;
+                extreme_block(v, (r, inner), ci * per, o, is_max)
+            });
+            out
+        }
+        let dims = (outer, r, inner);
+        let out = match &*st {
+            candle_core::Storage::Cpu(CpuStorage::F32(v)) => Tensor::from_vec(go(&v[a..], dims, is_max), shape, t.device())?,
+            candle_core::Storage::Cpu(CpuStorage::F64(v)) => Tensor::from_vec(go(&v[a..], dims, is_max), shape, t.device())?,
+            _ => candle_core::bail!("amax: expected float32 or float64"),
+        };
+        Ok(out)
+    };
+    Some(run())
+}
+
+/// `f` folded over a row (`f` associative and commutative: a product, a max) in 64
+/// independent lanes (four vectors of f32), then the lanes folded halves onto halves:
+/// one running value made each step wait for the last (a compare and blend, ~6 cycles
+/// per vector), and a scalar fold over the lanes was a chain of 16 more.
+#[inline(always)]
+fn lane_fold<T: Copy>(row: &[T], init: T, f: impl Fn(T, T) -> T) -> T {
+    let mut acc = [init; 64];
+    let chunks = row.chunks_exact(64);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for j in 0..64 {
+            acc[j] = f(acc[j], c[j]);
+        }
+    }
+    for (a, &e) in acc.iter_mut().zip(rest) {
+        *a = f(*a, e);
+    }
+    let mut w = 32;
+    while w > 0 {
+        for j in 0..w {
+            acc[j] = f(acc[j], acc[j + w]);
+        }
+        w /= 2;
+    }
+    acc[0]
+}
+
+/// `m` or `e`, whichever is further in the direction of `MAX`, and NaN from either.
+#[inline(always)]
+fn pick<T: Float, const MAX: bool>(m: T, e: T) -> T {
+    if (if MAX { e > m } else { e < m }) || e.is_nan() {
+        e
+    } else {
+        m
+    }
+}
+
+/// Outputs `at..at + out.len()` (row-major over (outer, inner)) of the extreme over `r`
+/// of the dense (outer, r, inner) block `v`.
+#[inline(always)]
+fn extreme_block<T: Float>(v: &[T], (r, inner): (usize, usize), at: usize, out: &mut [T], is_max: bool) {
+    if is_max {
+        extreme_block_dir::<T, true>(v, (r, inner), at, out)
+    } else {
+        extreme_block_dir::<T, false>(v, (r, inner), at, out)
+    }
+}
+
+#[inline(always)]
+fn extreme_block_dir<T: Float, const MAX: bool>(v: &[T], (r, inner): (usize, usize), at: usize, out: &mut [T]) {
+    if inner == 1 {
+        // Rows: `lane_fold`'s independent lanes.
+        for (k, o) in out.iter_mut().enumerate() {
+            let row = &v[(at + k) * r..(at + k + 1) * r];
+            *o = lane_fold(row, row[0], pick::<T, MAX>);
+        }
+        return;
+    }
+    // Slices: the outputs of one outer index are `inner` lanes, updated row by row.
+    let mut done = 0;
+    while done < out.len() {
+        let (o, i0) = ((at + done) / inner, (at + done) % inner);
+        let len = (inner - i0).min(out.len() - done);
+        let dst = &mut out[done..done + len];
+        let base = o * r * inner + i0;
+        dst.copy_from_slice(&v[base..base + len]);
+        for k in 1..r {
+            for (m, &e) in dst.iter_mut().zip(&v[base + k * inner..base + k * inner + len]) {
+                *m = pick::<T, MAX>(*m, e);
+            }
+        }
+        done += len;
+    }
+}
+
+/// `extreme_block` compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX2 and FMA (`ops::cpu::has_avx512`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn extreme_block_avx512<T: Float>(v: &[T], dims: (usize, usize), at: usize, out: &mut [T], is_max: bool) {
+    extreme_block(v, dims, at, out, is_max)
+}
+
 /// Products along one dim of a contiguous tensor, as (outer, r, inner) blocks.
 trait ProdElem: Copy + Send + Sync + std::ops::Mul<Output = Self> + 'static {
     const ONE: Self;
@@ -314,6 +442,17 @@ prod_elem!(f32 => 1.0, f64 => 1.0, i64 => 1, i32 => 1, i16 => 1, u8 => 1, u32 =>
 fn prod_block<T: ProdElem>(src: &[T], outer: usize, r: usize, inner: usize) -> Vec<T> {
     let mut out = vec![T::ONE; outer * inner];
     if inner == 0 {
+        return out;
+    }
+    if inner == 1 {
+        // Rows: `lane_fold`'s independent products. One task per row with one chain of
+        // dependent multiplies made `prod(-1)` of (8, 256, 384) take 1.6 ms, torch 0.14.
+        let per = (GRAIN / r.max(1)).max(1);
+        super::parallel::for_chunks(&mut out, per, super::parallel::par_ok(src.len()), |ci, o| {
+            for (k, d) in o.iter_mut().enumerate() {
+                *d = lane_fold(&src[(ci * per + k) * r..(ci * per + k + 1) * r], T::ONE, |p, e| p * e);
+            }
+        });
         return out;
     }
     out.par_chunks_mut(inner).enumerate().for_each(|(o, dst)| {
