@@ -326,14 +326,15 @@ def test_stepped_slice_in_the_graph() -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("view", ["step2", "step2_odd", "step3", "step4", "step7", "transposed", "narrowed"])
+@pytest.mark.parametrize("view", ["step2", "step2_odd", "step3", "step4", "step7", "transposed", "narrowed", "tiles"])
 def test_arithmetic_reads_strided_views_in_place(dtype: type, view: str) -> None:
     """Scalar and tensor arithmetic, copies and reductions of stepped, transposed and
     narrowed views (read where they lie, a block at a time) equal NumPy's on the same
     views exactly: runs long enough to span several blocks and to end part-way through
     one, signed zeros, infinities and NaN included."""
     rng = np.random.default_rng(7)
-    base = rng.standard_normal((3, 5, 1203)).astype(dtype)
+    # "tiles": a transpose copied tile by tile first (odd sizes: partial tiles too).
+    base = rng.standard_normal((2, 37, 203) if view == "tiles" else (3, 5, 1203)).astype(dtype)
     base.flat[::97] = -0.0
     base.flat[5::211] = np.inf
     base.flat[9::307] = -np.inf
@@ -346,6 +347,7 @@ def test_arithmetic_reads_strided_views_in_place(dtype: type, view: str) -> None
         "step7": lambda a: a[..., 3::7],
         "transposed": lambda a: a.permute(2, 0, 1) if isinstance(a, cp.Tensor) else a.transpose(2, 0, 1),
         "narrowed": lambda a: a[:, :, 5:1000],
+        "tiles": lambda a: a.permute(0, 2, 1) if isinstance(a, cp.Tensor) else a.transpose(0, 2, 1),
     }[view]
     x, want = pick(cp.from_numpy(base)), pick(base)
     other = rng.standard_normal(want.shape[-1]).astype(dtype)
@@ -364,6 +366,15 @@ def test_arithmetic_reads_strided_views_in_place(dtype: type, view: str) -> None
         exact(x / o2, want / w2)
         exact(x - o2, want - w2)
         exact(-x, -want)
+        exact(x + x, want + want)
+        exact(x.relu(), np.where(want < 0, dtype(0), want))
+        exact(x.floor(), np.floor(want))
+        exact(x.amax(-1), want.max(-1))
+    leaf = x.detach().requires_grad_(True)
+    (leaf.relu() * 3.0).sum().backward()
+    exact(leaf.grad, np.where(want <= 0, dtype(0), dtype(3)))  # NaN passes its gradient, as torch's
+    ints = pick(cp.from_numpy(np.arange(base.size, dtype=np.int32).reshape(base.shape)))
+    exact(ints.contiguous(), np.ascontiguousarray(pick(np.arange(base.size, dtype=np.int32).reshape(base.shape))))
 
 
 def test_reshape_that_merges_strided_dims_copies() -> None:

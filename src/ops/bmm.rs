@@ -139,7 +139,7 @@ unsafe fn small_product_f32_avx512(
             // copies took a quarter of the time of 65 x 32 x 65 products).
             let fast = if mr == 8 && a_cs == 1 { k - k % 8 } else { 0 };
             for p0 in (0..fast).step_by(8) {
-                transpose8x8(src.add(p0), a_rs, pk.add(p0 * 8));
+                crate::ops::layout::transpose8x8(src.add(p0), a_rs, pk.add(p0 * 8), 8);
             }
             if mr < 8 {
                 apack.fill(0.0);
@@ -241,47 +241,6 @@ unsafe fn small_product_f32_avx2(
             for r in 0..m {
                 std::ptr::copy_nonoverlapping(cpad.as_ptr().add(r * np), dst.add(r * n), n);
             }
-        }
-    }
-}
-
-/// Copy the 8 x 8 block at `src` (rows `rs` apart, unit column stride) to `dst`
-/// transposed: `dst[p * 8 + r] = src[r * rs + p]`.
-///
-/// # Safety
-/// `src` holds 8 rows of 8 readable floats `rs` apart; `dst` 64 writable floats.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-#[inline]
-unsafe fn transpose8x8(src: *const f32, rs: isize, dst: *mut f32) {
-    use std::arch::x86_64::*;
-    // SAFETY: the caller's 8 rows of 8 floats and 64-float destination.
-    unsafe {
-        let r: [__m256; 8] = std::array::from_fn(|i| _mm256_loadu_ps(src.offset(i as isize * rs)));
-        // Pairs of rows interleaved, then quads, then the 128-bit halves swapped.
-        let t = [
-            _mm256_unpacklo_ps(r[0], r[1]),
-            _mm256_unpackhi_ps(r[0], r[1]),
-            _mm256_unpacklo_ps(r[2], r[3]),
-            _mm256_unpackhi_ps(r[2], r[3]),
-            _mm256_unpacklo_ps(r[4], r[5]),
-            _mm256_unpackhi_ps(r[4], r[5]),
-            _mm256_unpacklo_ps(r[6], r[7]),
-            _mm256_unpackhi_ps(r[6], r[7]),
-        ];
-        let u = [
-            _mm256_shuffle_ps::<0x44>(t[0], t[2]),
-            _mm256_shuffle_ps::<0xEE>(t[0], t[2]),
-            _mm256_shuffle_ps::<0x44>(t[1], t[3]),
-            _mm256_shuffle_ps::<0xEE>(t[1], t[3]),
-            _mm256_shuffle_ps::<0x44>(t[4], t[6]),
-            _mm256_shuffle_ps::<0xEE>(t[4], t[6]),
-            _mm256_shuffle_ps::<0x44>(t[5], t[7]),
-            _mm256_shuffle_ps::<0xEE>(t[5], t[7]),
-        ];
-        for q in 0..4 {
-            _mm256_storeu_ps(dst.add(q * 8), _mm256_permute2f128_ps::<0x20>(u[q], u[q + 4]));
-            _mm256_storeu_ps(dst.add((q + 4) * 8), _mm256_permute2f128_ps::<0x31>(u[q], u[q + 4]));
         }
     }
 }

@@ -6,6 +6,7 @@
 //! the backward passes that broadcast (a sum's gradient times a tensor).
 use crate::ops::binary::Bin;
 use crate::ops::cpu::{has_avx2_fma, has_avx512};
+use crate::ops::layout::Dense;
 use crate::ops::parallel::{filled, for_row_runs, par_ok};
 use candle_core::{CpuStorage, Storage, Tensor};
 use std::mem::MaybeUninit;
@@ -22,6 +23,17 @@ pub(crate) fn broadcast_arith(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor>
     if !cmp && !matches!(op, Bin::Add | Bin::Sub | Bin::Mul | Bin::Div | Bin::Max | Bin::Min) {
         return None;
     }
+    // Transposed views are copied densely first (tile by tile; see `layout::is_transpose`),
+    // once when both sides are the same view (`x + x`).
+    let transposed = |t: &Tensor| crate::ops::layout::is_transpose(t.dims(), t.stride());
+    let (l, r) = match (transposed(l), transposed(r)) {
+        (false, false) => (l.clone(), r.clone()),
+        (true, true) if l.layout() == r.layout() && crate::ops::layout::storage_key(l) == crate::ops::layout::storage_key(r) => {
+            let d = l.dense().ok()?;
+            (d.clone(), d)
+        }
+        (a, b) => (if a { l.dense().ok()? } else { l.clone() }, if b { r.dense().ok()? } else { r.clone() }),
+    };
     let shape = l.shape().broadcast_shape_binary_op(r.shape(), "broadcast").ok()?;
     let (lb, rb) = (l.broadcast_as(&shape).ok()?, r.broadcast_as(&shape).ok()?);
     let dims = shape.dims().to_vec();
