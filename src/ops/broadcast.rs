@@ -1,7 +1,8 @@
 //! The four arithmetic ops over broadcast or strided CPU operands (a bias row, a
-//! per-channel scale, an expanded scalar gradient, a transposed view): dims that
-//! are laid out alike in both operands are merged, and the innermost dim runs as a
-//! tight loop with each side either contiguous or a repeated value. Candle's
+//! per-channel scale, an expanded scalar gradient, a stepped slice): dims that are
+//! laid out alike in both operands are merged, and the innermost dim runs as a tight
+//! loop with each side contiguous, a repeated value, or strided (read a block at a
+//! time into a dense buffer); a transposed view is copied densely first. Candle's
 //! generic strided path computes an index per element and was the hottest frame of
 //! the backward passes that broadcast (a sum's gradient times a tensor).
 use crate::ops::binary::Bin;
@@ -25,7 +26,7 @@ pub(crate) fn broadcast_arith(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor>
     }
     // Transposed views are copied densely first (tile by tile; see `layout::is_transpose`),
     // once when both sides are the same view (`x + x`).
-    let transposed = |t: &Tensor| crate::ops::layout::is_transpose(t.dims(), t.stride());
+    let transposed = |t: &Tensor| !t.is_contiguous() && crate::ops::layout::is_transpose(t.dims(), t.stride());
     let (l, r) = match (transposed(l), transposed(r)) {
         (false, false) => (l.clone(), r.clone()),
         (true, true) if l.layout() == r.layout() && crate::ops::layout::storage_key(l) == crate::ops::layout::storage_key(r) => {

@@ -8,9 +8,10 @@
 //! - an inner dim of stride 1 (or 0) copies (or fills) whole runs,
 //! - a transpose (the inner dim strided, another dim of stride 1) goes tile by tile,
 //!   so that each tile reads and writes whole cache lines,
-//! - anything else gathers run by run,
+//! - anything else gathers run by run (steps of 2 to 4 vectorized: `gather_step`),
 //!
-//! and the work splits over threads by `parallel`'s policy.
+//! and the work splits over threads by `parallel`'s policy. `flip` is a copy of
+//! the same kind, its rows read from their mirrored places.
 use crate::ops::parallel::{filled, filled_plain, for_chunks, for_row_runs, par_ok, SyncPtr};
 use candle_core::{CpuStorage, Device, Result, Storage, Tensor};
 use half::{bf16, f16};
@@ -529,6 +530,8 @@ fn tiled<T: Copy + Send + Sync>(src: &[T], d: &[usize], s: &[usize], off: usize,
     // one element at a time with a strided read each, `contiguous()` of a transposed
     // (8, 384, 256) float32 view took 472 us (torch 304).
     let words = std::mem::size_of::<T>() == 4 && crate::ops::cpu::has_avx2_fma();
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = words;
     let n_outer: usize = outer.iter().map(|&i| d[i]).product();
     let strips = d[k].div_ceil(TILE);
     let mut out: Vec<T> = Vec::with_capacity(total);
