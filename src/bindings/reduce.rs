@@ -443,10 +443,7 @@ impl PyTensor {
             let out = crate::bindings::errors::detach_op(py, name, || {
                 let mut o = t.clone();
                 for &d in ds.iter() {
-                    o = match crate::ops::reduce::extreme_values(&o, d, is_max) {
-                        Some(r) => r?,
-                        None => crate::ops::sort::extreme(&o, d, is_max)?.0,
-                    };
+                    o = crate::ops::reduce::extreme_values(&o, d, is_max)?;
                 }
                 let kept = o.shape().clone();
                 let o = if keepdim { o } else { squeeze_dims(o, &ds)? };
@@ -466,10 +463,7 @@ impl PyTensor {
                 out = Tensor::zeros(shape, out.dtype(), out.device()).op(name)?;
                 continue;
             }
-            out = crate::bindings::errors::detach_op(py, name, || match crate::ops::reduce::extreme_values(&out, d, is_max) {
-                Some(r) => r,
-                None => crate::ops::sort::extreme(&out, d, is_max).map(|r| r.0),
-            })?;
+            out = crate::bindings::errors::detach_op(py, name, || crate::ops::reduce::extreme_values(&out, d, is_max))?;
         }
         if !keepdim {
             out = squeeze_dims(out, &dims).op(name)?;

@@ -214,13 +214,7 @@ impl PyTensor {
         Ok(PyTensor::wrap_vdt(out, dt))
     }
     fn relu(&self) -> PyResult<PyTensor> {
-        let mut v = self.v();
-        if v.data.device().is_cpu() && self.dt().is_float() && !v.data.is_contiguous() {
-            // A strided view is copied densely (in the graph) for the fused kernel: the
-            // composed fallback made several strided passes (a transposed (8, 384, 256)
-            // view: 1.45 ms, torch 0.05).
-            v = ops::contiguous(&v).op("relu")?;
-        }
+        let v = self.v();
         let k = crate::layers::activation::relu_kernel(&v.data).map(custom::Op::one);
         let out = custom::fused_or(
             "ReluBackward0",

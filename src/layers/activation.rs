@@ -59,16 +59,17 @@ impl CustomOp2 for ReluGrad {
     }
 }
 
-/// The fused ReLU kernel where it applies (contiguous float32/float64 CPU tensors).
+/// The fused ReLU kernel where it applies (float32/float64 CPU tensors, made contiguous
+/// by the caller: `custom::fused_or`).
 pub(crate) fn relu_kernel(t: &Tensor) -> Option<impl CustomOp1 + Send + Sync + 'static> {
-    (t.device().is_cpu() && matches!(t.dtype(), DType::F32 | DType::F64) && t.is_contiguous()).then_some(Relu)
+    (t.device().is_cpu() && matches!(t.dtype(), DType::F32 | DType::F64)).then_some(Relu)
 }
 
-/// ReLU of `t`: the fused op for contiguous float32/float64 CPU tensors, Candle's
-/// otherwise (other dtypes, devices and strided views keep their exact behaviour).
+/// ReLU of `t`: the fused op for float32/float64 CPU tensors (strided views copied
+/// densely first), Candle's otherwise (other dtypes and devices keep their exact behaviour).
 pub(crate) fn relu(t: &Tensor) -> Result<Tensor> {
-    if t.device().is_cpu() && matches!(t.dtype(), DType::F32 | DType::F64) && t.is_contiguous() {
-        t.apply_op1(Relu)
+    if t.device().is_cpu() && matches!(t.dtype(), DType::F32 | DType::F64) {
+        t.dense()?.apply_op1(Relu)
     } else {
         t.relu()
     }

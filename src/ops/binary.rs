@@ -259,9 +259,6 @@ pub(crate) fn direct_affine(x: &Tensor, mul: f64, add: f64) -> Option<Tensor> {
     fn run<T: crate::ops::float::Float>(v: &[T], l: &candle_core::Layout, n: usize, m: T, c: T) -> Vec<T> {
         match l.contiguous_offsets() {
             Some((a, _)) => affine_map(&v[a..a + n], m, c),
-            None if crate::ops::layout::is_transpose(l.dims(), l.stride()) => {
-                affine_map(&crate::ops::layout::strided(v, l.dims(), l.stride(), l.start_offset()), m, c)
-            }
             None => {
                 use crate::ops::broadcast::map_strided;
                 let (d, s, o) = (l.dims(), l.stride(), l.start_offset());

@@ -62,7 +62,8 @@ pub(crate) fn broadcast_arith(l: &Tensor, r: &Tensor, op: Bin) -> Option<Tensor>
 
 /// `f(x)` for every element of a float32/float64 CPU view at any strides (a stepped
 /// slice, a transposed or expanded view), into a dense result: the view's runs read
-/// as `broadcast_arith` reads an operand, so no dense copy is made first.
+/// as `broadcast_arith` reads an operand, so no dense copy is made first, except of a
+/// transposed view (as there).
 pub(crate) fn map_strided<T: crate::ops::float::Float>(
     src: &[T],
     dims: &[usize],
@@ -70,6 +71,9 @@ pub(crate) fn map_strided<T: crate::ops::float::Float>(
     off: usize,
     f: impl Fn(T) -> T + Sync + Send + Copy,
 ) -> Vec<T> {
+    if crate::ops::layout::is_transpose(dims, strides) {
+        return crate::ops::simd_map::map(&crate::ops::layout::strided(src, dims, strides, off), f);
+    }
     let zeros = vec![0; dims.len()];
     let (dims, sl, sr) = merge(dims, strides, &zeros);
     let plan = Plan { dims, sl, sr, ol: off, or: 0 };

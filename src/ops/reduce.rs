@@ -304,13 +304,13 @@ pub fn sum_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
 
 /// `amax` / `amin` (`is_max`) over dim `d` of a float32/float64 CPU tensor (`d` not
 /// empty, the result keeps it as size 1): values only, in one vectorized pass, NaN
-/// wherever the reduced slice holds one (as PyTorch's). `None` for other devices and
-/// dtypes. It went through `max(dim)`'s search for the first index (two passes per
-/// row and an index tensor, or a transposed copy off the last dim): amax(-1) of
-/// (8, 256, 384) took 190-230 us, torch 35-45.
-pub(crate) fn extreme_values(t: &Tensor, d: usize, is_max: bool) -> Option<Result<Tensor>> {
+/// wherever the reduced slice holds one (as PyTorch's). Other devices and dtypes take
+/// `sort::extreme`'s values. It went through `max(dim)`'s search for the first index
+/// (two passes per row and an index tensor, or a transposed copy off the last dim):
+/// amax(-1) of (8, 256, 384) took 190-230 us, torch 35-45.
+pub(crate) fn extreme_values(t: &Tensor, d: usize, is_max: bool) -> Result<Tensor> {
     if !fast_path(t) || t.dims()[d] == 0 {
-        return None;
+        return Ok(crate::ops::sort::extreme(t, d, is_max)?.0);
     }
     let run = || -> Result<Tensor> {
         let x = t.dense()?;
@@ -342,7 +342,7 @@ pub(crate) fn extreme_values(t: &Tensor, d: usize, is_max: bool) -> Option<Resul
         };
         Ok(out)
     };
-    Some(run())
+    run()
 }
 
 /// `f` folded over a row (`f` associative and commutative: a product, a max) in 64
