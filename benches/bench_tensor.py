@@ -109,6 +109,31 @@ def main() -> None:
 
     mid("x[..., ::2] * c - x[..., 1::2] * c, (8, 256, 384)", lambda: rot(r, cs), (lambda: rot(tr, tcs)) if torch else None, "<= 1.0x")
 
+    # 7. elementwise ops that were compositions of several passes (or libm per element,
+    # or Candle's one-thread conversions), on the same (8, 256, 384) tensor.
+    e, te = pair(8, 256, 384)
+    f, tf = pair(8, 256, 384)
+    wt, twt = pair(8, 256, 384)
+    lib_ops: list[tuple[str, Callable[[Any, Any, Any, Any], Any]]] = [
+        ("sin", lambda L, x, y, w: x.sin()),
+        ("clamp(-0.5, 0.5)", lambda L, x, y, w: x.clamp(-0.5, 0.5)),
+        ("addcmul(value=0.5)", lambda L, x, y, w: L.addcmul(x, y, w, value=0.5)),
+        ("lerp(y, tensor weight)", lambda L, x, y, w: x.lerp(y, w)),
+        ("nan_to_num", lambda L, x, y, w: x.nan_to_num()),
+        ("isnan", lambda L, x, y, w: x.isnan()),
+        ("to(float16)", lambda L, x, y, w: x.to(L.float16)),
+        ("to(bfloat16)", lambda L, x, y, w: x.to(L.bfloat16)),
+        ("amax(-1)", lambda L, x, y, w: x.amax(-1)),
+        ("topk(5, -1)", lambda L, x, y, w: x.topk(5, -1)),
+    ]
+    for name, op in lib_ops:
+        mid(
+            f"{name}, (8, 256, 384)",
+            (lambda op=op: op(cp, e, f, wt)),
+            (lambda op=op: op(torch, te, tf, twt)) if torch else None,
+            "<= 1.0x",
+        )
+
     print_table(rows)
 
 

@@ -1417,3 +1417,148 @@ def test_scatter_value_as_0d_tensor_and_src_rank_mismatch():
     assert cp.tensor(0.0).scatter(0, cp.tensor(0), cp.tensor(7.0)).item() == 7.0
     with pytest.raises(cp.ShapeError, match="same number of dimensions"):
         cp.tensor([0.0, 1.0]).scatter(0, cp.tensor([1]), cp.tensor(5.0))
+
+
+def _edge_values(dtype, n=300_000, seed=5):
+    """`n` random values (long enough to split over threads) with NaN, both
+    infinities, both zeros and values at the clamp bounds used below."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(n)
+    a[::97] = np.nan
+    a[1::101] = np.inf
+    a[2::103] = -np.inf
+    a[3::107] = -0.0
+    a[4::109] = 0.5
+    return a.astype(dtype)
+
+
+def _same_bits(got, want, what):
+    """Equal values, NaN where NaN, and the same sign of every zero."""
+    np.testing.assert_array_equal(got, want, err_msg=what)
+    np.testing.assert_array_equal(np.signbit(got[got == 0]), np.signbit(want[want == 0]), err_msg=f"{what}: sign of zeros")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_pass_elementwise_ops_equal_their_compositions(dtype):
+    """addcmul, addcdiv, lerp (number and tensor weights) and nan_to_num run as one pass
+    outside autograd; in the graph they are compositions of several ops. Both give the
+    same bits, NaN, infinities and signed zeros included. clamp (one pass either way),
+    sign and the isnan/isinf/isfinite masks are checked against NumPy."""
+    a, b, c = (_edge_values(dtype, seed=s) for s in (5, 6, 7))
+    w = np.random.default_rng(8).uniform(-0.5, 1.5, a.shape).astype(dtype)
+    w[::89] = np.nan
+
+    def both(fn, *arrays):
+        plain = fn(*(cp.tensor(x) for x in arrays)).numpy()
+        tracked = [cp.tensor(x, requires_grad=True) for x in arrays]
+        composed = fn(*tracked).detach().numpy()
+        assert plain.dtype == a.dtype
+        return plain, composed
+
+    cases = {
+        "addcmul": (lambda x, y, z: cp.addcmul(x, y, z, value=0.5), a, b, c),
+        "addcmul value 1": (lambda x, y, z: x.addcmul(y, z), a, b, c),
+        "addcdiv": (lambda x, y, z: cp.addcdiv(x, y, z, value=-2), a, b, c),
+        "lerp 0.3": (lambda x, y: x.lerp(y, 0.3), a, b),
+        "lerp 0.7": (lambda x, y: cp.lerp(x, y, 0.7), a, b),
+        "lerp 1.0": (lambda x, y: x.lerp(y, 1.0), a, b),
+        "lerp tensor": (lambda x, y, z: x.lerp(y, z), a, b, w),
+        "nan_to_num": (lambda x: x.nan_to_num(), a),
+        "nan_to_num values": (lambda x: cp.nan_to_num(x, nan=1.5, posinf=2.0, neginf=-3.0), a),
+    }
+    for name, (fn, *arrays) in cases.items():
+        plain, composed = both(fn, *arrays)
+        _same_bits(plain, composed, name)
+    fi = np.finfo(dtype)
+    _same_bits(cp.tensor(a).nan_to_num().numpy(), np.nan_to_num(a, nan=0.0, posinf=fi.max, neginf=fi.min), "nan_to_num vs NumPy")
+    t = cp.tensor(a)
+    lo, hi = dtype(-0.5), dtype(0.25)
+    np.testing.assert_array_equal(t.clamp(-0.5, 0.25).numpy(), np.minimum(np.maximum(a, lo), hi))
+    np.testing.assert_array_equal(t.clamp(min=0.0).numpy(), np.maximum(a, dtype(0)))
+    np.testing.assert_array_equal(t.clamp(max=-1.0).numpy(), np.minimum(a, dtype(-1)))
+    assert np.isnan(t.clamp(min=float("nan")).numpy()).all()
+    np.testing.assert_array_equal(t.clamp(2.0, 1.0).numpy()[~np.isnan(a)], 1.0)
+    for name, want in (("isnan", np.isnan(a)), ("isinf", np.isinf(a)), ("isfinite", np.isfinite(a))):
+        got = getattr(t, name)()
+        assert got.dtype == cp.bool
+        np.testing.assert_array_equal(got.numpy(), want, err_msg=name)
+    # sign: PyTorch's (x > 0) - (x < 0), so 0.0 for NaN and for both zeros.
+    _same_bits(t.sign().numpy(), np.where(np.isnan(a), 0, np.sign(a)).astype(dtype) + dtype(0), "sign")
+    # Views take the same passes (copied densely first).
+    v = cp.tensor(a.reshape(600, 500)).t()
+    np.testing.assert_array_equal(v.isnan().numpy(), np.isnan(a.reshape(600, 500).T))
+    np.testing.assert_array_equal(v.clamp(-1, 1).numpy(), np.clip(a.reshape(600, 500).T, -1, 1))
+
+
+def test_sin_and_cos_float32_match_float64_within_two_ulp():
+    """float32 sin/cos are vector polynomials after a three-part reduction up to
+    |x| = 1e5 and libm's past it: within 2.4e-7 of the float64 value relative to
+    max(|value|, 1e-7) (about 2 ulp; 1 ulp of absolute error near the zeros), NaN for NaN
+    and the infinities, -0.0 kept by sin; `sin_` gives the same bits as `sin`, and a
+    slice the same as the whole."""
+    rng = np.random.default_rng(9)
+    edges = [0.0, -0.0, 1e-30, -1e-38, np.pi, np.pi / 2, -np.pi / 4, 99_999.99, -1e5, 1e5 + 1, 2e5, -3e7, 1e30, 3.4e38]
+    a = np.concatenate([rng.uniform(-2000, 2000, 200_000), rng.uniform(-8, 8, 50_000), edges]).astype(np.float32)
+    a = np.concatenate([a, np.array([np.nan, np.inf, -np.inf], np.float32)])
+    t = cp.tensor(a)
+    for name, f64 in (("sin", np.sin), ("cos", np.cos)):
+        got = getattr(t, name)().numpy()
+        assert got.dtype == np.float32
+        with np.errstate(invalid="ignore"):  # NaN for the infinities, as wanted
+            want = f64(a.astype(np.float64))
+        fin = np.isfinite(a)
+        assert np.isnan(got[~fin]).all(), name
+        err = np.abs(got[fin].astype(np.float64) - want[fin])
+        bound = 2.4e-7 * np.maximum(np.abs(want[fin]), 1e-7)
+        assert (err <= bound).all(), (name, a[fin][err > bound][:5], got[fin][err > bound][:5])
+        inplace = cp.tensor(a)
+        getattr(inplace, name + "_")()
+        np.testing.assert_array_equal(inplace.numpy().view(np.uint32), got.view(np.uint32), err_msg=f"{name}_")
+        part = getattr(cp.tensor(a[12345:54321]), name)().numpy()
+        np.testing.assert_array_equal(part.view(np.uint32), got[12345:54321].view(np.uint32), err_msg=f"{name} of a slice")
+    assert np.signbit(t.sin().numpy()[250_001]), "sin(-0.0) is -0.0"
+
+
+def test_float_conversions_round_as_numpy():
+    """float32 to float16 / bfloat16 / float64 and back (parallel vector passes):
+    NumPy's and ml_dtypes' values (round to nearest even, overflow to inf, NaN NaN)."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(10)
+    a = np.concatenate(
+        [
+            rng.standard_normal(200_000) * 1e3,
+            [0.0, -0.0, np.inf, -np.inf, np.nan, 65504.0, 65520.0, 1e-8, 3.4e38, 1.0 + 2.0**-8, 1.0 + 3 * 2.0**-8],
+        ]
+    ).astype(np.float32)
+    t = cp.tensor(a)
+    for dt, np_dt in ((cp.float16, np.float16), (cp.bfloat16, ml_dtypes.bfloat16), (cp.float64, np.float64)):
+        got = t.to(dt)
+        assert got.dtype == dt
+        with np.errstate(over="ignore"):  # 3.4e38 and 65520 overflow float16 to inf, as wanted
+            narrowed = a.astype(np_dt)
+        np.testing.assert_array_equal(got.to(cp.float64).numpy(), narrowed.astype(np.float64), err_msg=str(dt))
+        back = got.to(cp.float32).numpy()
+        np.testing.assert_array_equal(back, narrowed.astype(np.float32), err_msg=f"{dt} back to float32")
+    np.testing.assert_array_equal(cp.tensor(a.astype(np.float64)).float().numpy(), a)
+    # A view converts its own elements.
+    v = cp.tensor(a[:200_000].reshape(400, 500))[:, ::3]
+    np.testing.assert_array_equal(v.half().float().numpy(), a[:200_000].reshape(400, 500)[:, ::3].astype(np.float16).astype(np.float32))
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("k", [1, 5, 64, 65])
+def test_topk_orders_ties_and_nan_as_a_full_sort(k, largest):
+    """topk of k <= 64 scans each row once; larger k select and sort. Either way the
+    result is a stable sort's first k: by value (NaN largest), ties by position."""
+    rng = np.random.default_rng(11)
+    a = rng.integers(-20, 20, (300, 384)).astype(np.float32)
+    a[rng.random(a.shape) < 0.02] = np.nan
+    a[7] = 3.0  # a row of ties only
+    v, i = cp.tensor(a).topk(k, dim=-1, largest=largest)
+    key = np.where(np.isnan(a), np.inf, a)
+    order = np.argsort(-key if largest else key, axis=-1, kind="stable")[:, :k]
+    np.testing.assert_array_equal(i.numpy(), order)
+    np.testing.assert_array_equal(v.numpy(), np.take_along_axis(a, order, -1))
+    one = cp.tensor(a[0]).topk(k, largest=largest)[1].numpy()
+    np.testing.assert_array_equal(one, order[0])

@@ -162,6 +162,9 @@ def _addc(op: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Numbe
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor:
     """`input + value * tensor1 * tensor2`, broadcast, in the promoted dtype."""
     a, t1, t2, v = _addc("addcmul", input, tensor1, tensor2, value)
+    out = a._addc_out(t1, t2, v, False)  # one pass where it applies, the same values
+    if out is not None:
+        return out
     return a + t1 * t2 if v == 1 else a + (t1 * v) * t2
 
 
@@ -175,6 +178,9 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Number = 
                 "use a floating tensor1 or tensor2"
             )
     a, t1, t2, v = _addc("addcdiv", input, tensor1, tensor2, value)
+    out = a._addc_out(t1, t2, v, True)  # one pass where it applies, the same values
+    if out is not None:
+        return out
     return a + t1 / t2 if v == 1 else a + (t1 * v) / t2
 
 
@@ -190,6 +196,9 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: Optional[float] = None, 
     hi = fi.max if posinf is None else posinf
     lo = fi.min if neginf is None else neginf
     x = input
+    out = x._nan_to_num_out(float(nan), float(hi), float(lo))  # one pass where it applies
+    if out is not None:
+        return out
     return where(x.isnan(), nan, where(x == math.inf, hi, where(x == -math.inf, lo, x)))
 
 

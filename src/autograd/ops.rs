@@ -567,7 +567,7 @@ pub fn to_dtype(x: &Value, dt: DType) -> Result<Value> {
         return Ok(x.clone());
     }
     let from = x.data.dtype();
-    let out = x.data.to_dtype(dt)?;
+    let out = crate::ops::cast::to_dtype(&x.data, dt)?;
     if !from.is_float() {
         return Ok(Value::plain(out));
     }

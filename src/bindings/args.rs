@@ -131,7 +131,7 @@ pub fn cast(t: &Tensor, from: DT, to: DT) -> PyResult<Tensor> {
         let z = t.zeros_like().op("to")?;
         return t.ne(&z).op("to");
     }
-    t.to_dtype(to.candle()).op("to")
+    crate::ops::cast::to_dtype(t, to.candle()).op("to")
 }
 
 /// `cast` inside the autograd graph: float-to-float conversions carry the gradient.

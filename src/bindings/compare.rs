@@ -8,12 +8,22 @@ use crate::bindings::errors::{device_err, shape_err, value_err, OpResult};
 use crate::bindings::tensor::PyTensor;
 use crate::dtype::DT;
 use crate::ops::binary::Bin;
+use crate::ops::composite::Class;
 use candle_core::{DType, Tensor};
 use pyo3::prelude::*;
 
 /// A 0/1 Candle result as a bool tensor.
 fn mask(t: Tensor) -> PyTensor {
     PyTensor::wrap_dt(t, DT::Bool)
+}
+
+/// The class mask of a float32/float64 CPU tensor in one pass (`ops::composite`), or
+/// None for the comparisons' general path.
+fn classify(x: &PyTensor, c: Class) -> PyResult<Option<PyTensor>> {
+    if !x.dt().is_float() || x.is_sparse_coo() {
+        return Ok(None);
+    }
+    Ok(crate::ops::composite::classify(&x.t(), c).op(c.name())?.map(mask))
 }
 
 /// `x / y` rounded toward zero, in `x`'s dtype when `x` is integral (PyTorch's
@@ -49,12 +59,18 @@ impl PyTensor {
     /// True where the value is NaN.
     fn isnan(&self) -> PyResult<PyTensor> {
         let t = self.t();
+        if let Some(m) = classify(self, Class::Nan)? {
+            return Ok(m);
+        }
         Ok(mask(t.ne(&t).op("isnan")?))
     }
 
     /// True where the value is +inf or -inf.
     fn isinf(&self) -> PyResult<PyTensor> {
         let t = self.t();
+        if let Some(m) = classify(self, Class::Inf)? {
+            return Ok(m);
+        }
         if !self.dt().is_float() {
             return Ok(mask(t.ne(&t).op("isinf")?));
         }
@@ -64,6 +80,9 @@ impl PyTensor {
     /// True where the value is neither NaN nor infinite.
     fn isfinite(&self) -> PyResult<PyTensor> {
         let t = self.t();
+        if let Some(m) = classify(self, Class::Finite)? {
+            return Ok(m);
+        }
         let eq = t.eq(&t).op("isfinite")?;
         if !self.dt().is_float() {
             return Ok(mask(eq));

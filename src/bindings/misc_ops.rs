@@ -789,6 +789,23 @@ impl PyTensor {
                 .map_err(|_| shape_err(OP, format!("the shapes {:?} and {:?} cannot be broadcast together", x.dims(), y.dims())))
         };
         shape(&a.data, &b.data)?;
+        // Outside autograd, operands of one shape: one pass (`ops::composite`), the
+        // values of the composition below.
+        let tracked = |v: &Value| v.requires_grad() && crate::autograd::grad_enabled();
+        if !tracked(&a) && !tracked(&b) {
+            let fused = match extract_scalar(weight) {
+                Some(w) => crate::ops::composite::lerp(&a.data, &b.data, w.f64()).op(OP)?,
+                None => match weight.cast::<PyTensor>() {
+                    Ok(wt) if wt.get().dt() == dt && !tracked(&wt.get().v()) => {
+                        crate::ops::composite::lerp_weighted(&a.data, &b.data, &wt.get().t()).op(OP)?
+                    }
+                    _ => None,
+                },
+            };
+            if let Some(out) = fused {
+                return Ok(PyTensor::wrap_dt(out, dt));
+            }
+        }
         let diff = ops::sub(&b, &a).op(OP)?;
         let out = match extract_scalar(weight) {
             Some(w) => {
@@ -837,6 +854,43 @@ impl PyTensor {
         let (Some(a), Some(b)) = (plain_operand(t1.get(), dt), plain_operand(t2.get(), dt)) else { return Ok(false) };
         let name = if divide { "addcdiv_" } else { "addcmul_" };
         crate::bindings::arith::write_direct(self, name, |t| crate::ops::assign::addc_assign(t, &a, &b, v, divide))
+    }
+
+    /// `addcmul` / `addcdiv` out of place in one pass (`ops::composite::addcmul`): `self
+    /// + value * tensor1 * tensor2` (or `/ tensor2` when `divide`) for operands of this
+    /// tensor's dtype and shape outside autograd, None otherwise (the Python function then
+    /// composes it, with the same values).
+    fn _addc_out(
+        &self,
+        tensor1: &Bound<'_, PyAny>,
+        tensor2: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        divide: bool,
+    ) -> PyResult<Option<PyTensor>> {
+        use crate::bindings::arith::{number, plain_operand};
+        let (Ok(t1), Ok(t2), Some(v)) = (tensor1.cast::<PyTensor>(), tensor2.cast::<PyTensor>(), number(value)) else {
+            return Ok(None);
+        };
+        let dt = self.dt();
+        let me = self.v();
+        if !dt.is_float() || self.is_sparse_coo() || (me.requires_grad() && crate::autograd::grad_enabled()) {
+            return Ok(None);
+        }
+        let (Some(a), Some(b)) = (plain_operand(t1.get(), dt), plain_operand(t2.get(), dt)) else { return Ok(None) };
+        let name = if divide { "addcdiv" } else { "addcmul" };
+        Ok(crate::ops::composite::addcmul(&me.data, &a, &b, v, divide).op(name)?.map(|t| PyTensor::wrap_dt(t, dt)))
+    }
+
+    /// `nan_to_num` in one pass (`ops::composite::nan_to_num`) with the replacements
+    /// given (the Python function resolves the defaults) for a float32/float64 CPU
+    /// tensor outside autograd; None otherwise (the Python function then composes it).
+    fn _nan_to_num_out(&self, nan: f64, posinf: f64, neginf: f64) -> PyResult<Option<PyTensor>> {
+        let (dt, me) = (self.dt(), self.v());
+        if !dt.is_float() || self.is_sparse_coo() || (me.requires_grad() && crate::autograd::grad_enabled()) {
+            return Ok(None);
+        }
+        let r = crate::ops::composite::NanToNum { nan, posinf, neginf };
+        Ok(crate::ops::composite::nan_to_num(&me.data, r).op("nan_to_num")?.map(|t| PyTensor::wrap_dt(t, dt)))
     }
 
     /// In-place `lerp`: directly in this tensor's storage (`ops::assign::lerp_assign`)

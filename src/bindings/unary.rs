@@ -244,7 +244,9 @@ impl PyTensor {
         }
         // Piecewise constant: in the graph with a zero gradient, as PyTorch's SignBackward0.
         let v = self.v();
-        let out = t.sign().and_then(|o| crate::autograd::pointwise::constant_pieces(&v, o, "SignBackward0")).op("sign")?;
+        let out = crate::ops::unary::fast(&t, crate::ops::unary::Fast::Sign)
+            .and_then(|o| crate::autograd::pointwise::constant_pieces(&v, o, "SignBackward0"))
+            .op("sign")?;
         Ok(PyTensor::wrap_vdt(out, self.dt()))
     }
 
@@ -492,6 +494,16 @@ fn clamp_inplace(
 }
 
 fn clamp_by_extremes(x: PyTensor, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    // Number bounds on a float32/float64 CPU tensor outside autograd: one pass
+    // (`ops::composite::clamp`) with the values of the maximum-then-minimum below.
+    let bound = |b: Option<&Bound<'_, PyAny>>| b.map(|b| if b.cast::<PyTensor>().is_ok() { None } else { number(b) });
+    let (lo, hi) = (bound(min), bound(max));
+    let tracked = x.v().requires_grad() && crate::autograd::grad_enabled();
+    if x.dt().is_float() && !x.is_sparse_coo() && !tracked && !matches!(lo, Some(None)) && !matches!(hi, Some(None)) {
+        if let Some(out) = crate::ops::composite::clamp(&x.t(), lo.flatten(), hi.flatten()).op("clamp")? {
+            return Ok(PyTensor::wrap_dt(out, x.dt()));
+        }
+    }
     let mut cur = x;
     if let Some(m) = min {
         cur = binop_strict(&cur, m, Bin::Max)?;

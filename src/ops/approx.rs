@@ -1,6 +1,6 @@
-//! Branch-free approximations of exp and erf for f32, so the loops that call
-//! them vectorize (libm's calls stop that), and the fused multiply-add switch
-//! they share. Used by softmax, attention and GELU.
+//! Branch-free approximations of exp, erf, ln, tanh, sine and cosine for f32, so the
+//! loops that call them vectorize (libm's calls stop that), and the fused multiply-add
+//! switch they share. Used by softmax, attention, GELU and the elementwise functions.
 
 /// `fast_exp`'s range: from just above ln(f32::MIN_POSITIVE) (-87.33654), so no
 /// result is subnormal, to the last x whose 2^n does not overflow (x log2 e
@@ -58,6 +58,52 @@ pub fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
         a.mul_add(b, c)
     } else {
         a * b + c
+    }
+}
+
+/// The largest |x| `fast_sin_cos` takes: its reduction keeps the reduced argument's
+/// relative error near f32's rounding up to here (the quadrant count stays far below
+/// 2^22, and pi/2's three-part split leaves ~3e-22 per quadrant); past it callers use
+/// libm's.
+pub const TRIG_LIMIT: f32 = 1.0e5;
+
+/// `sin(x)` (`COS = false`) or `cos(x)` for f32 `|x| <= TRIG_LIMIT`, without branches;
+/// NaN and the infinities give NaN. Callers run it only where FMA is enabled (the
+/// reduction needs fused products: see below), a libm call elsewhere.
+///
+/// Cody and Waite's reduction: `k` = x 2/pi rounded to the nearest integer (by the
+/// `SHIFT` addition, whose low mantissa bits then hold k, so the quadrant needs no
+/// float-to-int cast), then `r = x - k (P1 + P2 + P3)` with pi/2 split into three floats,
+/// one fused step each. The first step is exact (k P1 and x are multiples of 2^-23
+/// there, and |r| <= pi/4 needs at most 23 bits), so the only rounding that matters is
+/// the second's, relative to r. Then Cephes' minimax polynomials for sinf / cosf on
+/// [-pi/4, pi/4] (about 1 ulp, as the libm sinf this replaces), picked and signed by k
+/// mod 4. `k == 0` keeps x itself as r, so `sin(-0.0)` stays -0.0.
+///
+/// On an (8, 256, 384) tensor with 2 threads (Zen 3): libm's sinf per element 3.4 ms,
+/// torch (SLEEF) 0.76 ms.
+#[inline(always)]
+pub fn fast_sin_cos<const COS: bool>(x: f32) -> f32 {
+    const SHIFT: f32 = 12_582_912.0;
+    const P1: f32 = std::f32::consts::FRAC_PI_2; // pi/2 rounded to f32
+    const P2: f32 = -4.371_139e-8; // pi/2 - P1, rounded
+    const P3: f32 = -1.715_124_5e-15; // pi/2 - P1 - P2, rounded
+    let t = x.mul_add(std::f32::consts::FRAC_2_PI, SHIFT);
+    let k = t - SHIFT;
+    let r = (-k).mul_add(P1, x);
+    let r = (-k).mul_add(P2, r);
+    let r = (-k).mul_add(P3, r);
+    let r = if k == 0.0 { x } else { r };
+    let z = r * r;
+    // sin(r) has r's sign on [-pi/4, pi/4], zeros included: r + r z p(z) makes -0.0 +0.0.
+    let sin = (z * (z.mul_add(-1.951_529_6e-4, 8.332_161e-3)).mul_add(z, -0.166_666_55)).mul_add(r, r).copysign(r);
+    let cos = (z * z).mul_add(2.443_315_7e-5f32.mul_add(z, -1.388_731_6e-3).mul_add(z, 4.166_664_6e-2), (-0.5f32).mul_add(z, 1.0));
+    let q = (t.to_bits() as i32).wrapping_add(COS as i32);
+    let v = if q & 1 != 0 { cos } else { sin };
+    if q & 2 != 0 {
+        -v
+    } else {
+        v
     }
 }
 

@@ -17,6 +17,7 @@
 //! the two-sided form of `Tensor.lerp` (all as the out-of-place compositions round).
 use crate::ops::binary::Bin;
 use crate::ops::broadcast::{nan_max, nan_min};
+use crate::ops::composite::{addc, lerp_factor, lerp_number};
 use crate::ops::float::Float;
 use crate::ops::simd_map::{map_assign, zip3_assign, zip_assign};
 use crate::ops::unary::Fast;
@@ -191,9 +192,9 @@ struct Addc {
 fn addc_pass<T: Float>(d: &mut [T], y: &[T], z: &[T], value: f64, divide: bool) {
     let v = T::of(value);
     if divide {
-        zip3_assign(d, y, z, move |x, y, z| x + (y * v) / z)
+        zip3_assign(d, y, z, move |x, y, z| addc(x, y, z, v, true))
     } else {
-        zip3_assign(d, y, z, move |x, y, z| x + (y * v) * z)
+        zip3_assign(d, y, z, move |x, y, z| addc(x, y, z, v, false))
     }
 }
 
@@ -234,17 +235,13 @@ impl InplaceOp3 for Addc {
 /// `lerp(x, end, weight)` in place.
 struct Lerp(f64);
 
-/// `Tensor.lerp`'s number-weight form, element by element: `x + (e - x) * w` for
-/// `|w| < 0.5`, else `e - (e - x) * (1 - w)` (exact at both ends); each product is
-/// `direct_affine`'s (a unit factor adds zero instead, as there).
+/// `Tensor.lerp`'s number-weight form, element by element (`composite::lerp_number`).
 fn lerp_pass<T: Float>(d: &mut [T], e: &[T], w: f64) {
-    let scale = move |x: T, m: T| if m == T::ONE { x + T::ZERO } else { x * m };
-    if w.abs() < 0.5 {
-        let w = T::of(w);
-        zip_assign(d, e, move |x, e| x + scale(e - x, w))
+    let (small, m) = lerp_factor::<T>(w);
+    if small {
+        zip_assign(d, e, move |x, e| lerp_number(x, e, true, m))
     } else {
-        let w = T::of(1.0 - w);
-        zip_assign(d, e, move |x, e| e - scale(e - x, w))
+        zip_assign(d, e, move |x, e| lerp_number(x, e, false, m))
     }
 }
 

@@ -254,6 +254,18 @@ pub(crate) fn as_f32_mut<T: Float>(v: &mut [T]) -> Option<&mut [f32]> {
         .then(|| unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut f32, v.len()) })
 }
 
+/// `v` as a `Vec<T>` when `T` is f32 (the same buffer, no copy), None otherwise: how an
+/// f32-only path hands its result back to a generic kernel.
+pub(crate) fn vec_from_f32<T: Float>(v: Vec<f32>) -> Option<Vec<T>> {
+    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
+        return None;
+    }
+    let mut v = std::mem::ManuallyDrop::new(v);
+    // SAFETY: `T` is f32 (same type id), so the buffer's pointer, length and capacity
+    // describe a valid `Vec<T>` from the same allocator; `v` is not dropped.
+    Some(unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut T, v.len(), v.capacity()) })
+}
+
 /// `v` viewed as f32 when `T` is f32 (the same slice, no copy), None otherwise: how a
 /// generic kernel hands its data to an f32-only path (our GEMM, AVX-512 attention).
 pub(crate) fn as_f32<T: Float>(v: &[T]) -> Option<&[f32]> {

@@ -414,6 +414,9 @@ pub(crate) fn gather_step<T: Copy>(dst: &mut [MaybeUninit<T>], src: &[T], step: 
     if wide {
         // SAFETY: `wide` is `has_avx512()` (the callers' contract).
         return unsafe { gather_step_avx512(dst, src, step) };
+    } else if crate::ops::cpu::has_avx2_fma() {
+        // SAFETY: checked just now (a cached flag).
+        return unsafe { gather_step_avx2(dst, src, step) };
     }
     let _ = wide;
     gather_step_in(dst, src, step)
@@ -426,6 +429,17 @@ pub(crate) fn gather_step<T: Copy>(dst: &mut [MaybeUninit<T>], src: &[T], step: 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn gather_step_avx512<T: Copy>(dst: &mut [MaybeUninit<T>], src: &[T], step: usize) {
+    gather_step_in(dst, src, step)
+}
+
+/// `gather_step` compiled for AVX2 (8-lane shuffles; CPUs without AVX-512 ran the
+/// baseline build).
+///
+/// # Safety
+/// The CPU must support AVX2 (`ops::cpu::has_avx2_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn gather_step_avx2<T: Copy>(dst: &mut [MaybeUninit<T>], src: &[T], step: usize) {
     gather_step_in(dst, src, step)
 }
 

@@ -8,6 +8,8 @@ pub(crate) mod binary;
 pub(crate) mod bitwise;
 pub(crate) mod bmm;
 pub(crate) mod broadcast;
+pub(crate) mod cast;
+pub(crate) mod composite;
 pub(crate) mod cpu;
 pub(crate) mod dot_rows;
 pub(crate) mod float;

@@ -284,3 +284,55 @@ pub(crate) fn zip3_assign<T: Copy + Send + Sync, F: Fn(T, T, T) -> T + Sync + Se
         run3i(dst, y, z, &f)
     })
 }
+
+#[inline(always)]
+fn run3<A: Copy, B: Copy, C: Copy, U, F: Fn(A, B, C) -> U>(a: &[A], b: &[B], c: &[C], dst: &mut [MaybeUninit<U>], f: &F) {
+    for (((d, &x), &y), &z) in dst.iter_mut().zip(a).zip(b).zip(c) {
+        d.write(f(x, y, z));
+    }
+}
+
+/// # Safety
+/// As `run1_avx2`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn run3_avx2<A: Copy, B: Copy, C: Copy, U, F: Fn(A, B, C) -> U>(a: &[A], b: &[B], c: &[C], dst: &mut [MaybeUninit<U>], f: &F) {
+    run3(a, b, c, dst, f)
+}
+
+/// # Safety
+/// As `run1_avx512`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn run3_avx512<A: Copy, B: Copy, C: Copy, U, F: Fn(A, B, C) -> U>(a: &[A], b: &[B], c: &[C], dst: &mut [MaybeUninit<U>], f: &F) {
+    run3(a, b, c, dst, f)
+}
+
+/// `f(a[i], b[i], c[i])` for every i (all three of one length) into a new buffer, as
+/// `map` (`addcmul`'s and a tensor-weighted `lerp`'s pass).
+pub(crate) fn zip3_map<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, U: Copy + Send, F: Fn(A, B, C) -> U + Sync + Send>(
+    a: &[A],
+    b: &[B],
+    c: &[C],
+    f: F,
+) -> Vec<U> {
+    assert!(a.len() == b.len() && a.len() == c.len(), "zip3_map: operands of different lengths");
+    let (wide, simd) = (has_avx512(), has_avx2_fma());
+    filled(a.len(), |out| {
+        let par = par_ok(a.len());
+        let size = even_chunk(a.len(), CHUNK, 64, par);
+        for_chunks(out, size, par, |i, dst| {
+            let (x, y, z) = (&a[i * size..], &b[i * size..], &c[i * size..]);
+            #[cfg(target_arch = "x86_64")]
+            if wide {
+                // SAFETY: `wide` is `has_avx512()`.
+                return unsafe { run3_avx512(x, y, z, dst, &f) };
+            } else if simd {
+                // SAFETY: `simd` is `has_avx2_fma()`.
+                return unsafe { run3_avx2(x, y, z, dst, &f) };
+            }
+            let _ = (wide, simd);
+            run3(x, y, z, dst, &f)
+        })
+    })
+}
