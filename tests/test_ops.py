@@ -1546,15 +1546,20 @@ def test_float_conversions_round_as_numpy():
     np.testing.assert_array_equal(v.half().float().numpy(), a[:200_000].reshape(400, 500)[:, ::3].astype(np.float16).astype(np.float32))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
 @pytest.mark.parametrize("largest", [True, False])
-@pytest.mark.parametrize("k", [1, 5, 64, 65])
-def test_topk_orders_ties_and_nan_as_a_full_sort(k, largest):
-    """topk of k <= 64 scans each row once; larger k select and sort. Either way the
-    result is a stable sort's first k: by value (NaN largest), ties by position."""
+@pytest.mark.parametrize("k", [1, 5, 64, 65, 80])
+def test_topk_orders_ties_and_nan_as_a_full_sort(k, largest, dtype):
+    """topk of k <= 64 scans each row once (rows of 16 k or more: 1100 here); larger k,
+    and k = 80 on these rows, select and sort. Either way the result is a stable sort's
+    first k: by value (NaN largest), ties by position; float32 rows skip blocks of 16
+    that hold no candidate, other dtypes compare element by element."""
     rng = np.random.default_rng(11)
-    a = rng.integers(-20, 20, (300, 384)).astype(np.float32)
-    a[rng.random(a.shape) < 0.02] = np.nan
-    a[7] = 3.0  # a row of ties only
+    a = rng.integers(-20, 20, (100, 1100)).astype(dtype)
+    if dtype != np.int32:
+        a[rng.random(a.shape) < 0.02] = np.nan
+        a[3, -40:] = np.nan  # NaN arriving late
+    a[7] = 3  # a row of ties only
     v, i = cp.tensor(a).topk(k, dim=-1, largest=largest)
     key = np.where(np.isnan(a), np.inf, a)
     order = np.argsort(-key if largest else key, axis=-1, kind="stable")[:, :k]

@@ -203,7 +203,7 @@ fn topk_rows<T: Key>(x: &[T], n: usize, k: usize, largest: bool) -> (Vec<T>, Vec
             let c = row[*a as usize].key_cmp(row[*b as usize]);
             (if largest { c.reverse() } else { c }).then(a.cmp(b))
         };
-        if k <= SCAN_K && k < n {
+        if k <= SCAN_K && k * 16 <= n {
             return top_by_scan(row, k, largest, o);
         }
         let mut ix: Vec<u32> = (0..n as u32).collect();
@@ -220,8 +220,9 @@ fn topk_rows<T: Key>(x: &[T], n: usize, k: usize, largest: bool) -> (Vec<T>, Vec
     (vals, idx)
 }
 
-/// The largest `k` that `topk` finds in one scan of a row (`top_by_scan`); larger ones
-/// select and sort.
+/// The largest `k` that `topk` finds in one scan of a row (`top_by_scan`), for rows of
+/// `16 k` or more; larger ones (and shorter rows, where most elements would enter the
+/// list) select and sort.
 const SCAN_K: usize = 64;
 
 /// The positions of a row's `k` first elements in `topk`'s order (by value, largest or
@@ -232,25 +233,87 @@ const SCAN_K: usize = 64;
 /// compared through the indices several times per element: `topk(5)` over the last
 /// dim of an (8, 256, 384) tensor took 6.6 ms, torch 1.3.
 fn top_by_scan<T: Key>(row: &[T], k: usize, largest: bool, out: &mut [i64]) {
-    // `a` comes after `b` in the order (an equal value after it as well: `a` is later in
-    // the row wherever this is asked).
-    let after = |a: T, b: T| {
-        let c = a.key_cmp(b);
-        if largest {
-            c != Ordering::Greater
-        } else {
-            c != Ordering::Less
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+        // SAFETY: `T` is f32 (same type id), so the slice is a slice of f32.
+        let row = unsafe { std::slice::from_raw_parts(row.as_ptr() as *const f32, row.len()) };
+        return top_by_scan_f32(row, k, largest, out);
+    }
+    top_by_scan_any(row, k, largest, out)
+}
+
+/// `top_by_scan` for f32 rows: blocks of 16 that hold no candidate (an element not
+/// ordered after the list's last: `!(v <= w)` for the largest, which lets NaN through,
+/// and `!(v >= w)` for the smallest) are skipped on one vectorized test; the others go
+/// element by element through the exact order of `top_by_scan_any`. The comparison
+/// chain per element (NaN tests, the direction) took ~7 cycles per element.
+fn top_by_scan_f32(row: &[f32], k: usize, largest: bool, out: &mut [i64]) {
+    let n = row.len().min(k);
+    let mut best: Vec<(f32, u32)> = Vec::with_capacity(k + 1);
+    // The first k elements fill the list.
+    for (i, &v) in row[..n].iter().enumerate() {
+        insert(&mut best, k, v, i, largest);
+    }
+    let mut i = n;
+    for block in row[n..].chunks(16) {
+        let w = best[k - 1].0;
+        let any = if largest { block.iter().fold(false, |a, &v| a | !(v <= w)) } else { block.iter().fold(false, |a, &v| a | !(v >= w)) };
+        if any {
+            for (j, &v) in block.iter().enumerate() {
+                // The same candidate test first: one compare and a branch that rarely
+                // goes in (the exact order's NaN tests mispredicted on random data).
+                let w = best[k - 1].0;
+                let candidate = if largest { !(v <= w) } else { !(v >= w) };
+                if candidate && !after(v, w, largest) {
+                    insert(&mut best, k, v, i + j, largest);
+                }
+            }
         }
-    };
+        i += block.len();
+    }
+    for (d, &(_, i)) in out.iter_mut().zip(&best) {
+        *d = i as i64;
+    }
+}
+
+/// `a` comes after `b` in `topk`'s order (an equal value after it as well: `a` is later
+/// in the row wherever this is asked).
+#[inline(always)]
+fn after<T: Key>(a: T, b: T, largest: bool) -> bool {
+    let c = a.key_cmp(b);
+    if largest {
+        c != Ordering::Greater
+    } else {
+        c != Ordering::Less
+    }
+}
+
+/// `v` (at `i`, later than every kept element) into the sorted list `best`, kept to `k`.
+#[inline(always)]
+fn insert<T: Key>(best: &mut Vec<(T, u32)>, k: usize, v: T, i: usize, largest: bool) {
+    // Its place: after every kept element it does not beat (ties stay in row order).
+    let at = best.iter().rposition(|&(b, _)| after(v, b, largest)).map_or(0, |p| p + 1);
+    if at >= k {
+        return;
+    }
+    // Shifted by hand: `Vec::insert`'s `memmove` call for a few elements, made ~30 times a
+    // row, cost more than the row's comparisons.
+    if best.len() < k {
+        best.push((v, i as u32));
+    }
+    for j in (at + 1..best.len()).rev() {
+        best[j] = best[j - 1];
+    }
+    best[at] = (v, i as u32);
+}
+
+/// `top_by_scan` for any key type.
+fn top_by_scan_any<T: Key>(row: &[T], k: usize, largest: bool, out: &mut [i64]) {
     let mut best: Vec<(T, u32)> = Vec::with_capacity(k + 1);
     for (i, &v) in row.iter().enumerate() {
-        if best.len() == k && after(v, best[k - 1].0) {
+        if best.len() == k && after(v, best[k - 1].0, largest) {
             continue;
         }
-        // Its place: after every kept element it does not beat (ties stay in row order).
-        let at = best.iter().rposition(|&(b, _)| after(v, b)).map_or(0, |p| p + 1);
-        best.insert(at, (v, i as u32));
-        best.truncate(k);
+        insert(&mut best, k, v, i, largest);
     }
     for (d, &(_, i)) in out.iter_mut().zip(&best) {
         *d = i as i64;
