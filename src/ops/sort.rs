@@ -256,14 +256,17 @@ fn top_by_scan_f32(row: &[f32], k: usize, largest: bool, out: &mut [i64]) {
     let mut i = n;
     for block in row[n..].chunks(16) {
         let w = best[k - 1].0;
-        let any = if largest { block.iter().fold(false, |a, &v| a | !(v <= w)) } else { block.iter().fold(false, |a, &v| a | !(v >= w)) };
+        let any = if largest {
+            block.iter().fold(false, |a, &v| a | candidate(v, w, true))
+        } else {
+            block.iter().fold(false, |a, &v| a | candidate(v, w, false))
+        };
         if any {
             for (j, &v) in block.iter().enumerate() {
                 // The same candidate test first: one compare and a branch that rarely
                 // goes in (the exact order's NaN tests mispredicted on random data).
                 let w = best[k - 1].0;
-                let candidate = if largest { !(v <= w) } else { !(v >= w) };
-                if candidate && !after(v, w, largest) {
+                if candidate(v, w, largest) && !after(v, w, largest) {
                     insert(&mut best, k, v, i + j, largest);
                 }
             }
@@ -272,6 +275,18 @@ fn top_by_scan_f32(row: &[f32], k: usize, largest: bool, out: &mut [i64]) {
     }
     for (d, &(_, i)) in out.iter_mut().zip(&best) {
         *d = i as i64;
+    }
+}
+
+/// Whether `v` may come before `w` in `topk`'s order: a plain compare does not put it
+/// after `w`. Negated on purpose: a NaN `v` (unordered, first among the largest) passes.
+#[inline(always)]
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
+fn candidate(v: f32, w: f32, largest: bool) -> bool {
+    if largest {
+        !(v <= w)
+    } else {
+        !(v >= w)
     }
 }
 
