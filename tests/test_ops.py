@@ -1567,3 +1567,85 @@ def test_topk_orders_ties_and_nan_as_a_full_sort(k, largest, dtype):
     np.testing.assert_array_equal(v.numpy(), np.take_along_axis(a, order, -1))
     one = cp.tensor(a[0]).topk(k, largest=largest)[1].numpy()
     np.testing.assert_array_equal(one, order[0])
+
+
+def _quotient_operands(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """float32 dividend/divisor pairs for floor division and remainder: magnitudes over
+    the whole range, exact multiples and their neighbours (quotients one ulp off an
+    integer), huge quotients, denormals, signed zeros, infinities and NaN."""
+    n = 60_000
+    a = (rng.choice([-1.0, 1.0], n) * np.exp(rng.uniform(-30, 30, n))).astype(np.float32)
+    b = (rng.choice([-1.0, 1.0], n) * np.exp(rng.uniform(-12, 12, n))).astype(np.float32)
+    mult = (b[:20_000] * rng.integers(-(2**20), 2**20, 20_000)).astype(np.float32)
+    a[:20_000] = mult
+    a[20_000:30_000] = np.nextafter(mult[:10_000], np.float32(np.inf))
+    a[30_000:40_000] = np.nextafter(mult[10_000:20_000], np.float32(-np.inf))
+    edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-40, 3e38, -3e38, 7.0, -7.0, 2.0**27, 1e9], np.float32)
+    ea, eb = np.meshgrid(edges, edges)
+    return np.concatenate([a, ea.ravel()]), np.concatenate([b, eb.ravel()])
+
+
+def test_float32_floor_divide_and_remainder_match_numpy_bit_for_bit():
+    """float32 `//` and `%` (and floor_divide / remainder) run fmod through float64 in
+    vector lanes where the quotient is below 2^27 and libm's exact fmodf elsewhere:
+    PyTorch's values bit for bit (its formulas, in NumPy: np.floor_divide's is the
+    same, its remainder keeps fmod's zero sign), tensor by tensor, tensor by
+    number, number by tensor, and on a slice as on the whole."""
+    a, b = _quotient_operands(np.random.default_rng(21))
+    ta, tb = cp.tensor(a), cp.tensor(b)
+
+    def same(got: np.ndarray, want: np.ndarray, what: str) -> None:
+        assert got.dtype == np.float32, what
+        nan = np.isnan(want)
+        np.testing.assert_array_equal(np.isnan(got), nan, err_msg=what)
+        bad = got[~nan].view(np.uint32) != want[~nan].view(np.uint32)
+        assert not bad.any(), (what, a[~nan][bad][:4], b[~nan][bad][:4], got[~nan][bad][:4], want[~nan][bad][:4])
+
+    def remainder(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        # PyTorch's formula (NumPy's np.remainder gives a zero the divisor's sign).
+        m = np.fmod(x, y)
+        return np.where((m != 0) & ((y < 0) != (m < 0)), m + y, m).astype(np.float32)
+
+    with np.errstate(all="ignore"):
+        same((ta // tb).numpy(), np.floor_divide(a, b), "a // b")
+        same((ta % tb).numpy(), remainder(a, b), "a % b")
+        same(cp.floor_divide(ta, tb).numpy(), np.floor_divide(a, b), "floor_divide")
+        same(ta.remainder(tb).numpy(), remainder(a, b), "remainder")
+        for num in (0.3, -2.5, 1e-3, float("inf"), 0.0):
+            f = np.float32(num)
+            same((ta // num).numpy(), np.floor_divide(a, f), f"a // {num}")
+            same((ta % num).numpy(), remainder(a, np.full_like(a, f)), f"a % {num}")
+            same((num % tb).numpy(), remainder(np.full_like(b, f), b), f"{num} % b")
+        same((ta[1000:50_001] // tb[1000:50_001]).numpy(), np.floor_divide(a, b)[1000:50_001], "a slice")
+        same((ta[::3] % 0.7).numpy(), remainder(a[::3], np.full_like(a[::3], np.float32(0.7))), "a strided view")
+
+
+def test_float32_atan2_within_two_ulp_of_float64():
+    """float32 atan2 is a vector polynomial after Cephes' reduction where both operands
+    are finite and not both zero, libm's (through float64) elsewhere: within 2.4e-7 of
+    float64's angle relative to its size, the special angles of signed zeros and
+    infinities exactly, NaN for NaN; the same bits for a slice."""
+    rng = np.random.default_rng(22)
+    n = 200_000
+    y = (rng.choice([-1.0, 1.0], n) * np.exp(rng.uniform(-20, 20, n))).astype(np.float32)
+    x = (rng.choice([-1.0, 1.0], n) * np.exp(rng.uniform(-20, 20, n))).astype(np.float32)
+    y[:50_000] = rng.uniform(-1, 1, 50_000).astype(np.float32)
+    x[:50_000] = rng.uniform(-1, 1, 50_000).astype(np.float32)
+    x[50_000:60_000] = y[50_000:60_000] * np.float32(rng.choice([-1.0, 1.0]))
+    edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.0, -1.0, 3e38, -3e38], np.float32)
+    ey, ex = np.meshgrid(edges, edges)
+    y, x = np.concatenate([y, ey.ravel()]), np.concatenate([x, ex.ravel()])
+    got = cp.atan2(cp.tensor(y), cp.tensor(x)).numpy()
+    want = np.arctan2(y.astype(np.float64), x.astype(np.float64))
+    assert got.dtype == np.float32
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    err = np.abs(got[~nan].astype(np.float64) - want[~nan])
+    bound = 2.4e-7 * np.maximum(np.abs(want[~nan]), 1e-44)
+    assert (err <= bound).all(), (y[~nan][err > bound][:4], x[~nan][err > bound][:4], got[~nan][err > bound][:4])
+    special = ~np.isfinite(y) | ~np.isfinite(x) | ((y == 0) & (x == 0))
+    special &= ~nan
+    np.testing.assert_array_equal(got[special].view(np.uint32), want[special].astype(np.float32).view(np.uint32))
+    assert np.signbit(got[(y == 0) & np.signbit(y) & (x > 0)]).all(), "atan2(-0.0, x > 0) is -0.0"
+    part = cp.atan2(cp.tensor(y[777:150_001]), cp.tensor(x[777:150_001])).numpy()
+    np.testing.assert_array_equal(part.view(np.uint32), got[777:150_001].view(np.uint32))

@@ -3,7 +3,7 @@
 //! contiguous CPU float operands (one parallel pass instead of Candle's generic
 //! dispatch; a backward for the tracked side only when the other is a constant).
 use crate::ops::layout::Dense;
-use crate::ops::simd_map::{map, zip_map};
+use crate::ops::simd_map::{map, zip_map, zip_map_fixup};
 use candle_core::{DType, Tensor};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -309,7 +309,7 @@ pub fn nan_extreme(l: &Tensor, r: &Tensor, is_max: bool) -> candle_core::Result<
 }
 
 macro_rules! floor_rem {
-    ($t:ty, $floordiv:ident, $rem:ident) => {
+    ($t:ty, $floordiv:ident, $rem:ident, $floor_of:ident, $rem_of:ident) => {
         /// PyTorch's float floor division: computed from `fmod` so that infinities,
         /// signed zeros and NaN come out as PyTorch's (`inf // 2` is NaN, `2 // -inf`
         /// is -1, a zero quotient keeps the sign of `a / b`); `a / 0` is `a / b`.
@@ -317,7 +317,11 @@ macro_rules! floor_rem {
             if b == 0.0 {
                 return a / b;
             }
-            let m = a % b; // Rust's float `%` is C's fmod
+            $floor_of(a, b, a % b) // Rust's float `%` is C's fmod
+        }
+        /// `$floordiv` for `b != 0` given `m = fmod(a, b)`, without branches (selects).
+        #[inline(always)]
+        fn $floor_of(a: $t, b: $t, m: $t) -> $t {
             let mut div = (a - m) / b;
             if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
                 div -= 1.0;
@@ -336,7 +340,11 @@ macro_rules! floor_rem {
         /// PyTorch's float remainder: `fmod` moved onto the divisor's side
         /// (`-5 % inf` is inf, `-0.0 % 2` stays -0.0).
         fn $rem(a: $t, b: $t) -> $t {
-            let m = a % b;
+            $rem_of(b, a % b)
+        }
+        /// `$rem` given `m = fmod(a, b)`.
+        #[inline(always)]
+        fn $rem_of(b: $t, m: $t) -> $t {
             if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
                 m + b
             } else {
@@ -345,14 +353,81 @@ macro_rules! floor_rem {
         }
     };
 }
-floor_rem!(f32, floordiv_f32, rem_f32);
-floor_rem!(f64, floordiv_f64, rem_f64);
+floor_rem!(f32, floordiv_f32, rem_f32, floor_of_f32, rem_of_f32);
+floor_rem!(f64, floordiv_f64, rem_f64, floor_of_f64, rem_of_f64);
+
+/// `fmod(a, b)` of float32 operands through f64, without branches: the quotient's
+/// integer part `q = trunc(a / b)` is exact while `fmod_in_range` holds (|a / b| < 2^27:
+/// a quotient that is not an integer lies at least 2^-24 from one, the f64 quotient's
+/// rounding is at most 2^-26 there), `q b` is exact (27 + 24 bits) and so is `a - q b`
+/// (fmod's value is an f32); the result carries `a`'s sign, zeros included, as fmod's.
+/// libm's `fmodf` is a loop of integer steps per element, this a division and a
+/// rounding in vector lanes: `x // 0.3` on an (8, 256, 384) tensor with 2 threads
+/// (Zen 3) took 14.7 ms, now 0.64 (torch 1.33); `x % 0.3` 11.4 ms, now 0.43 (0.91).
+#[inline(always)]
+fn fmod_f32(a: f32, b: f32) -> f32 {
+    let (x, y) = (a as f64, b as f64);
+    let q = (x / y).trunc();
+    ((x - q * y) as f32).copysign(a)
+}
+
+/// Whether `fmod_f32` takes (a, b): false for a zero or infinite divisor (`0 * inf`
+/// would make NaN of `fmod(a, inf) = a`), an infinite dividend, NaN and quotients of
+/// 2^27 or more (libm's exact loop takes those).
+#[inline(always)]
+fn fmod_in_range(a: f32, b: f32) -> bool {
+    ((a as f64) / (b as f64)).abs() < 134_217_728.0 && b.abs() < f32::INFINITY
+}
+
+/// float32 `l // r` (`rem`: `l % r`) for dense `a` and `b` as long as `a` or holding
+/// one number: `fmod_f32` and the element formulas in vector lanes, the scalar
+/// functions for the pairs it does not take (`simd_map::zip_map_fixup`).
+fn floordiv_rem_f32(a: &[f32], b: &[f32], rem: bool) -> Vec<f32> {
+    let bad = |x: f32, y: f32| !fmod_in_range(x, y);
+    if rem {
+        zip_map_fixup(a, b, 4, |x, y| rem_of_f32(y, fmod_f32(x, y)), bad, rem_f32)
+    } else {
+        zip_map_fixup(a, b, 4, |x, y| floor_of_f32(x, y, fmod_f32(x, y)), bad, floordiv_f32)
+    }
+}
+
+/// The number a CPU float32 tensor was broadcast from (every stride 0), read as one
+/// value instead of densified into a buffer of copies; None for any other tensor.
+fn broadcast_number(t: &Tensor) -> Option<f32> {
+    let (st, l) = t.storage_and_layout();
+    match &*st {
+        candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)) if t.elem_count() > 0 && l.stride().iter().all(|&s| s == 0) => {
+            Some(v[l.start_offset()])
+        }
+        _ => None,
+    }
+}
 
 /// `l // r` (or `l % r` when `rem`) for two float tensors of one dtype and shape, with
 /// PyTorch's special values. Half types compute in float32 as PyTorch's kernels do;
 /// other devices' operands are computed on the CPU and copied back.
 pub(crate) fn float_floordiv_rem(l: &Tensor, r: &Tensor, rem: bool) -> candle_core::Result<Tensor> {
     let (dt, dev) = (l.dtype(), l.device().clone());
+    if dt == DType::F32 && dev.is_cpu() && r.dtype() == DType::F32 && r.device().is_cpu() && l.elem_count() > 1 {
+        let a = l.dense()?;
+        let (st, la) = a.storage_and_layout();
+        if let candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)) = &*st {
+            let name = if rem { "remainder" } else { "floor_divide" };
+            let av = crate::ops::storage::data(v, la, name)?;
+            let out = match broadcast_number(r) {
+                Some(y) => floordiv_rem_f32(av, &[y], rem),
+                None => {
+                    let b = r.dense()?;
+                    let (sb, lb) = b.storage_and_layout();
+                    let candle_core::Storage::Cpu(candle_core::CpuStorage::F32(w)) = &*sb else {
+                        candle_core::bail!("{name}: expected a float32 CPU tensor")
+                    };
+                    floordiv_rem_f32(av, crate::ops::storage::data(w, lb, name)?, rem)
+                }
+            };
+            return Tensor::from_vec(out, l.dims(), &dev);
+        }
+    }
     let work = if dt == DType::F64 { DType::F64 } else { DType::F32 };
     let cpu = |t: &Tensor| t.to_dtype(work)?.flatten_all()?.to_device(&candle_core::Device::Cpu);
     let (a, b) = (cpu(l)?, cpu(r)?);

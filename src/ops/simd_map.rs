@@ -336,3 +336,113 @@ pub(crate) fn zip3_map<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, U: Copy +
         })
     })
 }
+
+/// One chunk of `zip_map_fixup`'s vector pass: `dst[i] = fast(a[i], b)` with `b` the
+/// operand's element `i` (or its one value when `SCALAR`), and whether any element is
+/// `bad` (an `|`-fold, which vectorizes with the pass).
+#[inline(always)]
+fn run_fixup<const SCALAR: bool, F: Fn(f32, f32) -> f32, P: Fn(f32, f32) -> bool>(
+    a: &[f32],
+    b: &[f32],
+    dst: &mut [MaybeUninit<f32>],
+    fast: &F,
+    bad: &P,
+) -> bool {
+    let mut any = false;
+    if SCALAR {
+        let y = b[0];
+        for (d, &x) in dst.iter_mut().zip(a) {
+            d.write(fast(x, y));
+            any |= bad(x, y);
+        }
+    } else {
+        for ((d, &x), &y) in dst.iter_mut().zip(a).zip(b) {
+            d.write(fast(x, y));
+            any |= bad(x, y);
+        }
+    }
+    any
+}
+
+/// # Safety
+/// As `run1_avx2`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn run_fixup_avx2<const SCALAR: bool, F: Fn(f32, f32) -> f32, P: Fn(f32, f32) -> bool>(
+    a: &[f32],
+    b: &[f32],
+    dst: &mut [MaybeUninit<f32>],
+    fast: &F,
+    bad: &P,
+) -> bool {
+    run_fixup::<SCALAR, F, P>(a, b, dst, fast, bad)
+}
+
+/// # Safety
+/// As `run1_avx512`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn run_fixup_avx512<const SCALAR: bool, F: Fn(f32, f32) -> f32, P: Fn(f32, f32) -> bool>(
+    a: &[f32],
+    b: &[f32],
+    dst: &mut [MaybeUninit<f32>],
+    fast: &F,
+    bad: &P,
+) -> bool {
+    run_fixup::<SCALAR, F, P>(a, b, dst, fast, bad)
+}
+
+/// `f(a[i], b[i])` for float32 operands where `f` has a branch-free vector form `fast`
+/// that some arguments fall outside of (`bad`: zeros, infinities, NaN, ranges where
+/// its reduction loses accuracy) and an exact scalar form `exact` (libm's): each chunk
+/// runs `fast` in a vector loop, and only where the loop saw a `bad` pair does a second
+/// look replace those elements with `exact`'s values. Without AVX2 + FMA (`fast` may
+/// use fused forms) every element takes `exact`. `b` is as long as `a`, or holds one
+/// value that pairs with every element (a number operand, not broadcast to a buffer).
+/// `weight`: about how many simple passes `fast` costs per element (see
+/// `zip_map_weighted`). Each element's value depends on its operands alone, so a
+/// tensor and its slices agree bit for bit.
+pub(crate) fn zip_map_fixup<F, P, E>(a: &[f32], b: &[f32], weight: usize, fast: F, bad: P, exact: E) -> Vec<f32>
+where
+    F: Fn(f32, f32) -> f32 + Sync + Send,
+    P: Fn(f32, f32) -> bool + Sync + Send,
+    E: Fn(f32, f32) -> f32 + Sync + Send,
+{
+    let scalar = b.len() == 1 && a.len() != 1;
+    assert!(scalar || a.len() == b.len(), "zip_map_fixup: operands of different lengths");
+    let (wide, simd) = (has_avx512(), has_avx2_fma());
+    filled(a.len(), |out| {
+        let par = par_ok(a.len().saturating_mul(weight));
+        let size = even_chunk(a.len(), CHUNK, 64, par);
+        for_chunks(out, size, par, |i, dst| {
+            let x = &a[i * size..][..dst.len()];
+            let y = if scalar { b } else { &b[i * size..][..dst.len()] };
+            let at = |j: usize| if scalar { y[0] } else { y[j] };
+            #[cfg(target_arch = "x86_64")]
+            if simd {
+                // SAFETY: each variant runs where its features were detected (`wide` is
+                // `has_avx512()`, `simd` is `has_avx2_fma()`).
+                let any = unsafe {
+                    match (wide, scalar) {
+                        (true, true) => run_fixup_avx512::<true, F, P>(x, y, dst, &fast, &bad),
+                        (true, false) => run_fixup_avx512::<false, F, P>(x, y, dst, &fast, &bad),
+                        (false, true) => run_fixup_avx2::<true, F, P>(x, y, dst, &fast, &bad),
+                        (false, false) => run_fixup_avx2::<false, F, P>(x, y, dst, &fast, &bad),
+                    }
+                };
+                if any {
+                    for (j, d) in dst.iter_mut().enumerate() {
+                        if bad(x[j], at(j)) {
+                            d.write(exact(x[j], at(j)));
+                        }
+                    }
+                }
+                return;
+            }
+            let _ = (wide, &fast, &bad);
+            for (j, d) in dst.iter_mut().enumerate() {
+                d.write(exact(x[j], at(j)));
+            }
+        })
+    })
+}

@@ -8,8 +8,9 @@
 //! their values at the poles, `trigamma(-1.0)` for one, come out as PyTorch's; zeta in
 //! f64), so results agree to rounding everywhere, edges included.
 use crate::ops::float::Float;
-use crate::ops::simd_map::{map_weighted, zip_map_weighted};
-use candle_core::{DType, Device, Result, Tensor};
+use crate::ops::approx::{atan2_in_range, fast_atan2};
+use crate::ops::simd_map::{map_weighted, zip_map_fixup, zip_map_weighted};
+use candle_core::{CpuStorage, DType, Device, Result, Storage, Tensor};
 use std::f64::consts::PI;
 
 /// The unary functions of this file.
@@ -307,8 +308,15 @@ pub(crate) fn atan2(y: &Tensor, x: &Tensor) -> Result<Tensor> {
             Tensor::from_vec(zip_map_weighted(&a, &b, 8, |p, q| p.atan2(q)), yc.shape(), &Device::Cpu)?
         }
         _ => {
-            let (a, b) = (yc.flatten_all()?.to_vec1::<f32>()?, xc.flatten_all()?.to_vec1::<f32>()?);
-            Tensor::from_vec(zip_map_weighted(&a, &b, 8, |p, q| (p as f64).atan2(q as f64) as f32), yc.shape(), &Device::Cpu)?
+            let (sy, ly) = yc.storage_and_layout();
+            let (sx, lx) = xc.storage_and_layout();
+            let (Storage::Cpu(CpuStorage::F32(a)), Storage::Cpu(CpuStorage::F32(b))) = (&*sy, &*sx) else {
+                candle_core::bail!("atan2: expected float32 CPU tensors")
+            };
+            let (a, b) = (crate::ops::storage::data(a, ly, "atan2")?, crate::ops::storage::data(b, lx, "atan2")?);
+            let exact = |p: f32, q: f32| (p as f64).atan2(q as f64) as f32;
+            let bad = |p: f32, q: f32| !atan2_in_range(p, q);
+            Tensor::from_vec(zip_map_fixup(a, b, 4, fast_atan2, bad, exact), yc.shape(), &Device::Cpu)?
         }
     };
     back(out, dt, &dev)
