@@ -110,7 +110,8 @@ def main() -> None:
     mid("x[..., ::2] * c - x[..., 1::2] * c, (8, 256, 384)", lambda: rot(r, cs), (lambda: rot(tr, tcs)) if torch else None, "<= 1.0x")
 
     # 7. elementwise ops that were compositions of several passes (or libm per element,
-    # or Candle's one-thread conversions), on the same (8, 256, 384) tensor.
+    # or Candle's one-thread conversions), and scans and triangles that transposed or
+    # built masks, on the same (8, 256, 384) tensor.
     e, te = pair(8, 256, 384)
     f, tf = pair(8, 256, 384)
     wt, twt = pair(8, 256, 384)
@@ -125,6 +126,12 @@ def main() -> None:
         ("to(bfloat16)", lambda L, x, y, w: x.to(L.bfloat16)),
         ("amax(-1)", lambda L, x, y, w: x.amax(-1)),
         ("topk(5, -1)", lambda L, x, y, w: x.topk(5, -1)),
+        ("x // 0.3", lambda L, x, y, w: x // 0.3),
+        ("x % y", lambda L, x, y, w: x % y),
+        ("atan2(x, y)", lambda L, x, y, w: L.atan2(x, y)),
+        ("cumsum(-1)", lambda L, x, y, w: x.cumsum(-1)),
+        ("cumsum(1)", lambda L, x, y, w: x.cumsum(1)),
+        ("tril()", lambda L, x, y, w: x.tril()),
     ]
     for name, op in lib_ops:
         mid(

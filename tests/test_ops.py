@@ -1649,3 +1649,60 @@ def test_float32_atan2_within_two_ulp_of_float64():
     assert np.signbit(got[(y == 0) & np.signbit(y) & (x > 0)]).all(), "atan2(-0.0, x > 0) is -0.0"
     part = cp.atan2(cp.tensor(y[777:150_001]), cp.tensor(x[777:150_001])).numpy()
     np.testing.assert_array_equal(part.view(np.uint32), got[777:150_001].view(np.uint32))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cumsum_and_cumprod_accumulate_in_double_along_every_dim(dtype):
+    """cumsum / cumprod of float32 and float64 accumulate in double from the start of
+    each chain, element after element, as PyTorch's CPU kernels do (rows of the last
+    dim eight at a time, other dims as vector lanes over the trailing dims): NumPy's
+    sequential float64 cumsum / cumprod rounded to the dtype, bit for bit, on every dim,
+    row counts that are not multiples of eight, strided views, NaN and infinities."""
+    rng = np.random.default_rng(23)
+    np_dt = np.dtype(dtype)
+    a = rng.standard_normal((5, 13, 37)).astype(np_dt)
+    a[1, 2, 3], a[3, 0, 5], a[4, 12, 0] = np.nan, np.inf, -np.inf
+    p = (1.0 + 0.05 * rng.standard_normal((5, 13, 37))).astype(np_dt)
+    t, tp = cp.tensor(a, dtype=getattr(cp, dtype)), cp.tensor(p, dtype=getattr(cp, dtype))
+
+    def same(got: np.ndarray, want: np.ndarray, what: str) -> None:
+        assert got.dtype == np_dt, what
+        np.testing.assert_array_equal(got, want.astype(np_dt), err_msg=what)
+
+    with np.errstate(invalid="ignore"):
+        for d in (0, 1, 2, -1):
+            same(t.cumsum(d).numpy(), np.cumsum(a.astype(np.float64), axis=d), f"cumsum dim {d}")
+            same(tp.cumprod(d).numpy(), np.cumprod(p.astype(np.float64), axis=d), f"cumprod dim {d}")
+        same(t.transpose(0, 2).cumsum(1).numpy(), np.cumsum(a.transpose(2, 1, 0).astype(np.float64), axis=1), "a transposed view")
+        same(cp.cumsum(t[:, ::2], dim=2).numpy(), np.cumsum(a[:, ::2].astype(np.float64), axis=2), "a strided view")
+        big = rng.standard_normal((3, 70_001)).astype(np_dt)
+        same(cp.tensor(big).cumsum(1).numpy(), np.cumsum(big.astype(np.float64), axis=1), "long rows")
+        same(cp.tensor(big).cumsum(0).numpy(), np.cumsum(big.astype(np.float64), axis=0), "wide columns")
+    assert cp.zeros(0, 4, dtype=getattr(cp, dtype)).cumsum(1).shape == (0, 4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool", "float16"])
+def test_tril_and_triu_copy_rows_and_fill_zeros(dtype):
+    """tril / triu of a tensor outside the graph copy each row's kept run and fill the
+    rest with zeros: NumPy's np.tril / np.triu for every diagonal offset (past both
+    ends too), batched matrices, wide and tall ones, strided views, NaN above the
+    diagonal becoming 0; inside the graph the gradient is the same triangle of the
+    incoming gradient."""
+    rng = np.random.default_rng(24)
+    a = rng.standard_normal((3, 5, 7)) * 10
+    a = a.astype(dtype) if dtype != "bool" else a > 0
+    if dtype in ("float32", "float16"):
+        a[0, 0, 6] = np.nan
+    t = cp.tensor(a)
+    for k in (-9, -2, -1, 0, 1, 3, 9):
+        np.testing.assert_array_equal(t.tril(k).numpy(), np.tril(a, k), err_msg=f"tril {k}")
+        np.testing.assert_array_equal(t.triu(k).numpy(), np.triu(a, k), err_msg=f"triu {k}")
+        np.testing.assert_array_equal(
+            cp.tril(t.transpose(1, 2), k).numpy(), np.tril(a.transpose(0, 2, 1), k), err_msg=f"tril {k} of a view"
+        )
+    assert t.tril().dtype == t.dtype
+    assert cp.tril(cp.zeros(0, 3)).shape == (0, 3) and cp.triu(cp.zeros(2, 0)).shape == (2, 0)
+    if dtype == "float32":
+        x = cp.tensor(a[0], requires_grad=True)
+        x.triu(1).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.triu(np.ones((5, 7), np.float32), 1))

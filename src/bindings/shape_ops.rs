@@ -475,6 +475,12 @@ impl PyTensor {
         if t.rank() < 2 {
             return Err(shape_err(name, format!("input tensor must have at least 2 dimensions, got {:?}", t.dims())));
         }
+        if !(crate::autograd::grad_enabled() && v.requires_grad()) {
+            // Outside the graph: each row a copy and a fill (`ops::layout::triangle`).
+            if let Some(out) = crate::bindings::errors::detach_if(t.elem_count(), || crate::ops::layout::triangle(&t, k, lower)).op(name)? {
+                return Ok(wrap_like(self, Value::plain(out)));
+            }
+        }
         let (n, m) = (t.dims()[t.rank() - 2], t.dims()[t.rank() - 1]);
         let mut mask = vec![0u8; n * m];
         for i in 0..n {

@@ -133,7 +133,7 @@ pub fn atan2_in_range(y: f32, x: f32) -> bool {
 #[inline(always)]
 pub fn fast_atan2(y: f32, x: f32) -> f32 {
     const TAN_PI_8: f32 = 0.414_213_57;
-    const PI_4_HI: f32 = 0.785_398_2; // pi/4 rounded to f32
+    const PI_4_HI: f32 = std::f32::consts::FRAC_PI_4; // pi/4 rounded to f32
     const PI_4_LO: f32 = -2.185_569_4e-8; // pi/4 - PI_4_HI, rounded
     let (ax, ay) = (x.abs(), y.abs());
     let swap = ay > ax;
@@ -149,7 +149,13 @@ pub fn fast_atan2(y: f32, x: f32) -> f32 {
     // for (swap, neg) = (no, no), (yes, no), (no, yes), (yes, yes); `s` is the sign of
     // both o and p.
     let s: f32 = if swap != neg { -1.0 } else { 1.0 };
-    let base: f32 = if swap { 2.0 } else if neg { 4.0 } else { 0.0 };
+    let base: f32 = if swap {
+        2.0
+    } else if neg {
+        4.0
+    } else {
+        0.0
+    };
     let k = if big { base + s } else { base };
     k.mul_add(PI_4_HI, k.mul_add(PI_4_LO, s * p)).copysign(y)
 }

@@ -321,6 +321,58 @@ pub(crate) fn pad_zeros(t: &Tensor, dim: usize, left: usize, right: usize) -> Re
     each!(U8, U32, I16, I32, I64, BF16, F16, F32, F64)
 }
 
+/// `tril` (`lower`) or `triu` of a CPU tensor of a plain dtype with diagonal offset `k`:
+/// each row of each matrix (the last two dims) is a copy of its kept run and a fill of
+/// zeros, rows split over threads. The general form (a mask built element by element,
+/// a tensor of zeros and a select) took 486 us on an (8, 256, 384) float32 tensor,
+/// torch 262. None for other devices and dtypes; the input has at least two dims.
+pub(crate) fn triangle(t: &Tensor, k: i64, lower: bool) -> Result<Option<Tensor>> {
+    if !t.device().is_cpu() || t.rank() < 2 {
+        return Ok(None);
+    }
+    let x = t.dense()?;
+    let dims = x.dims().to_vec();
+    let (n, m) = (dims[dims.len() - 2], dims[dims.len() - 1]);
+    let (st, l) = x.storage_and_layout();
+    let Some((a, b)) = l.contiguous_offsets() else { candle_core::bail!("tril: expected a dense input") };
+    macro_rules! each {
+        ($($v:ident),*) => {
+            match &*st {
+                $(Storage::Cpu(CpuStorage::$v(s)) => Tensor::from_vec(tri_rows(&s[a..b], (n, m), k, lower, Zero::ZERO), dims, &Device::Cpu).map(Some),)*
+                _ => Ok(None),
+            }
+        };
+    }
+    each!(U8, U32, I16, I32, I64, BF16, F16, F32, F64)
+}
+
+/// `triangle`'s rows: `v` holds matrices of `n` rows of `m`; row `i` keeps columns
+/// `j - i <= k` (`lower`) or `j - i >= k`, the rest `zero`.
+fn tri_rows<T: Copy + Send + Sync>(v: &[T], (n, m): (usize, usize), k: i64, lower: bool, zero: T) -> Vec<T> {
+    if v.is_empty() || m == 0 {
+        return Vec::new();
+    }
+    let rows_per = (TASK / m).max(1);
+    // Every output row is written whole: its kept run and its zeros cover it.
+    filled_plain(v.len(), |out| {
+        for_chunks(out, rows_per * m, par_ok(v.len()), |c, dst| {
+            for (q, row) in dst.chunks_mut(m).enumerate() {
+                let r = c * rows_per + q;
+                let (i, src) = ((r % n) as i64, &v[r * m..(r + 1) * m]);
+                if lower {
+                    let keep = (i + k + 1).clamp(0, m as i64) as usize;
+                    row[..keep].copy_from_slice(&src[..keep]);
+                    row[keep..].fill(zero);
+                } else {
+                    let zeros = (i + k).clamp(0, m as i64) as usize;
+                    row[..zeros].fill(zero);
+                    row[zeros..].copy_from_slice(&src[zeros..]);
+                }
+            }
+        })
+    })
+}
+
 /// Rows of `outer` output rows, each the concatenation of `pieces[i]` elements of
 /// input `i`'s matching row (`None`: that many `zero`s).
 fn cat_slices<T: Copy + Send + Sync>(srcs: &[Option<Block<T>>], pieces: &[usize], outer: usize, zero: T) -> Vec<T> {

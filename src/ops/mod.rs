@@ -27,6 +27,7 @@ pub(crate) mod qmatmul;
 pub(crate) mod quantized;
 pub(crate) mod random;
 pub(crate) mod reduce;
+pub(crate) mod scan;
 pub(crate) mod sgemm;
 pub(crate) mod simd_map;
 pub(crate) mod softmax;

@@ -622,12 +622,29 @@ pub fn scan(t: &Tensor, d: usize, op: Scan) -> Result<Tensor> {
     if t.elem_count() == 0 {
         return Ok(t.clone());
     }
-    let x = rows_last(t, d)?;
-    let shape = x.dims().to_vec();
     if !t.dtype().is_float() {
         // Integers go through `scan_i64` (exact); f64 would round above 2^53.
         candle_core::bail!("scan: expected a float input, got {:?}", t.dtype());
     }
+    if t.device().is_cpu() && matches!(t.dtype(), DType::F32 | DType::F64) && op != Scan::LogSumExp {
+        // Sums and products in the input's layout (`ops::scan`), no transposes.
+        let x = t.dense()?;
+        let dims = x.dims().to_vec();
+        let shape = (dims[..d].iter().product(), n, dims[d + 1..].iter().product());
+        let (st, l) = x.storage_and_layout();
+        let prod = op == Scan::Prod;
+        return match &*st {
+            candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)) => {
+                Tensor::from_vec(super::scan::scan(super::storage::data(v, l, "cumsum")?, shape, prod), dims, &Device::Cpu)
+            }
+            candle_core::Storage::Cpu(candle_core::CpuStorage::F64(v)) => {
+                Tensor::from_vec(super::scan::scan(super::storage::data(v, l, "cumsum")?, shape, prod), dims, &Device::Cpu)
+            }
+            _ => candle_core::bail!("cumsum: expected a float32 or float64 CPU tensor"),
+        };
+    }
+    let x = rows_last(t, d)?;
+    let shape = x.dims().to_vec();
     let out = with_key!(x, "cumsum", |v: T| {
         let mut o = vec![v[0]; v.len()];
         per_row(&v, n, &mut o, n, |row, orow| {

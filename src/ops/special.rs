@@ -7,8 +7,8 @@
 //! PyTorch's precision (digamma and trigamma in the input's own float type, so that
 //! their values at the poles, `trigamma(-1.0)` for one, come out as PyTorch's; zeta in
 //! f64), so results agree to rounding everywhere, edges included.
-use crate::ops::float::Float;
 use crate::ops::approx::{atan2_in_range, fast_atan2};
+use crate::ops::float::Float;
 use crate::ops::simd_map::{map_weighted, zip_map_fixup, zip_map_weighted};
 use candle_core::{CpuStorage, DType, Device, Result, Storage, Tensor};
 use std::f64::consts::PI;
