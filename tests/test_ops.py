@@ -1706,3 +1706,21 @@ def test_tril_and_triu_copy_rows_and_fill_zeros(dtype):
         x = cp.tensor(a[0], requires_grad=True)
         x.triu(1).sum().backward()
         np.testing.assert_array_equal(x.grad.numpy(), np.triu(np.ones((5, 7), np.float32), 1))
+
+
+def test_stack_cat_and_pad_of_a_few_long_rows_match_numpy():
+    """stack / cat along the first dim (one output row holding every input whole) copy
+    each dense piece over all threads, views and zero pads piece by piece: NumPy's
+    values for dense inputs, stepped views, 1-D pads and three rows of pieces."""
+    rng = np.random.default_rng(25)
+    a = rng.standard_normal((8, 64, 384)).astype(np.float32)
+    b = rng.standard_normal((16, 64, 384)).astype(np.float32)
+    ta, tb = cp.tensor(a), cp.tensor(b)
+    np.testing.assert_array_equal(cp.stack([ta, tb[:8]]).numpy(), np.stack([a, b[:8]]))
+    np.testing.assert_array_equal(cp.stack([ta, tb[::2]], dim=0).numpy(), np.stack([a, b[::2]]))
+    np.testing.assert_array_equal(cp.cat([ta, tb, tb[1::2]], 0).numpy(), np.concatenate([a, b, b[1::2]], 0))
+    three = rng.standard_normal((3, 2, 70_000)).astype(np.float32)
+    np.testing.assert_array_equal(cp.cat([cp.tensor(three), cp.tensor(three)[:, :1]], 1).numpy(), np.concatenate([three, three[:, :1]], 1))
+    line = rng.standard_normal(300_000).astype(np.float32)
+    np.testing.assert_array_equal(cp.nn.functional.pad(cp.tensor(line), (3, 5)).numpy(), np.pad(line, (3, 5)))
+    np.testing.assert_array_equal(cp.stack([cp.tensor(line)] * 3, 0).numpy(), np.stack([line] * 3))

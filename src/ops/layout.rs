@@ -381,6 +381,24 @@ fn cat_slices<T: Copy + Send + Sync>(srcs: &[Option<Block<T>>], pieces: &[usize]
     if total == 0 {
         return Vec::new();
     }
+    if outer < 4 && row >= 8 * TASK {
+        // A few long rows (`stack` along dim 0: one row holding every input whole): one
+        // task a row ran the copy on one thread (338 us for two (8, 256, 384) float32
+        // tensors, torch 190), so each dense piece is copied by all of them.
+        return filled_plain(total, |out| {
+            for (o, r) in out.chunks_mut(row).enumerate() {
+                let mut at = 0;
+                for (src, &p) in srcs.iter().zip(pieces) {
+                    match src {
+                        Some(b) if b.dense => super::parallel::par_copy(&mut r[at..at + p], &b.s[b.off + o * p..][..p]),
+                        Some(b) => b.copy_row(o, &mut r[at..at + p]),
+                        None => r[at..at + p].fill(zero),
+                    }
+                    at += p;
+                }
+            }
+        });
+    }
     let rows_per = (TASK / row).max(1);
     // Every output row is written whole (its pieces cover it).
     filled_plain(total, |out| {
