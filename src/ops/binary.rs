@@ -4,6 +4,7 @@
 //! dispatch; a backward for the tracked side only when the other is a constant).
 use crate::ops::layout::Dense;
 use crate::ops::simd_map::{map, zip_map, zip_map_fixup};
+use crate::ops::storage::with_f32;
 use candle_core::{DType, Tensor};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -409,24 +410,12 @@ fn broadcast_number(t: &Tensor) -> Option<f32> {
 pub(crate) fn float_floordiv_rem(l: &Tensor, r: &Tensor, rem: bool) -> candle_core::Result<Tensor> {
     let (dt, dev) = (l.dtype(), l.device().clone());
     if dt == DType::F32 && dev.is_cpu() && r.dtype() == DType::F32 && r.device().is_cpu() && l.elem_count() > 1 {
-        let a = l.dense()?;
-        let (st, la) = a.storage_and_layout();
-        if let candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)) = &*st {
-            let name = if rem { "remainder" } else { "floor_divide" };
-            let av = crate::ops::storage::data(v, la, name)?;
-            let out = match broadcast_number(r) {
-                Some(y) => floordiv_rem_f32(av, &[y], rem),
-                None => {
-                    let b = r.dense()?;
-                    let (sb, lb) = b.storage_and_layout();
-                    let candle_core::Storage::Cpu(candle_core::CpuStorage::F32(w)) = &*sb else {
-                        candle_core::bail!("{name}: expected a float32 CPU tensor")
-                    };
-                    floordiv_rem_f32(av, crate::ops::storage::data(w, lb, name)?, rem)
-                }
-            };
-            return Tensor::from_vec(out, l.dims(), &dev);
-        }
+        let name = if rem { "remainder" } else { "floor_divide" };
+        let out = with_f32(&l.dense()?, name, |av| match broadcast_number(r) {
+            Some(y) => Ok(floordiv_rem_f32(av, &[y], rem)),
+            None => with_f32(&r.dense()?, name, |bv| floordiv_rem_f32(av, bv, rem)),
+        })??;
+        return Tensor::from_vec(out, l.dims(), &dev);
     }
     let work = if dt == DType::F64 { DType::F64 } else { DType::F32 };
     let cpu = |t: &Tensor| t.to_dtype(work)?.flatten_all()?.to_device(&candle_core::Device::Cpu);

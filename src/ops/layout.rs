@@ -385,37 +385,31 @@ fn cat_slices<T: Copy + Send + Sync>(srcs: &[Option<Block<T>>], pieces: &[usize]
         // A few long rows (`stack` along dim 0: one row holding every input whole): one
         // task a row ran the copy on one thread (338 us for two (8, 256, 384) float32
         // tensors, torch 190), so each dense piece is copied by all of them.
-        return filled_plain(total, |out| {
-            for (o, r) in out.chunks_mut(row).enumerate() {
-                let mut at = 0;
-                for (src, &p) in srcs.iter().zip(pieces) {
-                    match src {
-                        Some(b) if b.dense => super::parallel::par_copy(&mut r[at..at + p], &b.s[b.off + o * p..][..p]),
-                        Some(b) => b.copy_row(o, &mut r[at..at + p]),
-                        None => r[at..at + p].fill(zero),
-                    }
-                    at += p;
-                }
-            }
-        });
+        return filled_plain(total, |out| out.chunks_mut(row).enumerate().for_each(|(o, r)| write_row(srcs, pieces, o, r, zero, true)));
     }
     let rows_per = (TASK / row).max(1);
     // Every output row is written whole (its pieces cover it).
     filled_plain(total, |out| {
         for_chunks(out, rows_per * row, par_ok(total), |c, dst| {
             for (k, r) in dst.chunks_mut(row).enumerate() {
-                let o = c * rows_per + k;
-                let mut at = 0;
-                for (src, &p) in srcs.iter().zip(pieces) {
-                    match src {
-                        Some(src) => src.copy_row(o, &mut r[at..at + p]),
-                        None => r[at..at + p].fill(zero),
-                    }
-                    at += p;
-                }
+                write_row(srcs, pieces, c * rows_per + k, r, zero, false);
             }
         })
     })
+}
+
+/// Output row `o` of `cat_slices` into `r`: each input's row `o` (or zeros) side by
+/// side; `spread`: dense pieces are copied over all threads (`parallel::par_copy`).
+fn write_row<T: Copy + Send + Sync>(srcs: &[Option<Block<T>>], pieces: &[usize], o: usize, r: &mut [T], zero: T, spread: bool) {
+    let mut at = 0;
+    for (src, &p) in srcs.iter().zip(pieces) {
+        match src {
+            Some(b) if spread && b.dense => super::parallel::par_copy(&mut r[at..at + p], &b.s[b.off + o * p..][..p]),
+            Some(b) => b.copy_row(o, &mut r[at..at + p]),
+            None => r[at..at + p].fill(zero),
+        }
+        at += p;
+    }
 }
 
 /// Every offset of a strided region, in row-major order of the region.

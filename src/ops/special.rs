@@ -10,7 +10,8 @@
 use crate::ops::approx::{atan2_in_range, fast_atan2};
 use crate::ops::float::Float;
 use crate::ops::simd_map::{map_weighted, zip_map_fixup, zip_map_weighted};
-use candle_core::{CpuStorage, DType, Device, Result, Storage, Tensor};
+use crate::ops::storage::with_f32;
+use candle_core::{DType, Device, Result, Tensor};
 use std::f64::consts::PI;
 
 /// The unary functions of this file.
@@ -308,15 +309,10 @@ pub(crate) fn atan2(y: &Tensor, x: &Tensor) -> Result<Tensor> {
             Tensor::from_vec(zip_map_weighted(&a, &b, 8, |p, q| p.atan2(q)), yc.shape(), &Device::Cpu)?
         }
         _ => {
-            let (sy, ly) = yc.storage_and_layout();
-            let (sx, lx) = xc.storage_and_layout();
-            let (Storage::Cpu(CpuStorage::F32(a)), Storage::Cpu(CpuStorage::F32(b))) = (&*sy, &*sx) else {
-                candle_core::bail!("atan2: expected float32 CPU tensors")
-            };
-            let (a, b) = (crate::ops::storage::data(a, ly, "atan2")?, crate::ops::storage::data(b, lx, "atan2")?);
             let exact = |p: f32, q: f32| (p as f64).atan2(q as f64) as f32;
             let bad = |p: f32, q: f32| !atan2_in_range(p, q);
-            Tensor::from_vec(zip_map_fixup(a, b, 4, fast_atan2, bad, exact), yc.shape(), &Device::Cpu)?
+            let out = with_f32(&yc, "atan2", |a| with_f32(&xc, "atan2", |b| zip_map_fixup(a, b, 4, fast_atan2, bad, exact)))??;
+            Tensor::from_vec(out, yc.shape(), &Device::Cpu)?
         }
     };
     back(out, dt, &dev)

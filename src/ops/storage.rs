@@ -9,6 +9,16 @@ pub(crate) fn data<'a, T>(v: &'a [T], l: &Layout, op: &str) -> Result<&'a [T]> {
     }
 }
 
+/// `f` of the dense elements of a CPU float32 tensor (`t` must be contiguous: the
+/// callers pass a `dense()` copy); an error naming `op` for any other tensor.
+pub(crate) fn with_f32<R>(t: &candle_core::Tensor, op: &str, f: impl FnOnce(&[f32]) -> R) -> Result<R> {
+    let (st, l) = t.storage_and_layout();
+    match &*st {
+        candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)) => Ok(f(data(v, l, op)?)),
+        _ => candle_core::bail!("{op}: expected a float32 CPU tensor"),
+    }
+}
+
 /// Run `$body` with `$v` bound to the f32 or f64 slice of a storage; the result
 /// vector becomes a storage of the same dtype.
 macro_rules! float_dispatch {
