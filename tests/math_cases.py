@@ -457,6 +457,47 @@ def sinc(lib: Any) -> Dict[str, Any]:
 
 
 @case()
+def log1p_expm1_rsqrt(lib: Any) -> Dict[str, Any]:
+    """`log1p`, `expm1` and `rsqrt` as their own kernels: small values keep their low bits
+    (the ratios to x stay 1; `log(1 + x)` and `exp(x) - 1` lose them), special values,
+    gradients and node names, float64, long inputs (the vector loops) and in-place twins."""
+    sp = [1e-30, -1e-20, 1e-10, -3e-8, 1e-5, -1e-3, 0.3, -0.7, 5.0, 80.0, 0.0, -0.0, NAN, INF, -INF, -1.0, -2.0, 100.0]
+    tiny = [1e-30, -1e-20, 1e-10, -3e-8, 2e-6, -5e-5]
+    out = _flat("log1p", _grads(lib, lib.log1p, _leaf(lib, sp)))
+    out.update(_flat("expm1", _grads(lib, lambda x: x.expm1(), _leaf(lib, sp))))
+    out.update(_flat("rsqrt", _grads(lib, lib.rsqrt, _leaf(lib, [1e-30, 1e-10, 0.25, 1.0, 4.0, 1e30, 0.0, -0.0, -1.0, INF, NAN]))))
+    w = _r(lib, 40, 50, seed="l1p")
+    long_ = {}
+    for dt in ("float32", "float64"):
+        t, d = lib.tensor(tiny, dtype=getattr(lib, dt)), getattr(lib, dt)
+        long_[f"log1p_ratio_{dt}"] = lib.log1p(t) / t
+        long_[f"expm1_ratio_{dt}"] = lib.expm1(t) / t
+        x = w.to(d)
+        long_[f"log1p_long_{dt}"] = (x.abs() * 3).log1p()
+        long_[f"expm1_long_{dt}"] = (x * 20).expm1()
+        long_[f"expm1_small_long_{dt}"] = (x * 1e-3).expm1() / (x * 1e-3)
+        long_[f"rsqrt_long_{dt}"] = (x.abs() + 0.01).rsqrt()
+    y, z, v = (w.abs() * 0.5).clone(), (w * 0.5).clone(), (w.abs() + 0.5).clone()
+    out.update(long_)
+    out.update(
+        {
+            "names": [
+                lib.log1p(_leaf(lib, [0.5])).grad_fn.name(),
+                lib.expm1(_leaf(lib, [0.5])).grad_fn.name(),
+                lib.rsqrt(_leaf(lib, [0.5])).grad_fn.name(),
+            ],
+            "inplace_log1p": y.log1p_(),
+            "inplace_expm1": z.expm1_(),
+            "inplace_rsqrt": v.rsqrt_(),
+            "int": lib.log1p(lib.tensor([0, 1, 3])),
+            "empty": lib.expm1(lib.zeros(0, 2)),
+            "zero_d": lib.rsqrt(lib.tensor(0.25)),
+        }
+    )
+    return out
+
+
+@case()
 def deg_rad(lib: Any) -> Dict[str, Any]:
     out = _flat("d2r", _grads(lib, lib.deg2rad, _r(lib, 3, 4, seed="d2r", grad=True)))
     out.update(_flat("r2d", _grads(lib, lambda x: x.rad2deg(), _r(lib, 3, 4, seed="r2d", grad=True))))

@@ -193,6 +193,8 @@ REDUCE = {
     "norm_dim": lambda x: x.norm(dim=1),
     "norm_p1": lambda x: x.norm(p=1, dim=2),
     "norm_p3": lambda x: x.norm(p=3),
+    "norm_last_keep": lambda x: x.norm(dim=-1, keepdim=True),
+    "norm_split_dims": lambda x: x.norm(dim=(0, 2)),
 }
 
 

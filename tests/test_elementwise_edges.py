@@ -78,3 +78,37 @@ def test_logsigmoid_refuses_non_float_as_torch(dtype: cp.dtype) -> None:
 def test_logsigmoid_refuses_non_tensor() -> None:
     with pytest.raises(TypeError):
         F.logsigmoid([1.0, 2.0])  # type: ignore[arg-type]
+
+
+def _sig(v: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * v))
+
+
+@pytest.mark.parametrize("dtype", [cp.float32, cp.float64])
+def test_vector_forms_follow_the_float64_formulas_on_long_inputs(dtype) -> None:
+    # The float32 kernels run vector polynomials (exp, expm1, log1p, tanh) over many
+    # elements; float64 runs libm. Both against PyTorch's formulas evaluated in float64
+    # NumPy, values and input gradients, over |x| up to 100.
+    rng = np.random.default_rng(3)
+    a = np.concatenate([rng.standard_normal(4000) * 3, rng.uniform(-100, 100, 2000), rng.standard_normal(1000) * 1e-4])
+    a = cp.tensor(a, dtype=dtype).numpy().astype(np.float64)  # the values the kernels see
+    sp1 = np.logaddexp(0.0, a)
+    cases = {
+        "softplus": (lambda x: F.softplus(x), np.where(a > 20, a, sp1), np.where(a > 20, 1.0, _sig(a))),
+        "softplus_beta": (
+            lambda x: F.softplus(x, beta=2.0, threshold=5.0),
+            np.where(2 * a > 5, a, np.logaddexp(0.0, 2 * a) / 2),
+            np.where(2 * a > 5, 1.0, _sig(2 * a)),
+        ),
+        "mish": (F.mish, a * np.tanh(sp1), np.tanh(sp1) + a * _sig(a) * (1 - np.tanh(sp1) ** 2)),
+        "elu": (F.elu, np.where(a > 0, a, np.expm1(a)), np.where(a > 0, 1.0, np.exp(a))),
+        "celu": (lambda x: F.celu(x, alpha=0.5), np.where(a > 0, a, 0.5 * np.expm1(a / 0.5)), np.where(a > 0, 1.0, np.exp(a / 0.5))),
+        "logsigmoid": (F.logsigmoid, np.minimum(a, 0) - np.log1p(np.exp(-np.abs(a))), _sig(-a)),
+    }
+    tol = 1e-5 if dtype == cp.float32 else 1e-12  # the f32 elementwise tolerance
+    for name, (fn, want, dwant) in cases.items():
+        x = cp.tensor(a, dtype=dtype, requires_grad=True)
+        y = fn(x)
+        y.sum().backward()
+        np.testing.assert_allclose(y.detach().numpy(), want, rtol=tol, atol=tol, err_msg=name)
+        np.testing.assert_allclose(x.grad.numpy(), dwant, rtol=tol, atol=tol, err_msg=f"{name} grad")

@@ -995,6 +995,41 @@ def test_norm(case, p):
     check(r, expected, name, atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", [cp.float32, cp.float64])
+def test_two_norm_one_pass(dtype):
+    # The 2-norm's sum of squares in one pass: rows long and short, split and middle
+    # dims, a transposed input, against float64 NumPy; NaN and infinity reach their own
+    # row only; an empty input's norm is 0.
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 37, 385))
+    x = cp.tensor(a, dtype=dtype)
+    tol = 1e-6 if dtype == cp.float32 else 1e-12
+    for dim in [-1, 1, 0, (1, 2), (0, 2), None]:
+        ax = dim if dim is not None else (0, 1, 2)
+        want = np.sqrt(np.sum(a * a, axis=ax))
+        np.testing.assert_allclose(x.norm(dim=dim).numpy(), want, rtol=tol)
+    np.testing.assert_allclose(x.transpose(1, 2).norm(dim=-1).numpy(), np.sqrt(np.sum(a * a, axis=1)), rtol=tol)
+    b = a[0].copy()
+    b[1, 7], b[2, 384], b[3, 0] = np.nan, np.inf, -np.inf
+    got = cp.tensor(b, dtype=dtype).norm(dim=-1).numpy()
+    assert np.isnan(got[1]) and got[2] == np.inf and got[3] == np.inf
+    np.testing.assert_allclose(np.delete(got, [1, 2, 3]), np.delete(np.sqrt(np.sum(b * b, axis=1)), [1, 2, 3]), rtol=tol)
+    e = cp.zeros((4, 0), dtype=dtype).norm(dim=-1)
+    assert e.shape == (4,) and (e.numpy() == 0).all()
+
+
+def test_two_norm_gradient_matches_pytorch_at_zero_rows():
+    # PyTorch's LinalgVectorNormBackward0: x * g / norm, and 0 where the norm is 0
+    # (a zero row has no direction); the node carries PyTorch's name.
+    a = np.array([[3.0, 4.0, 0.0], [0.0, 0.0, 0.0]], dtype=np.float32)
+    x = cp.tensor(a, requires_grad=True)
+    n = x.norm(dim=1)
+    assert n.grad_fn.name() == "LinalgVectorNormBackward0"
+    (n * cp.tensor([2.0, 5.0])).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[1.2, 1.6, 0.0], [0.0, 0.0, 0.0]], rtol=1e-6)
+    assert np.isfinite(x.grad.numpy()).all()
+
+
 # ---------------------------------------------------------------------------
 # matmul
 

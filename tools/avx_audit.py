@@ -12,6 +12,12 @@ LZCNT), and requires each to be one of:
 Anything else fails the check, as would a build with target-cpu=native (there AVX
 is everywhere). Prints a count per owner.
 
+A second check runs the other way: no kernel of ours may call the library `fmaf` / `fma`
+(compiler-builtins' software or dispatching fused multiply-add). `mul_add` becomes that
+call where a loop body meant for a `#[target_feature]` variant was not inlined into it
+and was compiled for baseline x86-64: correct, but one call per element (Mish ran at
+15x torch's time). FMA_FALLBACKS lists the scalar paths that call it on purpose.
+
 The library must keep its symbol table, which names the functions: scripts/build_wheel.sh
 builds the wheel that way. (A twin build with symbols is no stand-in for a stripped
 wheel: compiled without --target, LLVM picked other instructions in the attention
@@ -55,6 +61,9 @@ THIRD_PARTY = {
     r"\brand_chacha::guts::\w+::impl_avx2?\b": 'rand_chacha (ppv-lite86 dispatch): is_x86_feature_detected!("avx2"/"avx")',
     r"\bcompiler_builtins::math::libm_math::arch::x86::fma::": "compiler-builtins fmaf: cpuid check before FMA/FMA4",
 }
+# Ours that call libm's fused multiply-add on purpose: the quantized tiles' scalar paths for
+# CPUs without AVX2/FMA, which keep the SIMD path's fused roundings (the same results).
+FMA_FALLBACKS = [r"_core::ops::qmatmul::\w+::\w+Pack::tile$"]
 INTRINSIC = "core::core_arch::x86::"
 CALL = re.compile(r"\b(?:call|jmp)\s+[0-9a-f]+ <(.+?)(?:\+0x[0-9a-f]+)?>$")
 
@@ -69,13 +78,28 @@ def target_feature_fns() -> set[str]:
     return names
 
 
-def disassemble(lib: Path) -> tuple[dict[str, set[str]], Counter[str], dict[str, set[str]]]:
-    """Function name -> the beyond-baseline mnemonics it holds; how many of each; and
-    for each core::arch intrinsic, the functions that call it."""
+def fma_slots(lib: Path, text: str) -> set[str]:
+    """The addresses of the GOT slots that hold libm's `fmaf` / `fma` (position-independent
+    code calls them through `mov slot(%rip), %reg; call *%reg`)."""
+    funcs = {m.group(1).lstrip("0") for m in re.finditer(r"^([0-9a-f]+) <fmaf?>:$", text, re.M)}
+    rel = subprocess.run(["readelf", "-rW", str(lib)], capture_output=True, text=True, check=True).stdout
+    return {
+        f[0].lstrip("0")
+        for f in (line.split() for line in rel.splitlines())
+        if len(f) >= 4 and f[2] == "R_X86_64_RELATIVE" and f[3].lstrip("0") in funcs
+    }
+
+
+def disassemble(lib: Path) -> tuple[dict[str, set[str]], Counter[str], dict[str, set[str]], set[str]]:
+    """Function name -> the beyond-baseline mnemonics it holds; how many of each; for
+    each core::arch intrinsic, the functions that call it; and the functions that call
+    libm's `fmaf` / `fma`."""
     out = subprocess.run(["objdump", "-d", "-C", "--no-show-raw-insn", str(lib)], capture_output=True, text=True, check=True).stdout
+    slots = fma_slots(lib, out)
     found: dict[str, set[str]] = {}
     total: Counter[str] = Counter()
     callers: dict[str, set[str]] = {}
+    fma_users: set[str] = set()
     func = "?"
     for line in out.splitlines():
         m = FUNC.match(line)
@@ -89,10 +113,13 @@ def disassemble(lib: Path) -> tuple[dict[str, set[str]], Counter[str], dict[str,
         call = CALL.search(line)
         if call and call.group(1).startswith(INTRINSIC) and call.group(1) != func:
             callers.setdefault(call.group(1), set()).add(func)
+        slot = re.search(r"# ([0-9a-f]+) <", args)
+        if (call and call.group(1) in ("fmaf", "fma")) or (slot and slot.group(1).lstrip("0") in slots):
+            fma_users.add(func)
         if (op.startswith("v") and op not in ("verr", "verw")) or op in SCALAR_V3 or WIDE_REG.search(args):
             found.setdefault(func, set()).add(op)
             total[op] += 1
-    return found, total, callers
+    return found, total, callers, fma_users
 
 
 def owner(func: str, ours: set[str], callers: dict[str, set[str]]) -> str | None:
@@ -133,7 +160,7 @@ def main() -> int:
         if not has_symtab(lib):
             print(f"{lib.name} has no symbol table: build it with CARGO_PROFILE_RELEASE_STRIP=none (scripts/build_wheel.sh does)")
             return 1
-        found, total, callers = disassemble(lib)
+        found, total, callers, fma_users = disassemble(lib)
     ours = target_feature_fns()
     counts: Counter[str] = Counter()
     bad = []
@@ -152,7 +179,21 @@ def main() -> int:
         print(f"{len(bad)} functions outside the runtime-detected code:", *bad[:40], sep="\n  ")
         return 1
     print("ok: every one is a runtime-dispatched variant; the rest of the library is baseline x86-64")
+    ours_fma = sorted(f for f in fma_users if owner_is_ours(f) and not any(re.search(p, f) for p in FMA_FALLBACKS))
+    if ours_fma:
+        print(
+            f"{len(ours_fma)} kernels of ours call libm's fmaf/fma (a loop body not inlined into its #[target_feature] variant):",
+            *ours_fma[:40],
+            sep="\n  ",
+        )
+        return 1
+    print(f"ok: no kernel of ours calls libm's fmaf/fma ({len(fma_users)} callers in all: third-party and the scalar fallbacks)")
     return 0
+
+
+def owner_is_ours(func: str) -> bool:
+    """Whether `func` is (an instance of) a function of this crate."""
+    return func.startswith("_core::") or "<_core::" in func or " _core::" in func
 
 
 if __name__ == "__main__":

@@ -160,6 +160,30 @@ pub fn log(x: &Value) -> Result<Value> {
     }))
 }
 
+/// `ln(1 + x)`; its derivative `1 / (1 + x)`, as PyTorch's `Log1PBackward0`.
+pub fn log1p(x: &Value) -> Result<Value> {
+    Ok(record("Log1PBackward0", &[x], crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Log1p)?, &[x], false, |s, g, _| {
+        Ok(vec![c(div(g, &affine(&s[0], 1.0, 1.0)?)?)])
+    }))
+}
+
+/// `exp(x) - 1`; its derivative `exp(x)` read as `out + 1`, as PyTorch's `Expm1Backward0`.
+pub fn expm1(x: &Value) -> Result<Value> {
+    Ok(record("Expm1Backward0", &[x], crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Expm1)?, &[x], true, |s, g, _| {
+        // Under create_graph the output is recomputed from the input so that it is differentiable.
+        let y = if grad_enabled() { expm1(&s[0])? } else { s[1].clone() };
+        Ok(vec![c(mul(g, &affine(&y, 1.0, 1.0)?)?)])
+    }))
+}
+
+/// `1 / sqrt(x)`; its derivative `-0.5 out^3`, as PyTorch's `RsqrtBackward0`.
+pub fn rsqrt(x: &Value) -> Result<Value> {
+    Ok(record("RsqrtBackward0", &[x], crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Rsqrt)?, &[x], true, |s, g, _| {
+        let y = if grad_enabled() { rsqrt(&s[0])? } else { s[1].clone() };
+        Ok(vec![c(mul(g, &affine(&mul(&y, &sqr(&y)?)?, -0.5, 0.0)?)?)])
+    }))
+}
+
 pub fn sqrt(x: &Value) -> Result<Value> {
     Ok(record("SqrtBackward0", &[x], crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Sqrt)?, &[x], true, |s, g, _| {
         let y = if grad_enabled() { sqrt(&s[0])? } else { s[1].clone() };
@@ -678,6 +702,26 @@ pub fn erf(x: &Value) -> Result<Value> {
     Ok(record("ErfBackward0", &[x], crate::ops::unary::fast(&x.data, crate::ops::unary::Fast::Erf)?, &[x], false, |s, g, _| {
         let d = affine(&exp(&affine(&sqr(&s[0])?, -1.0, 0.0)?)?, std::f64::consts::FRAC_2_SQRT_PI, 0.0)?;
         Ok(vec![c(mul(g, &d)?)])
+    }))
+}
+
+/// The 2-norm over `dims` (sorted, non-empty), dropped unless `keepdim`: the sum of
+/// the squares in one pass over `x` (`ops::reduce::sum_squares_keepdim`), then its
+/// root. The backward is PyTorch's `x * (g / norm)`, zero where the norm is zero.
+pub fn norm2(x: &Value, dims: &[usize], keepdim: bool) -> Result<Value> {
+    let raw = crate::ops::reduce::sum_squares_keepdim(&x.data, dims)?.sqrt()?;
+    let kept = raw.shape().clone();
+    let out = if keepdim {
+        raw
+    } else {
+        let shape: Vec<usize> = x.data.dims().iter().enumerate().filter(|(i, _)| !dims.contains(i)).map(|(_, &d)| d).collect();
+        raw.reshape(shape)?
+    };
+    Ok(record("LinalgVectorNormBackward0", &[x], out, &[x], true, move |s, g, _| {
+        let norm = reshape(&s[1], &kept)?;
+        let q = div(&reshape(g, &kept)?, &norm)?;
+        let q = where_cond(&norm.data.eq(0.0)?, &Value::plain(q.data.zeros_like()?), &q)?;
+        Ok(vec![c(mul(&s[0], &q)?)])
     }))
 }
 

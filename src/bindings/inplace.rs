@@ -77,13 +77,13 @@ direct_twins! {
     abs_ => abs: Fast::Abs, absolute_ => absolute: Fast::Abs, neg_ => neg: Fast::Neg, negative_ => negative: Fast::Neg,
     square_ => square: Fast::Sqr, exp_ => exp: Fast::Exp, log_ => log: Fast::Log, sqrt_ => sqrt: Fast::Sqrt,
     reciprocal_ => reciprocal: Fast::Recip, sin_ => sin: Fast::Sin, cos_ => cos: Fast::Cos, tanh_ => tanh: Fast::Tanh,
-    sigmoid_ => sigmoid: Fast::Sigmoid, relu_ => relu: Fast::Relu,
+    sigmoid_ => sigmoid: Fast::Sigmoid, relu_ => relu: Fast::Relu, log1p_ => log1p: Fast::Log1p,
+    expm1_ => expm1: Fast::Expm1, rsqrt_ => rsqrt: Fast::Rsqrt,
 }
 
 inplace_twins! {
     sign_ => sign,
-    expm1_ => expm1, log2_ => log2, log10_ => log10, log1p_ => log1p,
-    rsqrt_ => rsqrt, tan_ => tan,
+    log2_ => log2, log10_ => log10, tan_ => tan,
     erf_ => erf, frac_ => frac,
     floor_ => floor, ceil_ => ceil, round_ => round, trunc_ => trunc,
     tril_ => tril, triu_ => triu, cumsum_ => cumsum,

@@ -792,9 +792,10 @@ impl PyTensor {
         // Outside autograd, operands of one shape: one pass (`ops::composite`), the
         // values of the composition below.
         let tracked = |v: &Value| v.requires_grad() && crate::autograd::grad_enabled();
+        let number = extract_scalar(weight).map(|w| w.f64());
         if !tracked(&a) && !tracked(&b) {
-            let fused = match extract_scalar(weight) {
-                Some(w) => crate::ops::composite::lerp(&a.data, &b.data, w.f64()).op(OP)?,
+            let fused = match number {
+                Some(w) => crate::ops::composite::lerp(&a.data, &b.data, w).op(OP)?,
                 None => match weight.cast::<PyTensor>() {
                     Ok(wt) if wt.get().dt() == dt && !tracked(&wt.get().v()) => {
                         crate::ops::composite::lerp_weighted(&a.data, &b.data, &wt.get().t()).op(OP)?
@@ -807,9 +808,8 @@ impl PyTensor {
             }
         }
         let diff = ops::sub(&b, &a).op(OP)?;
-        let out = match extract_scalar(weight) {
+        let out = match number {
             Some(w) => {
-                let w = w.f64();
                 if w.abs() < 0.5 {
                     ops::add(&a, &ops::affine(&diff, w, 0.0).op(OP)?).op(OP)?
                 } else {

@@ -416,7 +416,11 @@ impl PyTensor {
             let out = ops::record("LinalgVectorNormBackward0", &[&t], count, &[], false, |_, _, _| Ok(vec![None]));
             return Ok(PyTensor::wrap_vdt(out, dt));
         }
-        let out = if p == 2.0 {
+        let out = if p == 2.0 && t.data.rank() > 0 {
+            let all: Vec<usize> = (0..t.data.rank()).collect();
+            let dims = dims.unwrap_or(all);
+            crate::bindings::errors::detach_op(py, "norm", || ops::norm2(&t, &dims, keepdim))?
+        } else if p == 2.0 {
             pow_zero_safe(&sum_dims(py, &ops::sqr(&t).op("norm")?, dims.as_deref(), keepdim)?, 0.5).op("norm")?
         } else {
             let a = crate::autograd::pointwise::abs(&t).op("norm")?;

@@ -56,10 +56,10 @@ unary_float! {
     log => ops::log,
     log2 => |t| ops::affine(&ops::log(t)?, 1.0 / std::f64::consts::LN_2, 0.0),
     log10 => |t| ops::affine(&ops::log(t)?, 1.0 / std::f64::consts::LN_10, 0.0),
-    log1p => |t| ops::log(&ops::affine(t, 1.0, 1.0)?),
-    expm1 => |t| ops::affine(&ops::exp(t)?, 1.0, -1.0),
+    log1p => ops::log1p,
+    expm1 => ops::expm1,
     sqrt => ops::sqrt,
-    rsqrt => |t| ops::recip(&ops::sqrt(t)?),
+    rsqrt => ops::rsqrt,
     sin => ops::sin,
     cos => ops::cos,
     tan => |t| ops::div(&ops::sin(t)?, &ops::cos(t)?),
@@ -259,11 +259,8 @@ impl PyTensor {
             return Err(value_err("clamp", "At least one of 'min' or 'max' must not be None"));
         }
         let v = self.v();
-        let scalar = |b: Option<&Bound<'_, PyAny>>| b.filter(|b| b.cast::<PyTensor>().is_err()).and_then(|b| b.extract::<f64>().ok());
-        let (lo, hi) = (scalar(min), scalar(max));
         // Number bounds on a tensor in the graph: PyTorch's clamp gradient (0 at the bounds).
-        let numbers = (min.is_none() || lo.is_some()) && (max.is_none() || hi.is_some());
-        if numbers && v.requires_grad() && crate::autograd::grad_enabled() {
+        if let Some((lo, hi)) = number_bounds(min, max).filter(|_| v.requires_grad() && crate::autograd::grad_enabled()) {
             let plain = PyTensor::wrap(v.data.detach(), self.is_bool);
             let out = clamp_by_extremes(plain, min, max)?.t();
             return Ok(PyTensor::wrap_v(crate::autograd::pointwise::clamp_scalar(&v, out, lo, hi).op("clamp")?, self.is_bool));
@@ -480,10 +477,8 @@ fn clamp_inplace(
     op: &str,
 ) -> PyResult<Py<PyTensor>> {
     let (min, max) = (min.filter(|m| !m.is_none()), max.filter(|m| !m.is_none()));
-    let (lo, hi) = (min.map(number), max.map(number));
-    let numbers = (min.is_some() || max.is_some()) && !matches!(lo, Some(None)) && !matches!(hi, Some(None));
-    if numbers {
-        let f = Unary::Clamp(lo.flatten(), hi.flatten());
+    if let Some((lo, hi)) = number_bounds(min, max).filter(|_| min.is_some() || max.is_some()) {
+        let f = Unary::Clamp(lo, hi);
         if write_direct(slf.get(), op, |t| unary_assign(t, f))? {
             return Ok(slf.clone().unbind());
         }
@@ -493,14 +488,23 @@ fn clamp_inplace(
     Ok(slf.clone().unbind())
 }
 
+/// Clamp's bounds as numbers, each None where absent: Some when every bound given is
+/// a Python or NumPy int or float (`arith::number`), None when one is a tensor or a
+/// bool (those take the maximum-then-minimum with PyTorch's type promotion).
+fn number_bounds(min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> Option<(Option<f64>, Option<f64>)> {
+    let read = |b: Option<&Bound<'_, PyAny>>| match b {
+        None => Some(None),
+        Some(b) => number(b).map(Some),
+    };
+    Some((read(min)?, read(max)?))
+}
+
 fn clamp_by_extremes(x: PyTensor, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
     // Number bounds on a float32/float64 CPU tensor outside autograd: one pass
     // (`ops::composite::clamp`) with the values of the maximum-then-minimum below.
-    let bound = |b: Option<&Bound<'_, PyAny>>| b.map(|b| if b.cast::<PyTensor>().is_ok() { None } else { number(b) });
-    let (lo, hi) = (bound(min), bound(max));
     let tracked = x.v().requires_grad() && crate::autograd::grad_enabled();
-    if x.dt().is_float() && !x.is_sparse_coo() && !tracked && !matches!(lo, Some(None)) && !matches!(hi, Some(None)) {
-        if let Some(out) = crate::ops::composite::clamp(&x.t(), lo.flatten(), hi.flatten()).op("clamp")? {
+    if let Some((lo, hi)) = number_bounds(min, max).filter(|_| x.dt().is_float() && !x.is_sparse_coo() && !tracked) {
+        if let Some(out) = crate::ops::composite::clamp(&x.t(), lo, hi).op("clamp")? {
             return Ok(PyTensor::wrap_dt(out, x.dt()));
         }
     }

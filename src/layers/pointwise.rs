@@ -80,7 +80,7 @@ impl Act {
         let (three, six) = (T::of(3.0), T::of(6.0));
         match self {
             Act::Silu => x / (T::ONE + (-x).exp::<FMA>()),
-            Act::Mish => T::of(x.f() * x.f().exp().ln_1p().tanh()),
+            Act::Mish => x * x.log1p_exp::<FMA>().tanh::<FMA>(),
             // clamp(x + 3, 0, 6) / 6, NaN kept.
             Act::Hardsigmoid => clamp06(x + three) / six,
             Act::Hardswish => x * clamp06(x + three) / six,
@@ -88,15 +88,15 @@ impl Act {
                 if x > T::ZERO {
                     x * T::of(scale)
                 } else {
-                    T::of((x.f() * input_scale).exp_m1() * alpha * scale)
+                    (x * T::of(input_scale)).exp_m1::<FMA>() * T::of(alpha * scale)
                 }
             }
             Act::Softplus { beta, threshold } => {
-                let z = x.f() * beta;
-                if z > threshold {
+                let z = x * T::of(beta);
+                if z > T::of(threshold) {
                     x
                 } else {
-                    T::of(z.exp().ln_1p() / beta)
+                    z.log1p_exp::<FMA>() / T::of(beta)
                 }
             }
             Act::LeakyRelu { slope } => {
@@ -123,9 +123,8 @@ impl Act {
                 g * s * (T::ONE + x * (T::ONE - s))
             }
             Act::Mish => {
-                let v = x.f();
-                let (s, t) = (1.0 / (1.0 + (-v).exp()), v.exp().ln_1p().tanh());
-                g * T::of(t + v * s * (1.0 - t * t))
+                let (s, t) = (sigmoid::<T, FMA>(x), x.log1p_exp::<FMA>().tanh::<FMA>());
+                g * (t + x * s * (T::ONE - t * t))
             }
             Act::Hardsigmoid => {
                 if x > -three && x < three {
@@ -152,16 +151,16 @@ impl Act {
                 } else if x > T::ZERO {
                     g * T::of(scale)
                 } else {
-                    g * T::of(alpha * scale * grad_scale * (x.f() * grad_scale).exp())
+                    g * T::of(alpha * scale * grad_scale) * (x * T::of(grad_scale)).exp::<FMA>()
                 }
             }
             Act::Softplus { beta, threshold } => {
-                let z = x.f() * beta;
-                if z > threshold {
+                let z = x * T::of(beta);
+                if z > T::of(threshold) {
                     g
                 } else {
-                    let e = z.exp();
-                    g * T::of(e / (e + 1.0))
+                    let e = z.exp::<FMA>();
+                    g * (e / (e + T::ONE))
                 }
             }
             Act::LeakyRelu { slope } => {
@@ -250,13 +249,23 @@ macro_rules! per_variant {
 
 macro_rules! fwd_loop {
     ($v:expr; $a:expr) => {
-        map_fma($v, move |x, fma| if fma { $a.f::<_, true>(x) } else { $a.f::<_, false>(x) })
+        // Inlined into `simd_map`'s per-level loops (see `simd_map::run1`).
+        map_fma(
+            $v,
+            #[inline(always)]
+            move |x, fma| if fma { $a.f::<_, true>(x) } else { $a.f::<_, false>(x) },
+        )
     };
 }
 
 macro_rules! bwd_loop {
     ($x:expr, $g:expr; $a:expr) => {
-        zip_map_fma($x, $g, move |x, g, fma| if fma { $a.df::<_, true>(x, g) } else { $a.df::<_, false>(x, g) })
+        zip_map_fma(
+            $x,
+            $g,
+            #[inline(always)]
+            move |x, g, fma| if fma { $a.df::<_, true>(x, g) } else { $a.df::<_, false>(x, g) },
+        )
     };
 }
 

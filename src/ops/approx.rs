@@ -258,6 +258,70 @@ pub fn fast_ln<const FMA: bool>(x: f32) -> f32 {
     }
 }
 
+/// exp(x) - 1 for f32 without branches, accurate near 0 where `exp(x) - 1` cancels:
+/// `fast_exp`'s reduction x = n ln2 + r and polynomial, kept as `e^r - 1 = r + r^2 P(r)`,
+/// then `2^n (e^r - 1) + (2^n - 1)` (exact while n is small; from x = 20 on, where
+/// e^x - 1 rounds to e^x, `2^n e^r` as `fast_exp`, which keeps +inf from overflowing
+/// into NaN). Below -88 it is -1; NaN stays NaN; -0.0 stays -0.0. Max error about 1.5 ulp.
+#[inline(always)]
+pub fn fast_expm1<const FMA: bool>(x: f32) -> f32 {
+    const SHIFT: f32 = 12_582_912.0;
+    // `lo > x ? lo : x`: NaN passes (see `fast_exp`).
+    let c = if -88.0 > x { -88.0 } else { x };
+    let c = if EXP_INF < c { EXP_INF } else { c };
+    let t = madd::<FMA>(c, std::f32::consts::LOG2_E, SHIFT);
+    let n = t - SHIFT;
+    let ni = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
+    let r = madd::<FMA>(-n, 1.428_606_8e-6, madd::<FMA>(-n, 0.693_145_75, c));
+    let mut p = 1.987_569_1e-4_f32;
+    for k in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5] {
+        p = madd::<FMA>(p, r, k);
+    }
+    let em1 = madd::<FMA>(p * r, r, r);
+    // 2^n from its exponent bits: 0.0 at n = -127 (x = -88), +inf at n = 128.
+    let s = f32::from_bits((ni.wrapping_add(127) as u32) << 23);
+    let r = if c > 20.0 { s * (em1 + 1.0) } else { madd::<FMA>(s, em1, s - 1.0) };
+    if x == 0.0 {
+        x
+    } else {
+        r
+    }
+}
+
+/// ln(1 + x) for f32 without branches, accurate near 0 where `ln(1 + x)` loses x's low
+/// bits: with w = 1 + x rounded, `ln(w) - ((w - 1) - x) / w` (the second term is what
+/// the rounding of w took away; `w - 1` is exact). -1 gives -inf, below it NaN, +inf
+/// gives +inf, NaN stays NaN, -0.0 stays -0.0. Max error about 2 ulp (`fast_ln`'s 1.6
+/// and the correction's rounding).
+#[inline(always)]
+pub fn fast_log1p<const FMA: bool>(x: f32) -> f32 {
+    let w = 1.0 + x;
+    // Only where w is positive and finite: at 0 and +inf the term is 0 / 0 or inf - inf.
+    let fix = if w > 0.0 && w < f32::INFINITY { ((w - 1.0) - x) / w } else { 0.0 };
+    let r = fast_ln::<FMA>(w) - fix;
+    if x == 0.0 {
+        x
+    } else {
+        r
+    }
+}
+
+/// ln(1 + e^z) for f32 without branches (softplus, Mish): `max(z, 0) + log1p(e^-|z|)`,
+/// whose exponential is at most 1, so large z lose nothing; past 88.72283, where f32's
+/// e^z overflows, +inf as PyTorch's `log1p(exp(z))` gives. Below -87.3 it is 0 where
+/// PyTorch gives a subnormal (under 1.2e-38). NaN stays NaN.
+#[inline(always)]
+pub fn fast_log1p_exp<const FMA: bool>(z: f32) -> f32 {
+    // `z < 0 ? 0 : z`: NaN takes the `z` side.
+    let pos = if z < 0.0 { 0.0 } else { z };
+    let r = pos + fast_log1p::<FMA>(fast_exp_nonpos::<FMA>(-z.abs()));
+    if z > 88.722_83 {
+        f32::INFINITY
+    } else {
+        r
+    }
+}
+
 /// tanh for f32 as a rational function: `x P(t) / Q(t)` with `t = (x / 9.02)^2`, P of
 /// degree 6 and Q of degree 3, whose coefficients we fitted (minimax in relative
 /// error, by iteratively reweighted least squares in float64) on [-9.02, 9.02], where
@@ -313,6 +377,59 @@ mod tests {
         }
         assert!(fast_tanh::<false>(-0.0).is_sign_negative());
         assert_eq!(fast_tanh::<false>(1e-30), 1e-30);
+    }
+
+    /// The error of `got` in units in the last place of f32 at `want`.
+    fn ulps(got: f32, want: f64) -> f64 {
+        let w = want as f32;
+        let ulp = (f32::from_bits(w.abs().to_bits() + 1) as f64 - w.abs() as f64).max(f64::from(f32::MIN_POSITIVE) * 1e-7);
+        (got as f64 - want).abs() / ulp
+    }
+
+    #[test]
+    fn fast_expm1_log1p_and_softplus_are_accurate() {
+        for fma in [false, true] {
+            let expm1 = |x: f32| if fma { fast_expm1::<true>(x) } else { fast_expm1::<false>(x) };
+            let log1p = |x: f32| if fma { fast_log1p::<true>(x) } else { fast_log1p::<false>(x) };
+            let sp = |x: f32| if fma { fast_log1p_exp::<true>(x) } else { fast_log1p_exp::<false>(x) };
+            let (mut we, mut wl, mut ws) = (0f64, 0f64, 0f64);
+            // Magnitudes from 1e-30 to 88 both signs (expm1), from 1e-30 up (log1p).
+            let mut m = 1e-30f32;
+            while m < 88.0 {
+                for x in [m, -m] {
+                    we = we.max(ulps(expm1(x), (x as f64).exp_m1()));
+                    // Below f32's normal range (x < -87.3) the exponential is flushed
+                    // to 0 (`fast_exp_nonpos`): softplus is then 0 instead of a subnormal.
+                    let want = (x as f64).exp().ln_1p();
+                    if want >= f64::from(f32::MIN_POSITIVE) {
+                        ws = ws.max(ulps(sp(x), want));
+                    } else {
+                        assert!(sp(x) >= 0.0 && (sp(x) as f64 - want).abs() < 1.2e-38, "softplus({x})");
+                    }
+                    if x > -1.0 {
+                        wl = wl.max(ulps(log1p(x), (x as f64).ln_1p()));
+                    }
+                }
+                m *= 1.0037;
+            }
+            assert!(we < 2.0 && wl < 3.0 && ws < 3.0, "ulp errors expm1 {we} log1p {wl} softplus {ws}");
+            assert_eq!(expm1(-100.0), -1.0);
+            assert_eq!(expm1(f32::NEG_INFINITY), -1.0);
+            assert_eq!(expm1(89.0), f32::INFINITY);
+            assert_eq!(expm1(88.5), f32::INFINITY);
+            assert_eq!(expm1(f32::INFINITY), f32::INFINITY);
+            assert!(expm1(-0.0).is_sign_negative() && expm1(-0.0) == 0.0);
+            assert_eq!(log1p(-1.0), f32::NEG_INFINITY);
+            assert_eq!(log1p(f32::INFINITY), f32::INFINITY);
+            assert!(ulps(log1p(f32::MAX), (f32::MAX as f64).ln()) < 2.0);
+            assert!(log1p(-1.5).is_nan() && log1p(f32::NAN).is_nan() && expm1(f32::NAN).is_nan());
+            assert!(log1p(-0.0).is_sign_negative() && log1p(-0.0) == 0.0);
+            assert_eq!(sp(f32::NEG_INFINITY), 0.0);
+            assert_eq!(sp(-200.0), 0.0);
+            assert_eq!(sp(50.0), 50.0);
+            assert_eq!(sp(88.8), f32::INFINITY);
+            assert!(sp(f32::NAN).is_nan());
+        }
     }
 
     #[test]

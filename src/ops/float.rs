@@ -38,6 +38,14 @@ pub(crate) trait Float:
     fn ln(self) -> Self;
     /// `tanh(x)`: branch-free for f32 (`approx::fast_tanh`), libm's for f64.
     fn tanh<const FMA: bool>(self) -> Self;
+    /// `exp(x) - 1` without the cancellation near 0: `approx::fast_expm1` for f32,
+    /// libm's for f64.
+    fn exp_m1<const FMA: bool>(self) -> Self;
+    /// `ln(1 + x)` without losing small x: `approx::fast_log1p` for f32, libm's for f64.
+    fn ln_1p<const FMA: bool>(self) -> Self;
+    /// `ln(1 + exp(x))` (softplus): `approx::fast_log1p_exp` for f32; for f64 libm's
+    /// `log1p(exp(x))`, as PyTorch computes it.
+    fn log1p_exp<const FMA: bool>(self) -> Self;
     fn sqrt(self) -> Self;
     fn sin(self) -> Self;
     fn cos(self) -> Self;
@@ -95,6 +103,18 @@ impl Float for f32 {
     #[inline(always)]
     fn tanh<const FMA: bool>(self) -> f32 {
         super::approx::fast_tanh::<FMA>(self)
+    }
+    #[inline(always)]
+    fn exp_m1<const FMA: bool>(self) -> f32 {
+        super::approx::fast_expm1::<FMA>(self)
+    }
+    #[inline(always)]
+    fn ln_1p<const FMA: bool>(self) -> f32 {
+        super::approx::fast_log1p::<FMA>(self)
+    }
+    #[inline(always)]
+    fn log1p_exp<const FMA: bool>(self) -> f32 {
+        super::approx::fast_log1p_exp::<FMA>(self)
     }
     #[inline(always)]
     fn sqrt(self) -> f32 {
@@ -181,6 +201,18 @@ impl Float for f64 {
     #[inline(always)]
     fn tanh<const FMA: bool>(self) -> f64 {
         f64::tanh(self)
+    }
+    #[inline(always)]
+    fn exp_m1<const FMA: bool>(self) -> f64 {
+        f64::exp_m1(self)
+    }
+    #[inline(always)]
+    fn ln_1p<const FMA: bool>(self) -> f64 {
+        f64::ln_1p(self)
+    }
+    #[inline(always)]
+    fn log1p_exp<const FMA: bool>(self) -> f64 {
+        f64::ln_1p(f64::exp(self))
     }
     #[inline(always)]
     fn sqrt(self) -> f64 {

@@ -452,37 +452,38 @@ pub(crate) fn strided<T: Copy + Send + Sync>(src: &[T], dims: &[usize], strides:
         }
     }
     // Every run of every task is written below (`filled`'s contract).
-    let wide = crate::ops::cpu::has_avx512();
+    let level = crate::ops::cpu::simd_level();
     filled(total, |out| {
         for_row_runs(out, n, par_ok(total), |row, col, piece| {
             let start = off + row_start(&d, &s, row) + col * sn;
             match sn {
                 0 => piece.fill(MaybeUninit::new(src[start])),
-                _ => gather_step(piece, &src[start..], sn, wide),
+                _ => gather_step(piece, &src[start..], sn, level),
             }
         })
     })
 }
 
 /// `dst[j] = src[j * step]` for every `j` of `dst`: a run of a strided view read
-/// densely. `src` holds at least `(dst.len() - 1) * step + 1` elements; `wide` is
-/// `has_avx512()` (asked once per op, not per run).
+/// densely. `src` holds at least `(dst.len() - 1) * step + 1` elements; `level` is
+/// `simd_level()` (asked once per op, not per run).
 ///
 /// Why the cases: with the step in a register the loop read one element at a time
 /// (about 3 cycles each: `x[..., ::2]` of a (8, 256, 384) tensor copied in 168 us,
 /// torch 129); with steps 2 to 4 as constants LLVM vectorizes them as interleaved
 /// loads (a rotary embedding's even and odd halves are steps of 2).
 #[inline]
-pub(crate) fn gather_step<T: Copy>(dst: &mut [MaybeUninit<T>], src: &[T], step: usize, wide: bool) {
+pub(crate) fn gather_step<T: Copy>(dst: &mut [MaybeUninit<T>], src: &[T], step: usize, level: crate::ops::cpu::Simd) {
     #[cfg(target_arch = "x86_64")]
-    if wide {
-        // SAFETY: `wide` is `has_avx512()` (the callers' contract).
-        return unsafe { gather_step_avx512(dst, src, step) };
-    } else if crate::ops::cpu::has_avx2_fma() {
-        // SAFETY: checked just now (a cached flag).
-        return unsafe { gather_step_avx2(dst, src, step) };
+    match level {
+        // SAFETY: `level` is `simd_level()` (the callers' contract): the CPU has it.
+        crate::ops::cpu::Simd::Avx512 => return unsafe { gather_step_avx512(dst, src, step) },
+        // SAFETY: as above.
+        crate::ops::cpu::Simd::Avx2 => return unsafe { gather_step_avx2(dst, src, step) },
+        crate::ops::cpu::Simd::Plain => {}
     }
-    let _ = wide;
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = level;
     gather_step_in(dst, src, step)
 }
 

@@ -32,12 +32,18 @@ pub(crate) fn split(dims: &[usize], lo: usize, hi: usize) -> (usize, usize, usiz
 /// pooling's 196-element planes spent most of their time there).
 #[inline(always)]
 pub(crate) fn sum_slice<T: Float>(x: &[T]) -> T {
+    sum_slice_of::<T, false>(x)
+}
+
+/// `sum_slice`, of the squares when `SQ` (a flag, not a closure, as `lanes::fold`'s).
+#[inline(always)]
+fn sum_slice_of<T: Float, const SQ: bool>(x: &[T]) -> T {
     let mut acc = [T::ZERO; 32];
     let chunks = x.chunks_exact(32);
     let rem = chunks.remainder();
     for c in chunks {
         for k in 0..32 {
-            acc[k] += c[k];
+            acc[k] += if SQ { c[k] * c[k] } else { c[k] };
         }
     }
     // The tail as one more (zero-padded) chunk: adding it lane by lane into `acc` kept
@@ -45,7 +51,7 @@ pub(crate) fn sum_slice<T: Float>(x: &[T]) -> T {
     let mut tail = [T::ZERO; 32];
     tail[..rem.len()].copy_from_slice(rem);
     for k in 0..32 {
-        acc[k] += tail[k];
+        acc[k] += if SQ { tail[k] * tail[k] } else { tail[k] };
     }
     // Constant trip counts, so the halves stay in registers (a loop over the widths
     // went through the stack, with stalled store-to-load forwarding).
@@ -64,7 +70,12 @@ pub(crate) fn sum_slice<T: Float>(x: &[T]) -> T {
 /// The sum of a whole slice: partial sums over chunks (in parallel when large), then
 /// combined; the same chunks either way, so the rounding does not depend on threads.
 pub(crate) fn sum_all_slice<T: Float>(x: &[T]) -> T {
-    let chunk = |i: usize| sum_slice(&x[i * GRAIN * 4..((i + 1) * GRAIN * 4).min(x.len())]);
+    sum_all_slice_of::<T, false>(x)
+}
+
+/// `sum_all_slice`, of the squares when `SQ` (the chunks' partial sums are then plain).
+fn sum_all_slice_of<T: Float, const SQ: bool>(x: &[T]) -> T {
+    let chunk = |i: usize| sum_slice_of::<T, SQ>(&x[i * GRAIN * 4..((i + 1) * GRAIN * 4).min(x.len())]);
     let parts: Vec<T> = super::parallel::map_indices(x.len().div_ceil(GRAIN * 4), super::parallel::par_ok(x.len()), chunk);
     sum_slice(&parts)
 }
@@ -112,17 +123,18 @@ pub(crate) fn max_slice<T: Float>(x: &[T]) -> T {
     acc[0].maximum(acc[2]).maximum(acc[1].maximum(acc[3]))
 }
 
+/// `acc += row` (of the squares when `SQ`), element by element.
 #[inline(always)]
-fn add_into<T: Float>(acc: &mut [T], row: &[T]) {
+fn add_into<T: Float, const SQ: bool>(acc: &mut [T], row: &[T]) {
     for (a, &v) in acc.iter_mut().zip(row) {
-        *a += v;
+        *a += if SQ { v * v } else { v };
     }
 }
 
 #[inline(always)]
-fn row_sums<T: Float>(rows: &[T], out: &mut [T], r: usize) {
+fn row_sums<T: Float, const SQ: bool>(rows: &[T], out: &mut [T], r: usize) {
     for (v, row) in out.iter_mut().zip(rows.chunks(r)) {
-        *v = sum_slice(row);
+        *v = sum_slice_of::<T, SQ>(row);
     }
 }
 
@@ -132,8 +144,8 @@ fn row_sums<T: Float>(rows: &[T], out: &mut [T], r: usize) {
 /// The CPU must support AVX-512F, AVX2 and FMA (`ops::cpu::has_avx512`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn row_sums_avx512<T: Float>(rows: &[T], out: &mut [T], r: usize) {
-    row_sums(rows, out, r)
+unsafe fn row_sums_avx512<T: Float, const SQ: bool>(rows: &[T], out: &mut [T], r: usize) {
+    row_sums::<T, SQ>(rows, out, r)
 }
 
 /// Row sums of float32 rows at the level `V` (`lanes::fold`: four accumulators of
@@ -146,65 +158,77 @@ unsafe fn row_sums_avx512<T: Float>(rows: &[T], out: &mut [T], r: usize) {
 /// Runs inside a function compiled with `V`'s features, on a CPU that has them;
 /// `rows` holds `out.len()` rows of `r` floats (asserted).
 #[inline(always)]
-unsafe fn row_sums_f32<V: Lanes>(rows: &[f32], out: &mut [f32], r: usize) {
+unsafe fn row_sums_f32<V: Lanes, const SQ: bool>(rows: &[f32], out: &mut [f32], r: usize) {
     assert!(rows.len() >= out.len() * r);
     for (i, o) in out.iter_mut().enumerate() {
         // SAFETY: row i spans r floats from i * r, inside `rows` (asserted); the caller's
         // level.
-        *o = unsafe { crate::ops::lanes::fold::<V, false>(rows.as_ptr().add(i * r), r, V::zero()) } as f32;
+        *o = unsafe { crate::ops::lanes::fold::<V, SQ>(rows.as_ptr().add(i * r), r, V::zero()) } as f32;
     }
 }
 
 /// `row_sums_f32` as a `Kernel`: (rows, out, r).
-struct RowSums<'a>((&'a [f32], &'a mut [f32], usize));
+struct RowSums<'a, const SQ: bool>((&'a [f32], &'a mut [f32], usize));
 
-impl Kernel for RowSums<'_> {
+impl<const SQ: bool> Kernel for RowSums<'_, SQ> {
     type Out = ();
     #[inline(always)]
     unsafe fn body<V: Lanes>(self) {
         let (rows, out, r) = self.0;
         // SAFETY: the caller's (`Kernel::body`: V's features).
-        unsafe { row_sums_f32::<V>(rows, out, r) }
+        unsafe { row_sums_f32::<V, SQ>(rows, out, r) }
     }
 }
 
 /// `row_sums_f32` at the level `V`, which the CPU must have (`at_cpu_lanes!`).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-fn row_sums_at<V: Features>(rows: &[f32], out: &mut [f32], r: usize) {
+fn row_sums_at<V: Features>(rows: &[f32], out: &mut [f32], r: usize, squares: bool) {
     // SAFETY: the caller picked a level the CPU has.
-    unsafe { V::run(RowSums((rows, out, r))) }
+    unsafe {
+        if squares {
+            V::run(RowSums::<true>((rows, out, r)))
+        } else {
+            V::run(RowSums::<false>((rows, out, r)))
+        }
+    }
 }
 
 /// `out[i]` = the sum of row `i` (rows of `r` elements), at the CPU's vector width,
 /// rows split over threads when the pass is large.
 pub(crate) fn row_sums_fast<T: Float>(rows: &[T], out: &mut [T], r: usize) {
+    row_sums_of::<T, false>(rows, out, r)
+}
+
+/// `row_sums_fast`, of the squares when `SQ`.
+fn row_sums_of<T: Float, const SQ: bool>(rows: &[T], out: &mut [T], r: usize) {
     let per = (GRAIN / r.max(1)).max(1);
     let wide = has_avx512();
     let run = |(ci, o): (usize, &mut [T])| {
         let rs = &rows[ci * per * r..(ci * per + o.len()) * r];
         if let (Some(src), Some(dst)) = (as_f32(rs), as_f32_mut(o)) {
-            if crate::ops::lanes::at_cpu_lanes!(row_sums_at(src, dst, r)).is_some() {
+            if crate::ops::lanes::at_cpu_lanes!(row_sums_at(src, dst, r, SQ)).is_some() {
                 return;
             }
         }
         #[cfg(target_arch = "x86_64")]
         if wide {
             // SAFETY: `wide` is `has_avx512()`.
-            return unsafe { row_sums_avx512(rs, o, r) };
+            return unsafe { row_sums_avx512::<T, SQ>(rs, o, r) };
         }
         let _ = wide;
-        row_sums(rs, o, r);
+        row_sums::<T, SQ>(rs, o, r);
     };
     super::parallel::for_chunks(out, per, super::parallel::par_ok(rows.len()), |ci, o| run((ci, o)));
 }
 
-fn reduce_block<T: Float>(src: &[T], outer: usize, r: usize, inner: usize) -> Vec<T> {
+/// Sums (of the squares when `SQ`) over the `r` of a contiguous `(outer, r, inner)`.
+fn reduce_block<T: Float, const SQ: bool>(src: &[T], outer: usize, r: usize, inner: usize) -> Vec<T> {
     let mut out = vec![T::ZERO; outer * inner];
     if inner == 1 {
         if outer == 1 {
-            out[0] = sum_all_slice(src);
+            out[0] = sum_all_slice_of::<T, SQ>(src);
         } else {
-            row_sums_fast(src, &mut out, r);
+            row_sums_of::<T, SQ>(src, &mut out, r);
         }
     } else {
         // Whole rows of `inner` added into an accumulator row: contiguous reads. With
@@ -222,7 +246,7 @@ fn reduce_block<T: Float>(src: &[T], outer: usize, r: usize, inner: usize) -> Ve
                 dst.par_chunks_mut(cols).enumerate().for_each(|(cj, d)| {
                     let j0 = cj * cols;
                     for i in 0..r {
-                        add_into(d, &block[i * inner + j0..i * inner + j0 + d.len()]);
+                        add_into::<T, SQ>(d, &block[i * inner + j0..i * inner + j0 + d.len()]);
                     }
                 });
             });
@@ -233,7 +257,7 @@ fn reduce_block<T: Float>(src: &[T], outer: usize, r: usize, inner: usize) -> Ve
         let sum_band = |o: usize, k: usize, dst: &mut [T]| {
             let block = &src[o * r * inner..(o + 1) * r * inner];
             for i in k * band_rows..((k + 1) * band_rows).min(r) {
-                add_into(dst, &block[i * inner..(i + 1) * inner]);
+                add_into::<T, SQ>(dst, &block[i * inner..(i + 1) * inner]);
             }
         };
         if bands == 1 {
@@ -243,7 +267,7 @@ fn reduce_block<T: Float>(src: &[T], outer: usize, r: usize, inner: usize) -> Ve
             super::parallel::for_chunks(&mut parts, inner, true, |t, dst| sum_band(t / bands, t % bands, dst));
             for (dst, p) in out.chunks_mut(inner).zip(parts.chunks(bands * inner)) {
                 for band in p.chunks(inner) {
-                    add_into(dst, band);
+                    add_into::<T, false>(dst, band);
                 }
             }
         }
@@ -251,14 +275,20 @@ fn reduce_block<T: Float>(src: &[T], outer: usize, r: usize, inner: usize) -> Ve
     out
 }
 
+/// The sum over dims `lo..=hi` (of the squares when `squares`), kept as size 1.
 struct SumBlock {
     lo: usize,
     hi: usize,
+    squares: bool,
 }
 
 impl CustomOp1 for SumBlock {
     fn name(&self) -> &'static str {
-        "sum"
+        if self.squares {
+            "sum of squares"
+        } else {
+            "sum"
+        }
     }
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
         let dims = l.dims();
@@ -268,15 +298,19 @@ impl CustomOp1 for SumBlock {
             *d = 1;
         }
         let Some((a, b)) = l.contiguous_offsets() else { candle_core::bail!("sum: expected a contiguous input") };
+        let sq = self.squares;
         let st = match s {
-            CpuStorage::F32(v) => CpuStorage::F32(reduce_block(&v[a..b], outer, r, inner)),
-            CpuStorage::F64(v) => CpuStorage::F64(reduce_block(&v[a..b], outer, r, inner)),
+            CpuStorage::F32(v) if sq => CpuStorage::F32(reduce_block::<_, true>(&v[a..b], outer, r, inner)),
+            CpuStorage::F32(v) => CpuStorage::F32(reduce_block::<_, false>(&v[a..b], outer, r, inner)),
+            CpuStorage::F64(v) if sq => CpuStorage::F64(reduce_block::<_, true>(&v[a..b], outer, r, inner)),
+            CpuStorage::F64(v) => CpuStorage::F64(reduce_block::<_, false>(&v[a..b], outer, r, inner)),
             _ => candle_core::bail!("sum: fast path supports f32 and f64"),
         };
         Ok((st, Shape::from(out_dims)))
     }
     fn bwd(&self, arg: &Tensor, _res: &Tensor, grad_res: &Tensor) -> Result<Option<Tensor>> {
-        Ok(Some(grad_res.broadcast_as(arg.shape())?))
+        let g = grad_res.broadcast_as(arg.shape())?;
+        Ok(Some(if self.squares { (arg.affine(2.0, 0.0)? * g)? } else { g }))
     }
 }
 
@@ -297,7 +331,33 @@ pub fn sum_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
             lo -= 1;
             i -= 1;
         }
-        cur = cur.apply_op1(SumBlock { lo, hi })?;
+        cur = cur.apply_op1(SumBlock { lo, hi, squares: false })?;
+    }
+    Ok(cur)
+}
+
+/// The sum of the squares over `dims` (sorted, non-empty), kept as size-1 dims: the
+/// 2-norm's statistic in one pass over the input (the square pass wrote a tensor the
+/// size of the input, which the sum then read: `norm(dim=-1)` took 1.6x torch's
+/// time). Float32/float64 CPU tensors; the rest square and sum.
+pub fn sum_squares_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    if !fast_path(t) || t.elem_count() == 0 {
+        return t.sqr()?.sum_keepdim(dims.to_vec());
+    }
+    let mut cur = t.dense()?;
+    // The last run of consecutive dims squares, the runs before it (if any) sum.
+    let mut i = dims.len();
+    let mut squares = true;
+    while i > 0 {
+        let hi = dims[i - 1];
+        let mut lo = hi;
+        i -= 1;
+        while i > 0 && dims[i - 1] + 1 == lo {
+            lo -= 1;
+            i -= 1;
+        }
+        cur = cur.apply_op1_no_bwd(&SumBlock { lo, hi, squares })?;
+        squares = false;
     }
     Ok(cur)
 }
@@ -596,14 +656,15 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     use crate::ops::lanes::{X16, X8};
 
-    /// Float32 row sums (`row_sums_fast` at the CPU's level, and each SIMD level's
-    /// kernel this CPU has): every row length from 1 to 70 and 196, on one and several
-    /// threads' worth of rows, equal the float64 sums; an infinity or NaN in a row's
-    /// masked tail reaches that row's sum only.
+    /// Float32 row sums and sums of squares (`row_sums_of` at the CPU's level, and each
+    /// SIMD level's kernel this CPU has): every row length from 1 to 70 and 196, on one
+    /// and several threads' worth of rows, equal the float64 sums; an infinity or NaN in
+    /// a row's masked tail reaches that row's sum only.
     #[test]
     fn row_sums_follow_the_float64_sums() {
-        type Kernel = fn(&[f32], &mut [f32], usize);
-        let mut kernels: Vec<Kernel> = vec![row_sums_fast::<f32>];
+        type Kernel = fn(&[f32], &mut [f32], usize, bool);
+        let mut kernels: Vec<Kernel> =
+            vec![|x, o, r, sq| if sq { row_sums_of::<f32, true>(x, o, r) } else { row_sums_of::<f32, false>(x, o, r) }];
         #[cfg(target_arch = "x86_64")]
         {
             if crate::ops::cpu::has_avx2_fma() {
@@ -614,20 +675,36 @@ mod tests {
             }
         }
         for (r, kernel) in (1..=70).chain([196]).flat_map(|r| kernels.iter().map(move |k| (r, k))) {
-            for rows in [1, 3, 5000] {
+            for (rows, sq) in [1, 3, 5000].into_iter().flat_map(|n| [(n, false), (n, true)]) {
                 let mut x = crate::ops::test_values(rows * r, r as u64);
                 let mut out = vec![0f32; rows];
-                kernel(&x, &mut out, r);
+                kernel(&x, &mut out, r, sq);
                 for (i, &got) in out.iter().enumerate() {
-                    let want: f64 = x[i * r..(i + 1) * r].iter().map(|&v| v as f64).sum();
-                    assert!((got as f64 - want).abs() <= 1e-5 * (1.0 + want.abs()), "r {r} row {i}: {got} vs {want}");
+                    let want: f64 = x[i * r..(i + 1) * r].iter().map(|&v| if sq { v as f64 * v as f64 } else { v as f64 }).sum();
+                    assert!((got as f64 - want).abs() <= 1e-5 * (1.0 + want.abs()), "r {r} row {i} sq {sq}: {got} vs {want}");
                 }
                 if rows == 3 {
                     x[r - 1] = f32::INFINITY;
                     x[2 * r - 1] = f32::NAN;
-                    kernel(&x, &mut out, r);
-                    assert!(out[0] == f32::INFINITY && out[1].is_nan() && out[2].is_finite(), "r {r}: {out:?}");
+                    kernel(&x, &mut out, r, sq);
+                    assert!(out[0] == f32::INFINITY && out[1].is_nan() && out[2].is_finite(), "r {r} sq {sq}: {out:?}");
                 }
+            }
+        }
+    }
+
+    /// `sum_squares_keepdim` over every run of dims of a (3, 5, 7) tensor and over
+    /// split runs: the float64 sums of the squares, float32 and float64.
+    #[test]
+    fn sums_of_squares_over_any_dims() {
+        let x = Tensor::new(crate::ops::test_values(105, 7), &candle_core::Device::Cpu).unwrap().reshape((3, 5, 7)).unwrap();
+        for dims in [vec![0], vec![1], vec![2], vec![0, 1], vec![1, 2], vec![0, 2], vec![0, 1, 2]] {
+            for dt in [DType::F32, DType::F64] {
+                let x = x.to_dtype(dt).unwrap();
+                let got = sum_squares_keepdim(&x, &dims).unwrap().to_dtype(DType::F64).unwrap();
+                let want = x.to_dtype(DType::F64).unwrap().sqr().unwrap().sum_keepdim(dims.clone()).unwrap();
+                let err = (got - &want).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar::<f64>().unwrap();
+                assert!(err <= 1e-5, "dims {dims:?} {dt:?}: {err}");
             }
         }
     }

@@ -9,17 +9,23 @@ use std::mem::MaybeUninit;
 /// Elements per task (at most; `even_chunk` evens the threads' shares).
 const CHUNK: usize = 1 << 14;
 
+/// The loop of `map_fma`: `f(x, FMA)`. The flag is a constant parameter, not a
+/// wrapping closure (`|x| f(x, true)`): LLVM inlines bottom-up, so a wrapper that had
+/// taken in a large `f` (Mish: an exponential, a log and a tanh) was then too large to
+/// inline into the `#[target_feature]` variant, and ran compiled without FMA, every
+/// `mul_add` a call to libm's `fmaf` (Mish took 15x torch's time).
 #[inline(always)]
-fn run1<A: Copy, U, F: Fn(A) -> U>(src: &[A], dst: &mut [MaybeUninit<U>], f: &F) {
+fn run1<A: Copy, U, F: Fn(A, bool) -> U, const FMA: bool>(src: &[A], dst: &mut [MaybeUninit<U>], f: &F) {
     for (d, &x) in dst.iter_mut().zip(src) {
-        d.write(f(x));
+        d.write(f(x, FMA));
     }
 }
 
+/// The loop of `zip_map_fma`, as `run1`.
 #[inline(always)]
-fn run2<A: Copy, B: Copy, U, F: Fn(A, B) -> U>(a: &[A], b: &[B], dst: &mut [MaybeUninit<U>], f: &F) {
+fn run2<A: Copy, B: Copy, U, F: Fn(A, B, bool) -> U, const FMA: bool>(a: &[A], b: &[B], dst: &mut [MaybeUninit<U>], f: &F) {
     for ((d, &x), &y) in dst.iter_mut().zip(a).zip(b) {
-        d.write(f(x, y));
+        d.write(f(x, y, FMA));
     }
 }
 
@@ -27,32 +33,32 @@ fn run2<A: Copy, B: Copy, U, F: Fn(A, B) -> U>(a: &[A], b: &[B], dst: &mut [Mayb
 /// The CPU must support AVX2 and FMA (`ops::cpu::has_avx2_fma`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn run1_avx2<A: Copy, U, F: Fn(A) -> U>(src: &[A], dst: &mut [MaybeUninit<U>], f: &F) {
-    run1(src, dst, f)
+unsafe fn run1_avx2<A: Copy, U, F: Fn(A, bool) -> U>(src: &[A], dst: &mut [MaybeUninit<U>], f: &F) {
+    run1::<A, U, F, true>(src, dst, f)
 }
 
 /// # Safety
 /// The CPU must support AVX-512F, AVX2 and FMA (`ops::cpu::has_avx512`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn run1_avx512<A: Copy, U, F: Fn(A) -> U>(src: &[A], dst: &mut [MaybeUninit<U>], f: &F) {
-    run1(src, dst, f)
+unsafe fn run1_avx512<A: Copy, U, F: Fn(A, bool) -> U>(src: &[A], dst: &mut [MaybeUninit<U>], f: &F) {
+    run1::<A, U, F, true>(src, dst, f)
 }
 
 /// # Safety
 /// As `run1_avx2`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn run2_avx2<A: Copy, B: Copy, U, F: Fn(A, B) -> U>(a: &[A], b: &[B], dst: &mut [MaybeUninit<U>], f: &F) {
-    run2(a, b, dst, f)
+unsafe fn run2_avx2<A: Copy, B: Copy, U, F: Fn(A, B, bool) -> U>(a: &[A], b: &[B], dst: &mut [MaybeUninit<U>], f: &F) {
+    run2::<A, B, U, F, true>(a, b, dst, f)
 }
 
 /// # Safety
 /// As `run1_avx512`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn run2_avx512<A: Copy, B: Copy, U, F: Fn(A, B) -> U>(a: &[A], b: &[B], dst: &mut [MaybeUninit<U>], f: &F) {
-    run2(a, b, dst, f)
+unsafe fn run2_avx512<A: Copy, B: Copy, U, F: Fn(A, B, bool) -> U>(a: &[A], b: &[B], dst: &mut [MaybeUninit<U>], f: &F) {
+    run2::<A, B, U, F, true>(a, b, dst, f)
 }
 
 /// `f(a[i])` for every i, vectorized and split over threads for large inputs.
@@ -62,7 +68,12 @@ pub(crate) fn map<A: Copy + Sync, U: Copy + Send, F: Fn(A) -> U + Sync + Send>(a
 
 /// `map` for an `f` costing about `weight` simple passes per element (see `zip_map_weighted`).
 pub(crate) fn map_weighted<A: Copy + Sync, U: Copy + Send, F: Fn(A) -> U + Sync + Send>(a: &[A], weight: usize, f: F) -> Vec<U> {
-    map_fma_weighted(a, weight, move |x, _| f(x))
+    map_fma_weighted(
+        a,
+        weight,
+        #[inline(always)]
+        move |x, _| f(x),
+    )
 }
 
 /// `map` for an `f` with a fused form: `f(x, true)` runs in the variants compiled with
@@ -84,13 +95,13 @@ pub(crate) fn map_fma_weighted<A: Copy + Sync, U: Copy + Send, F: Fn(A, bool) ->
             #[cfg(target_arch = "x86_64")]
             if wide {
                 // SAFETY: `wide` is `has_avx512()`.
-                return unsafe { run1_avx512(src, dst, &|x| f(x, true)) };
+                return unsafe { run1_avx512(src, dst, &f) };
             } else if simd {
                 // SAFETY: `simd` is `has_avx2_fma()`.
-                return unsafe { run1_avx2(src, dst, &|x| f(x, true)) };
+                return unsafe { run1_avx2(src, dst, &f) };
             }
             let _ = (wide, simd);
-            run1(src, dst, &|x| f(x, false))
+            run1::<A, U, F, false>(src, dst, &f)
         })
     })
 }
@@ -108,7 +119,13 @@ pub(crate) fn zip_map_weighted<A: Copy + Sync, B: Copy + Sync, U: Copy + Send, F
     weight: usize,
     f: F,
 ) -> Vec<U> {
-    zip_map_fma_weighted(a, b, weight, move |x, y, _| f(x, y))
+    zip_map_fma_weighted(
+        a,
+        b,
+        weight,
+        #[inline(always)]
+        move |x, y, _| f(x, y),
+    )
 }
 
 /// `zip_map` with the fused-form flag of `map_fma`.
@@ -136,21 +153,22 @@ fn zip_map_fma_weighted<A: Copy + Sync, B: Copy + Sync, U: Copy + Send, F: Fn(A,
             #[cfg(target_arch = "x86_64")]
             if wide {
                 // SAFETY: `wide` is `has_avx512()`.
-                return unsafe { run2_avx512(x, y, dst, &|p, q| f(p, q, true)) };
+                return unsafe { run2_avx512(x, y, dst, &f) };
             } else if simd {
                 // SAFETY: `simd` is `has_avx2_fma()`.
-                return unsafe { run2_avx2(x, y, dst, &|p, q| f(p, q, true)) };
+                return unsafe { run2_avx2(x, y, dst, &f) };
             }
             let _ = (wide, simd);
-            run2(x, y, dst, &|p, q| f(p, q, false))
+            run2::<A, B, U, F, false>(x, y, dst, &f)
         })
     })
 }
 
+/// The loop of `map_fma_assign_weighted`, with `run1`'s constant flag.
 #[inline(always)]
-fn run1i<T: Copy, F: Fn(T) -> T>(dst: &mut [T], f: &F) {
+fn run1i<T: Copy, F: Fn(T, bool) -> T, const FMA: bool>(dst: &mut [T], f: &F) {
     for d in dst.iter_mut() {
-        *d = f(*d);
+        *d = f(*d, FMA);
     }
 }
 
@@ -165,16 +183,16 @@ fn run2i<T: Copy, B: Copy, F: Fn(T, B) -> T>(dst: &mut [T], b: &[B], f: &F) {
 /// As `run1_avx2`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn run1i_avx2<T: Copy, F: Fn(T) -> T>(dst: &mut [T], f: &F) {
-    run1i(dst, f)
+unsafe fn run1i_avx2<T: Copy, F: Fn(T, bool) -> T>(dst: &mut [T], f: &F) {
+    run1i::<T, F, true>(dst, f)
 }
 
 /// # Safety
 /// As `run1_avx512`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn run1i_avx512<T: Copy, F: Fn(T) -> T>(dst: &mut [T], f: &F) {
-    run1i(dst, f)
+unsafe fn run1i_avx512<T: Copy, F: Fn(T, bool) -> T>(dst: &mut [T], f: &F) {
+    run1i::<T, F, true>(dst, f)
 }
 
 /// # Safety
@@ -195,7 +213,12 @@ unsafe fn run2i_avx512<T: Copy, B: Copy, F: Fn(T, B) -> T>(dst: &mut [T], b: &[B
 
 /// `a[i] = f(a[i])` for every i, in place: `map` without the new buffer.
 pub(crate) fn map_assign<T: Copy + Send + Sync, F: Fn(T) -> T + Sync + Send>(a: &mut [T], f: F) {
-    map_fma_assign_weighted(a, 1, move |x, _| f(x))
+    map_fma_assign_weighted(
+        a,
+        1,
+        #[inline(always)]
+        move |x, _| f(x),
+    )
 }
 
 /// `map_assign` with `map_fma`'s fused-form flag, for an `f` costing about `weight`
@@ -208,13 +231,13 @@ pub(crate) fn map_fma_assign_weighted<T: Copy + Send + Sync, F: Fn(T, bool) -> T
         #[cfg(target_arch = "x86_64")]
         if wide {
             // SAFETY: `wide` is `has_avx512()`.
-            return unsafe { run1i_avx512(dst, &|x| f(x, true)) };
+            return unsafe { run1i_avx512(dst, &f) };
         } else if simd {
             // SAFETY: `simd` is `has_avx2_fma()`.
-            return unsafe { run1i_avx2(dst, &|x| f(x, true)) };
+            return unsafe { run1i_avx2(dst, &f) };
         }
         let _ = (wide, simd);
-        run1i(dst, &|x| f(x, false))
+        run1i::<T, F, false>(dst, &f)
     })
 }
 

@@ -633,14 +633,15 @@ pub fn scan(t: &Tensor, d: usize, op: Scan) -> Result<Tensor> {
         let shape = (dims[..d].iter().product(), n, dims[d + 1..].iter().product());
         let (st, l) = x.storage_and_layout();
         let prod = op == Scan::Prod;
+        let name = if prod { "cumprod" } else { "cumsum" };
         return match &*st {
             candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)) => {
-                Tensor::from_vec(super::scan::scan(super::storage::data(v, l, "cumsum")?, shape, prod), dims, &Device::Cpu)
+                Tensor::from_vec(super::scan::scan(super::storage::data(v, l, name)?, shape, prod), dims, &Device::Cpu)
             }
             candle_core::Storage::Cpu(candle_core::CpuStorage::F64(v)) => {
-                Tensor::from_vec(super::scan::scan(super::storage::data(v, l, "cumsum")?, shape, prod), dims, &Device::Cpu)
+                Tensor::from_vec(super::scan::scan(super::storage::data(v, l, name)?, shape, prod), dims, &Device::Cpu)
             }
-            _ => candle_core::bail!("cumsum: expected a float32 or float64 CPU tensor"),
+            _ => candle_core::bail!("{name}: expected a float32 or float64 CPU tensor"),
         };
     }
     let x = rows_last(t, d)?;

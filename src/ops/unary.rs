@@ -1,7 +1,7 @@
 //! Elementwise unary functions Candle lacks: compositions of its differentiable
 //! ops, and custom ops with their backward where a fused pass pays.
 use super::float::{as_f32, as_f32_mut, vec_from_f32, Float};
-use super::simd_map::{map, map_fma_assign_weighted, map_fma_weighted, map_weighted, zip_map};
+use super::simd_map::{map, map_fma_assign_weighted, map_fma_weighted, map_weighted, zip_map, zip_map_fma};
 use super::storage::{data, float_dispatch};
 use crate::ops::layout::Dense;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Result, Shape, Tensor};
@@ -42,16 +42,16 @@ struct LogSigmoid;
 struct LogSigmoidGrad;
 
 #[inline(always)]
-fn logsigmoid_of<T: Float>(x: T) -> T {
+fn logsigmoid_of<T: Float, const FMA: bool>(x: T) -> T {
     // `x < 0`, not `min`: a NaN input stays NaN through the log1p term either way.
     let lo = if x < T::ZERO { x } else { T::ZERO };
-    let z = (T::ZERO - abs(x)).exp::<false>();
-    lo - T::of(z.f().ln_1p())
+    let z = (T::ZERO - abs(x)).exp::<FMA>();
+    lo - z.ln_1p::<FMA>()
 }
 
 #[inline(always)]
-fn logsigmoid_grad_of<T: Float>(x: T, g: T) -> T {
-    let z = (T::ZERO - abs(x)).exp::<false>();
+fn logsigmoid_grad_of<T: Float, const FMA: bool>(x: T, g: T) -> T {
+    let z = (T::ZERO - abs(x)).exp::<FMA>();
     let d = if x < T::ZERO { T::ONE / (T::ONE + z) } else { z / (T::ONE + z) };
     g * d
 }
@@ -70,12 +70,27 @@ impl CustomOp1 for LogSigmoid {
         "logsigmoid"
     }
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let out = float_dispatch!(s, l, "logsigmoid", |v| map(v, logsigmoid_of));
+        let out = float_dispatch!(s, l, "logsigmoid", |v| map_fma_weighted(
+            v,
+            8,
+            #[inline(always)]
+            |x, fma| if fma { logsigmoid_of::<_, true>(x) } else { logsigmoid_of::<_, false>(x) }
+        ));
         Ok((out, l.shape().clone()))
     }
     fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
         Ok(Some(arg.detach().apply_op2_no_bwd(&grad.dense()?, &LogSigmoidGrad)?))
     }
+}
+
+/// `g * sigmoid(-x)` for every element, at the CPU's level.
+fn logsigmoid_grad<T: Float>(x: &[T], g: &[T]) -> Vec<T> {
+    zip_map_fma(
+        x,
+        g,
+        #[inline(always)]
+        |x, g, fma| if fma { logsigmoid_grad_of::<_, true>(x, g) } else { logsigmoid_grad_of::<_, false>(x, g) },
+    )
 }
 
 impl CustomOp2 for LogSigmoidGrad {
@@ -85,10 +100,10 @@ impl CustomOp2 for LogSigmoidGrad {
     fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
         let out = match (s1, s2) {
             (CpuStorage::F32(x), CpuStorage::F32(g)) => {
-                CpuStorage::F32(zip_map(data(x, l1, "logsigmoid")?, data(g, l2, "logsigmoid")?, logsigmoid_grad_of))
+                CpuStorage::F32(logsigmoid_grad(data(x, l1, "logsigmoid")?, data(g, l2, "logsigmoid")?))
             }
             (CpuStorage::F64(x), CpuStorage::F64(g)) => {
-                CpuStorage::F64(zip_map(data(x, l1, "logsigmoid")?, data(g, l2, "logsigmoid")?, logsigmoid_grad_of))
+                CpuStorage::F64(logsigmoid_grad(data(x, l1, "logsigmoid")?, data(g, l2, "logsigmoid")?))
             }
             _ => candle_core::bail!("logsigmoid: expected float32 or float64 operands of one dtype"),
         };
@@ -137,6 +152,12 @@ pub(crate) enum Fast {
     Erf,
     /// `(x > 0) - (x < 0)`: 0 for both zeros and NaN, as PyTorch's CPU `sign`.
     Sign,
+    /// `ln(1 + x)`, accurate for small x (`Float::ln_1p`).
+    Log1p,
+    /// `exp(x) - 1`, accurate for small x (`Float::exp_m1`).
+    Expm1,
+    /// `1 / sqrt(x)`, a division as PyTorch's (not the approximate instruction).
+    Rsqrt,
 }
 
 struct FastOp(Fast);
@@ -181,6 +202,9 @@ macro_rules! fast_elem {
             // NaN stays NaN (`x < 0` is false), as torch.relu.
             Fast::Relu => $go!(1, |x: $T, _: bool| if x < <$T>::ZERO { <$T>::ZERO } else { x }),
             Fast::Log => $go!(8, |x: $T, _: bool| x.ln()),
+            Fast::Log1p => $go!(8, |x: $T, fma: bool| if fma { x.ln_1p::<true>() } else { x.ln_1p::<false>() }),
+            Fast::Expm1 => $go!(8, |x: $T, fma: bool| if fma { x.exp_m1::<true>() } else { x.exp_m1::<false>() }),
+            Fast::Rsqrt => $go!(2, |x: $T, _: bool| <$T>::ONE / x.sqrt()),
             Fast::Sin => $go!(16, |x: $T, _: bool| x.sin()),
             Fast::Cos => $go!(16, |x: $T, _: bool| x.cos()),
             Fast::Floor => $go!(1, |x: $T, _: bool| x.floor()),
@@ -222,6 +246,9 @@ impl Fast {
             Fast::Round => "round",
             Fast::Erf => "erf",
             Fast::Sign => "sign",
+            Fast::Log1p => "log1p",
+            Fast::Expm1 => "expm1",
+            Fast::Rsqrt => "rsqrt",
         }
     }
 
@@ -235,7 +262,12 @@ impl Fast {
         }
         macro_rules! go {
             ($w:expr, $f:expr) => {
-                map_fma_weighted(v, $w, $f)
+                map_fma_weighted(
+                    v,
+                    $w,
+                    #[inline(always)]
+                    $f,
+                )
             };
         }
         fast_elem!(self, T, go)
@@ -251,7 +283,12 @@ impl Fast {
         }
         macro_rules! go {
             ($w:expr, $f:expr) => {
-                map_fma_assign_weighted(v, $w, $f)
+                map_fma_assign_weighted(
+                    v,
+                    $w,
+                    #[inline(always)]
+                    $f,
+                )
             };
         }
         fast_elem!(self, T, go)
@@ -332,6 +369,9 @@ pub(crate) fn fast(x: &Tensor, f: Fast) -> Result<Tensor> {
         Fast::Round => round_half_even_candle(x),
         Fast::Erf => x.erf(),
         Fast::Sign => x.sign(),
+        Fast::Log1p => x.affine(1.0, 1.0)?.log(),
+        Fast::Expm1 => x.exp()?.affine(1.0, -1.0),
+        Fast::Rsqrt => x.sqrt()?.recip(),
     }
 }
 
