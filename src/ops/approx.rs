@@ -162,6 +162,16 @@ pub fn fast_atan2(y: f32, x: f32) -> f32 {
 
 #[inline(always)]
 fn exp_in_range<const FMA: bool>(x: f32) -> f32 {
+    let (em1, scale) = exp_parts::<FMA>(x);
+    (em1 + 1.0) * scale
+}
+
+/// `e^x = 2^n e^r` with x = n ln2 + r, |r| <= ln2/2: returns `e^r - 1` (as
+/// `r + r^2 P(r)`, Cephes' expf polynomial) and `2^n` (from its exponent bits: 0.0 at
+/// n = -127, +inf at n = 128). Shared by `fast_exp` and `fast_expm1`, which keeps the
+/// `- 1` apart from the `+ 1` to stay accurate near 0.
+#[inline(always)]
+fn exp_parts<const FMA: bool>(x: f32) -> (f32, f32) {
     // Round x*log2(e) to the nearest integer n by adding 1.5*2^23 (the float's
     // low mantissa bits then hold n), so no libm call or cast breaks vectorization.
     const SHIFT: f32 = 12_582_912.0;
@@ -173,8 +183,7 @@ fn exp_in_range<const FMA: bool>(x: f32) -> f32 {
     for k in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5] {
         p = madd::<FMA>(p, r, k);
     }
-    let p = madd::<FMA>(p * r, r, r) + 1.0;
-    p * f32::from_bits((ni.wrapping_add(127) as u32) << 23)
+    (madd::<FMA>(p * r, r, r), f32::from_bits((ni.wrapping_add(127) as u32) << 23))
 }
 
 /// erf for f32 as a branch-free rational function of x^2 on [-4, 4] (the
@@ -265,21 +274,11 @@ pub fn fast_ln<const FMA: bool>(x: f32) -> f32 {
 /// into NaN). Below -88 it is -1; NaN stays NaN; -0.0 stays -0.0. Max error about 1.5 ulp.
 #[inline(always)]
 pub fn fast_expm1<const FMA: bool>(x: f32) -> f32 {
-    const SHIFT: f32 = 12_582_912.0;
     // `lo > x ? lo : x`: NaN passes (see `fast_exp`).
     let c = if -88.0 > x { -88.0 } else { x };
     let c = if EXP_INF < c { EXP_INF } else { c };
-    let t = madd::<FMA>(c, std::f32::consts::LOG2_E, SHIFT);
-    let n = t - SHIFT;
-    let ni = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
-    let r = madd::<FMA>(-n, 1.428_606_8e-6, madd::<FMA>(-n, 0.693_145_75, c));
-    let mut p = 1.987_569_1e-4_f32;
-    for k in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5] {
-        p = madd::<FMA>(p, r, k);
-    }
-    let em1 = madd::<FMA>(p * r, r, r);
-    // 2^n from its exponent bits: 0.0 at n = -127 (x = -88), +inf at n = 128.
-    let s = f32::from_bits((ni.wrapping_add(127) as u32) << 23);
+    // s = 2^n: 0.0 at x = -88 (the result is then -1), +inf past the overflow.
+    let (em1, s) = exp_parts::<FMA>(c);
     let r = if c > 20.0 { s * (em1 + 1.0) } else { madd::<FMA>(s, em1, s - 1.0) };
     if x == 0.0 {
         x

@@ -321,7 +321,16 @@ pub fn sum_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
         return t.sum_keepdim(dims.to_vec());
     }
     let mut cur = t.dense()?;
-    // Reduce runs of consecutive dims in one pass each, last run first.
+    for (lo, hi) in dim_runs(dims) {
+        cur = cur.apply_op1(SumBlock { lo, hi, squares: false })?;
+    }
+    Ok(cur)
+}
+
+/// The runs of consecutive dims in `dims` (sorted) as `(lo, hi)`, last run first: each
+/// is reduced in one pass.
+fn dim_runs(dims: &[usize]) -> Vec<(usize, usize)> {
+    let mut runs = Vec::new();
     let mut i = dims.len();
     while i > 0 {
         let hi = dims[i - 1];
@@ -331,9 +340,9 @@ pub fn sum_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
             lo -= 1;
             i -= 1;
         }
-        cur = cur.apply_op1(SumBlock { lo, hi, squares: false })?;
+        runs.push((lo, hi));
     }
-    Ok(cur)
+    runs
 }
 
 /// The sum of the squares over `dims` (sorted, non-empty), kept as size-1 dims: the
@@ -346,18 +355,8 @@ pub fn sum_squares_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
     }
     let mut cur = t.dense()?;
     // The last run of consecutive dims squares, the runs before it (if any) sum.
-    let mut i = dims.len();
-    let mut squares = true;
-    while i > 0 {
-        let hi = dims[i - 1];
-        let mut lo = hi;
-        i -= 1;
-        while i > 0 && dims[i - 1] + 1 == lo {
-            lo -= 1;
-            i -= 1;
-        }
-        cur = cur.apply_op1_no_bwd(&SumBlock { lo, hi, squares })?;
-        squares = false;
+    for (k, (lo, hi)) in dim_runs(dims).into_iter().enumerate() {
+        cur = cur.apply_op1_no_bwd(&SumBlock { lo, hi, squares: k == 0 })?;
     }
     Ok(cur)
 }
