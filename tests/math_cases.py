@@ -726,3 +726,36 @@ def inplace_autograd(lib: Any) -> Dict[str, Any]:
         out[name + "_g"] = _g(lib, a)
     out["leaf"] = _err(lambda: _r(lib, 2, seed="ipl", grad=True).sinc_())
     return out
+
+
+@case()
+def extremes_clamp_half(lib: Any) -> Dict[str, Any]:
+    """Row maxima and minima of float32 rows of every length around the vector widths
+    (with NaN and infinities in single rows), clamp with tensor bounds of the input's
+    shape in one pass (NaN from any operand, a lower bound above the upper), and float16
+    round trips whose lengths leave tails after the 8-wide conversions."""
+    out: Dict[str, Any] = {}
+    for n in (1, 7, 8, 9, 16, 17, 33, 64, 100, 384):
+        x = _r(lib, 6, n, seed=f"ext{n}")
+        out[f"amax_{n}"] = x.amax(-1)
+        out[f"amin_{n}"] = x.amin(-1)
+        y = x.clone()
+        y[1, n // 2] = NAN
+        y[2, n - 1] = INF
+        y[3, 0] = -INF
+        y[4, n - 1] = NAN
+        out[f"amax_special_{n}"] = y.amax(-1)
+        out[f"amin_special_{n}"] = y.amin(-1)
+        out[f"max_special_{n}"] = y.max(-1).values
+        h = (x * 1000.0).half()
+        out[f"half_{n}"] = h
+        out[f"half_back_{n}"] = h.float()
+    x = _r(lib, 40, 50, seed="clt")
+    lo, hi = _r(lib, 40, 50, seed="clt_lo") - 0.5, _r(lib, 40, 50, seed="clt_hi") + 0.5
+    lo[0, 0], hi[1, 1], x[2, 2] = NAN, NAN, NAN
+    lo[3, 3], hi[3, 3] = 1.0, -1.0
+    out["clamp_tensors"] = x.clamp(lo, hi)
+    out["clamp_tensors_f64"] = lib.clamp(x.double(), lo.double(), hi.double())
+    out["clamp_tensors_broadcast"] = x.clamp(lo[0], hi[:, :1])
+    out["half_special"] = lib.tensor([NAN, INF, -INF, 65504.0, 65520.0, 1e-8, -0.0, 6e-8, 1e5, 0.1] * 3).half()
+    return out

@@ -508,6 +508,17 @@ fn clamp_by_extremes(x: PyTensor, min: Option<&Bound<'_, PyAny>>, max: Option<&B
             return Ok(PyTensor::wrap_dt(out, x.dt()));
         }
     }
+    // Tensor bounds of the input's dtype and shape, nothing in the graph: one pass.
+    let (lo, hi) = (min.and_then(|b| b.cast::<PyTensor>().ok()), max.and_then(|b| b.cast::<PyTensor>().ok()));
+    if let (Some(lo), Some(hi)) = (lo, hi) {
+        let (lo, hi) = (lo.get(), hi.get());
+        let plain = |t: &PyTensor| t.dt() == x.dt() && !t.is_sparse_coo() && !(t.v().requires_grad() && crate::autograd::grad_enabled());
+        if x.dt().is_float() && plain(&x) && plain(lo) && plain(hi) {
+            if let Some(out) = crate::ops::composite::clamp_tensors(&x.t(), &lo.t(), &hi.t()).op("clamp")? {
+                return Ok(PyTensor::wrap_dt(out, x.dt()));
+            }
+        }
+    }
     let mut cur = x;
     if let Some(m) = min {
         cur = binop_strict(&cur, m, Bin::Max)?;

@@ -156,6 +156,14 @@ pub(crate) fn clamp(x: &Tensor, lo: Option<f64>, hi: Option<f64>) -> Result<Opti
     v[0].apply_op1_no_bwd(&ClampOp(lo, hi)).map(Some)
 }
 
+/// `clamp` with tensor bounds (`maximum` then `minimum`: NaN from any of the three) in
+/// one pass, or None (operands not all CPU float32/float64 of one dtype and shape). Two
+/// passes and a temporary took (8, 256, 384) float32 in 1.3-1.6x torch's time.
+pub(crate) fn clamp_tensors(x: &Tensor, lo: &Tensor, hi: &Tensor) -> Result<Option<Tensor>> {
+    let Some(v) = operands(&[x, lo, hi])? else { return Ok(None) };
+    v[0].apply_op3_no_bwd(&v[1], &v[2], &ClampTensorOp).map(Some)
+}
+
 /// The `isnan` / `isinf` / `isfinite` mask (u8, 1 where it holds) in one pass, or None
 /// (not a CPU float32/float64 tensor).
 pub(crate) fn classify(x: &Tensor, c: Class) -> Result<Option<Tensor>> {
@@ -280,6 +288,26 @@ impl CustomOp3 for AddcOp {
         l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
         let out = three!(self.name(), (s1, l1), (s2, l2), (s3, l3), |x, y, z| addc_pass(x, y, z, self.value, self.divide));
+        Ok((out, l1.shape().clone()))
+    }
+}
+
+struct ClampTensorOp;
+
+impl CustomOp3 for ClampTensorOp {
+    fn name(&self) -> &'static str {
+        "clamp"
+    }
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let out = three!("clamp", (s1, l1), (s2, l2), (s3, l3), |x, lo, hi| zip3_map(x, lo, hi, |x, lo, hi| nan_min(nan_max(x, lo), hi)));
         Ok((out, l1.shape().clone()))
     }
 }
