@@ -161,7 +161,7 @@ pub(crate) fn clamp(x: &Tensor, lo: Option<f64>, hi: Option<f64>) -> Result<Opti
 /// passes and a temporary took (8, 256, 384) float32 in 1.3-1.6x torch's time.
 pub(crate) fn clamp_tensors(x: &Tensor, lo: &Tensor, hi: &Tensor) -> Result<Option<Tensor>> {
     let Some(v) = operands(&[x, lo, hi])? else { return Ok(None) };
-    v[0].apply_op3_no_bwd(&v[1], &v[2], &ClampTensorOp).map(Some)
+    v[0].apply_op3_no_bwd(&v[1], &v[2], &Ternary::Clamp).map(Some)
 }
 
 /// The `isnan` / `isinf` / `isfinite` mask (u8, 1 where it holds) in one pass, or None
@@ -181,7 +181,7 @@ pub(crate) fn nan_to_num(x: &Tensor, r: NanToNum) -> Result<Option<Tensor>> {
 /// one dtype and shape).
 pub(crate) fn addcmul(x: &Tensor, t1: &Tensor, t2: &Tensor, value: f64, divide: bool) -> Result<Option<Tensor>> {
     let Some(v) = operands(&[x, t1, t2])? else { return Ok(None) };
-    v[0].apply_op3_no_bwd(&v[1], &v[2], &AddcOp { value, divide }).map(Some)
+    v[0].apply_op3_no_bwd(&v[1], &v[2], &Ternary::Addc { value, divide }).map(Some)
 }
 
 /// `lerp(x, end, weight)` for a number weight in one pass, or None.
@@ -193,7 +193,7 @@ pub(crate) fn lerp(x: &Tensor, end: &Tensor, weight: f64) -> Result<Option<Tenso
 /// `lerp(x, end, weight)` for a tensor weight (of the same shape) in one pass, or None.
 pub(crate) fn lerp_weighted(x: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Option<Tensor>> {
     let Some(v) = operands(&[x, end, weight])? else { return Ok(None) };
-    v[0].apply_op3_no_bwd(&v[1], &v[2], &LerpTensorOp).map(Some)
+    v[0].apply_op3_no_bwd(&v[1], &v[2], &Ternary::Lerp).map(Some)
 }
 
 struct ClampOp(Option<f64>, Option<f64>);
@@ -256,59 +256,12 @@ macro_rules! three {
     };
 }
 
-struct AddcOp {
-    value: f64,
-    divide: bool,
-}
-
 fn addc_pass<T: Float>(x: &[T], y: &[T], z: &[T], value: f64, divide: bool) -> Vec<T> {
     let v = T::of(value);
     if divide {
         zip3_map(x, y, z, move |x, y, z| addc(x, y, z, v, true))
     } else {
         zip3_map(x, y, z, move |x, y, z| addc(x, y, z, v, false))
-    }
-}
-
-impl CustomOp3 for AddcOp {
-    fn name(&self) -> &'static str {
-        if self.divide {
-            "addcdiv"
-        } else {
-            "addcmul"
-        }
-    }
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let out = three!(self.name(), (s1, l1), (s2, l2), (s3, l3), |x, y, z| addc_pass(x, y, z, self.value, self.divide));
-        Ok((out, l1.shape().clone()))
-    }
-}
-
-struct ClampTensorOp;
-
-impl CustomOp3 for ClampTensorOp {
-    fn name(&self) -> &'static str {
-        "clamp"
-    }
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let out = three!("clamp", (s1, l1), (s2, l2), (s3, l3), |x, lo, hi| zip3_map(x, lo, hi, |x, lo, hi| nan_min(nan_max(x, lo), hi)));
-        Ok((out, l1.shape().clone()))
     }
 }
 
@@ -341,11 +294,24 @@ impl CustomOp2 for LerpOp {
     }
 }
 
-struct LerpTensorOp;
+/// The one-pass ternary ops over three same-shape operands (`operands`).
+enum Ternary {
+    /// `addcmul` (`divide` false) or `addcdiv`.
+    Addc { value: f64, divide: bool },
+    /// `lerp` with a tensor weight.
+    Lerp,
+    /// `clamp` with tensor bounds.
+    Clamp,
+}
 
-impl CustomOp3 for LerpTensorOp {
+impl CustomOp3 for Ternary {
     fn name(&self) -> &'static str {
-        "lerp"
+        match self {
+            Ternary::Addc { divide: false, .. } => "addcmul",
+            Ternary::Addc { divide: true, .. } => "addcdiv",
+            Ternary::Lerp => "lerp",
+            Ternary::Clamp => "clamp",
+        }
     }
     fn cpu_fwd(
         &self,
@@ -356,7 +322,11 @@ impl CustomOp3 for LerpTensorOp {
         s3: &CpuStorage,
         l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let out = three!("lerp", (s1, l1), (s2, l2), (s3, l3), |x, e, w| zip3_map(x, e, w, lerp_tensor));
+        let out = three!(self.name(), (s1, l1), (s2, l2), (s3, l3), |x, y, z| match *self {
+            Ternary::Addc { value, divide } => addc_pass(x, y, z, value, divide),
+            Ternary::Lerp => zip3_map(x, y, z, lerp_tensor),
+            Ternary::Clamp => zip3_map(x, y, z, |x, lo, hi| nan_min(nan_max(x, lo), hi)),
+        });
         Ok((out, l1.shape().clone()))
     }
 }
