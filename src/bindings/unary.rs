@@ -502,20 +502,22 @@ fn number_bounds(min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>)
 fn clamp_by_extremes(x: PyTensor, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
     // Number bounds on a float32/float64 CPU tensor outside autograd: one pass
     // (`ops::composite::clamp`) with the values of the maximum-then-minimum below.
-    let tracked = x.v().requires_grad() && crate::autograd::grad_enabled();
-    if let Some((lo, hi)) = number_bounds(min, max).filter(|_| x.dt().is_float() && !x.is_sparse_coo() && !tracked) {
-        if let Some(out) = crate::ops::composite::clamp(&x.t(), lo, hi).op("clamp")? {
-            return Ok(PyTensor::wrap_dt(out, x.dt()));
-        }
-    }
-    // Tensor bounds of the input's dtype and shape, nothing in the graph: one pass.
-    let (lo, hi) = (min.and_then(|b| b.cast::<PyTensor>().ok()), max.and_then(|b| b.cast::<PyTensor>().ok()));
-    if let (Some(lo), Some(hi)) = (lo, hi) {
-        let (lo, hi) = (lo.get(), hi.get());
-        let plain = |t: &PyTensor| t.dt() == x.dt() && !t.is_sparse_coo() && !(t.v().requires_grad() && crate::autograd::grad_enabled());
-        if x.dt().is_float() && plain(&x) && plain(lo) && plain(hi) {
-            if let Some(out) = crate::ops::composite::clamp_tensors(&x.t(), &lo.t(), &hi.t()).op("clamp")? {
+    let tracked = |t: &PyTensor| t.v().requires_grad() && crate::autograd::grad_enabled();
+    let plain = |t: &PyTensor| !t.is_sparse_coo() && !tracked(t);
+    if x.dt().is_float() && plain(&x) {
+        if let Some((lo, hi)) = number_bounds(min, max) {
+            if let Some(out) = crate::ops::composite::clamp(&x.t(), lo, hi).op("clamp")? {
                 return Ok(PyTensor::wrap_dt(out, x.dt()));
+            }
+        }
+        // Tensor bounds of the input's dtype and shape, nothing in the graph: one pass.
+        let (lo, hi) = (min.and_then(|b| b.cast::<PyTensor>().ok()), max.and_then(|b| b.cast::<PyTensor>().ok()));
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            let (lo, hi) = (lo.get(), hi.get());
+            if [lo, hi].iter().all(|t| t.dt() == x.dt() && plain(t)) {
+                if let Some(out) = crate::ops::composite::clamp_tensors(&x.t(), &lo.t(), &hi.t()).op("clamp")? {
+                    return Ok(PyTensor::wrap_dt(out, x.dt()));
+                }
             }
         }
     }

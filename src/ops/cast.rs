@@ -53,21 +53,14 @@ fn bf16_of(x: f32) -> bf16 {
     bf16::from_bits(if b & 0x7FFF_FFFF > 0x7F80_0000 { nan } else { rounded })
 }
 
-/// Whether the CPU has the F16C conversions (every AVX2 CPU does; asked once).
-#[cfg(target_arch = "x86_64")]
-fn has_f16c() -> bool {
-    static F16C: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *F16C.get_or_init(|| std::is_x86_feature_detected!("avx") && std::is_x86_feature_detected!("f16c"))
-}
-
 /// `src` rounded to f16 into `dst` (same length). The `half` crate's slice conversion
 /// uses the same instruction but calls it through a function pointer per 8 elements (a
 /// `#[target_feature]` function cannot be inlined into its caller): `x.half()` of an
 /// (8, 256, 384) float32 tensor took 154 us, torch 36.
 fn f32_to_f16(src: &[f32], dst: &mut [f16]) {
     #[cfg(target_arch = "x86_64")]
-    if has_f16c() {
-        // SAFETY: `has_f16c()` checked the instructions.
+    if super::cpu::has_f16c() {
+        // SAFETY: `has_f16c()` checked the instructions (AVX with AVX2, and F16C).
         return unsafe { f32_to_f16_f16c(src, dst) };
     }
     dst.convert_from_f32_slice(src)
@@ -76,8 +69,8 @@ fn f32_to_f16(src: &[f32], dst: &mut [f16]) {
 /// `src` widened to f32 into `dst` (same length); see `f32_to_f16`.
 fn f16_to_f32(src: &[f16], dst: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if has_f16c() {
-        // SAFETY: `has_f16c()` checked the instructions.
+    if super::cpu::has_f16c() {
+        // SAFETY: `has_f16c()` checked the instructions (AVX with AVX2, and F16C).
         return unsafe { f16_to_f32_f16c(src, dst) };
     }
     src.convert_to_f32_slice(dst)
@@ -87,7 +80,7 @@ fn f16_to_f32(src: &[f16], dst: &mut [f32]) {
 /// (NaN stays NaN): the same bits as `half::f16::from_f32` gives on such a CPU.
 ///
 /// # Safety
-/// The CPU must support AVX and F16C (`has_f16c`).
+/// The CPU must support AVX and F16C (`ops::cpu::has_f16c`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx,f16c")]
 unsafe fn f32_to_f16_f16c(src: &[f32], dst: &mut [f16]) {
@@ -107,7 +100,7 @@ unsafe fn f32_to_f16_f16c(src: &[f32], dst: &mut [f16]) {
 /// `f16_to_f32` with VCVTPH2PS, 8 elements per instruction (exact).
 ///
 /// # Safety
-/// The CPU must support AVX and F16C (`has_f16c`).
+/// The CPU must support AVX and F16C (`ops::cpu::has_f16c`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx,f16c")]
 unsafe fn f16_to_f32_f16c(src: &[f16], dst: &mut [f32]) {

@@ -68,6 +68,23 @@ pub(crate) fn has_avx2_fma() -> bool {
     simd_level() != Simd::Plain
 }
 
+/// Whether our F16C float16 conversions may run: at the AVX2 level or above (so
+/// `CANDLE_PY_MAX_ISA=sse4.2` tests the fallback), on a CPU with F16C (every AVX2 CPU
+/// has it; checked all the same). Asked once.
+pub(crate) fn has_f16c() -> bool {
+    static F16C: OnceLock<bool> = OnceLock::new();
+    *F16C.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            has_avx2_fma() && std::is_x86_feature_detected!("f16c")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

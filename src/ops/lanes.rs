@@ -57,7 +57,9 @@ pub(crate) trait Lanes: Copy {
     unsafe fn evens(lo: Self, hi: Self) -> Self;
     /// The sum of the lanes.
     unsafe fn sum(self) -> f32;
-    /// The sum of the lanes in f64: widened, then added halves onto halves.
+    /// The sum of the lanes in f64: widened, then added halves onto halves. (Stored and
+    /// added one by one, the lanes made a chain of 16 dependent adds per row, over half
+    /// of `sum(-1)`'s time on rows of 384.)
     unsafe fn sum_f64(self) -> f64;
     /// The lane-wise maximum (`o`'s lane where either is NaN, as `maxps`).
     unsafe fn max(self, o: Self) -> Self;
@@ -184,18 +186,6 @@ pub(crate) unsafe fn tail_mask<V: Lanes>(d: usize) -> V::Mask {
     unsafe { V::mask((1u32 << (d % V::LANES)) - 1) }
 }
 
-/// The lanes of `v` summed in f64 (`Lanes::sum_f64`). The lanes were stored and added
-/// one by one: a chain of 16 dependent adds per row, over half of `sum(-1)`'s time on
-/// rows of 384.
-///
-/// # Safety
-/// The CPU has `V`'s features.
-#[inline(always)]
-pub(crate) unsafe fn wide_sum<V: Lanes>(v: V) -> f64 {
-    // SAFETY: the caller's level.
-    unsafe { v.sum_f64() }
-}
-
 /// `acc + v`, or with `SQ` `acc + (v - mv)^2`.
 ///
 /// # Safety
@@ -243,7 +233,7 @@ pub(crate) unsafe fn fold<V: Lanes, const SQ: bool>(p: *const f32, d: usize, mv:
             let pad = if SQ { mv } else { V::zero() };
             a[3] = acc_step::<V, SQ>(a[3], pad.merge_mask(p.add(full * l), tail_mask::<V>(d)), mv);
         }
-        wide_sum(a[0].add(a[1]).add(a[2].add(a[3])))
+        a[0].add(a[1]).add(a[2].add(a[3])).sum_f64()
     }
 }
 

@@ -7,7 +7,7 @@
 //! grad_sums`) widen every value to f64 or keep their accumulator arrays half in
 //! memory; these kernels existed for AVX-512 alone, so on an AVX2 CPU a ViT's
 //! LayerNorm(192) forward+backward on 2080 rows took 1.9x torch's time.
-use crate::ops::lanes::{fold, run_at_cpu, tail_mask, wide_sum, Kernel, Lanes};
+use crate::ops::lanes::{fold, run_at_cpu, tail_mask, Kernel, Lanes};
 
 /// Rows of layer norm's f32 partial `dw` / `db` sums between their folds into the f64
 /// totals: few enough that f32 rounding stays at PyTorch's level, many enough that
@@ -132,8 +132,8 @@ impl Kernel for LnBwdRows<'_> {
                     s1[1] = s1[1].add(gw);
                     s2[1] = gw.fmadd(xh, s2[1]);
                 }
-                let m1 = V::splat((wide_sum(s1[0].add(s1[1])) / d as f64) as f32);
-                let m2 = V::splat((wide_sum(s2[0].add(s2[1])) / d as f64) as f32);
+                let m1 = V::splat((s1[0].add(s1[1]).sum_f64() / d as f64) as f32);
+                let m2 = V::splat((s2[0].add(s2[1]).sum_f64() / d as f64) as f32);
                 // dx = rstd * (g * w - m1 - xhat * m2).
                 let mut i = 0;
                 while i < full {
@@ -263,7 +263,7 @@ impl Kernel for GradSums<'_> {
                 }
                 i += 4 * l;
             }
-            (wide_sum(a[0].add(a[1]).add(a[2].add(a[3]))), wide_sum(b[0].add(b[1]).add(b[2].add(b[3]))))
+            (a[0].add(a[1]).add(a[2].add(a[3])).sum_f64(), b[0].add(b[1]).add(b[2].add(b[3])).sum_f64())
         };
         let (mut sa, mut sb) = (sa, sb);
         for (&xv, &gv) in x[n..].iter().zip(&g[n..]) {
