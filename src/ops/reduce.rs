@@ -123,12 +123,12 @@ pub(crate) fn max_slice<T: Float>(x: &[T]) -> T {
     acc[0].maximum(acc[2]).maximum(acc[1].maximum(acc[3]))
 }
 
-/// `acc += row` (of the squares when `SQ`), element by element.
+/// `acc += row` (of the squares when `SQ`), element by element, in the dispatched
+/// AVX-512 / AVX2 loop (the bias gradient's sum over rows ran 4 lanes at a time in
+/// this generic code's baseline build).
 #[inline(always)]
 fn add_into<T: Float, const SQ: bool>(acc: &mut [T], row: &[T]) {
-    for (a, &v) in acc.iter_mut().zip(row) {
-        *a += if SQ { v * v } else { v };
-    }
+    super::simd_map::zip_assign_here(acc, row, |a, v| a + if SQ { v * v } else { v });
 }
 
 #[inline(always)]

@@ -248,19 +248,28 @@ pub(crate) fn zip_assign<T: Copy + Send + Sync, B: Copy + Sync, F: Fn(T, B) -> T
     let (wide, simd) = (has_avx512(), has_avx2_fma());
     let par = par_ok(a.len());
     let size = even_chunk(a.len(), CHUNK, 64, par);
-    for_chunks(a, size, par, |i, dst| {
-        let src = &b[i * size..];
-        #[cfg(target_arch = "x86_64")]
-        if wide {
-            // SAFETY: `wide` is `has_avx512()`.
-            return unsafe { run2i_avx512(dst, src, &f) };
-        } else if simd {
-            // SAFETY: `simd` is `has_avx2_fma()`.
-            return unsafe { run2i_avx2(dst, src, &f) };
-        }
-        let _ = (wide, simd);
-        run2i(dst, src, &f)
-    })
+    for_chunks(a, size, par, |i, dst| zip_assign_on(dst, &b[i * size..], &f, (wide, simd)))
+}
+
+/// `zip_assign` on the calling thread, for a kernel that already runs one block per
+/// thread (linear's bias rows); `a` no longer than `b`.
+pub(crate) fn zip_assign_here<T: Copy, B: Copy, F: Fn(T, B) -> T>(a: &mut [T], b: &[B], f: F) {
+    zip_assign_on(a, b, &f, (has_avx512(), has_avx2_fma()))
+}
+
+/// One chunk of `zip_assign`, in the widest variant the levels `(wide, simd)` allow.
+#[inline(always)]
+fn zip_assign_on<T: Copy, B: Copy, F: Fn(T, B) -> T>(dst: &mut [T], src: &[B], f: &F, (wide, simd): (bool, bool)) {
+    #[cfg(target_arch = "x86_64")]
+    if wide {
+        // SAFETY: `wide` is `has_avx512()`.
+        return unsafe { run2i_avx512(dst, src, f) };
+    } else if simd {
+        // SAFETY: `simd` is `has_avx2_fma()`.
+        return unsafe { run2i_avx2(dst, src, f) };
+    }
+    let _ = (wide, simd);
+    run2i(dst, src, f)
 }
 
 #[inline(always)]
