@@ -2,9 +2,8 @@
 //! (a block of rows or of columns), no transposed copy of `W`; the GEMM overwrites
 //! uninitialised memory (no zero fill, no read of the destination: 7-10% faster at
 //! BERT shapes than accumulating into zeros), then the thread adds the bias to its
-//! block. Batch dims of `x` fold into the
-//! rows of one (M, K) x (K, N) product, which parallelises far better than a batch
-//! of small ones. 2-D float matmul comes here too (`matmul2d`). A few rows against
+//! block. Batch dims of `x` fold into the rows of one (M, K) x (K, N) product, which
+//! parallelises far better than a batch of small ones. 2-D float matmul comes here too (`matmul2d`). A few rows against
 //! a long depth (a small batch through a large layer) take `ops::dot_rows` instead.
 //!
 //! The backward is three plain products (`dx = g W`, `dW = g^T x` through this
@@ -80,16 +79,18 @@ pub(crate) fn forward<T: Float>(x: &[T], xl: &Layout, w: &[T], wl: &Layout, b: O
         }
     }
     // Deep products (k >= 256) split by columns too while the rows are not many times
-    // the columns: the crate then packs half of W^T per thread instead of all of it
-    // (it packs its left operand, W, through a transposing gather). Measured on
-    // AVX-512, 2 threads, the gemm crate alone: 1024 x 1536 x 384 with W^T as the right
-    // operand (a GPT layer's forward) 3% faster, 1024 x 384 x 1536 10%, 1024 x 1152 x
-    // 384 3%; with W itself on the right (the input gradient g W) 1-3%.
+    // the columns: each thread's GEMM then packs only its half of W (the crate packs
+    // W, its left operand once it transposes the product for the row-major output,
+    // through a strided gather). On a Zen 5 (AVX-512, 2 threads), a GPT layer's
+    // products (1024 rows, widths 384 / 1152 / 1536) took 0.7-0.8% less time in all,
+    // old and new split alternating in one process: up to 3-3.5% on single products,
+    // none slower by more than the rounds' spread (~1%); the crate alone, outside
+    // this library, gained 3-10% on the same shapes.
     let by_cols = threads > 1 && m < 4 * n && (m < 2 * k || k >= 256) && n >= 32 * threads && !left_col_major;
     let (step, total) = if by_cols { (n.div_ceil(threads).div_ceil(16) * 16, n) } else { (m.div_ceil(threads), m) };
     // Every element is written by the GEMM (it overwrites: no zero fill), then gets
-    // the bias added while the block is still in cache: bias + product, the one
-    // rounding torch's addmm makes. Filling the bias first for the GEMM to accumulate
+    // the bias added by the thread that wrote it: bias + product, the one rounding
+    // torch's addmm makes. Filling the bias first for the GEMM to accumulate
     // into wrote every output line once more, to memory not yet in cache: 7.5% of a
     // ViT forward (2080 x 192 -> 576 and the like), whose forward took 54 ms instead of
     // 57-63.
