@@ -1583,12 +1583,13 @@ def test_float_conversions_round_as_numpy():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
 @pytest.mark.parametrize("largest", [True, False])
-@pytest.mark.parametrize("k", [1, 5, 64, 65, 80])
+@pytest.mark.parametrize("k", [1, 5, 16, 17, 64, 65, 80])
 def test_topk_orders_ties_and_nan_as_a_full_sort(k, largest, dtype):
     """topk of k <= 64 scans each row once (rows of 16 k or more: 1100 here); larger k,
     and k = 80 on these rows, select and sort. Either way the result is a stable sort's
-    first k: by value (NaN largest), ties by position; float32 rows skip blocks of 16
-    that hold no candidate, other dtypes compare element by element."""
+    first k: by value (NaN largest), ties by position; float32 rows test blocks of 16
+    at once and visit only their candidates (lists up to k = 16 in fixed arrays, longer
+    ones in a vector), other dtypes compare element by element."""
     rng = np.random.default_rng(11)
     a = rng.integers(-20, 20, (100, 1100)).astype(dtype)
     if dtype != np.int32:

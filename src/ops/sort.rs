@@ -3,9 +3,10 @@
 //! and their indices propagate the first NaN, scans carry NaN from where it appears on.
 //!
 //! The kernels work on rows: the dim is moved last and made contiguous, each row is
-//! handled on its own, and rows are split over rayon's pool when the work is large
-//! (`ops::parallel::par_ok`). Tensors on other devices are computed on the CPU and the
-//! results moved back. Pure compute: no PyO3, no autograd (the bindings record nodes).
+//! handled on its own, and rows are split over the threads when the work is large
+//! (`ops::parallel::par_ok`; `per_row` on the spinning team, `nonzero` on rayon's
+//! pool). Tensors on other devices are computed on the CPU and the results moved back.
+//! Pure compute: no PyO3, no autograd (the bindings record nodes).
 use crate::ops::float::Float;
 use crate::ops::layout::Dense;
 use crate::ops::parallel::par_ok;
@@ -70,59 +71,48 @@ key_float!(
     bf16 => |x: bf16| x.to_f64()
 );
 
-/// Run `$body` with `$v` bound to the elements of the contiguous CPU tensor `$t` as a
-/// `Vec<T>` of its dtype (`$T` names the type inside the body).
+/// Run `$body` with `$v` bound to the elements of the tensor `$t` as a slice of its
+/// dtype (`$T` names the type inside the body): a dense CPU tensor's own storage,
+/// borrowed (a copy of the input was 6% of a `topk`), anything else copied first.
 macro_rules! with_key {
     ($t:expr, $op:expr, |$v:ident: $T:ident| $body:expr) => {{
         let t: &Tensor = &$t;
         match t.dtype() {
-            DType::U8 => {
-                type $T = u8;
-                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
-                $body
-            }
-            DType::U32 => {
-                type $T = u32;
-                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
-                $body
-            }
-            DType::I16 => {
-                type $T = i16;
-                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
-                $body
-            }
-            DType::I32 => {
-                type $T = i32;
-                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
-                $body
-            }
-            DType::I64 => {
-                type $T = i64;
-                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
-                $body
-            }
-            DType::F16 => {
-                type $T = f16;
-                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
-                $body
-            }
-            DType::BF16 => {
-                type $T = bf16;
-                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
-                $body
-            }
-            DType::F32 => {
-                type $T = f32;
-                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
-                $body
-            }
-            DType::F64 => {
-                type $T = f64;
-                let $v: Vec<$T> = t.flatten_all()?.to_vec1()?;
-                $body
-            }
+            DType::U8 => key_arm!(t, $op, $v, $T, $body, u8, U8),
+            DType::U32 => key_arm!(t, $op, $v, $T, $body, u32, U32),
+            DType::I16 => key_arm!(t, $op, $v, $T, $body, i16, I16),
+            DType::I32 => key_arm!(t, $op, $v, $T, $body, i32, I32),
+            DType::I64 => key_arm!(t, $op, $v, $T, $body, i64, I64),
+            DType::F16 => key_arm!(t, $op, $v, $T, $body, f16, F16),
+            DType::BF16 => key_arm!(t, $op, $v, $T, $body, bf16, BF16),
+            DType::F32 => key_arm!(t, $op, $v, $T, $body, f32, F32),
+            DType::F64 => key_arm!(t, $op, $v, $T, $body, f64, F64),
             d => candle_core::bail!("{}: unsupported dtype {d:?}", $op),
         }
+    }};
+}
+
+/// One dtype's arm of `with_key`: `$ty` is the element type, `$var` its storage variant.
+macro_rules! key_arm {
+    ($t:expr, $op:expr, $v:ident, $T:ident, $body:expr, $ty:ty, $var:ident) => {{
+        type $T = $ty;
+        let owned: Vec<$T>;
+        let guard;
+        // Checked before the storage is locked: the copy below locks it again.
+        let $v: &[$T] = match ($t.device().is_cpu(), $t.layout().contiguous_offsets()) {
+            (true, Some((a, b))) => {
+                guard = $t.storage_and_layout().0;
+                match &*guard {
+                    candle_core::Storage::Cpu(candle_core::CpuStorage::$var(s)) => &s[a..b],
+                    _ => candle_core::bail!("{}: storage does not hold its dtype", $op),
+                }
+            }
+            _ => {
+                owned = $t.flatten_all()?.to_vec1()?;
+                &owned
+            }
+        };
+        $body
     }};
 }
 
@@ -141,29 +131,24 @@ fn from_rows(x: Tensor, d: usize, dev: &Device) -> Result<Tensor> {
     x.to_device(dev)
 }
 
-/// `f(row, out_row)` for every row of `n` inputs and `m` outputs, parallel when large.
+/// `f(row, out_row)` for every row of `n` inputs and `m` outputs, parallel when large:
+/// on the spinning team (`ops::parallel::for_chunks`), a contiguous run of rows per
+/// thread. On rayon's pool the worker slept between calls and, on a virtual machine,
+/// woke too late to help: `topk(5)` over 2048 rows of 384 ran at one thread's speed
+/// in most calls (1.45 ms, 0.7 ms when both threads worked).
 fn per_row<T: Sync, U: Send>(src: &[T], n: usize, out: &mut [U], m: usize, f: impl Fn(&[T], &mut [U]) + Sync + Send) {
     if m == 0 {
         return;
     }
     let rows = out.len() / m;
     let work = src.len().max(rows) * (usize::BITS - n.leading_zeros()).max(1) as usize;
-    if par_ok(work) {
-        let per = ((1 << 14) / n.max(1)).max(1);
-        // in_pool: on the active pool (ours after set_num_threads or a fork), whoever calls.
-        crate::ops::parallel::in_pool(true, || {
-            out.par_chunks_mut(per * m).enumerate().for_each(|(c, o)| {
-                for (k, orow) in o.chunks_mut(m).enumerate() {
-                    let r = c * per + k;
-                    f(&src[r * n..(r + 1) * n], orow);
-                }
-            })
-        });
-    } else {
-        for (r, orow) in out.chunks_mut(m).enumerate() {
+    let per = ((1 << 14) / n.max(1)).max(1);
+    crate::ops::parallel::for_chunks(out, per * m, par_ok(work), |c, o| {
+        for (k, orow) in o.chunks_mut(m).enumerate() {
+            let r = c * per + k;
             f(&src[r * n..(r + 1) * n], orow);
         }
-    }
+    });
 }
 
 /// `(values, indices)` of each row's elements in order; every sort is stable (equal
@@ -241,41 +226,190 @@ fn top_by_scan<T: Key>(row: &[T], k: usize, largest: bool, out: &mut [i64]) {
     top_by_scan_any(row, k, largest, out)
 }
 
-/// `top_by_scan` for f32 rows: blocks of 16 that hold no candidate (an element not
-/// ordered after the list's last: `!(v <= w)` for the largest, which lets NaN through,
-/// and `!(v >= w)` for the smallest) are skipped on one vectorized test; the others go
-/// element by element through the exact order of `top_by_scan_any`. The comparison
-/// chain per element (NaN tests, the direction) took ~7 cycles per element.
+/// `top_by_scan` for f32 rows: each block of 16 is tested at once for candidates (an
+/// element not ordered after the list's last: `!(v <= w)` for the largest, which lets
+/// NaN through, and `!(v >= w)` for the smallest), and only the candidates go through
+/// the exact order of `top_by_scan_any`. Compiled for the CPU's vector level, where a
+/// block's test is one compare and a mask move.
 fn top_by_scan_f32(row: &[f32], k: usize, largest: bool, out: &mut [i64]) {
-    let n = row.len().min(k);
-    let mut best: Vec<(f32, u32)> = Vec::with_capacity(k + 1);
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::ops::cpu::Simd;
+        // SAFETY: each variant runs where `simd_level` found its features.
+        match (crate::ops::cpu::simd_level(), largest) {
+            (Simd::Avx512, true) => return unsafe { scan_f32_avx512::<true>(row, k, out) },
+            (Simd::Avx512, false) => return unsafe { scan_f32_avx512::<false>(row, k, out) },
+            (Simd::Avx2, true) => return unsafe { scan_f32_avx2::<true>(row, k, out) },
+            (Simd::Avx2, false) => return unsafe { scan_f32_avx2::<false>(row, k, out) },
+            _ => {}
+        }
+    }
+    if largest {
+        scan_f32::<true>(row, k, out)
+    } else {
+        scan_f32::<false>(row, k, out)
+    }
+}
+
+/// # Safety
+/// The CPU has AVX-512F, AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn scan_f32_avx512<const LARGEST: bool>(row: &[f32], k: usize, out: &mut [i64]) {
+    scan_f32::<LARGEST>(row, k, out)
+}
+
+/// # Safety
+/// The CPU has AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn scan_f32_avx2<const LARGEST: bool>(row: &[f32], k: usize, out: &mut [i64]) {
+    scan_f32::<LARGEST>(row, k, out)
+}
+
+#[inline(always)]
+fn scan_f32<const LARGEST: bool>(row: &[f32], k: usize, out: &mut [i64]) {
+    if k <= SHORT {
+        scan_with::<LARGEST, _>(row, Short::<LARGEST>::new(k), out)
+    } else {
+        scan_with::<LARGEST, _>(row, Long::<LARGEST>(Vec::with_capacity(k + 1), k), out)
+    }
+}
+
+/// The sorted list of a row's best `k` elements so far, with their positions.
+trait Best {
+    /// The list's last value (the list is full).
+    fn last(&self) -> f32;
+    /// `v` at position `i` (later than every kept element) into the list, when it
+    /// comes before the list's last or the list is not full.
+    fn offer(&mut self, v: f32, i: usize);
+    /// The kept positions, first to last.
+    fn write(&self, out: &mut [i64]);
+}
+
+/// Lists up to this long are kept in fixed arrays, updated without branches.
+const SHORT: usize = 16;
+
+/// A list of at most `SHORT` in fixed arrays: an insertion counts the elements it does
+/// not beat and shifts the rest with selects over the list, where `insert`'s search
+/// and shift loops mispredicted their exits about twice per insertion on random data.
+struct Short<const LARGEST: bool> {
+    v: [f32; SHORT],
+    ix: [u32; SHORT],
+    len: usize,
+    k: usize,
+}
+
+impl<const LARGEST: bool> Short<LARGEST> {
+    fn new(k: usize) -> Self {
+        Short { v: [0.0; SHORT], ix: [0; SHORT], len: 0, k }
+    }
+}
+
+impl<const LARGEST: bool> Best for Short<LARGEST> {
+    #[inline(always)]
+    fn last(&self) -> f32 {
+        self.v[self.k - 1]
+    }
+
+    #[inline(always)]
+    fn offer(&mut self, v: f32, i: usize) {
+        // The kept elements `v` does not beat are a prefix of the list: count them.
+        // Both loops run a fixed count once the list is full (k), so their exits
+        // predict; the data-dependent parts are selects.
+        let mut at = 0;
+        for &b in &self.v[..self.len] {
+            at += after_f32::<LARGEST>(v, b) as usize;
+        }
+        if at >= self.k {
+            return;
+        }
+        for j in (1..self.k).rev() {
+            let shift = j > at;
+            self.v[j] = if shift { self.v[j - 1] } else { self.v[j] };
+            self.ix[j] = if shift { self.ix[j - 1] } else { self.ix[j] };
+        }
+        self.v[at] = v;
+        self.ix[at] = i as u32;
+        self.len = (self.len + 1).min(self.k);
+    }
+
+    fn write(&self, out: &mut [i64]) {
+        for (d, &i) in out.iter_mut().zip(&self.ix[..self.len]) {
+            *d = i as i64;
+        }
+    }
+}
+
+/// `after(v, b, LARGEST)` for f32 without branches: `v` is not ordered before `b`
+/// (NaN the largest value, NaNs equal, -0.0 equal to 0.0).
+#[inline(always)]
+fn after_f32<const LARGEST: bool>(v: f32, b: f32) -> bool {
+    let (vn, bn) = (v.is_nan(), b.is_nan());
+    if LARGEST {
+        !((v > b) | (vn & !bn))
+    } else {
+        !((v < b) | (!vn & bn))
+    }
+}
+
+/// A longer list: `insert`'s search from the end (an element that enters a long list
+/// mostly lands near its end).
+struct Long<const LARGEST: bool>(Vec<(f32, u32)>, usize);
+
+impl<const LARGEST: bool> Best for Long<LARGEST> {
+    #[inline(always)]
+    fn last(&self) -> f32 {
+        self.0[self.1 - 1].0
+    }
+
+    #[inline(always)]
+    fn offer(&mut self, v: f32, i: usize) {
+        insert(&mut self.0, self.1, v, i, LARGEST)
+    }
+
+    fn write(&self, out: &mut [i64]) {
+        for (d, &(_, i)) in out.iter_mut().zip(&self.0) {
+            *d = i as i64;
+        }
+    }
+}
+
+#[inline(always)]
+fn scan_with<const LARGEST: bool, L: Best>(row: &[f32], mut best: L, out: &mut [i64]) {
+    let n = row.len().min(out.len());
     // The first k elements fill the list.
     for (i, &v) in row[..n].iter().enumerate() {
-        insert(&mut best, k, v, i, largest);
+        best.offer(v, i);
     }
     let mut i = n;
     for block in row[n..].chunks(16) {
-        let w = best[k - 1].0;
-        let any = if largest {
-            block.iter().fold(false, |a, &v| a | candidate(v, w, true))
+        // The block's candidates as bits, visited by their positions: of a block
+        // holding a candidate, most elements are not, and testing each of them through
+        // the exact order (NaN tests, the direction) ran ~20 cycles per element.
+        let w = best.last();
+        let mut bits = 0u32;
+        if let Ok(b) = <&[f32; 16]>::try_from(block) {
+            for (j, &v) in b.iter().enumerate() {
+                bits |= (candidate(v, w, LARGEST) as u32) << j;
+            }
         } else {
-            block.iter().fold(false, |a, &v| a | candidate(v, w, false))
-        };
-        if any {
             for (j, &v) in block.iter().enumerate() {
-                // The same candidate test first: one compare and a branch that rarely
-                // goes in (the exact order's NaN tests mispredicted on random data).
-                let w = best[k - 1].0;
-                if candidate(v, w, largest) && !after(v, w, largest) {
-                    insert(&mut best, k, v, i + j, largest);
-                }
+                bits |= (candidate(v, w, LARGEST) as u32) << j;
+            }
+        }
+        while bits != 0 {
+            let j = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let (v, w) = (block[j], best.last());
+            // The list's last may have moved up since the block's test.
+            if candidate(v, w, LARGEST) && !after(v, w, LARGEST) {
+                best.offer(v, i + j);
             }
         }
         i += block.len();
     }
-    for (d, &(_, i)) in out.iter_mut().zip(&best) {
-        *d = i as i64;
-    }
+    best.write(out);
 }
 
 /// Whether `v` may come before `w` in `topk`'s order: a plain compare does not put it
@@ -414,7 +548,7 @@ pub fn sort(t: &Tensor, d: usize, descending: bool) -> Result<(Tensor, Tensor)> 
     let x = rows_last(t, d)?;
     let shape = x.dims().to_vec();
     with_key!(x, "sort", |v: T| {
-        let (vals, idx) = sort_rows::<T>(&v, n, descending);
+        let (vals, idx) = sort_rows::<T>(v, n, descending);
         pair(vals, idx, shape, d, t.device())
     })
 }
@@ -428,7 +562,7 @@ pub fn topk(t: &Tensor, k: usize, d: usize, largest: bool) -> Result<(Tensor, Te
     let x = rows_last(t, d)?;
     let shape = rows_shape(t, d, k);
     with_key!(x, "topk", |v: T| {
-        let (vals, idx) = topk_rows::<T>(&v, n, k, largest);
+        let (vals, idx) = topk_rows::<T>(v, n, k, largest);
         pair(vals, idx, shape, d, t.device())
     })
 }
@@ -443,7 +577,7 @@ pub fn kth(t: &Tensor, d: usize, pick: Pick) -> Result<(Tensor, Tensor)> {
     let x = rows_last(t, d)?;
     let shape = rows_shape(t, d, 1);
     with_key!(x, "kthvalue", |v: T| {
-        let (vals, idx) = kth_rows::<T>(&v, n, pick);
+        let (vals, idx) = kth_rows::<T>(v, n, pick);
         pair(vals, idx, shape, d, t.device())
     })
 }
@@ -468,7 +602,7 @@ pub fn extreme(t: &Tensor, d: usize, is_max: bool) -> Result<(Tensor, Tensor)> {
     with_key!(x, "max", |v: T| {
         let rows = v.len() / n;
         let mut idx = vec![0i64; rows];
-        per_row(&v, n, &mut idx, 1, |row, o| {
+        per_row(v, n, &mut idx, 1, |row, o| {
             let mut best = 0usize;
             for (i, &e) in row.iter().enumerate().skip(1) {
                 let b = row[best];
@@ -483,7 +617,7 @@ pub fn extreme(t: &Tensor, d: usize, is_max: bool) -> Result<(Tensor, Tensor)> {
             }
             o[0] = best as i64;
         });
-        let vals = gather_rows(&v, n, &idx, 1);
+        let vals = gather_rows(v, n, &idx, 1);
         pair(vals, idx, shape, d, t.device())
     })
 }
@@ -648,7 +782,7 @@ pub fn scan(t: &Tensor, d: usize, op: Scan) -> Result<Tensor> {
     let shape = x.dims().to_vec();
     let out = with_key!(x, "cumsum", |v: T| {
         let mut o = vec![v[0]; v.len()];
-        per_row(&v, n, &mut o, n, |row, orow| {
+        per_row(v, n, &mut o, n, |row, orow| {
             let mut acc = match op {
                 Scan::Sum => 0.0,
                 Scan::Prod => 1.0,
@@ -931,6 +1065,19 @@ mod tests {
         assert_eq!(i.to_vec1::<i64>().unwrap(), vec![2, 0, 3, 1]);
         let (_, i) = sort(&t, 0, true).unwrap();
         assert_eq!(i.to_vec1::<i64>().unwrap(), vec![1, 0, 3, 2]);
+    }
+
+    /// The branchless f32 order of the short top-k lists against the generic one, over
+    /// every pair of special values.
+    #[test]
+    fn after_f32_matches_after() {
+        let vals = [f32::NAN, -f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1.0, -1.0, 1e-45, f32::MAX];
+        for &v in &vals {
+            for &b in &vals {
+                assert_eq!(after_f32::<true>(v, b), after(v, b, true), "largest: {v} after {b}");
+                assert_eq!(after_f32::<false>(v, b), after(v, b, false), "smallest: {v} after {b}");
+            }
+        }
     }
 
     #[test]

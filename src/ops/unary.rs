@@ -430,37 +430,62 @@ mod trig {
     pub(super) fn sin_cos(x: &[f32], out: &mut [f32], cos: bool) {
         let par = par_ok(x.len().saturating_mul(4));
         let size = even_chunk(x.len(), CHUNK, 64, par);
-        for_chunks(out, size, par, |i, dst| {
-            let src = &x[i * size..][..dst.len()];
-            dst.copy_from_slice(src);
-            chunk(dst, cos);
-        })
+        for_chunks(out, size, par, |i, dst| chunk(Some(&x[i * size..][..dst.len()]), dst, cos))
     }
 
     /// `x[i] = sin(x[i])` (or cos) in place.
     pub(super) fn sin_cos_assign(x: &mut [f32], cos: bool) {
         let par = par_ok(x.len().saturating_mul(4));
         let size = even_chunk(x.len(), CHUNK, 64, par);
-        for_chunks(x, size, par, |_, c| chunk(c, cos))
+        for_chunks(x, size, par, |_, c| chunk(None, c, cos))
     }
 
-    /// One chunk in place (it is in L1/L2 from the caller's copy or its own first read).
-    fn chunk(c: &mut [f32], cos: bool) {
+    /// The arguments the vector form does not take (libm's values for them).
+    #[inline(always)]
+    fn big(x: f32) -> bool {
+        x.abs() > TRIG_LIMIT && x.is_finite()
+    }
+
+    /// One chunk: `c = f(src)`, or `c = f(c)` in place without `src`.
+    ///
+    /// Everything that reads the chunk runs in the dispatched loops: `chunk` itself is
+    /// compiled for the baseline, where the scan for large arguments ran 4 lanes at a
+    /// time and took 30% of a sine's samples (and a copy of the input into the output
+    /// first, 14%).
+    fn chunk(src: Option<&[f32]>, c: &mut [f32], cos: bool) {
         #[cfg(target_arch = "x86_64")]
         if has_avx2_fma() {
-            // The rare arguments the vector form does not take, with libm's values,
-            // kept before the pass overwrites them. The test is a vectorized `|`-fold.
-            let big = |x: f32| x.abs() > TRIG_LIMIT && x.is_finite();
-            let any = c.iter().fold(false, |a, &x| a | big(x));
-            let keep: Vec<(usize, f32)> =
-                if any { c.iter().enumerate().filter(|&(_, &x)| big(x)).map(|(i, &x)| (i, libm(x, cos))).collect() } else { Vec::new() };
-            // SAFETY: each variant runs only where its features were detected.
-            unsafe {
-                match (has_avx512(), cos) {
-                    (true, false) => pass_avx512::<false>(c),
-                    (true, true) => pass_avx512::<true>(c),
-                    (false, false) => pass_avx2::<false>(c),
-                    (false, true) => pass_avx2::<true>(c),
+            let wide = has_avx512();
+            // In place, the rare large arguments' libm values are kept before the pass
+            // overwrites them; with a separate source they are fixed from it after.
+            // SAFETY (this block and the next): each variant runs only where its
+            // features were detected.
+            let big_in_place = src.is_none()
+                && unsafe {
+                    if wide {
+                        scan_avx512(c)
+                    } else {
+                        scan_avx2(c)
+                    }
+                };
+            let keep: Vec<(usize, f32)> = if big_in_place {
+                c.iter().enumerate().filter(|&(_, &x)| big(x)).map(|(i, &x)| (i, libm(x, cos))).collect()
+            } else {
+                Vec::new()
+            };
+            let any = unsafe {
+                match (wide, cos) {
+                    (true, false) => pass_avx512::<false>(src, c),
+                    (true, true) => pass_avx512::<true>(src, c),
+                    (false, false) => pass_avx2::<false>(src, c),
+                    (false, true) => pass_avx2::<true>(src, c),
+                }
+            };
+            if let (true, Some(s)) = (any, src) {
+                for (d, &x) in c.iter_mut().zip(s) {
+                    if big(x) {
+                        *d = libm(x, cos);
+                    }
                 }
             }
             for (i, y) in keep {
@@ -468,30 +493,69 @@ mod trig {
             }
             return;
         }
-        c.iter_mut().for_each(|x| *x = libm(*x, cos));
+        match src {
+            Some(s) => c.iter_mut().zip(s).for_each(|(d, &x)| *d = libm(x, cos)),
+            None => c.iter_mut().for_each(|x| *x = libm(*x, cos)),
+        }
+    }
+
+    /// The vector pass; with `src`, also whether any of its elements is `big` (one
+    /// `|`-fold in the same loop), else false.
+    #[inline(always)]
+    fn pass<const COS: bool>(src: Option<&[f32]>, c: &mut [f32]) -> bool {
+        match src {
+            Some(s) => {
+                let mut any = false;
+                for (d, &x) in c.iter_mut().zip(s) {
+                    any |= big(x);
+                    *d = fast_sin_cos::<COS>(x);
+                }
+                any
+            }
+            None => {
+                for x in c.iter_mut() {
+                    *x = fast_sin_cos::<COS>(*x);
+                }
+                false
+            }
+        }
     }
 
     #[inline(always)]
-    fn pass<const COS: bool>(c: &mut [f32]) {
-        for x in c.iter_mut() {
-            *x = fast_sin_cos::<COS>(*x);
-        }
+    fn scan(c: &[f32]) -> bool {
+        c.iter().fold(false, |a, &x| a | big(x))
     }
 
     /// # Safety
     /// The CPU has AVX2 and FMA.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn pass_avx2<const COS: bool>(c: &mut [f32]) {
-        pass::<COS>(c)
+    unsafe fn pass_avx2<const COS: bool>(src: Option<&[f32]>, c: &mut [f32]) -> bool {
+        pass::<COS>(src, c)
     }
 
     /// # Safety
     /// The CPU has AVX-512F, AVX2 and FMA.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx2,fma")]
-    unsafe fn pass_avx512<const COS: bool>(c: &mut [f32]) {
-        pass::<COS>(c)
+    unsafe fn pass_avx512<const COS: bool>(src: Option<&[f32]>, c: &mut [f32]) -> bool {
+        pass::<COS>(src, c)
+    }
+
+    /// # Safety
+    /// The CPU has AVX2 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn scan_avx2(c: &[f32]) -> bool {
+        scan(c)
+    }
+
+    /// # Safety
+    /// The CPU has AVX-512F, AVX2 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn scan_avx512(c: &[f32]) -> bool {
+        scan(c)
     }
 
     #[cfg(test)]
